@@ -1,0 +1,92 @@
+"""Shared helpers for the benchmark scripts: venvs to compare and a robust timer.
+
+Every figure is a ratio against a floor measured in the same run (``python -c pass`` in the
+same venv), so results compare across machines. Upstream TorchX 0.7.0 is installed from PyPI
+into its own venv for side-by-side numbers.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH_DIR = ROOT / ".bench"
+UPSTREAM_VERSION = "0.7.0"
+DISTS = ("torchx-specs", "torchx-runner", "torchx-cli")
+
+
+def _venv_python(venv: Path) -> Path:
+    return venv / "bin" / "python"
+
+
+def ensure_upstream_venv() -> Path:
+    """A venv holding upstream ``torchx==0.7.0`` from PyPI (created once, then reused)."""
+    venv = BENCH_DIR / "upstream"
+    marker = venv / ".torchx-installed"
+    if not marker.exists():
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+        subprocess.run(
+            [str(_venv_python(venv)), "-m", "pip", "install", "-q", f"torchx=={UPSTREAM_VERSION}"],
+            check=True,
+        )
+        marker.touch()
+    return venv
+
+
+def ensure_clean_venv(name: str, dists: Sequence[str] = DISTS) -> Path:
+    """A venv with our distributions installed from freshly built wheels (not editable)."""
+    venv = BENCH_DIR / name
+    wheels = Path(tempfile.mkdtemp(prefix="torchx-wheels-"))
+    try:
+        for dist in dists:
+            subprocess.run(
+                [sys.executable, "-m", "build", "--wheel", "-q", "-o", str(wheels)],
+                cwd=ROOT / "packages" / dist,
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+        subprocess.run(
+            [str(_venv_python(venv)), "-m", "pip", "install", "-q", *map(str, wheels.glob("*.whl"))],
+            check=True,
+        )
+    finally:
+        shutil.rmtree(wheels, ignore_errors=True)
+    return venv
+
+
+def time_command(
+    argv: Sequence[str], runs: int = 15, env: dict[str, str] | None = None, cwd: str | None = None
+) -> float:
+    """Median wall time of ``argv`` over ``runs`` runs (after one warm-up run)."""
+    full_env = {**os.environ, **(env or {})}
+    subprocess.run(argv, env=full_env, cwd=cwd, capture_output=True, check=False)
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(argv, env=full_env, cwd=cwd, capture_output=True, check=False)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def time_call(fn: Callable[[], object], runs: int = 15) -> float:
+    """Median wall time of ``fn()`` over ``runs`` calls (after one warm-up call)."""
+    fn()
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def verdict(ok: bool) -> str:
+    return "ok" if ok else "MISS"

@@ -1,0 +1,1 @@
+"""Launch, watch and stop TorchX apps from Python."""

@@ -1,0 +1,64 @@
+"""Bumps the one version every torchx distribution shares.
+
+The version lives in ``packages/torchx-specs/src/torchx/version.py`` (every
+``pyproject.toml`` reads it through ``[tool.hatch.version]``). Distributions pin each
+other exactly (``torchx-specs==X``) so they move in lockstep; this tool rewrites those
+pins too.
+
+Usage: ``python tools/bump_version.py 0.9.0``
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VERSION_FILE = ROOT / "packages" / "torchx-specs" / "src" / "torchx" / "version.py"
+_VERSION_LINE = re.compile(r'^__version__ = "([^"]+)"$', re.MULTILINE)
+_PIN = re.compile(r'"(torchx(?:-[a-z0-9-]+)?)==[^"]+"')
+_PEP440 = re.compile(r"^\d+(\.\d+)*((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?$")
+
+
+def current_version() -> str:
+    match = _VERSION_LINE.search(VERSION_FILE.read_text())
+    if not match:
+        raise SystemExit(f"no __version__ line in {VERSION_FILE}")
+    return match.group(1)
+
+
+def bump(new: str) -> list[Path]:
+    """Writes ``new`` everywhere; returns the files changed."""
+    if not _PEP440.match(new):
+        raise SystemExit(f"not a PEP 440 version: {new!r} (e.g. 0.9.0, 0.9.0rc1, 0.9.0.dev0)")
+    changed = []
+    text = VERSION_FILE.read_text()
+    VERSION_FILE.write_text(_VERSION_LINE.sub(f'__version__ = "{new}"', text))
+    changed.append(VERSION_FILE)
+    for pyproject in sorted((ROOT / "packages").glob("*/pyproject.toml")):
+        text = pyproject.read_text()
+        updated = _PIN.sub(lambda m: f'"{m.group(1)}=={new}"', text)
+        if updated != text:
+            pyproject.write_text(updated)
+            changed.append(pyproject)
+    return changed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("version", nargs="?", help="the new version; omit to print the current")
+    args = parser.parse_args(argv)
+    if not args.version:
+        print(current_version())
+        return 0
+    old = current_version()
+    for path in bump(args.version):
+        print(f"updated {path.relative_to(ROOT)}")
+    print(f"{old} -> {args.version}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

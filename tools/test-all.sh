@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The whole check suite: lint, strict typing, each distribution's tests in an env holding
+# only torchx-specs, that distribution and its own dependencies, then the cross-package
+# tests (tests/) with every distribution installed. Runs every step, then fails if any did.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+if ! python3 -m hatch --version >/dev/null 2>&1; then
+  python3 -m pip install -q "hatch==1.18.2" "uv>=0.9" || exit 1
+fi
+# The CPU build of torch ships as a local wheel on these machines; let uv see it too.
+if [ -d /opt/wheels ] && [ -z "${UV_FIND_LINKS:-}" ]; then
+  export UV_FIND_LINKS=/opt/wheels
+fi
+# Keep the suite's own state out of the user's home.
+export TORCHX_HOME="${TORCHX_HOME:-$(mktemp -d -t torchx-home-XXXXXX)}"
+
+failed=()
+step() {
+  echo "=== $* ==="
+  if ! python3 -m hatch "$@"; then
+    failed+=("$*")
+  fi
+}
+
+step run lint:check
+step run types:check
+step run specs:test
+step run runner:test
+step run cli:test
+step run test tests
+
+if [ ${#failed[@]} -ne 0 ]; then
+  echo "FAILED steps: ${failed[*]}"
+  exit 1
+fi
+echo "all steps passed"
