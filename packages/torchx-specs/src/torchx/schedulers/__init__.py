@@ -1,3 +1,79 @@
+"""Scheduler registry: every scheduler is a factory in the ``torchx.schedulers`` group.
+
+Built-in and third-party schedulers register the same way (``torchx-runner`` registers
+``local_cwd``), and a third-party scheduler adds to the list instead of hiding the
+others. Importing this package scans nothing: discovery happens on the first call.
+"""
+
 from torchx._namespace import extend_path
 
 __path__ = extend_path(__path__, __name__)
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from torchx.schedulers.api import Scheduler
+
+__all__ = [
+    "DEFAULT_SCHEDULER_MODULES",
+    "SCHEDULER_GROUP",
+    "Scheduler",
+    "SchedulerFactory",
+    "get_default_scheduler_name",
+    "get_scheduler_factories",
+]
+
+SCHEDULER_GROUP = "torchx.schedulers"
+PREFERRED_DEFAULT_SCHEDULER = "local_cwd"
+
+DEFAULT_SCHEDULER_MODULES: dict[str, str] = {}
+"""Kept for compatibility: built-in schedulers are now ordinary entry points."""
+
+
+class SchedulerFactory(Protocol):
+    """``create_scheduler(session_name, **kwargs) -> Scheduler``.
+
+    ``**kwargs`` is mandatory: the runner passes every ``TORCHX_*`` environment
+    variable (lower-cased, prefix removed) as a keyword argument.
+    """
+
+    def __call__(self, session_name: str, **kwargs: object) -> "Scheduler[Any]": ...
+
+
+def get_scheduler_factories(
+    *, skip_defaults: bool = False, group: str = SCHEDULER_GROUP
+) -> dict[str, SchedulerFactory]:
+    """``{name: factory}`` for every scheduler registered in ``group``.
+
+    Each factory imports its scheduler module on first call, so a scheduler whose SDK is
+    missing or broken fails only when it is used and never hides the others.
+    ``skip_defaults`` is accepted for compatibility (there are no hidden defaults).
+    """
+    from torchx.util.entrypoints import load_group
+
+    del skip_defaults
+    factories: dict[str, SchedulerFactory] = load_group(group)
+    return factories
+
+
+def get_default_scheduler_name() -> str:
+    """``local_cwd`` when it is installed, otherwise the first registered scheduler."""
+    names = list(get_scheduler_factories())
+    if PREFERRED_DEFAULT_SCHEDULER in names:
+        return PREFERRED_DEFAULT_SCHEDULER
+    if names:
+        return names[0]
+    raise RuntimeError(
+        f"no scheduler is installed (entry-point group `{SCHEDULER_GROUP}` is empty);"
+        " install `torchx-runner` for local_cwd, or a scheduler package such as"
+        " torchx-sched-k8s or torchx-sched-slurm"
+    )
+
+
+def __getattr__(name: str) -> object:
+    # ``Scheduler`` pulls in torchx.specs; resolve it only when someone asks for it.
+    if name == "Scheduler":
+        from torchx.schedulers.api import Scheduler
+
+        return Scheduler
+    raise AttributeError(f"module 'torchx.schedulers' has no attribute {name!r}")

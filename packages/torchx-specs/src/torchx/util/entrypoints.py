@@ -41,7 +41,8 @@ _CACHE_FORMAT = 1  # bump when the layout of the cached data changes
 _Row = tuple[str, str, str, str, str]
 _ScanResult = tuple[tuple[_Row, ...], tuple[tuple[str, str], ...]]
 
-_memo: "tuple[object, _ScanResult] | None" = None
+# In-process memo: {"key": cache key, "data": scan result} of the last lookup.
+_memo: "dict[str, Any]" = {}
 
 
 class EntryPointInfo(tuple[str, str, str, str, str]):
@@ -54,9 +55,9 @@ class EntryPointInfo(tuple[str, str, str, str, str]):
     __slots__ = ()
     _fields = ("name", "value", "group", "dist", "version")
 
-    def __new__(cls, name: str, value: str, group: str, dist: str = "", version: str = "") -> (
-        "EntryPointInfo"
-    ):
+    def __new__(
+        cls, name: str, value: str, group: str, dist: str = "", version: str = ""
+    ) -> "EntryPointInfo":
         return tuple.__new__(cls, (name, value, group, dist, version))
 
     @property
@@ -163,10 +164,15 @@ def _torchx_home() -> str:
 
 
 def _cache_disabled() -> bool:
-    return os.environ.get(ENV_NO_ENTRYPOINT_CACHE, "").strip().lower() not in ("", "0", "false", "no")
+    return os.environ.get(ENV_NO_ENTRYPOINT_CACHE, "").strip().lower() not in (
+        "",
+        "0",
+        "false",
+        "no",
+    )
 
 
-def _cache_key() -> tuple[object, ...]:
+def _cache_key() -> "tuple[Any, ...]":
     """Everything the visible set of distributions depends on."""
     path = tuple(p for p in sys.path if isinstance(p, str))
     stamps = []
@@ -185,10 +191,11 @@ def _cache_file() -> str:
     return os.path.join(_torchx_home(), "cache", f"entrypoints-{tag:08x}.marshal")
 
 
-def _read_cache(path: str, key: tuple[object, ...]) -> "_ScanResult | None":
+def _read_cache(path: str, key: "tuple[Any, ...]") -> "_ScanResult | None":
     try:
         with open(path, "rb") as f:
-            stored = marshal.load(f)
+            # Our own 0600 file in the user's private cache dir, not untrusted input.
+            stored = marshal.load(f)  # noqa: S302
     except (OSError, EOFError, ValueError, TypeError):
         return None
     if not (isinstance(stored, tuple) and len(stored) == 2 and stored[0] == key):
@@ -200,7 +207,7 @@ def _read_cache(path: str, key: tuple[object, ...]) -> "_ScanResult | None":
     return result
 
 
-def _write_cache(path: str, key: tuple[object, ...], data: "_ScanResult") -> None:
+def _write_cache(path: str, key: "tuple[Any, ...]", data: "_ScanResult") -> None:
     directory = os.path.dirname(path)
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
@@ -213,7 +220,7 @@ def _write_cache(path: str, key: tuple[object, ...], data: "_ScanResult") -> Non
         os.replace(tmp, path)
     except OSError:
         # A read-only home must never break discovery: the scan result is still used.
-        try:
+        try:  # noqa: SIM105 (contextlib costs start-up time)
             os.unlink(tmp)
         except OSError:
             pass
@@ -223,9 +230,9 @@ def _normalize_dist_name(name: str) -> str:
     return name.lower().replace("_", "-").replace(".", "-")
 
 
-def _scan(groups_prefix: str = _CACHED_GROUP_PREFIX, exact_group: "str | None" = None) -> (
-    "_ScanResult"
-):
+def _scan(
+    groups_prefix: str = _CACHED_GROUP_PREFIX, exact_group: "str | None" = None
+) -> "_ScanResult":
     """Reads entry points from installed distributions (the expensive part)."""
     from importlib import metadata
 
@@ -236,7 +243,7 @@ def _scan(groups_prefix: str = _CACHED_GROUP_PREFIX, exact_group: "str | None" =
         try:
             dist_name = dist.metadata["Name"] or ""
             version = dist.version or ""
-        except Exception:  # a half-removed dist-info must not break discovery
+        except Exception:  # noqa: S112 (a half-removed dist-info must not break discovery)
             continue
         normalized = _normalize_dist_name(dist_name)
         if not normalized or normalized in seen:
@@ -260,10 +267,10 @@ def _scan(groups_prefix: str = _CACHED_GROUP_PREFIX, exact_group: "str | None" =
 
 
 def _scan_result() -> "_ScanResult":
-    global _memo
     key = _cache_key()
-    if _memo is not None and _memo[0] == key:
-        return _memo[1]
+    if _memo.get("key") == key:
+        result: _ScanResult = _memo["data"]
+        return result
     use_cache = not _cache_disabled()
     data = None
     path = ""
@@ -274,15 +281,15 @@ def _scan_result() -> "_ScanResult":
         data = _scan()
         if use_cache:
             _write_cache(path, key, data)
-    _memo = (key, data)
+    _memo["key"] = key
+    _memo["data"] = data
     return data
 
 
 def invalidate_cache() -> None:
     """Forgets the scan result, in memory and on disk (the next lookup rescans)."""
-    global _memo
-    _memo = None
-    try:
+    _memo.clear()
+    try:  # noqa: SIM105 (contextlib costs start-up time)
         os.unlink(_cache_file())
     except OSError:
         pass
@@ -363,4 +370,3 @@ def load(group: str, name: str, default: "Any" = _NO_DEFAULT) -> "Any":
         f"no entry point `{name}` in group `{group}`;"
         f" available: {', '.join(available) if available else '<none installed>'}"
     )
-

@@ -1,3 +1,22 @@
+"""Workspaces: build local code into what a job runs (see ``torchx.workspace.api``)."""
+
 from torchx._namespace import extend_path
 
 __path__ = extend_path(__path__, __name__)
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torchx.specs import Workspace
+    from torchx.workspace.api import WorkspaceMixin, walk_workspace
+
+__all__ = ["Workspace", "WorkspaceMixin", "walk_workspace"]
+
+
+def __getattr__(name: str) -> Any:
+    # Loaded on first use so that importing a workspace implementation module stays cheap.
+    if name in __all__:
+        from torchx.workspace import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'torchx.workspace' has no attribute {name!r}")

@@ -1,0 +1,100 @@
+"""Turns ``-cfg k=v,...`` (or ``--stdin``'s ``scheduler_args``) into a checked run config.
+
+Upstream dropped an unknown key with a warning and let a bad value raise from deep inside
+a cast; a typo in ``-cfg`` then silently ran the job with a default. Here both are errors
+naming the key, the accepted options and ``torchx runopts <scheduler>``.
+"""
+
+from torchx.cli._errors import CliError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from torchx.runner import Runner
+    from torchx.specs import CfgVal, runopts
+
+__all__ = ["invalid_run_config_error", "parse_cfg_json", "parse_cfg_str", "scheduler_runopts"]
+
+
+def scheduler_runopts(runner: "Runner", scheduler: str) -> "runopts":
+    """The run options of ``scheduler``; a scheduler that cannot load is a one-line error."""
+    try:
+        return runner.scheduler_run_opts(scheduler)
+    except Exception as e:
+        raise CliError(
+            f"scheduler '{scheduler}' could not be loaded: {type(e).__name__}: {e}"
+            " (see `torchx plugins`)"
+        ) from e
+
+
+def _check_key(opts: "runopts", scheduler: str, key: str) -> None:
+    if opts.get(key) is not None:
+        return
+    import difflib
+
+    names = [name for name, _ in opts]
+    close = difflib.get_close_matches(key, names, n=1)
+    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    accepted = ", ".join(names) if names else "<none>"
+    raise CliError(
+        f"unknown run option '{key}' for scheduler '{scheduler}'{hint}; accepted: {accepted}"
+        f" (see `torchx runopts {scheduler}`)"
+    )
+
+
+def parse_cfg_str(opts: "runopts", scheduler: str, cfg_str: "str | None") -> "dict[str, CfgVal]":
+    """Parses ``k1=v1,k2=v2`` into typed values; unknown keys and bad values are errors."""
+    if not cfg_str or not cfg_str.strip():
+        return {}
+    from torchx.specs import get_type_name
+    from torchx.util.types import to_dict
+
+    try:
+        raw = to_dict(cfg_str)
+    except ValueError as e:
+        raise CliError(
+            f"malformed -cfg '{cfg_str}': {e}; expected KEY=VALUE pairs separated by ','"
+            f" (see `torchx runopts {scheduler}`)"
+        ) from None
+    cfg: dict[str, CfgVal] = {}
+    for key, value in raw.items():
+        _check_key(opts, scheduler, key)
+        opt = opts.get(key)
+        assert opt is not None
+        try:
+            cfg[key] = opt.cast_to_type(value)
+        except (ValueError, TypeError) as e:
+            raise CliError(
+                f"invalid value '{value}' for run option '{key}' of scheduler '{scheduler}'"
+                f" (type {get_type_name(opt.opt_type)}): {e} (see `torchx runopts {scheduler}`)"
+            ) from None
+    return cfg
+
+
+def parse_cfg_json(
+    opts: "runopts", scheduler: str, scheduler_args: "Mapping[str, Any]"
+) -> "dict[str, CfgVal]":
+    """Converts the JSON ``scheduler_args`` of ``--stdin``; unknown keys are errors."""
+    import json
+
+    for key in scheduler_args:
+        _check_key(opts, scheduler, key)
+    try:
+        return opts.cfg_from_json_repr(json.dumps(dict(scheduler_args)))
+    except (ValueError, TypeError, AttributeError) as e:
+        raise CliError(f"invalid scheduler_args for scheduler '{scheduler}': {e}") from None
+
+
+def invalid_run_config_error(exc: Exception, scheduler: str) -> CliError:
+    """One line for an ``InvalidRunConfigException`` saying how to provide the option."""
+    from torchx.cli._errors import one_line
+
+    key = getattr(exc, "cfg_key", None) or "KEY"
+    # Drop the "Given: {cfg}" tail: the whole config may hold values not meant for a log.
+    reason = one_line(str(exc)).split(". Given: ", 1)[0]
+    return CliError(
+        f"{reason}; pass it as `-cfg {key}=VALUE` or set it in the [{scheduler}]"
+        f" section of .torchxconfig (see `torchx runopts {scheduler}`)"
+    )

@@ -1,0 +1,67 @@
+"""Validation of app handles and scheduler names given on the command line.
+
+Checked up front so that a typo yields one line naming what to fix instead of a
+scheduler-specific exception from deep inside the runner.
+"""
+
+from torchx.cli._errors import CliError
+
+__all__ = [
+    "HANDLE_FORMAT",
+    "check_app_handle",
+    "check_scheduler",
+    "installed_schedulers",
+    "missing_app_error",
+]
+
+HANDLE_FORMAT = "SCHEDULER://SESSION/APP_ID"
+
+
+def installed_schedulers() -> list[str]:
+    """Names of every registered scheduler, in registration order."""
+    from torchx.schedulers import get_scheduler_factories
+
+    return list(get_scheduler_factories())
+
+
+def _suggestion(name: str, choices: list[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, choices, n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def check_scheduler(name: str, context: str = "scheduler") -> str:
+    """Returns ``name`` if it is a registered scheduler, else fails with the installed ones."""
+    names = installed_schedulers()
+    if name in names:
+        return name
+    installed = ", ".join(names) if names else "<none>"
+    raise CliError(
+        f"unknown {context} '{name}'{_suggestion(name, names)}; installed: {installed}"
+        " (see `torchx runopts`)"
+    )
+
+
+def check_app_handle(app_handle: str) -> tuple[str, str, str]:
+    """Parses ``app_handle`` into (scheduler, session, app_id) or fails with the format."""
+    from torchx.specs import parse_app_handle
+
+    try:
+        parsed = parse_app_handle(app_handle)
+    except Exception:
+        raise CliError(
+            f"malformed app handle '{app_handle}'; expected {HANDLE_FORMAT}"
+            " as printed by `torchx run`, e.g. local_cwd://torchx/echo-bcd123"
+        ) from None
+    check_scheduler(parsed.scheduler_backend, context="scheduler in app handle")
+    return parsed.scheduler_backend, parsed.session_name, parsed.app_id
+
+
+def missing_app_error(app_handle: str) -> CliError:
+    """The error for a well-formed handle that the scheduler does not know."""
+    scheduler = app_handle.split("://", 1)[0]
+    return CliError(
+        f"app '{app_handle}' not found: it does not exist or was removed from"
+        f" {scheduler}'s data plane (see `torchx list -s {scheduler}`)"
+    )

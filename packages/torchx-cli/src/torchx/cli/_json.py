@@ -1,0 +1,34 @@
+"""JSON output of the ``--json`` flags: dataclasses, enums and the rest as plain data."""
+
+import json
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["print_json", "to_jsonable"]
+
+
+def to_jsonable(obj: "Any") -> "Any":
+    """``obj`` as JSON-ready data: dataclasses become dicts, enums their name."""
+    import dataclasses
+    import enum
+
+    if isinstance(obj, enum.Enum):
+        return obj.name
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple | set | frozenset):
+        return [to_jsonable(v) for v in obj]
+    if obj is None or isinstance(obj, str | int | float | bool):
+        return obj
+    return str(obj)
+
+
+def print_json(data: "Any") -> None:
+    """Prints ``data`` as indented JSON on stdout."""
+    json.dump(to_jsonable(data), sys.stdout, indent=2)
+    sys.stdout.write("\n")

@@ -1,0 +1,240 @@
+"""Streams the logs of many replicas to one file, losing no line.
+
+Used by ``torchx log``, ``torchx run --log`` / ``--wait`` and
+:py:func:`torchx.util.log_tee_helpers.tee_logs`. One thread per replica reads
+``Runner.log_lines`` and writes each line whole (under a lock) behind a stable
+``role/replica`` prefix.
+
+No output lost: a follow (``should_tail``) read can end early or fail to start (a job
+that ends before its log exists, a scheduler that stops following at the terminal
+state before draining). So after following, once the app is terminal, each thread
+reads its replica's log again from the start and prints every line past the ones it
+already printed.
+"""
+
+import threading
+
+from torchx.cli._term import palette_for
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from datetime import datetime
+    from typing import TextIO
+
+    from torchx.runner import Runner
+    from torchx.schedulers.api import Stream
+    from torchx.specs import AppDef
+
+__all__ = [
+    "LogPrinter",
+    "ReplicaLogStreamer",
+    "find_role_replicas",
+    "join_streamers",
+    "prefix_line",
+    "stream_replicas",
+]
+
+
+def prefix_line(prefix: str, line: str) -> str:
+    """Puts ``prefix`` before ``line`` and after every ``\\r`` or inner ``\\n`` in it.
+
+    Keeps a progress bar (``\\r``-rewritten line) or a multi-line chunk attributable.
+    """
+    if "\r" in line:
+        line = line.replace("\r", f"\r{prefix}")
+    if "\n" in line[:-1]:
+        line = line[:-1].replace("\n", f"\n{prefix}") + line[-1:]
+    if not line.startswith("\r"):
+        line = f"{prefix}{line}"
+    return line
+
+
+def find_role_replicas(app: "AppDef", role_name: "str | None") -> list[tuple[str, int]]:
+    """``(role, replica index)`` for every replica of ``role_name`` (all roles if None)."""
+    return [
+        (role.name, i)
+        for role in app.roles
+        if role_name is None or role.name == role_name
+        for i in range(role.num_replicas)
+    ]
+
+
+class LogPrinter:
+    """Writes prefixed lines from many threads to ``file`` without interleaving them.
+
+    ``colorize=None`` colours the prefix only when ``file`` is a terminal.
+    ``strip`` removes surrounding whitespace from each line (the tee helper's format).
+    """
+
+    def __init__(self, file: "TextIO", colorize: "bool | None" = None, strip: bool = False) -> None:
+        self.file = file
+        self._lock = threading.Lock()
+        palette = palette_for(file)
+        enabled = bool(palette.GREEN) if colorize is None else colorize
+        self._start = "\033[32m" if enabled else ""
+        self._end = "\033[0m" if enabled else ""
+        self._strip = strip
+
+    def prefix(self, role: str, replica: int) -> str:
+        return f"{self._start}{role}/{replica}{self._end} "
+
+    def write(self, prefix: str, line: str) -> None:
+        if self._strip:
+            text = f"{prefix}{line.strip()}\n"
+        else:
+            if not line.endswith("\n"):
+                line += "\n"
+            text = prefix_line(prefix, line)
+        with self._lock:
+            self.file.write(text)
+            self.file.flush()
+
+
+class ReplicaLogStreamer:
+    """Prints the log of one replica; see the module docstring for the catch-up read.
+
+    ``app_done`` is set by whoever waits for the app; without one, the thread asks the
+    runner whether the app is terminal once following ends.
+    """
+
+    def __init__(
+        self,
+        runner: "Runner",
+        app_handle: str,
+        role: str,
+        replica: int,
+        printer: LogPrinter,
+        *,
+        regex: "str | None" = None,
+        should_tail: bool = False,
+        streams: "Stream | None" = None,
+        since: "datetime | None" = None,
+        until: "datetime | None" = None,
+        app_done: "threading.Event | None" = None,
+    ) -> None:
+        self.runner = runner
+        self.app_handle = app_handle
+        self.role = role
+        self.replica = replica
+        self.printer = printer
+        self.regex = regex
+        self.should_tail = should_tail
+        self.streams = streams
+        self.since = since
+        self.until = until
+        self.app_done = app_done
+        self.printed = 0
+        self.error: BaseException | None = None
+
+    def _lines(self, should_tail: bool) -> "Iterable[str]":
+        return self.runner.log_lines(
+            self.app_handle,
+            self.role,
+            self.replica,
+            self.regex,
+            since=self.since,
+            until=self.until,
+            should_tail=should_tail,
+            streams=self.streams,
+        )
+
+    def _app_is_terminal(self) -> bool:
+        if self.app_done is not None:
+            self.app_done.wait()
+            return True
+        status = self.runner.status(self.app_handle)
+        return status is not None and status.is_terminal()
+
+    def run(self) -> None:
+        """Prints the replica's lines; records (does not raise) the first error."""
+        prefix = self.printer.prefix(self.role, self.replica)
+        try:
+            for line in self._lines(self.should_tail):
+                self.printer.write(prefix, line)
+                self.printed += 1
+        except BrokenPipeError:
+            raise
+        except Exception as e:
+            self.error = e
+        if not self.should_tail:
+            return
+        try:
+            if not self._app_is_terminal():
+                return
+            for index, line in enumerate(self._lines(False)):
+                if index >= self.printed:
+                    self.printer.write(prefix, line)
+                    self.printed += 1
+            self.error = None  # the full read succeeded: nothing was lost
+        except BrokenPipeError:
+            raise
+        except Exception as e:
+            self.error = self.error or e
+
+    def start(self) -> threading.Thread:
+        thread = threading.Thread(
+            target=self._run_quietly, name=f"log-{self.role}-{self.replica}", daemon=True
+        )
+        thread.start()
+        return thread
+
+    def _run_quietly(self) -> None:
+        try:
+            self.run()
+        except BaseException as e:  # surfaced by the joining thread
+            self.error = e
+
+
+def stream_replicas(
+    runner: "Runner",
+    app_handle: str,
+    replicas: "list[tuple[str, int]]",
+    printer: LogPrinter,
+    *,
+    regex: "str | None" = None,
+    should_tail: bool = False,
+    streams: "Stream | None" = None,
+    since: "datetime | None" = None,
+    until: "datetime | None" = None,
+    app_done: "threading.Event | None" = None,
+) -> "tuple[list[ReplicaLogStreamer], list[threading.Thread]]":
+    """Starts one streamer thread per replica; returns the streamers and their threads."""
+    streamers = [
+        ReplicaLogStreamer(
+            runner,
+            app_handle,
+            role,
+            k,
+            printer,
+            regex=regex,
+            should_tail=should_tail,
+            streams=streams,
+            since=since,
+            until=until,
+            app_done=app_done,
+        )
+        for role, k in replicas
+    ]
+    return streamers, [s.start() for s in streamers]
+
+
+def join_streamers(
+    streamers: "list[ReplicaLogStreamer]",
+    threads: "list[threading.Thread]",
+    timeout: "float | None" = None,
+    on_error: "Callable[[str], None] | None" = None,
+) -> None:
+    """Waits for the streamer threads and raises the first error they recorded.
+
+    Further errors are passed to ``on_error`` (e.g. a logger) so none goes unreported.
+    """
+    for thread in threads:
+        thread.join(timeout)
+    errors = [s.error for s in streamers if s.error is not None]
+    if not errors:
+        return
+    for extra in errors[1:]:
+        if on_error is not None:
+            on_error(f"{type(extra).__name__}: {extra}")
+    raise errors[0]

@@ -1,0 +1,126 @@
+"""argparse pieces shared by the subcommands.
+
+* :py:class:`ArgumentParser` reports usage errors as one line (exit code 2).
+* :py:class:`ArgOnceAction` rejects an option given twice (``-s a -s b`` is a mistake,
+  not "last one wins").
+* :py:class:`torchxconfig` additionally takes its default from the ``[cli:<subcmd>]``
+  section of ``.torchxconfig`` (keyed by the argparse ``dest``), which also makes a
+  required option optional when the config provides it.
+"""
+
+import argparse
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any, NoReturn
+
+__all__ = [
+    "ArgOnceAction",
+    "ArgumentParser",
+    "torchxconfig",
+    "torchxconfig_list",
+    "torchxconfig_run",
+]
+
+# Namespace attribute remembering which once-only options this parse has seen. Kept on
+# the namespace (not on the action class) so that parsing twice in one process works.
+_SEEN_ATTR = "_torchx_once_seen"
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line: what is wrong and where to look."""
+
+    def error(self, message: str) -> "NoReturn":
+        print(
+            f"torchx: error: {message} (see `{self.prog} --help`)",
+            file=sys.stderr,
+            flush=True,
+        )
+        raise SystemExit(2)
+
+
+def _check_once(
+    parser: argparse.ArgumentParser,
+    namespace: argparse.Namespace,
+    action: argparse.Action,
+    option_string: "str | None",
+) -> None:
+    seen: set[str] = getattr(namespace, _SEEN_ATTR, None) or set()
+    if action.dest in seen:
+        spelled = "/".join(action.option_strings) or action.dest
+        parser.error(f"`{option_string or spelled}` is specified more than once")
+    seen.add(action.dest)
+    setattr(namespace, _SEEN_ATTR, seen)
+
+
+def explicitly_given(namespace: argparse.Namespace) -> "set[str]":
+    """The ``dest`` of every once-only option that was given on the command line."""
+    seen: set[str] = getattr(namespace, _SEEN_ATTR, None) or set()
+    return set(seen)
+
+
+class ArgOnceAction(argparse.Action):
+    """Stores the value like ``store``, but an option may be given at most once."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: "str | Sequence[Any] | None",
+        option_string: "str | None" = None,
+    ) -> None:
+        _check_once(parser, namespace, self, option_string)
+        setattr(namespace, self.dest, values)
+
+
+# ``[cli:<subcmd>]`` sections, read once per process and subcommand.
+_config_cache: "dict[str, dict[str, str]]" = {}
+
+
+def _cli_config(subcmd: str) -> "dict[str, str]":
+    if subcmd not in _config_cache:
+        from torchx.runner.config import get_configs
+
+        _config_cache[subcmd] = dict(get_configs(prefix="cli", name=subcmd))
+    return _config_cache[subcmd]
+
+
+class torchxconfig(ArgOnceAction):
+    """A once-only option whose default comes from ``.torchxconfig [cli:<subcmd>]``."""
+
+    def __init__(
+        self,
+        subcmd: str,
+        dest: str,
+        option_strings: "Sequence[str]",
+        required: bool = False,
+        default: "Any" = None,
+        **kwargs: "Any",
+    ) -> None:
+        configured = _cli_config(subcmd)
+        if dest in configured:
+            default = configured[dest]
+            required = False
+        super().__init__(
+            option_strings=option_strings,
+            dest=dest,
+            required=required,
+            default=default,
+            **kwargs,
+        )
+
+
+class torchxconfig_run(torchxconfig):
+    """:py:class:`torchxconfig` bound to ``[cli:run]``."""
+
+    def __init__(self, dest: str, option_strings: "Sequence[str]", **kwargs: "Any") -> None:
+        super().__init__("run", dest, option_strings, **kwargs)
+
+
+class torchxconfig_list(torchxconfig):
+    """:py:class:`torchxconfig` bound to ``[cli:list]``."""
+
+    def __init__(self, dest: str, option_strings: "Sequence[str]", **kwargs: "Any") -> None:
+        super().__init__("list", dest, option_strings, **kwargs)

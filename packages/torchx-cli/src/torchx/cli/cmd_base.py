@@ -1,0 +1,61 @@
+"""Base classes of ``torchx`` subcommands (built-in and plugins alike).
+
+A plugin registers a ``SubCommand`` subclass (or a factory returning an instance) in the
+``torchx.cli.cmds`` entry-point group; ``torchx`` calls it with no arguments.
+"""
+
+import abc
+import argparse
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NoReturn
+
+    from torchx.runner import Runner
+
+__all__ = ["AppHandleSubCommand", "SubCommand"]
+
+
+class SubCommand(abc.ABC):
+    """One ``torchx <name>`` subcommand: declares its arguments, then runs."""
+
+    @abc.abstractmethod
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+        """Adds this subcommand's flags and positionals to ``subparser``."""
+
+    @abc.abstractmethod
+    def run(self, args: argparse.Namespace) -> None:
+        """Executes the subcommand; raise (or ``sys.exit``) to fail."""
+
+
+class AppHandleSubCommand(SubCommand):
+    """A subcommand acting on one app: ``torchx <name> SCHEDULER://SESSION/APP_ID``.
+
+    Validates the handle and its scheduler before any scheduler is created, runs
+    :py:meth:`run_with_runner` inside ``with get_runner()`` and closes the runner after.
+    """
+
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+        subparser.add_argument(
+            "app_handle",
+            type=str,
+            help="app handle, e.g. local_cwd://torchx/echo-abc123 (printed by `torchx run`)",
+        )
+
+    def run(self, args: argparse.Namespace) -> None:
+        from torchx.cli._handles import check_app_handle
+        from torchx.runner import get_runner
+
+        check_app_handle(args.app_handle)
+        with get_runner() as runner:
+            self.run_with_runner(args, runner)
+
+    @abc.abstractmethod
+    def run_with_runner(self, args: argparse.Namespace, runner: "Runner") -> None:
+        """Executes the subcommand with an open runner."""
+
+    def exit_missing_app(self, app_handle: str) -> "NoReturn":
+        """Fails with the one-line "app not found" error (exit code 1)."""
+        from torchx.cli._handles import missing_app_error
+
+        raise missing_app_error(app_handle)

@@ -1,0 +1,74 @@
+"""``torchx list``: the apps a scheduler knows about."""
+
+import argparse
+
+from torchx.cli.argparse_util import ArgOnceAction, torchxconfig_list
+from torchx.cli.cmd_base import SubCommand
+
+__all__ = ["APP_NAME_HEADER", "HANDLE_HEADER", "STATUS_HEADER", "CmdList"]
+
+HANDLE_HEADER = "APP HANDLE"
+APP_NAME_HEADER = "APP NAME"
+STATUS_HEADER = "APP STATUS"
+
+
+class CmdList(SubCommand):
+    """``torchx list [-s SCHEDULER] [-cfg K=V,...] [--json]``."""
+
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+        from torchx.cli._handles import installed_schedulers
+        from torchx.cli.cmd_run import _default_scheduler
+
+        names = installed_schedulers()
+        subparser.add_argument(
+            "-s",
+            "--scheduler",
+            type=str,
+            default=_default_scheduler(),
+            action=torchxconfig_list,
+            help=f"scheduler to list, one of: {', '.join(names) or '<none installed>'}"
+            " (default: [cli:list] scheduler in .torchxconfig, else local_cwd)",
+        )
+        subparser.add_argument(
+            "-cfg",
+            "--scheduler_args",
+            type=str,
+            action=ArgOnceAction,
+            help="scheduler run options as KEY=VALUE,KEY2=VALUE2 (see `torchx runopts`)",
+        )
+        subparser.add_argument("--json", action="store_true", help="print the apps as JSON")
+
+    def run(self, args: argparse.Namespace) -> None:
+        from torchx.cli._cfg import parse_cfg_str, scheduler_runopts
+        from torchx.cli._errors import CliError
+        from torchx.cli._handles import check_scheduler
+        from torchx.runner import config, get_runner
+
+        if not args.scheduler:
+            raise CliError("no scheduler is installed; install torchx-runner for local_cwd")
+        scheduler = check_scheduler(args.scheduler)
+        with get_runner() as runner:
+            cfg = parse_cfg_str(
+                scheduler_runopts(runner, scheduler), scheduler, args.scheduler_args
+            )
+            config.apply(scheduler=scheduler, cfg=cfg)
+            apps = runner.list(scheduler, cfg=cfg)
+        if args.json:
+            from torchx.cli._json import print_json
+
+            print_json(
+                [
+                    {
+                        "app_handle": app.app_handle,
+                        "app_id": app.app_id,
+                        "name": app.name,
+                        "state": str(app.state),
+                    }
+                    for app in apps
+                ]
+            )
+            return
+        from torchx.cli._table import format_table
+
+        rows = [[app.app_handle, app.name, str(app.state)] for app in apps]
+        print(format_table(rows, [HANDLE_HEADER, APP_NAME_HEADER, STATUS_HEADER]))

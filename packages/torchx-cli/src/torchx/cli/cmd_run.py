@@ -1,0 +1,450 @@
+"""``torchx run``: launch a component on a scheduler (or print what would be launched).
+
+On success the app handle is the only line on stdout (scripts capture it). Apps on
+``local*`` schedulers, and any app with ``--wait``/``--log``, are waited for while every
+replica's log lines stream to stderr behind a ``role/replica`` prefix; the exit code is
+0 only if the app SUCCEEDED.
+"""
+
+import argparse
+import logging
+import os
+import sys
+from dataclasses import dataclass, field, fields
+
+from torchx.cli._errors import EXIT_USAGE, CliError
+from torchx.cli.argparse_util import ArgOnceAction, explicitly_given, torchxconfig_run
+from torchx.cli.cmd_base import SubCommand
+from torchx.cli.cmd_builtins import CmdBuiltins
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from torchx.runner import Runner
+    from torchx.specs import AppDryRunInfo, CfgVal
+
+__all__ = [
+    "MISSING_COMPONENT_ERROR_MSG",
+    "CmdBuiltins",
+    "CmdRun",
+    "TorchXRunArgs",
+    "torchx_run_args_from_argparse",
+    "torchx_run_args_from_json",
+]
+
+logger: logging.Logger = logging.getLogger(__name__)
+
+MISSING_COMPONENT_ERROR_MSG = (
+    "missing component name, either provide it from the CLI or in .torchxconfig"
+)
+_LOG_JOIN_TIMEOUT_S = 60.0
+_EXIT_INTERRUPTED = 130
+
+
+@dataclass
+class TorchXRunArgs:
+    """Everything ``torchx run`` needs; the JSON object read by ``torchx run --stdin``."""
+
+    component_name: str
+    scheduler: str
+    scheduler_args: "dict[str, Any]"
+    scheduler_cfg: "dict[str, CfgVal]" = field(default_factory=dict)
+    dryrun: bool = False
+    wait: bool = False
+    log: bool = False
+    workspace: str = ""
+    parent_run_id: "str | None" = None
+    tee_logs: bool = False
+    component_args: "dict[str, Any]" = field(default_factory=dict)
+    component_args_str: "list[str]" = field(default_factory=list)
+
+
+_REQUIRED_JSON_FIELDS = ("component_name", "scheduler", "scheduler_args")
+
+
+def torchx_run_args_from_json(json_data: "dict[str, Any]") -> TorchXRunArgs:
+    """Builds :py:class:`TorchXRunArgs` from a JSON object; unknown or missing keys fail.
+
+    An empty ``workspace`` means the current directory.
+    """
+    known = {f.name for f in fields(TorchXRunArgs)}
+    unknown = sorted(set(json_data) - known)
+    if unknown:
+        raise ValueError(
+            f"unknown key(s) in run arguments JSON: {', '.join(unknown)};"
+            f" accepted: {', '.join(sorted(known))}"
+        )
+    missing = [name for name in _REQUIRED_JSON_FIELDS if name not in json_data]
+    if missing:
+        raise ValueError(
+            f"missing required key(s) in run arguments JSON: {', '.join(missing)}"
+            f" (required: {', '.join(_REQUIRED_JSON_FIELDS)})"
+        )
+    if not isinstance(json_data["scheduler_args"], dict):
+        raise ValueError("`scheduler_args` in run arguments JSON must be an object")
+    args = TorchXRunArgs(**json_data)
+    if not args.workspace:
+        args.workspace = os.getcwd()
+    return args
+
+
+def torchx_run_args_from_argparse(
+    args: argparse.Namespace,
+    component_name: str,
+    component_args: "list[str]",
+    scheduler_cfg: "dict[str, CfgVal]",
+) -> TorchXRunArgs:
+    """Builds :py:class:`TorchXRunArgs` from parsed ``torchx run`` flags."""
+    return TorchXRunArgs(
+        component_name=component_name,
+        scheduler=args.scheduler,
+        scheduler_args={},
+        scheduler_cfg=scheduler_cfg,
+        dryrun=args.dryrun,
+        wait=args.wait,
+        log=args.log,
+        workspace=args.workspace,
+        parent_run_id=args.parent_run_id,
+        tee_logs=args.tee_logs,
+        component_args_str=component_args,
+    )
+
+
+def _parse_component_name_and_args(
+    component_name_and_args: "list[str]",
+    subparser: argparse.ArgumentParser,
+    dirs: "list[str] | None" = None,
+) -> "tuple[str, list[str]]":
+    """Splits ``[COMPONENT] [ARGS...]``; the component defaults to ``[cli:run] component``.
+
+    A leading ``--`` is dropped. If the first token is an option, every token is a
+    component argument. An option repeated within one ``--``-delimited group is an error.
+    """
+    from torchx.runner import config
+
+    component = config.get_config(prefix="cli", name="run", key="component", dirs=dirs)
+    args = list(component_name_and_args)
+    if args and args[0] == "--":
+        args = args[1:]
+    component_args: list[str] = []
+    if args:
+        if args[0].startswith("-"):
+            component_args = args
+        else:
+            component, component_args = args[0], args[1:]
+
+    group: list[str] = []
+    for arg in [*component_args, "--"]:
+        if arg != "--":
+            group.append(arg)
+            continue
+        options = [a.split("=", 1)[0] for a in group if a.startswith("-") and a.strip("-")]
+        duplicates = sorted({o for o in options if options.count(o) > 1})
+        if duplicates:
+            subparser.error(f"Repeated Command Line Arguments: {duplicates}")
+        group = []
+
+    if not component:
+        subparser.error(MISSING_COMPONENT_ERROR_MSG)
+    return component, component_args
+
+
+def _default_scheduler() -> "str | None":
+    from torchx.schedulers import get_default_scheduler_name
+
+    try:
+        return get_default_scheduler_name()
+    except RuntimeError:
+        return None  # reported when `run` needs one
+
+
+class CmdRun(SubCommand):
+    """``torchx run [-s S] [-cfg K=V,...] [--dryrun] [--wait] [--log] ... COMPONENT [ARGS]``."""
+
+    def __init__(self) -> None:
+        self._subparser: argparse.ArgumentParser | None = None
+
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+        from torchx.cli._handles import installed_schedulers
+
+        self._subparser = subparser
+        schedulers = installed_schedulers()
+        subparser.add_argument(
+            "-s",
+            "--scheduler",
+            type=str,
+            default=_default_scheduler(),
+            action=torchxconfig_run,
+            help=f"scheduler to run on, one of: {', '.join(schedulers) or '<none installed>'}"
+            " (default: [cli:run] scheduler in .torchxconfig, else local_cwd)",
+        )
+        subparser.add_argument(
+            "-cfg",
+            "--scheduler_args",
+            type=str,
+            action=ArgOnceAction,
+            help="scheduler run options as KEY=VALUE,KEY2=VALUE2 (see `torchx runopts`)",
+        )
+        subparser.add_argument(
+            "--dryrun",
+            action="store_true",
+            default=False,
+            help="print the app and the scheduler request without submitting",
+        )
+        subparser.add_argument(
+            "--wait",
+            action="store_true",
+            default=False,
+            help="wait for the app to finish, streaming its logs; exit 1 unless it succeeds",
+        )
+        subparser.add_argument(
+            "--log",
+            action="store_true",
+            default=False,
+            help="stream the app's logs until it finishes (implies --wait)",
+        )
+        subparser.add_argument(
+            "--workspace",
+            "--buck-target",
+            default=os.getcwd(),
+            action=torchxconfig_run,
+            help="local workspace to build into the image ('' to disable; default: the"
+            " current directory or [cli:run] workspace)",
+        )
+        subparser.add_argument(
+            "--parent_run_id",
+            type=str,
+            action=ArgOnceAction,
+            help="tracker run id this run belongs to (groups runs for experiment tracking)",
+        )
+        subparser.add_argument(
+            "--tee_logs",
+            action="store_true",
+            default=False,
+            help="when streaming logs, print them stripped as `role/replica line`",
+        )
+        subparser.add_argument(
+            "--stdin",
+            action="store_true",
+            default=False,
+            help="read the run arguments as a JSON object from stdin (TorchXRunArgs fields);"
+            " only --dryrun may be combined with it",
+        )
+        subparser.add_argument(
+            "component_name_and_args",
+            nargs=argparse.REMAINDER,
+            metavar="COMPONENT [COMPONENT_ARGS...]",
+            help="component name (`torchx builtins`) or path/to/file.py:function, then its"
+            " arguments (`torchx run COMPONENT --help`)",
+        )
+
+    @property
+    def subparser(self) -> argparse.ArgumentParser:
+        if self._subparser is None:
+            raise RuntimeError("CmdRun.add_arguments() must be called before run()")
+        return self._subparser
+
+    def run(self, args: argparse.Namespace) -> None:
+        os.environ["TORCHX_CONTEXT_NAME"] = os.environ.get("TORCHX_CONTEXT_NAME", "cli_run")
+        from torchx.runner import config, get_runner
+
+        if args.stdin:
+            self._check_stdin_flags(args)
+        component_defaults = config.load_sections(prefix="component")
+        with get_runner(component_defaults=component_defaults) as runner:
+            if args.stdin:
+                run_args = self._run_args_from_stdin(runner, dryrun=args.dryrun)
+            else:
+                run_args = self._run_args_from_flags(runner, args)
+            self._run(runner, run_args)
+
+    def _check_stdin_flags(self, args: argparse.Namespace) -> None:
+        given = explicitly_given(args)
+        conflicts = [
+            flag
+            for flag, used in (
+                ("-s/--scheduler", "scheduler" in given),
+                ("-cfg/--scheduler_args", "scheduler_args" in given),
+                ("--wait", args.wait),
+                ("--log", args.log),
+                ("--workspace", "workspace" in given),
+                ("--parent_run_id", "parent_run_id" in given),
+                ("--tee_logs", args.tee_logs),
+                ("COMPONENT", bool(args.component_name_and_args)),
+            )
+            if used
+        ]
+        if conflicts:
+            self.subparser.error(
+                f"--stdin cannot be combined with {', '.join(conflicts)}"
+                " (only --dryrun is allowed; put everything else in the JSON)"
+            )
+
+    def _run_args_from_stdin(self, runner: "Runner", dryrun: bool) -> TorchXRunArgs:
+        import json
+
+        from torchx.cli._cfg import parse_cfg_json, scheduler_runopts
+        from torchx.cli._handles import check_scheduler
+
+        try:
+            data = json.load(sys.stdin)
+        except json.JSONDecodeError as e:
+            raise CliError(f"invalid JSON on stdin for `torchx run --stdin`: {e}") from None
+        if not isinstance(data, dict):
+            raise CliError(
+                "`torchx run --stdin` expects a JSON object with component_name, scheduler"
+                f" and scheduler_args; got {type(data).__name__}"
+            )
+        try:
+            run_args = torchx_run_args_from_json(data)
+        except (TypeError, ValueError) as e:
+            raise CliError(f"invalid `torchx run --stdin` JSON: {e}") from None
+        check_scheduler(run_args.scheduler)
+        if run_args.scheduler_args:
+            opts = scheduler_runopts(runner, run_args.scheduler)
+            run_args.scheduler_cfg = parse_cfg_json(
+                opts, run_args.scheduler, run_args.scheduler_args
+            )
+        run_args.dryrun = run_args.dryrun or dryrun
+        return run_args
+
+    def _run_args_from_flags(self, runner: "Runner", args: argparse.Namespace) -> TorchXRunArgs:
+        from torchx.cli._cfg import parse_cfg_str, scheduler_runopts
+        from torchx.cli._handles import check_scheduler
+
+        component, component_args = _parse_component_name_and_args(
+            args.component_name_and_args, self.subparser
+        )
+        if not args.scheduler:
+            raise CliError("no scheduler is installed; install torchx-runner for local_cwd")
+        check_scheduler(args.scheduler)
+        cfg: dict[str, CfgVal] = {}
+        if args.scheduler_args:
+            opts = scheduler_runopts(runner, args.scheduler)
+            cfg = parse_cfg_str(opts, args.scheduler, args.scheduler_args)
+        return torchx_run_args_from_argparse(args, component, component_args, cfg)
+
+    def _run(self, runner: "Runner", run_args: TorchXRunArgs) -> None:
+        from torchx.runner import config
+        from torchx.specs import InvalidRunConfigException
+        from torchx.specs.builders import ComponentArgumentError
+
+        scheduler = run_args.scheduler
+        component = run_args.component_name
+        if scheduler == "local":
+            logger.warning("the `local` scheduler is deprecated; use `local_cwd`")
+        cfg = dict(run_args.scheduler_cfg)
+        config.apply(scheduler=scheduler, cfg=cfg)
+        component_args: list[str] | dict[str, Any] = (
+            run_args.component_args_str or run_args.component_args
+        )
+        workspace = run_args.workspace or None
+        try:
+            if run_args.dryrun:
+                info = runner.dryrun_component(
+                    component,
+                    component_args,
+                    scheduler,
+                    cfg=cfg,
+                    workspace=workspace,
+                    parent_run_id=run_args.parent_run_id,
+                )
+                _print_dryrun(info)
+                return
+            app_handle = runner.run_component(
+                component,
+                component_args,
+                scheduler,
+                cfg=cfg,
+                workspace=workspace,
+                parent_run_id=run_args.parent_run_id,
+            )
+        except InvalidRunConfigException as e:
+            from torchx.cli._cfg import invalid_run_config_error
+
+            raise invalid_run_config_error(e, scheduler) from e
+        except ComponentArgumentError as e:
+            raise CliError(
+                f"{e} (see `torchx run {component} --help`)", exit_code=EXIT_USAGE
+            ) from e
+
+        is_local = scheduler.startswith("local")
+        try:
+            # Scripts capture the handle from stdout: keep it the only line printed there.
+            print(app_handle, flush=True)
+            if is_local or run_args.wait or run_args.log:
+                _wait_and_exit(runner, app_handle, tee=run_args.tee_logs)
+            else:
+                _print_next_steps(runner, app_handle)
+        except KeyboardInterrupt:
+            if is_local:
+                runner.cancel(app_handle)
+                message = f"torchx: interrupted; cancelled {app_handle}"
+            else:
+                message = (
+                    f"torchx: stopped waiting; {app_handle} keeps running"
+                    f" (stop it with `torchx cancel {app_handle}`)"
+                )
+            print(message, file=sys.stderr, flush=True)
+            raise SystemExit(_EXIT_INTERRUPTED) from None
+
+
+def _print_dryrun(info: "AppDryRunInfo[Any]") -> None:
+    from dataclasses import asdict
+    from pprint import pformat
+
+    app = info.app
+    application = pformat(asdict(app), indent=2, width=80) if app is not None else "<unknown>"
+    print(f"\n=== APPLICATION ===\n{application}")
+    print(f"\n=== SCHEDULER REQUEST ===\n{info}")
+
+
+def _print_next_steps(runner: "Runner", app_handle: str) -> None:
+    status = runner.status(app_handle)
+    state = f" ({status.state})" if status is not None else ""
+    print(
+        f"torchx: launched {app_handle}{state}\n"
+        f"  status:  torchx status {app_handle}\n"
+        f"  logs:    torchx log {app_handle}\n"
+        f"  cancel:  torchx cancel {app_handle}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _wait_and_exit(runner: "Runner", app_handle: str, tee: bool) -> None:
+    """Streams every replica's log to stderr until the app ends; fails unless it succeeded."""
+    import threading
+
+    from torchx.cli._logstream import (
+        LogPrinter,
+        find_role_replicas,
+        join_streamers,
+        stream_replicas,
+    )
+    from torchx.specs import AppState
+
+    app_done = threading.Event()
+    app = runner.describe(app_handle)
+    replicas = find_role_replicas(app, None) if app is not None else []
+    printer = LogPrinter(sys.stderr, strip=tee)
+    streamers, threads = stream_replicas(
+        runner, app_handle, replicas, printer, should_tail=True, app_done=app_done
+    )
+    try:
+        status = runner.wait(app_handle, wait_interval=1)
+    finally:
+        app_done.set()
+
+    try:
+        join_streamers(streamers, threads, timeout=_LOG_JOIN_TIMEOUT_S, on_error=logger.warning)
+    except Exception as e:
+        logger.warning("could not stream the logs of %s: %s: %s", app_handle, type(e).__name__, e)
+
+    if status is None:
+        raise CliError(f"app {app_handle} disappeared while waiting for it to finish")
+    if status.state != AppState.SUCCEEDED:
+        print(status.format(), file=sys.stderr, flush=True)
+        raise CliError(f"app {app_handle} finished {status.state}")
+    logger.info("app %s finished %s", app_handle, status.state)

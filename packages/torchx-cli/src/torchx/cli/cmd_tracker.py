@@ -1,0 +1,92 @@
+"""``torchx tracker list ...``: query the experiment tracker configured for this project.
+
+The first tracker of ``TORCHX_TRACKERS`` (or ``[torchx:tracker]`` in .torchxconfig) is used.
+"""
+
+import argparse
+import logging
+
+from torchx.cli._errors import CliError
+from torchx.cli.cmd_base import SubCommand
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from torchx.tracker.api import TrackerBase
+
+__all__ = ["CmdTracker"]
+
+logger: logging.Logger = logging.getLogger(__name__)
+
+
+class CmdTracker(SubCommand):
+    """``torchx tracker list {jobs,metadata,artifacts,lineage} ...``."""
+
+    def __init__(self) -> None:
+        self._parser: argparse.ArgumentParser | None = None
+        self._lineage_parser: argparse.ArgumentParser | None = None
+
+    @property
+    def tracker(self) -> "TrackerBase":
+        """The first configured tracker; none configured is a one-line error."""
+        from torchx.runner.api import get_configured_trackers
+        from torchx.tracker.api import build_trackers
+
+        trackers = list(build_trackers(get_configured_trackers()))
+        if not trackers:
+            raise CliError(
+                "no tracker configured; set TORCHX_TRACKERS=NAME (and"
+                " TORCHX_TRACKER_<NAME>_CONFIG) or add a [torchx:tracker] section to"
+                " .torchxconfig (see `torchx plugins` for installed trackers)"
+            )
+        logger.debug("querying tracker %s", trackers[0])
+        return trackers[0]
+
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+        self._parser = subparser
+        commands = subparser.add_subparsers(dest="tracker_cmd", metavar="COMMAND")
+        list_parser = commands.add_parser("list", help="list tracked jobs, metadata or artifacts")
+        what = list_parser.add_subparsers(dest="tracker_list", metavar="WHAT", required=True)
+
+        jobs = what.add_parser("jobs", help="run ids of tracked jobs")
+        jobs.add_argument("--parent-run-id", type=str, help="only children of this run id")
+
+        metadata = what.add_parser("metadata", help="metadata of one run")
+        metadata.add_argument("RUN_ID", type=str, help="job run id")
+
+        artifacts = what.add_parser("artifacts", help="artifacts of one run")
+        artifacts.add_argument("--artifact", type=str, help="only the artifact with this name")
+        artifacts.add_argument("RUN_ID", type=str, help="job run id")
+
+        lineage = what.add_parser("lineage", help="(not implemented) lineage of one run")
+        only = lineage.add_mutually_exclusive_group()
+        only.add_argument("--sources-only", action="store_true", help="limit to sources")
+        only.add_argument("--descendants-only", action="store_true", help="limit to descendants")
+        lineage.add_argument("--artifact", type=str, help="limit to one artifact")
+        lineage.add_argument("RUN_ID", type=str, help="job run id")
+        self._lineage_parser = lineage
+
+    def run(self, args: argparse.Namespace) -> None:
+        from torchx.cli._table import format_table
+
+        if args.tracker_cmd is None:
+            if self._parser is not None:
+                self._parser.print_help()
+            return
+        what = args.tracker_list
+        if what == "lineage":
+            parser = self._lineage_parser or self._parser
+            if parser is not None:
+                parser.error("lineage is not implemented")
+            raise CliError("lineage is not implemented", exit_code=2)
+        if what == "jobs":
+            job_ids = self.tracker.run_ids(parent_run_id=args.parent_run_id)
+            print(format_table([[job_id] for job_id in job_ids], ["JOB ID"]))
+        elif what == "metadata":
+            metadata = self.tracker.metadata(args.RUN_ID)
+            print(format_table([[k, str(v)] for k, v in metadata.items()], ["ID", "VALUE"]))
+        elif what == "artifacts":
+            found = list(self.tracker.artifacts(args.RUN_ID).values())
+            if args.artifact:
+                found = [a for a in found if a.name == args.artifact]
+            rows = [[a.name, a.path, str(a.metadata)] for a in found]
+            print(format_table(rows, ["ARTIFACT", "PATH", "METADATA"]))

@@ -1,0 +1,147 @@
+"""Fixtures driving the real ``torchx`` executable in subprocesses.
+
+Every test gets its own ``TORCHX_HOME``, ``HOME`` and working directory under ``tmp_path``
+so that app state, ``.torchxconfig`` lookups and the entry-point cache never leak between
+tests or into the developer's home.
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+
+def _torchx_command() -> list[str]:
+    script = Path(sys.executable).parent / "torchx"
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-m", "torchx.cli.main"]
+
+
+TORCHX = _torchx_command()
+
+
+@dataclass
+class Cli:
+    """Runs ``torchx`` with an isolated environment rooted at ``root``."""
+
+    root: Path
+    env: dict[str, str]
+    cwd: Path
+    pythonpath: list[str] = field(default_factory=list)
+
+    @property
+    def command(self) -> list[str]:
+        """The argv prefix that starts ``torchx``."""
+        return list(TORCHX)
+
+    def _env(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+        env = dict(self.env)
+        if self.pythonpath:
+            env["PYTHONPATH"] = os.pathsep.join(self.pythonpath)
+        env.update(extra or {})
+        return env
+
+    def run(
+        self,
+        *args: str,
+        input: str | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        timeout: float = 120,
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*TORCHX, *args],
+            input=input,
+            env=self._env(env),
+            cwd=cwd or self.cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+    def popen(self, *args: str) -> "subprocess.Popen[str]":
+        return subprocess.Popen(
+            [*TORCHX, *args],
+            env=self._env(None),
+            cwd=self.cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def python(self, *args: str, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, *args],
+            env=self._env(env),
+            cwd=self.cwd,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    def add_distribution(
+        self,
+        name: str,
+        version: str,
+        entry_points: Mapping[str, Mapping[str, str]],
+        modules: Mapping[str, str],
+    ) -> Path:
+        """Creates an installed-looking distribution (``*.dist-info``) on PYTHONPATH.
+
+        ``modules`` maps a relative file path (``my_pkg/__init__.py``) to its source.
+        """
+        site = self.root / f"site-{name}"
+        dist_info = site / f"{name}-{version}.dist-info"
+        dist_info.mkdir(parents=True)
+        (dist_info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+        )
+        lines = []
+        for group, entries in entry_points.items():
+            lines.append(f"[{group}]")
+            lines += [f"{key} = {value}" for key, value in entries.items()]
+            lines.append("")
+        (dist_info / "entry_points.txt").write_text("\n".join(lines))
+        for rel_path, source in modules.items():
+            path = site / rel_path
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(textwrap.dedent(source))
+        self.pythonpath.append(str(site))
+        return site
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Iterator[Cli]:
+    home = tmp_path / "home"
+    work = tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("TORCHX") and k not in ("LOGLEVEL", "PYTHONPATH", "NO_COLOR")
+    }
+    env.update(HOME=str(home), TORCHX_HOME=str(home / ".torchx"))
+    yield Cli(root=tmp_path, env=env, cwd=work)
+
+
+@pytest.fixture
+def one_line_error() -> Callable[[subprocess.CompletedProcess[str]], str]:
+    """Asserts stderr is exactly one ``torchx: error:`` line (no traceback); returns it."""
+
+    def check(proc: subprocess.CompletedProcess[str]) -> str:
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        assert "Traceback" not in proc.stderr, proc.stderr
+        assert len(lines) == 1, proc.stderr
+        assert lines[0].startswith("torchx: error: "), proc.stderr
+        return lines[0]
+
+    return check

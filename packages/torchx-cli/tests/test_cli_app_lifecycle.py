@@ -1,0 +1,156 @@
+"""status / describe / list / log / cancel / delete on a real app running in the background."""
+
+import json
+import re
+import shlex
+import subprocess
+
+import pytest
+
+STARTED = "sh/0 started"
+
+
+@pytest.fixture
+def running_app(cli):
+    """A local_cwd app that prints `started` then sleeps; yields (handle, launcher process)."""
+    launcher = cli.popen("run", "-s", "local_cwd", "utils.sh", "sh", "-c", "echo started; sleep 30")
+    assert launcher.stdout is not None and launcher.stderr is not None
+    handle = launcher.stdout.readline().strip()
+    assert re.match(r"^local_cwd://torchx/sh-[\w]+$", handle), handle
+    for line in launcher.stderr:  # the launcher streams the app's log: wait for its first line
+        if line.startswith(STARTED):
+            break
+    yield handle, launcher
+    if launcher.poll() is None:
+        cli.run("cancel", handle)
+        launcher.communicate(timeout=60)
+
+
+def test_lifecycle(cli, one_line_error, running_app):
+    handle, launcher = running_app
+
+    status = cli.run("status", handle)
+    assert status.returncode == 0, status.stderr
+    assert "State: RUNNING" in status.stdout
+    assert " *sh[0]:RUNNING" in status.stdout
+
+    as_json = json.loads(cli.run("status", "--json", handle).stdout)
+    assert as_json["state"] == "RUNNING"
+    assert [r["role"] for r in as_json["roles"]] == ["sh"]
+    filtered = json.loads(cli.run("status", "--json", "--roles", "other", handle).stdout)
+    assert filtered["roles"] == []
+
+    described = cli.run("describe", handle)
+    assert described.returncode == 0, described.stderr
+    assert "'name': 'sh'" in described.stdout
+    app = json.loads(cli.run("describe", "--json", handle).stdout)
+    assert app["roles"][0]["name"] == "sh"
+    assert app["roles"][0]["num_replicas"] == 1
+
+    listed = cli.run("list", "-s", "local_cwd")
+    assert listed.returncode == 0, listed.stderr
+    header, rule, *rows = listed.stdout.splitlines()
+    assert header.split() == ["APP", "HANDLE", "APP", "NAME", "APP", "STATUS"]
+    assert any(row.split()[0] == handle and row.split()[-1] == "RUNNING" for row in rows)
+    listed_json = json.loads(cli.run("list", "--json").stdout)
+    assert {"app_handle": handle, "state": "RUNNING"}.items() <= next(
+        a for a in listed_json if a["app_handle"] == handle
+    ).items()
+
+    for identifier in (handle, f"{handle}/sh", f"{handle}/sh/0"):
+        log = cli.run("log", identifier)
+        assert log.returncode == 0, log.stderr
+        assert log.stdout.splitlines()[0] == STARTED
+
+    filtered_log = cli.run("log", "--regex", "^nomatch$", handle)
+    assert filtered_log.returncode == 0 and filtered_log.stdout == ""
+
+    wrong_role = cli.run("log", f"{handle}/trainer")
+    assert wrong_role.returncode == 1
+    assert "has no role 'trainer'; its roles: sh" in one_line_error(wrong_role)
+
+    follower = cli.popen("log", "--tail", handle)
+    cancel = cli.run("cancel", handle)
+    assert cancel.returncode == 0, cancel.stderr
+    followed, _ = follower.communicate(timeout=60)
+    assert follower.returncode == 0
+    assert followed.splitlines()[0] == STARTED
+
+    _, launcher_err = launcher.communicate(timeout=60)
+    assert launcher.returncode == 1
+    assert f"app {handle} finished CANCELLED" in launcher_err
+    assert json.loads(cli.run("status", "--json", handle).stdout)["state"] == "CANCELLED"
+
+    deleted = cli.run("delete", handle)
+    assert deleted.returncode == 0, deleted.stderr
+    gone = cli.run("status", handle)
+    assert gone.returncode == 1
+    assert f"app '{handle}' not found" in one_line_error(gone)
+
+
+@pytest.mark.parametrize("command", ["status", "describe", "cancel", "delete"])
+def test_unknown_app(cli, one_line_error, command):
+    proc = cli.run(command, "local_cwd://torchx/echo-doesnotexist")
+    assert proc.returncode == 1
+    assert "app 'local_cwd://torchx/echo-doesnotexist' not found" in one_line_error(proc)
+
+
+@pytest.mark.parametrize("command", ["status", "describe", "cancel", "delete"])
+def test_malformed_handle(cli, one_line_error, command):
+    proc = cli.run(command, "not-a-handle")
+    assert proc.returncode == 1
+    line = one_line_error(proc)
+    assert "malformed app handle 'not-a-handle'" in line
+    assert "SCHEDULER://SESSION/APP_ID" in line
+
+
+def test_handle_with_unknown_scheduler(cli, one_line_error):
+    proc = cli.run("status", "foo://torchx/app")
+    assert proc.returncode == 1
+    assert "unknown scheduler in app handle 'foo'" in one_line_error(proc)
+
+
+def test_log_errors(cli, one_line_error):
+    proc = cli.run("log", "nonsense")
+    assert proc.returncode == 1
+    assert "malformed log identifier 'nonsense'" in one_line_error(proc)
+
+    proc = cli.run("log", "local_cwd://torchx/echo-doesnotexist")
+    assert proc.returncode == 1
+    assert "not found" in one_line_error(proc)
+
+    proc = cli.run("log", "--since", "yesterday-ish", "local_cwd://torchx/echo-x")
+    assert proc.returncode == 2
+    assert "invalid time 'yesterday-ish'" in one_line_error(proc)
+
+    proc = cli.run("log", "--regex", "(", "local_cwd://torchx/echo-x")
+    assert proc.returncode == 2
+    assert "invalid --regex '('" in one_line_error(proc)
+
+
+def test_log_of_finished_app_with_time_window_and_streams(cli):
+    run = cli.run("run", "-s", "local_cwd", "utils.sh", "sh", "-c", "echo out; echo err >&2")
+    assert run.returncode == 0, run.stderr
+    handle = run.stdout.strip()
+    stdout_only = cli.run("log", "--streams", "stdout", "--since", "1h", handle)
+    assert stdout_only.returncode == 0, stdout_only.stderr
+    assert stdout_only.stdout == "sh/0 out\n"
+    stderr_only = cli.run("log", "--streams", "stderr", "--until", "2999-01-01T00:00:00", handle)
+    assert stderr_only.stdout == "sh/0 err\n"
+
+
+def test_log_to_closed_pipe_is_quiet(cli):
+    run = cli.run("run", "-s", "local_cwd", "utils.sh", "seq", "20000")
+    handle = run.stdout.strip()
+    log = subprocess.run(
+        f"{shlex.join(cli.command)} log {handle} | head -1",
+        shell=True,
+        env=cli._env(None),
+        cwd=cli.cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert log.stdout == "sh/0 1\n"
+    assert "Traceback" not in log.stderr and "Error" not in log.stderr

@@ -1,0 +1,119 @@
+"""``torchx`` itself: help, version, subcommand routing, errors and start-up imports."""
+
+BUILTINS = [
+    "builtins",
+    "cancel",
+    "configure",
+    "delete",
+    "describe",
+    "list",
+    "log",
+    "plugins",
+    "run",
+    "runopts",
+    "status",
+    "tracker",
+]
+
+
+def test_help_lists_every_builtin_subcommand(cli):
+    proc = cli.run("--help")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage: torchx")
+    for name in BUILTINS:
+        assert f"\n  {name} " in proc.stdout, name
+    assert "--log_level" in proc.stdout and "--version" in proc.stdout
+
+
+def test_no_subcommand_prints_help_and_fails(cli):
+    proc = cli.run()
+    assert proc.returncode == 1
+    assert "sub-commands:" in proc.stdout
+
+
+def test_version(cli):
+    from torchx.version import __version__
+
+    proc = cli.run("--version")
+    assert proc.returncode == 0
+    assert proc.stdout.strip() == f"torchx-{__version__}"
+
+
+_MODULES_AFTER = """
+import sys
+from torchx.cli.main import main
+try:
+    main({argv!r})
+except SystemExit:
+    pass
+sys.stderr.write("\\nMODULES " + " ".join(sorted(sys.modules)) + "\\n")
+"""
+
+
+def _modules_after(cli, argv):
+    proc = cli.python("-c", _MODULES_AFTER.format(argv=argv))
+    assert "MODULES " in proc.stderr, proc.stderr
+    return set(proc.stderr.rsplit("MODULES ", 1)[1].split())
+
+
+def test_help_imports_no_subcommand_and_no_specs(cli):
+    imported = _modules_after(cli, ["--help"])
+    assert "torchx.cli.main" in imported
+    forbidden = {"torchx.specs", "dataclasses", "argparse", "logging", "pydantic"}
+    forbidden |= {f"torchx.cli.cmd_{name}" for name in BUILTINS}
+    assert not imported & forbidden, sorted(imported & forbidden)
+
+
+def test_subcommand_help_imports_only_that_subcommand(cli):
+    imported = _modules_after(cli, ["status", "--help"])
+    assert "torchx.cli.cmd_status" in imported
+    others = {f"torchx.cli.cmd_{name}" for name in BUILTINS if name != "status"}
+    assert not imported & others, sorted(imported & others)
+    assert not imported & {"pydantic", "docker", "kubernetes", "boto3", "mlflow"}
+
+
+def test_run_dryrun_imports_no_sdk_and_no_pydantic_without_config(cli):
+    imported = _modules_after(
+        cli, ["run", "--dryrun", "-s", "local_cwd", "utils.echo", "--msg", "hi"]
+    )
+    assert "torchx.cli.cmd_run" in imported
+    assert not imported & {"pydantic", "docker", "kubernetes", "boto3", "mlflow", "yaml"}
+
+
+def test_unknown_subcommand_is_one_line_usage_error(cli, one_line_error):
+    proc = cli.run("stauts", "local_cwd://torchx/foo")
+    assert proc.returncode == 2
+    line = one_line_error(proc)
+    assert "unknown subcommand 'stauts'" in line
+    assert "did you mean 'status'" in line
+
+
+def test_bad_log_level_is_usage_error(cli, one_line_error):
+    proc = cli.run("--log_level", "LOUD", "runopts")
+    assert proc.returncode == 2
+    assert "unknown log level 'LOUD'" in one_line_error(proc)
+
+
+def test_unknown_flag_of_subcommand_is_one_line(cli, one_line_error):
+    proc = cli.run("status", "--bogus", "local_cwd://torchx/x")
+    assert proc.returncode == 2
+    assert "unrecognized arguments: --bogus" in one_line_error(proc)
+
+
+def test_debug_log_level_shows_traceback(cli):
+    proc = cli.run("--log_level", "debug", "status", "local_cwd://torchx/does-not-exist")
+    assert proc.returncode == 1
+    assert "Traceback" in proc.stderr
+    assert proc.stderr.rstrip().splitlines()[-1].startswith("torchx: error: app ")
+
+
+def test_loglevel_env_is_the_default(cli):
+    proc = cli.run("status", "local_cwd://torchx/missing", env={"LOGLEVEL": "DEBUG"})
+    assert proc.returncode == 1
+    assert "Traceback" in proc.stderr
+
+
+def test_module_entry_point(cli):
+    proc = cli.python("-m", "torchx.cli.main", "--version")
+    assert proc.returncode == 0
+    assert proc.stdout.startswith("torchx-")

@@ -1,0 +1,281 @@
+"""``torchx run`` on the real local_cwd scheduler (plus a non-local alias of it)."""
+
+import json
+import re
+import signal
+import textwrap
+
+import pytest
+
+HANDLE_RE = re.compile(r"^local_cwd://torchx/[\w-]+$")
+
+
+def _handle(proc):
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 1, proc.stdout  # scripts capture the handle: nothing else on stdout
+    return lines[0]
+
+
+def test_run_local_prints_handle_and_streams_prefixed_logs(cli):
+    proc = cli.run("run", "-s", "local_cwd", "utils.echo", "--msg", "hello world")
+    assert proc.returncode == 0, proc.stderr
+    assert HANDLE_RE.match(_handle(proc))
+    assert "echo/0 hello world\n" in proc.stderr
+    assert "\033[" not in proc.stderr  # no colour codes when stderr is not a terminal
+
+
+def test_run_failing_job_exits_1_and_prints_final_status(cli):
+    proc = cli.run("run", "-s", "local_cwd", "utils.sh", "sh", "-c", "echo doomed; exit 3")
+    handle = _handle(proc)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert "State: FAILED" in proc.stderr
+    assert proc.stderr.rstrip().splitlines()[-1] == f"torchx: error: app {handle} finished FAILED"
+
+
+def test_run_failing_shell_command(cli):
+    script = cli.cwd / "fail.sh"
+    script.write_text("echo before failing\nexit 3\n")
+    proc = cli.run("run", "-s", "local_cwd", "utils.sh", "sh", str(script))
+    assert proc.returncode == 1
+    assert "sh/0 before failing" in proc.stderr
+    assert "FAILED" in proc.stderr
+
+
+def test_run_wait_and_tee_logs(cli):
+    proc = cli.run(
+        "run", "--wait", "--tee_logs", "-s", "local_cwd", "utils.echo", "--msg", "  padded  "
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "echo/0 padded\n" in proc.stderr
+
+
+def test_dryrun_prints_both_sections_and_submits_nothing(cli):
+    proc = cli.run("run", "--dryrun", "-s", "local_cwd", "utils.echo", "--msg", "dry")
+    assert proc.returncode == 0, proc.stderr
+    assert "\n=== APPLICATION ===\n" in proc.stdout
+    assert "\n=== SCHEDULER REQUEST ===\n" in proc.stdout
+    assert "'args': ['dry']" in proc.stdout
+    listed = cli.run("list", "-s", "local_cwd", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout) == []
+
+
+def test_component_help(cli):
+    proc = cli.run("run", "-s", "local_cwd", "utils.echo", "--help")
+    assert proc.returncode == 0, proc.stderr
+    assert "--msg" in proc.stdout
+
+
+def test_file_component(cli):
+    (cli.cwd / "my_component.py").write_text(
+        textwrap.dedent(
+            '''
+            import torchx.specs as specs
+
+
+            def hello(name: str = "world") -> specs.AppDef:
+                """Says hello.
+
+                Args:
+                    name: who to greet
+                """
+                return specs.AppDef(
+                    name="hello",
+                    roles=[
+                        specs.Role(
+                            name="greeter",
+                            image="",
+                            entrypoint="echo",
+                            args=[f"hello {name}"],
+                            resource=specs.resource(cpu=1),
+                        )
+                    ],
+                )
+            '''
+        )
+    )
+    proc = cli.run("run", "-s", "local_cwd", "my_component.py:hello", "--name", "file")
+    assert proc.returncode == 0, proc.stderr
+    assert "greeter/0 hello file" in proc.stderr
+
+
+def test_double_dash_passes_arguments_to_the_app(cli):
+    proc = cli.run("run", "-s", "local_cwd", "--", "utils.sh", "--", "echo", "--foo", "bar")
+    assert proc.returncode == 0, proc.stderr
+    assert "sh/0 --foo bar" in proc.stderr
+
+
+def test_torchxconfig_supplies_scheduler_component_and_component_defaults(cli):
+    (cli.cwd / ".torchxconfig").write_text(
+        "[cli:run]\nscheduler = local_cwd\ncomponent = utils.echo\n\n"
+        "[component:utils.echo]\nmsg = from config\n"
+    )
+    proc = cli.run("run")
+    assert proc.returncode == 0, proc.stderr
+    assert "echo/0 from config" in proc.stderr
+    proc = cli.run("run", "--", "--msg", "from cli")
+    assert proc.returncode == 0, proc.stderr
+    assert "echo/0 from cli" in proc.stderr
+
+
+def test_stdin_json(cli):
+    args = {
+        "component_name": "utils.echo",
+        "scheduler": "local_cwd",
+        "scheduler_args": {"prepend_cwd": False},
+        "component_args": {"msg": "from json"},
+    }
+    proc = cli.run("run", "--stdin", input=json.dumps(args))
+    assert proc.returncode == 0, proc.stderr
+    assert HANDLE_RE.match(_handle(proc))
+    assert "echo/0 from json" in proc.stderr
+
+    args = {**args, "component_args": {}, "component_args_str": ["--msg", "as string"]}
+    proc = cli.run("run", "--stdin", "--dryrun", input=json.dumps(args))
+    assert proc.returncode == 0, proc.stderr
+    assert "=== APPLICATION ===" in proc.stdout and "'args': ['as string']" in proc.stdout
+
+
+def test_stdin_errors(cli, one_line_error):
+    proc = cli.run("run", "--stdin", "-s", "local_cwd", input="{}")
+    assert proc.returncode == 2
+    assert "--stdin cannot be combined with -s/--scheduler" in one_line_error(proc)
+
+    proc = cli.run("run", "--stdin", input="{not json")
+    assert proc.returncode == 1
+    assert "invalid JSON on stdin" in one_line_error(proc)
+
+    proc = cli.run("run", "--stdin", input=json.dumps({"component_name": "utils.echo"}))
+    assert proc.returncode == 1
+    assert "missing required key(s)" in one_line_error(proc)
+
+    bad_key = {
+        "component_name": "utils.echo",
+        "scheduler": "local_cwd",
+        "scheduler_args": {"log_dirr": "/tmp"},
+    }
+    proc = cli.run("run", "--stdin", input=json.dumps(bad_key))
+    assert proc.returncode == 1
+    assert "unknown run option 'log_dirr'" in one_line_error(proc)
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["-cfg", "log_dirr=/tmp"], "unknown run option 'log_dirr' for scheduler 'local_cwd'"),
+        (["-cfg", "prepend_cwd=maybe"], "invalid value 'maybe' for run option 'prepend_cwd'"),
+        (["-cfg", "novalue"], "malformed -cfg 'novalue'"),
+    ],
+)
+def test_bad_scheduler_args(cli, one_line_error, args, expected):
+    proc = cli.run("run", "-s", "local_cwd", *args, "utils.echo")
+    assert proc.returncode == 1
+    line = one_line_error(proc)
+    assert expected in line
+    assert "torchx runopts local_cwd" in line
+
+
+def test_cfg_key_did_you_mean(cli, one_line_error):
+    proc = cli.run("run", "-s", "local_cwd", "-cfg", "log_dirr=/tmp", "utils.echo")
+    assert "did you mean 'log_dir'" in one_line_error(proc)
+
+
+def test_unknown_component(cli, one_line_error):
+    proc = cli.run("run", "-s", "local_cwd", "utils.nope")
+    assert proc.returncode == 1
+    assert "utils.nope" in one_line_error(proc)
+
+
+def test_unknown_scheduler(cli, one_line_error):
+    proc = cli.run("run", "-s", "foo", "utils.echo")
+    assert proc.returncode == 1
+    line = one_line_error(proc)
+    assert "unknown scheduler 'foo'" in line
+    assert "installed: " in line and "local_cwd" in line
+
+
+def test_missing_required_component_argument(cli, one_line_error):
+    proc = cli.run("run", "-s", "local_cwd", "utils.touch")
+    assert proc.returncode == 2
+    line = one_line_error(proc)
+    assert "the following arguments are required: --file" in line
+    assert "torchx run utils.touch --help" in line
+
+
+def test_missing_component_name(cli, one_line_error):
+    proc = cli.run("run", "-s", "local_cwd")
+    assert proc.returncode == 2
+    assert "missing component name" in one_line_error(proc)
+
+
+def test_once_only_flags(cli, one_line_error):
+    proc = cli.run("run", "-s", "local_cwd", "--scheduler", "local_cwd", "utils.echo")
+    assert proc.returncode == 2
+    assert "is specified more than once" in one_line_error(proc)
+    proc = cli.run("run", "-cfg", "a=1", "-cfg", "b=2", "utils.echo")
+    assert proc.returncode == 2
+    assert "`-cfg` is specified more than once" in one_line_error(proc)
+
+
+def test_repeated_component_argument(cli, one_line_error):
+    proc = cli.run("run", "-s", "local_cwd", "utils.echo", "--msg", "a", "--msg", "b")
+    assert proc.returncode == 2
+    assert "Repeated Command Line Arguments: ['--msg']" in one_line_error(proc)
+
+
+def test_ctrl_c_cancels_a_local_app(cli):
+    proc = cli.popen("run", "-s", "local_cwd", "utils.sh", "sleep", "60")
+    assert proc.stdout is not None
+    handle = proc.stdout.readline().strip()
+    assert HANDLE_RE.match(handle)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert f"cancelled {handle}" in stderr
+    status = cli.run("status", "--json", handle)
+    assert json.loads(status.stdout)["state"] == "CANCELLED"
+
+
+@pytest.fixture
+def remote_alias(cli):
+    """A scheduler named `alias` (not `local*`) that runs apps with local_cwd."""
+    cli.add_distribution(
+        "aliassched",
+        "1.0",
+        {"torchx.schedulers": {"alias": "aliassched:create_scheduler"}},
+        {
+            "aliassched.py": """
+            from torchx.schedulers.local_scheduler import create_scheduler as _create
+
+
+            def create_scheduler(session_name, **kwargs):
+                return _create(session_name, **kwargs)
+            """
+        },
+    )
+    return cli
+
+
+def test_non_local_submit_prints_next_commands_on_stderr(remote_alias):
+    cli = remote_alias
+    proc = cli.run("run", "-s", "alias", "utils.echo", "--msg", "remote")
+    assert proc.returncode == 0, proc.stderr
+    handle = _handle(proc)
+    assert handle.startswith("alias://torchx/echo-")
+    for command in ("status", "log", "cancel"):
+        assert f"torchx {command} {handle}" in proc.stderr
+    waited = cli.run("log", "-t", handle)
+    assert waited.returncode == 0, waited.stderr
+    assert "echo/0 remote" in waited.stdout
+
+
+def test_non_local_wait_streams_and_reflects_failure(remote_alias):
+    cli = remote_alias
+    proc = cli.run("run", "--wait", "-s", "alias", "utils.sh", "sh", "-c", "echo x; exit 4")
+    assert proc.returncode == 1
+    assert "sh/0 x" in proc.stderr
+    assert "State: FAILED" in proc.stderr
+    proc = cli.run("run", "--log", "-s", "alias", "utils.echo", "--msg", "logged")
+    assert proc.returncode == 0, proc.stderr
+    assert "echo/0 logged" in proc.stderr

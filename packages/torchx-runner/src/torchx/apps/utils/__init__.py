@@ -1,0 +1,1 @@
+"""Programs behind the ``utils.*`` components (``copy_main``, ``booth_main``)."""

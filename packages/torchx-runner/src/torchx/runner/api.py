@@ -1,0 +1,653 @@
+"""The TorchX runner: launch, watch, stop and inspect apps on any registered scheduler.
+
+``Runner`` is the Python SDK behind the ``torchx`` CLI. It turns a component or an
+:class:`~torchx.specs.AppDef` into a scheduler request (``dryrun``), submits it
+(``schedule``) and answers questions about the resulting app handle
+(``<scheduler>://<session>/<app_id>``). Every lookup goes through the scheduler, so a
+handle printed by another process (or another machine, for remote schedulers) works
+just as well as one launched by this runner.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from collections.abc import Iterable, Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+from torchx.runner.events import log_event
+from torchx.specs.api import (
+    MISSING,
+    AppDef,
+    AppDryRunInfo,
+    AppHandle,
+    AppStatus,
+    CfgVal,
+    UnknownAppException,
+    UnknownSchedulerException,
+    Workspace,
+    macros,
+    make_app_handle,
+    parse_app_handle,
+    runopts,
+)
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from torchx.schedulers import SchedulerFactory
+    from torchx.schedulers.api import ListAppResponse, Scheduler, Stream
+
+__all__ = ["Runner", "get_configured_trackers", "get_runner"]
+
+logger: logging.Logger = logging.getLogger(__name__)
+
+DEFAULT_SESSION_NAME = "torchx"
+"""Session name of runners made by :func:`get_runner` (part of every app handle)."""
+
+_ENV_PREFIX = "torchx_"
+
+# Names of the environment variables the runner reads and injects (see torchx.settings).
+_ENV_TRACKERS = "TORCHX_TRACKERS"
+_ENV_PARENT_RUN_ID = "TORCHX_PARENT_RUN_ID"
+_ENV_JOB_ID = "TORCHX_JOB_ID"
+_ENV_SESSION_ID = "TORCHX_INTERNAL_SESSION_ID"
+
+
+def _tracker_config_env_var_name(name: str) -> str:
+    return f"TORCHX_TRACKER_{name.upper()}_CONFIG"
+
+
+def get_configured_trackers() -> dict[str, str | None]:
+    """Tracker names and their configs, as the launched job should see them.
+
+    Names are the keys of ``[torchx:tracker]`` in ``.torchxconfig``, replaced entirely by
+    ``$TORCHX_TRACKERS`` (comma list) when set. Each config is ``[tracker:<name>] config``,
+    overridden by ``$TORCHX_TRACKER_<NAME>_CONFIG``.
+    """
+    from torchx.runner import config
+
+    env_names = os.environ.get(_ENV_TRACKERS)
+    if env_names is not None:
+        names = [n.strip() for n in env_names.split(",") if n.strip()]
+        if not names:
+            return {}
+    else:
+        names = list(config.get_configs(prefix="torchx", name="tracker"))
+    if not names:
+        return {}
+    sections = config.load_sections(prefix="tracker")
+    trackers: dict[str, str | None] = {}
+    for name in names:
+        value = os.environ.get(_tracker_config_env_var_name(name))
+        if value is None:
+            value = sections.get(name, {}).get("config")
+        trackers[name] = value
+    logger.debug("configured trackers: %s", trackers)
+    return trackers
+
+
+def _scheduler_params_from_env() -> dict[str, str]:
+    """Every ``TORCHX_<X>`` env var as scheduler-factory kwarg ``<x>`` (upstream behaviour)."""
+    params: dict[str, str] = {}
+    for key, value in os.environ.items():
+        lower = key.lower()
+        if lower.startswith(_ENV_PREFIX) and len(lower) > len(_ENV_PREFIX):
+            params[lower[len(_ENV_PREFIX) :]] = value
+    return params
+
+
+def _copy_app(app: AppDef) -> AppDef:
+    """A deep copy of ``app`` whose roles share the original ``overrides`` dicts.
+
+    Overrides hold callables/awaitables that may not be copyable, and resolving one must
+    happen at most once, so the copy keeps the very same dict.
+    """
+    import copy
+
+    memo: dict[int, Any] = {}
+    for role in app.roles:
+        memo[id(role.overrides)] = role.overrides
+    copied: AppDef = copy.deepcopy(app, memo)
+    return copied
+
+
+def _runcfg_json(cfg: Mapping[str, CfgVal] | None) -> str | None:
+    if not cfg:
+        return None
+    import json
+
+    return json.dumps(dict(cfg), default=str)
+
+
+class Runner:
+    """Launches and manages apps on the registered schedulers.
+
+    Args:
+        name: session name, the middle part of every app handle this runner creates.
+        scheduler_factories: ``{scheduler name: factory}``; defaults to every registered
+            scheduler (``torchx.schedulers.get_scheduler_factories()``).
+        component_defaults: ``{component name: {param: default as string}}``, typically
+            the ``[component:<name>]`` sections of ``.torchxconfig``.
+        scheduler_params: extra kwargs for every scheduler factory. They win over the
+            ``TORCHX_<X>`` environment variables, which are also passed (as ``<x>``).
+
+    Schedulers are created lazily on first use and closed by :meth:`close` (or on leaving
+    a ``with`` block).
+    """
+
+    def __init__(
+        self,
+        name: str = "",
+        scheduler_factories: Mapping[str, SchedulerFactory] | None = None,
+        component_defaults: Mapping[str, Mapping[str, str]] | None = None,
+        scheduler_params: Mapping[str, object] | None = None,
+    ) -> None:
+        if scheduler_factories is None:
+            from torchx.schedulers import get_scheduler_factories
+
+            scheduler_factories = get_scheduler_factories()
+        self._name = name
+        self._scheduler_factories: dict[str, SchedulerFactory] = dict(scheduler_factories)
+        self._scheduler_params: dict[str, object] = {
+            **_scheduler_params_from_env(),
+            **(scheduler_params or {}),
+        }
+        self._scheduler_instances: dict[str, Scheduler[Any]] = {}
+        self._apps: dict[AppHandle, AppDef] = {}
+        self._component_defaults: dict[str, dict[str, str]] = {
+            k: dict(v) for k, v in (component_defaults or {}).items()
+        }
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> Literal[False]:
+        self.close()
+        return False
+
+    def close(self) -> None:
+        """Closes every scheduler this runner created. Safe to call more than once."""
+        instances = list(self._scheduler_instances.values())
+        self._scheduler_instances.clear()
+        for scheduler in instances:
+            scheduler.close()
+
+    def name(self) -> str:
+        """The session name (middle part of the app handles this runner creates)."""
+        return self._name
+
+    def __repr__(self) -> str:
+        return (
+            f"Runner(name={self._name!r}, schedulers={list(self._scheduler_factories)},"
+            f" apps={list(self._apps)})"
+        )
+
+    # ------------------------------------------------------------------ launching
+
+    def run_component(  # noqa: PLR0917 (positional order is the public API)
+        self,
+        component: str,
+        component_args: list[str] | dict[str, Any],
+        scheduler: str,
+        cfg: Mapping[str, CfgVal] | None = None,
+        workspace: Workspace | str | None = None,
+        parent_run_id: str | None = None,
+    ) -> AppHandle:
+        """Materializes ``component`` with ``component_args`` and runs it on ``scheduler``.
+
+        ``component`` is a registered name (``dist.ddp``, ``utils.echo``...) or
+        ``path/to/file.py:function``. ``component_args`` is either CLI-style
+        (``["--script", "train.py", "-j", "2x4"]``) or a dict of parameter values.
+        Returns the app handle.
+        """
+        with log_event("run_component", scheduler, workspace=_str_or_none(workspace)) as ctx:
+            dryrun_info = self.dryrun_component(
+                component,
+                component_args,
+                scheduler,
+                cfg=cfg,
+                workspace=workspace,
+                parent_run_id=parent_run_id,
+            )
+            handle = self.schedule(dryrun_info)
+            _fill_event(ctx, dryrun_info, handle)
+            return handle
+
+    def dryrun_component(  # noqa: PLR0917 (positional order is the public API)
+        self,
+        component: str,
+        component_args: list[str] | dict[str, Any],
+        scheduler: str,
+        cfg: Mapping[str, CfgVal] | None = None,
+        workspace: Workspace | str | None = None,
+        parent_run_id: str | None = None,
+    ) -> AppDryRunInfo[Any]:
+        """What :meth:`run_component` would submit, without submitting it."""
+        from torchx.specs.builders import materialize_appdef
+        from torchx.specs.finder import get_component
+
+        component_def = get_component(component)
+        cli_args = component_args if isinstance(component_args, list) else []
+        json_args = component_args if isinstance(component_args, dict) else {}
+        app = materialize_appdef(
+            component_def.fn,
+            cli_args,
+            self._component_defaults.get(component),
+            json_args,
+        )
+        return self.dryrun(
+            app, scheduler, cfg=cfg, workspace=workspace, parent_run_id=parent_run_id
+        )
+
+    @overload
+    def run(
+        self,
+        app: AppDef,
+        scheduler: str,
+        cfg: Mapping[str, CfgVal] | None = None,
+        workspace: Workspace | str | None = None,
+        parent_run_id: str | None = None,
+        *,
+        dryrun: Literal[False] = False,
+    ) -> AppHandle: ...
+
+    @overload
+    def run(
+        self,
+        app: AppDef,
+        scheduler: str,
+        cfg: Mapping[str, CfgVal] | None = None,
+        workspace: Workspace | str | None = None,
+        parent_run_id: str | None = None,
+        *,
+        dryrun: Literal[True],
+    ) -> AppDryRunInfo[Any]: ...
+
+    @overload
+    def run(
+        self,
+        app: AppDef,
+        scheduler: str,
+        cfg: Mapping[str, CfgVal] | None = None,
+        workspace: Workspace | str | None = None,
+        parent_run_id: str | None = None,
+        *,
+        dryrun: bool,
+    ) -> AppHandle | AppDryRunInfo[Any]: ...
+
+    def run(
+        self,
+        app: AppDef,
+        scheduler: str,
+        cfg: Mapping[str, CfgVal] | None = None,
+        workspace: Workspace | str | None = None,
+        parent_run_id: str | None = None,
+        *,
+        dryrun: bool = False,
+    ) -> AppHandle | AppDryRunInfo[Any]:
+        """Runs ``app`` on ``scheduler`` and returns its handle.
+
+        With ``dryrun=True`` nothing is submitted and the rendered request
+        (:class:`~torchx.specs.AppDryRunInfo`) is returned instead. ``app`` itself is
+        never modified.
+        """
+        with log_event(
+            "run", scheduler, runcfg=_runcfg_json(cfg), workspace=_str_or_none(workspace)
+        ) as ctx:
+            dryrun_info = self.dryrun(
+                app, scheduler, cfg=cfg, workspace=workspace, parent_run_id=parent_run_id
+            )
+            if dryrun:
+                return dryrun_info
+            handle = self.schedule(dryrun_info)
+            _fill_event(ctx, dryrun_info, handle)
+            return handle
+
+    def schedule(self, dryrun_info: AppDryRunInfo[Any]) -> AppHandle:
+        """Submits a request previously rendered by :meth:`dryrun`; returns the app handle.
+
+        The request may be edited in between (``dryrun_info.request``) for scheduler
+        features TorchX does not expose.
+        """
+        scheduler = dryrun_info._scheduler
+        if scheduler is None:
+            raise ValueError(
+                "this AppDryRunInfo was not produced by Runner.dryrun (it names no"
+                " scheduler); render it with runner.dryrun(app, scheduler) first"
+            )
+        with log_event("schedule", scheduler, runcfg=_runcfg_json(dryrun_info._cfg)) as ctx:
+            sched = self._scheduler(scheduler)
+            app_id = sched.schedule(dryrun_info)
+            handle = make_app_handle(scheduler, self._name, app_id)
+            app = dryrun_info._app
+            if app is not None:
+                self._apps[handle] = app
+            _fill_event(ctx, dryrun_info, handle)
+            return handle
+
+    def dryrun(
+        self,
+        app: AppDef,
+        scheduler: str,
+        cfg: Mapping[str, CfgVal] | None = None,
+        workspace: Workspace | str | None = None,
+        parent_run_id: str | None = None,
+    ) -> AppDryRunInfo[Any]:
+        """Renders the request ``app`` would be submitted as, without submitting it.
+
+        Works on a copy of ``app`` (available as ``info.app``): the copy gets the TorchX
+        env vars (job id, session id, trackers, parent run id) and, on schedulers that
+        build workspaces, the built image. ``$TORCHX_PARENT_RUN_ID`` wins over
+        ``parent_run_id``. Print the result to see the request.
+        """
+        if not app.roles:
+            raise ValueError(
+                f"app {app.name!r} has no roles; add at least one specs.Role to AppDef.roles"
+            )
+        sched = self._scheduler(scheduler)
+
+        env_parent = os.environ.get(_ENV_PARENT_RUN_ID)
+        if env_parent:
+            logger.info("using %s=%s as the tracker parent run id", _ENV_PARENT_RUN_ID, env_parent)
+            parent_run_id = env_parent
+
+        for role in app.roles:
+            if not role.entrypoint or role.entrypoint == MISSING:
+                raise ValueError(
+                    f"role {role.name!r} of app {app.name!r} has no entrypoint; set"
+                    " Role.entrypoint to the program to run (e.g. entrypoint='python')"
+                )
+            if role.num_replicas <= 0:
+                raise ValueError(
+                    f"role {role.name!r} of app {app.name!r} has num_replicas="
+                    f"{role.num_replicas}; it must be at least 1"
+                )
+
+        app = _copy_app(app)
+        self._inject_env(app, scheduler, parent_run_id)
+
+        resolved_cfg: dict[str, CfgVal]
+        with log_event(
+            "dryrun",
+            scheduler,
+            app_id=app.name,
+            app_image=app.roles[0].image,
+            app_metadata=_str_metadata(app.metadata),
+            runcfg=_runcfg_json(cfg),
+            workspace=_str_or_none(workspace),
+        ):
+            resolved_cfg = sched.run_opts().resolve(cfg or {})
+            sched._pre_build_validate(app, scheduler, resolved_cfg)
+            self._build_workspaces(sched, app, workspace, resolved_cfg)
+            sched._validate(app, scheduler, resolved_cfg)
+            dryrun_info = sched.submit_dryrun(app, resolved_cfg)
+            dryrun_info._scheduler = scheduler
+        return dryrun_info
+
+    def _inject_env(self, app: AppDef, scheduler: str, parent_run_id: str | None) -> None:
+        """Adds the TorchX identity/tracking env vars to every role of ``app`` (a copy)."""
+        from torchx.util.session import get_session_id_or_create_new
+
+        injected: dict[str, str] = {
+            _ENV_JOB_ID: make_app_handle(scheduler, self._name, macros.app_id),
+            _ENV_SESSION_ID: get_session_id_or_create_new(),
+        }
+        if parent_run_id:
+            injected[_ENV_PARENT_RUN_ID] = parent_run_id
+        trackers = get_configured_trackers()
+        if trackers:
+            injected[_ENV_TRACKERS] = ",".join(trackers)
+            for name, config in trackers.items():
+                if config:
+                    injected[_tracker_config_env_var_name(name)] = config
+        for role in app.roles:
+            role.env.update(injected)
+
+    @staticmethod
+    def _build_workspaces(
+        sched: Scheduler[Any],
+        app: AppDef,
+        workspace: Workspace | str | None,
+        cfg: Mapping[str, CfgVal],
+    ) -> None:
+        """Builds every role's workspace when the scheduler supports workspaces.
+
+        A ``workspace`` argument replaces ``roles[0].workspace`` (the pre-per-role API).
+        Schedulers without workspace support run the roles as they are.
+        """
+        from torchx.workspace.api import WorkspaceMixin
+
+        if not isinstance(sched, WorkspaceMixin):
+            if workspace:
+                logger.debug(
+                    "scheduler %s does not build workspaces; ignoring workspace %s",
+                    sched.backend,
+                    workspace,
+                )
+            return
+        if workspace:
+            ws = Workspace.from_str(workspace) if isinstance(workspace, str) else workspace
+            if app.roles[0].workspace:
+                logger.info(
+                    "workspace argument %s replaces the workspace of role %s",
+                    ws,
+                    app.roles[0].name,
+                )
+            app.roles[0].workspace = ws
+        sched.build_workspaces(app.roles, cfg)
+
+    # ------------------------------------------------------------------ schedulers
+
+    def scheduler_run_opts(self, scheduler: str) -> runopts:
+        """The run options ``scheduler`` accepts (keys, types, defaults, help)."""
+        return self._scheduler(scheduler).run_opts()
+
+    def cfg_from_str(self, scheduler: str, *cfg_literal: str) -> Mapping[str, CfgVal]:
+        """Parses ``"k1=v1,k2=v2"`` run-config strings for ``scheduler``; later ones win."""
+        opts = self.scheduler_run_opts(scheduler)
+        cfg: dict[str, CfgVal] = {}
+        for literal in cfg_literal:
+            cfg.update(opts.cfg_from_str(literal))
+        return cfg
+
+    def scheduler_backends(self) -> list[str]:
+        """Names of the schedulers this runner can use, in registration order."""
+        return list(self._scheduler_factories)
+
+    def _scheduler(self, scheduler: str) -> Scheduler[Any]:
+        instance = self._scheduler_instances.get(scheduler)
+        if instance is None:
+            factory = self._scheduler_factories.get(scheduler)
+            if factory is None:
+                raise UnknownSchedulerException(scheduler, self._scheduler_factories)
+            instance = factory(self._name, **self._scheduler_params)
+            self._scheduler_instances[scheduler] = instance
+        return instance
+
+    def _scheduler_app_id(self, app_handle: AppHandle) -> tuple[Scheduler[Any], str, str]:
+        """(scheduler, scheduler name, app id) of a handle; the session part is ignored."""
+        backend, _, app_id = parse_app_handle(app_handle)
+        return self._scheduler(backend), backend, app_id
+
+    # ------------------------------------------------------------------ app handles
+
+    def status(self, app_handle: AppHandle) -> AppStatus | None:
+        """The app's current status, or ``None`` if the scheduler does not know it."""
+        scheduler, backend, app_id = self._scheduler_app_id(app_handle)
+        with log_event("status", backend, app_id):
+            desc = scheduler.describe(app_id)
+            if desc is None:
+                self._apps.pop(app_handle, None)
+                return None
+            return AppStatus(
+                state=desc.state,
+                num_restarts=desc.num_restarts,
+                msg=desc.msg,
+                structured_error_msg=desc.structured_error_msg,
+                ui_url=desc.ui_url,
+                roles=desc.roles_statuses,
+            )
+
+    def wait(self, app_handle: AppHandle, wait_interval: float = 10) -> AppStatus | None:
+        """Blocks until the app is finished; returns its final status (``None`` if unknown).
+
+        Between checks the scheduler's ``wait_for_change`` is given up to
+        ``wait_interval`` seconds; schedulers with an event source (local_cwd) return as
+        soon as the app ends, others poll.
+        """
+        scheduler, backend, app_id = self._scheduler_app_id(app_handle)
+        with log_event("wait", backend, app_id):
+            while True:
+                app_status = self.status(app_handle)
+                if app_status is None or app_status.is_terminal():
+                    return app_status
+                scheduler.wait_for_change(app_id, wait_interval)
+
+    def cancel(self, app_handle: AppHandle) -> None:
+        """Asks the scheduler to stop the app if it is still running; returns at once."""
+        scheduler, backend, app_id = self._scheduler_app_id(app_handle)
+        with log_event("cancel", backend, app_id):
+            app_status = self.status(app_handle)
+            if app_status is not None and not app_status.is_terminal():
+                scheduler.cancel(app_id)
+
+    def stop(self, app_handle: AppHandle) -> None:
+        """Deprecated alias of :meth:`cancel`."""
+        warnings.warn(
+            "Runner.stop() is deprecated; use Runner.cancel()",
+            PendingDeprecationWarning,
+            stacklevel=2,
+        )
+        self.cancel(app_handle)
+
+    def delete(self, app_handle: AppHandle) -> None:
+        """Removes the app from the scheduler (cancelling it first if it still runs)."""
+        scheduler, backend, app_id = self._scheduler_app_id(app_handle)
+        with log_event("delete", backend, app_id):
+            if self.status(app_handle) is not None:
+                scheduler.delete(app_id)
+            self._apps.pop(app_handle, None)
+
+    def describe(self, app_handle: AppHandle) -> AppDef | None:
+        """The app's definition, or ``None`` if the scheduler does not know the app.
+
+        Apps launched by this runner return the submitted ``AppDef``; others are rebuilt
+        from what the scheduler reports (the app id as name, its roles and metadata).
+        """
+        scheduler, backend, app_id = self._scheduler_app_id(app_handle)
+        with log_event("describe", backend, app_id):
+            app = self._apps.get(app_handle)
+            if app is not None:
+                return app
+            desc = scheduler.describe(app_id)
+            if desc is None:
+                return None
+            return AppDef(name=app_id, roles=desc.roles, metadata=desc.metadata)
+
+    def log_lines(  # noqa: PLR0917 (positional order is the public API)
+        self,
+        app_handle: AppHandle,
+        role_name: str,
+        k: int = 0,
+        regex: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        should_tail: bool = False,
+        streams: Stream | None = None,
+    ) -> Iterable[str]:
+        """Lines logged by replica ``k`` of ``role_name`` (each ends with a newline).
+
+        ``regex`` keeps matching lines, ``since``/``until`` bound the time range and
+        ``should_tail`` follows the log until the replica ends. Raises
+        :class:`~torchx.specs.UnknownAppException` for an app the scheduler does not know.
+        """
+        scheduler, backend, app_id = self._scheduler_app_id(app_handle)
+        with log_event("log_lines", backend, app_id):
+            if self.status(app_handle) is None:
+                raise UnknownAppException(app_handle)
+            return scheduler.log_iter(
+                app_id,
+                role_name,
+                k,
+                regex,
+                since,
+                until,
+                should_tail,
+                streams=streams,
+            )
+
+    def list(
+        self, scheduler: str, cfg: Mapping[str, CfgVal] | None = None
+    ) -> list[ListAppResponse]:
+        """The apps ``scheduler`` knows about, with their handles filled in.
+
+        ``cfg`` narrows the listing where the scheduler supports it (e.g. a namespace).
+        """
+        with log_event("list", scheduler):
+            sched = self._scheduler(scheduler)
+            apps = sched.list(cfg) if cfg is not None else sched.list()
+            for app in apps:
+                app.app_handle = make_app_handle(scheduler, self._name, app.app_id)
+            return apps
+
+
+def _str_or_none(value: object) -> str | None:
+    return None if value is None or value == "" else str(value)
+
+
+def _str_metadata(metadata: Mapping[str, Any]) -> dict[str, str]:
+    return {str(k): v if isinstance(v, str) else repr(v) for k, v in metadata.items()}
+
+
+def _fill_event(ctx: log_event, dryrun_info: AppDryRunInfo[Any], handle: AppHandle) -> None:
+    event = ctx._torchx_event
+    event.scheduler = dryrun_info._scheduler or event.scheduler
+    event.app_id = parse_app_handle(handle).app_id
+    app = dryrun_info._app
+    if app is not None and app.roles:
+        event.app_image = app.roles[0].image
+        event.app_metadata = _str_metadata(app.metadata)
+
+
+def get_runner(
+    name: str | None = None,
+    component_defaults: Mapping[str, Mapping[str, str]] | None = None,
+    **scheduler_params: Any,
+) -> Runner:
+    """A :class:`Runner` over every registered scheduler, session ``"torchx"``.
+
+    ``scheduler_params`` are passed to every scheduler factory. Custom session names
+    are deprecated (they only change the middle part of the app handles).
+
+    Example::
+
+        from torchx.runner import get_runner
+
+        with get_runner() as runner:
+            handle = runner.run_component("utils.echo", ["--msg", "hi"], "local_cwd")
+            print(runner.wait(handle, wait_interval=1))
+    """
+    if name:
+        warnings.warn(
+            "custom session names are deprecated and will be removed; call get_runner()"
+            " without a name",
+            FutureWarning,
+            stacklevel=2,
+        )
+    else:
+        name = DEFAULT_SESSION_NAME
+    return Runner(
+        name=name,
+        component_defaults=component_defaults,
+        scheduler_params=scheduler_params,
+    )

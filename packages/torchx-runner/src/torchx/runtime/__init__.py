@@ -1,0 +1,1 @@
+"""Helpers used *inside* running TorchX apps (as opposed to the launcher side)."""

@@ -1,0 +1,1011 @@
+"""``local_cwd``: runs each replica of an app as a process on this host, durably.
+
+Apps outlive the process that launched them. ``schedule()`` writes the app's request and
+state under ``$TORCHX_HOME/local_cwd/<app_id>/`` and hands the app to a per-app supervisor
+process (see :mod:`torchx.schedulers.local_supervisor`) that starts, logs, reaps and
+retries the replicas. Every other operation (``describe``, ``log_iter``, ``cancel``,
+``delete``, ``list``, ``wait_for_change``) reads or signals that state, so it works from
+any process: ``torchx status`` in another terminal, a notebook restarted mid-run, ...
+
+Handles look like ``local_cwd://<session>/<app_id>``; the backend name passed to
+``Role.pre_proc`` is ``"local"`` (as upstream). Logs are written to
+``<log_dir>/<session>/<app_id>/<role>/<replica_id>/{stdout,stderr,combined}.log`` when the
+``log_dir`` run option is set, else to ``<state dir>/<role>/<replica_id>/``.
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import logging
+import os
+import signal
+import time
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from torchx.schedulers import local_state as st
+from torchx.schedulers.api import (
+    DescribeAppResponse,
+    ListAppResponse,
+    Scheduler,
+    Stream,
+    StructuredOpts,
+)
+from torchx.schedulers.local_logs import LogIterator, follow_lines, read_lines
+from torchx.specs.api import (
+    NONE,
+    AppDef,
+    AppDryRunInfo,
+    AppState,
+    CfgVal,
+    ReplicaStatus,
+    Resource,
+    RetryPolicy,
+    Role,
+    RoleStatus,
+    macros,
+    runopts,
+)
+
+if TYPE_CHECKING:
+    import subprocess
+    from collections.abc import Iterator
+    from datetime import datetime
+
+__all__ = [
+    "CWDImageProvider",
+    "ImageProvider",
+    "LocalDirectoryImageProvider",
+    "LocalOpts",
+    "LocalScheduler",
+    "LogIterator",
+    "Opts",
+    "PopenRequest",
+    "ReplicaParam",
+    "SignalException",
+    "create_scheduler",
+    "run_local_job",
+]
+
+log: logging.Logger = logging.getLogger(__name__)
+
+SCHEDULER_NAME = "local_cwd"
+RANK0_ENV = "TORCHX_RANK0_HOST"
+ENV_TORCHELASTIC_ERROR_FILE = "TORCHELASTIC_ERROR_FILE"
+ENV_PET_LOG_DIR = "PET_LOG_DIR"
+
+_STREAM_KEYS = {"stdout": "stdout", "stderr": "stderr", "combined": "combined"}
+_DELETE_WAIT_S = 30.0
+_POLL_S = 0.01
+_STALE_TMP_DIR_S = 3600.0
+
+
+@dataclass
+class Opts(StructuredOpts):
+    """Run options of ``local_cwd``."""
+
+    log_dir: str | None = None
+    """directory for the replicas' log files (as <log_dir>/<session>/<app_id>/<role>/<replica>/);
+    default: inside the app's state directory under $TORCHX_HOME/local_cwd"""
+
+    prepend_cwd: bool = False
+    """put the working directory before (True) or after (False) the PATH when resolving and
+    running the replicas' programs"""
+
+    auto_set_cuda_visible_devices: bool = False
+    """give each replica that requests GPUs its own CUDA_VISIBLE_DEVICES share of this host's
+    GPUs (counted with nvidia-smi)"""
+
+
+LocalOpts = Opts
+"""Compat name of :class:`Opts` (the options were a TypedDict called ``LocalOpts``)."""
+
+
+class SignalException(Exception):
+    """Compat: a termination signal turned into an exception (``sigval`` is the signal).
+
+    The durable scheduler installs no signal handlers (apps outlive the launcher), but code
+    that caught this exception keeps importing it from here.
+    """
+
+    def __init__(self, msg: str, sigval: signal.Signals) -> None:
+        super().__init__(msg)
+        self.sigval = sigval
+
+
+@dataclass
+class ReplicaParam:
+    """How one replica is started: argv, extra environment, log files and working dir."""
+
+    args: list[str]
+    env: dict[str, str]
+    stdout: str | None = None
+    stderr: str | None = None
+    combined: str | None = None
+    cwd: str | None = None
+
+
+@dataclass
+class PopenRequest:
+    """The ``local_cwd`` request: every replica of every role, ready to be started.
+
+    ``role_params[role][i]`` and ``role_log_dirs[role][i]`` belong to replica ``i`` (the
+    node index, not a rank).
+    """
+
+    app_id: str
+    log_dir: str
+    role_params: dict[str, list[ReplicaParam]]
+    role_log_dirs: dict[str, list[str]]
+
+
+def _format_request(request: PopenRequest) -> str:
+    import pprint
+
+    return pprint.pformat(asdict(request), indent=2, width=80)
+
+
+# ---------------------------------------------------------------------------------------------
+# image providers
+
+
+class ImageProvider(abc.ABC):
+    """Maps a role's image to a directory on this host (the ``img_root`` macro).
+
+    ``fetch`` is called once per role; ``get_replica_param`` once per replica (override it
+    only if replicas need more than the default argv/env/cwd).
+    """
+
+    def fetch_role(self, role: Role) -> str:
+        """Like ``fetch(role.image)`` but may also adjust the role. Default: ``fetch``."""
+        return self.fetch(role.image)
+
+    @abc.abstractmethod
+    def fetch(self, image: str) -> str:
+        """Makes ``image`` available locally; returns its root directory (or "")."""
+
+    def get_replica_param(
+        self,
+        img_root: str,
+        role: Role,
+        stdout: str | None = None,
+        stderr: str | None = None,
+        combined: str | None = None,
+    ) -> ReplicaParam:
+        """The start parameters of one replica of ``role`` (macros already applied)."""
+        return ReplicaParam(
+            [self.get_entrypoint(img_root, role), *role.args],
+            role.env,
+            stdout,
+            stderr,
+            combined,
+            self.get_cwd(role.image),
+        )
+
+    def get_cwd(self, image: str) -> str | None:
+        """Working directory of the replicas (None: the supervisor's)."""
+        return None
+
+    def get_entrypoint(self, img_root: str, role: Role) -> str:
+        """Program to run: by default ``role.entrypoint`` inside ``img_root``."""
+        return os.path.join(img_root, role.entrypoint)
+
+
+class CWDImageProvider(ImageProvider):
+    """Ignores the image: replicas run in the launcher's working directory."""
+
+    def __init__(self, cfg: Mapping[str, CfgVal] | None = None) -> None:
+        del cfg
+
+    def fetch(self, image: str) -> str:
+        return os.getcwd()
+
+    def get_cwd(self, image: str) -> str | None:
+        return os.getcwd()
+
+    def get_entrypoint(self, img_root: str, role: Role) -> str:
+        return role.entrypoint
+
+
+class LocalDirectoryImageProvider(ImageProvider):
+    """The image is an existing local directory; replicas run inside it."""
+
+    def __init__(self, cfg: Mapping[str, CfgVal] | None = None) -> None:
+        del cfg
+
+    def fetch(self, image: str) -> str:
+        if not os.path.isdir(image):
+            raise ValueError(
+                f"invalid image {image!r}: with LocalDirectoryImageProvider the image must be"
+                " an existing local directory"
+            )
+        return image
+
+    def get_cwd(self, image: str) -> str | None:
+        return image
+
+    def get_entrypoint(self, img_root: str, role: Role) -> str:
+        return role.entrypoint
+
+
+def run_local_job(
+    args: list[str],
+    env: dict[str, str],
+    stdout: Any,
+    stderr: Any,
+    cwd: str | None = None,
+) -> subprocess.Popen[bytes]:
+    """Starts one replica process in a new session with exactly ``env``.
+
+    This is what the supervisor does for every replica; exposed for callers that start
+    processes the same way.
+    """
+    from torchx.schedulers.local_supervisor import run_local_job as start
+
+    return start(args, env, stdout, stderr, cwd)
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def _join_path(*parts: str | None) -> str:
+    """PATH pieces joined with ``os.pathsep``; empty pieces and stray separators dropped."""
+    return os.pathsep.join(p.strip(os.pathsep) for p in parts if p and p.strip(os.pathsep))
+
+
+def _is_executable(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def _find_program(program: str, path: str, cwd: str | None) -> bool:
+    """Whether ``program`` resolves the way ``subprocess`` will resolve it for the replica."""
+    if not program:
+        return False
+    if os.sep in program:
+        full = program if os.path.isabs(program) else os.path.join(cwd or os.getcwd(), program)
+        return _is_executable(full)
+    base = cwd or os.getcwd()
+    for directory in path.split(os.pathsep):
+        if directory and _is_executable(os.path.join(base, directory, program)):
+            return True
+    return False
+
+
+def _check_program(role_name: str, program: str, env: Mapping[str, str], cwd: str | None) -> None:
+    path = env.get("PATH", os.environ.get("PATH", ""))
+    if not _find_program(program, path, cwd):
+        where = cwd or os.getcwd()
+        raise ValueError(
+            f"entrypoint {program!r} of role {role_name!r} was not found: it is neither an"
+            f" executable on the replica's PATH nor a path relative to its working directory"
+            f" {where}; fix Role.entrypoint, install the program or give its absolute path"
+        )
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` if it survives a JSON round trip, else its ``str`` (for free-form metadata)."""
+    import json
+
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return value
+
+
+def _role_spec(role: Role) -> dict[str, Any]:
+    res = role.resource
+    return {
+        "name": role.name,
+        "image": role.image,
+        "min_replicas": role.min_replicas,
+        "entrypoint": role.entrypoint,
+        "args": list(role.args),
+        "env": dict(role.env),
+        "num_replicas": role.num_replicas,
+        "max_retries": role.max_retries,
+        "retry_policy": RetryPolicy(role.retry_policy).value,
+        "resource": {
+            "cpu": res.cpu,
+            "gpu": res.gpu,
+            "memMB": res.memMB,
+            "capabilities": _jsonable(dict(res.capabilities)),
+            "devices": dict(res.devices),
+        },
+        "port_map": dict(role.port_map),
+        "metadata": _jsonable(dict(role.metadata)),
+    }
+
+
+def _role_from_spec(spec: Mapping[str, Any]) -> Role:
+    res = spec["resource"]
+    capabilities = res.get("capabilities")
+    metadata = spec.get("metadata")
+    return Role(
+        name=spec["name"],
+        image=spec["image"],
+        min_replicas=spec.get("min_replicas"),
+        entrypoint=spec["entrypoint"],
+        args=list(spec["args"]),
+        env=dict(spec["env"]),
+        num_replicas=spec["num_replicas"],
+        max_retries=spec["max_retries"],
+        retry_policy=RetryPolicy(spec["retry_policy"]),
+        resource=Resource(
+            cpu=res["cpu"],
+            gpu=res["gpu"],
+            memMB=res["memMB"],
+            capabilities=capabilities if isinstance(capabilities, dict) else {},
+            devices=dict(res.get("devices") or {}),
+        ),
+        port_map=dict(spec.get("port_map") or {}),
+        metadata=metadata if isinstance(metadata, dict) else {},
+    )
+
+
+def _read_error_file(path: str | None) -> str | None:
+    """A torchelastic reply file, normalized to compact JSON (raw text if it is not JSON)."""
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return None
+    import json
+
+    try:
+        return json.dumps(json.loads(text))
+    except ValueError:
+        return text
+
+
+# ---------------------------------------------------------------------------------------------
+# the scheduler
+
+
+class LocalScheduler(Scheduler[Opts]):
+    """Runs apps as local processes that survive the launching process.
+
+    ``cache_size`` bounds how many finished apps are kept in ``$TORCHX_HOME/local_cwd``: when
+    a new app is scheduled and more than that many exist, the oldest finished ones are
+    deleted (with their logs when the logs live in the state directory).
+    ``extra_paths`` are put in front of every replica's PATH.
+    """
+
+    def __init__(
+        self,
+        session_name: str,
+        image_provider_class: Callable[[Mapping[str, CfgVal]], ImageProvider] = CWDImageProvider,
+        cache_size: int = 100,
+        extra_paths: list[str] | None = None,
+    ) -> None:
+        super().__init__("local", session_name)
+        if cache_size <= 0:
+            raise ValueError(
+                f"cache_size must be a positive number of finished apps to keep, got {cache_size}"
+            )
+        self._image_provider_class = image_provider_class
+        self._cache_size = cache_size
+        self._extra_paths = list(extra_paths or [])
+        self._requests: dict[str, dict[str, Any]] = {}  # request.json never changes
+
+    # -- options ---------------------------------------------------------------------------
+
+    def _run_opts(self) -> runopts:
+        return Opts.as_runopts()
+
+    def _validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal]) -> None:
+        """Roles need no resource on this host (a process is a process)."""
+
+    # -- dry run ---------------------------------------------------------------------------
+
+    def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[PopenRequest]:
+        return AppDryRunInfo(self._to_popen_request(app, cfg), _format_request)
+
+    def _app_log_dir(self, app_id: str, opts: Opts) -> str:
+        if opts.log_dir:
+            base = os.path.abspath(os.path.expanduser(opts.log_dir))
+            return os.path.join(base, self.session_name, app_id)
+        return os.path.abspath(st.app_state_dir(app_id))
+
+    def _to_popen_request(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> PopenRequest:
+        from torchx.schedulers.ids import make_unique
+
+        opts = Opts.from_cfg(cfg)
+        app_id = make_unique(app.name)
+        app_log_dir = self._app_log_dir(app_id, opts)
+        provider = self._image_provider_class(cfg)
+        plain_provider = type(provider).get_replica_param is ImageProvider.get_replica_param
+        cuda_plan = self._cuda_plan(app, opts)
+        host_path = os.environ.get("PATH", "")
+
+        role_params: dict[str, list[ReplicaParam]] = {}
+        role_log_dirs: dict[str, list[str]] = {}
+        for role_idx, role in enumerate(app.roles):
+            img_root = provider.fetch_role(role)
+            cwd = provider.get_cwd(role.image)
+            path = _join_path(*self._extra_paths, role.env.get("PATH"), host_path)
+            if cwd:
+                path = _join_path(cwd, path) if opts.prepend_cwd else _join_path(path, cwd)
+            role_env = {**role.env, "PATH": path}
+            values = macros.Values(
+                img_root=img_root, app_id=app_id, replica_id="0", rank0_env=RANK0_ENV
+            )
+            mapping = values.to_dict()
+            templated_args = [i for i, a in enumerate(role.args) if "$" in a]
+            templated_env = [k for k, v in role_env.items() if "$" in v]
+            role_env[RANK0_ENV] = "localhost"
+            set_error_file = ENV_TORCHELASTIC_ERROR_FILE not in role.env
+            if ENV_PET_LOG_DIR not in role.env:
+                role_env[ENV_PET_LOG_DIR] = os.path.join(app_log_dir, "torchelastic", role.name)
+            role_dir = os.path.join(app_log_dir, role.name)
+            role_cuda = cuda_plan[role_idx] if cuda_plan is not None else None
+            entrypoint = provider.get_entrypoint(img_root, role)
+            base_args = [entrypoint, *role.args]
+            params: list[ReplicaParam] = []
+            log_dirs: list[str] = []
+            substitute = _substituter(mapping) if (templated_args or templated_env) else None
+            for replica_id in range(role.num_replicas):
+                rid = str(replica_id)
+                replica_dir = f"{role_dir}{os.sep}{rid}"
+                stdout = f"{replica_dir}{os.sep}{st.STDOUT_LOG}"
+                stderr = f"{replica_dir}{os.sep}{st.STDERR_LOG}"
+                combined = f"{replica_dir}{os.sep}{st.COMBINED_LOG}"
+                if plain_provider:
+                    args = base_args.copy()
+                    env = role_env.copy()
+                    if substitute is not None:
+                        mapping["replica_id"] = rid
+                        for i in templated_args:
+                            args[i + 1] = substitute(role.args[i])
+                        for key in templated_env:
+                            env[key] = substitute(role_env[key])
+                    param = ReplicaParam(args, env, stdout, stderr, combined, cwd)
+                else:
+                    replica_role = macros.Values(
+                        img_root=img_root, app_id=app_id, replica_id=rid, rank0_env=RANK0_ENV
+                    ).apply(_with_env(role, {k: role_env[k] for k in role.env} | {"PATH": path}))
+                    replica_role.env = {**role_env, **replica_role.env}
+                    param = provider.get_replica_param(
+                        img_root, replica_role, stdout, stderr, combined
+                    )
+                if set_error_file:
+                    param.env[ENV_TORCHELASTIC_ERROR_FILE] = f"{replica_dir}{os.sep}{st.ERROR_FILE}"
+                if role_cuda is not None and role_cuda[replica_id] is not None:
+                    param.env["CUDA_VISIBLE_DEVICES"] = str(role_cuda[replica_id])
+                params.append(param)
+                log_dirs.append(replica_dir)
+            if params:
+                _check_program(role.name, params[0].args[0], params[0].env, params[0].cwd)
+            role_params[role.name] = params
+            role_log_dirs[role.name] = log_dirs
+        return PopenRequest(app_id, app_log_dir, role_params, role_log_dirs)
+
+    def _cuda_plan(self, app: AppDef, opts: Opts) -> list[list[str | None]] | None:
+        from torchx.schedulers import local_gpus
+
+        gpu_replicas = sum(r.num_replicas for r in app.roles if r.resource.gpu > 0)
+        requested = sum(r.num_replicas * r.resource.gpu for r in app.roles if r.resource.gpu > 0)
+        if requested <= 0:
+            return None
+        if not opts.auto_set_cuda_visible_devices:
+            if gpu_replicas > 1:
+                log.warning(local_gpus.UNSET_WARNING)
+            return None
+        count = local_gpus.cuda_device_count()
+        plan = local_gpus.allocate_cuda_devices(
+            [(r.num_replicas, r.resource.gpu) for r in app.roles], count
+        )
+        if plan is None:
+            log.warning(local_gpus.not_enough_warning(count, requested))
+        return plan
+
+    # -- schedule --------------------------------------------------------------------------
+
+    def schedule(self, dryrun_info: AppDryRunInfo[PopenRequest]) -> str:
+        import fcntl
+        import shutil
+        import tempfile
+
+        request = dryrun_info.request
+        app = dryrun_info._app
+        app_id = request.app_id
+        state_dir = os.path.abspath(st.app_state_dir(app_id))
+        self._check_programs(request)
+        doc = self._request_document(request, app)
+        root = os.path.dirname(state_dir)
+        try:
+            st.ensure_private_dir(root)
+        except OSError as e:
+            raise ValueError(
+                f"cannot create the local_cwd state directory {root}: {e.strerror};"
+                " point TORCHX_HOME at a writable directory"
+            ) from e
+        if os.path.lexists(state_dir):
+            raise ValueError(
+                f"app id {app_id!r} is already used in {root}; dry-run the app again to get"
+                " a new id"
+            )
+        self._evict_finished(root)
+        tmp_dir: str | None = tempfile.mkdtemp(prefix=f".{app_id}.", dir=root)
+        assert tmp_dir is not None
+        created_log_dir: str | None = None
+        lock_fd = -1
+        try:
+            logs_inside = _is_within(request.log_dir, state_dir)
+            if not logs_inside:
+                created_log_dir = request.log_dir
+            self._create_logs(doc, state_dir, tmp_dir, dryrun_info._cfg)
+            lock_fd = st.open_lock(tmp_dir)
+            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            st.write_json_atomic(os.path.join(tmp_dir, st.REQUEST_FILE), doc)
+            state = st.new_state([len(r["replicas"]) for r in doc["roles"]])
+            st.write_json_atomic(os.path.join(tmp_dir, st.STATE_FILE), state)
+            os.rename(tmp_dir, state_dir)  # the app appears complete, already locked
+            tmp_dir = None
+            from torchx.schedulers import local_supervisor
+
+            local_supervisor.launch(state_dir, doc, lock_fd)
+        except BaseException:
+            shutil.rmtree(tmp_dir or state_dir, ignore_errors=True)
+            if created_log_dir:
+                shutil.rmtree(created_log_dir, ignore_errors=True)
+            raise
+        finally:
+            if lock_fd >= 0:
+                os.close(lock_fd)
+        self._requests[app_id] = doc
+        return app_id
+
+    def _check_programs(self, request: PopenRequest) -> None:
+        """Re-checks the entrypoints (the request may have been edited after the dry run)."""
+        seen: set[tuple[str, str | None, str | None]] = set()
+        for role_name, params in request.role_params.items():
+            for p in params:
+                key = (p.args[0] if p.args else "", p.env.get("PATH"), p.cwd)
+                if key not in seen:
+                    seen.add(key)
+                    if not p.args:
+                        raise ValueError(f"role {role_name!r} has a replica with an empty argv")
+                    _check_program(role_name, p.args[0], p.env, p.cwd)
+
+    def _request_document(self, request: PopenRequest, app: AppDef | None) -> dict[str, Any]:
+        roles_by_name = {r.name: r for r in app.roles} if app is not None else {}
+        roles: list[dict[str, Any]] = []
+        for role_name, params in request.role_params.items():
+            role = roles_by_name.get(role_name)
+            log_dirs = request.role_log_dirs.get(role_name, [])
+            replicas = []
+            for i, p in enumerate(params):
+                replica_dir = (
+                    log_dirs[i]
+                    if i < len(log_dirs)
+                    else os.path.join(request.log_dir, role_name, str(i))
+                )
+                replicas.append(
+                    {
+                        "args": list(p.args),
+                        "env": dict(p.env),
+                        "cwd": p.cwd,
+                        "log_dir": replica_dir,
+                        "stdout": p.stdout or os.path.join(replica_dir, st.STDOUT_LOG),
+                        "stderr": p.stderr or os.path.join(replica_dir, st.STDERR_LOG),
+                        "combined": p.combined or os.path.join(replica_dir, st.COMBINED_LOG),
+                    }
+                )
+            roles.append(
+                {
+                    "name": role_name,
+                    "max_retries": role.max_retries if role is not None else 0,
+                    "retry_policy": (
+                        RetryPolicy(role.retry_policy).value
+                        if role is not None
+                        else RetryPolicy.APPLICATION.value
+                    ),
+                    "spec": _role_spec(role) if role is not None else None,
+                    "replicas": replicas,
+                }
+            )
+        return {
+            "version": 1,
+            "scheduler": SCHEDULER_NAME,
+            "app_id": request.app_id,
+            "app_name": app.name if app is not None else request.app_id,
+            "session": self.session_name,
+            "log_dir": request.log_dir,
+            "metadata": {str(k): str(v) for k, v in (app.metadata if app else {}).items()},
+            "created": time.time(),
+            "roles": roles,
+        }
+
+    def _create_logs(
+        self, doc: dict[str, Any], state_dir: str, tmp_dir: str, cfg: Mapping[str, CfgVal]
+    ) -> None:
+        """Creates every replica's log dir and (empty) log files before anything runs.
+
+        Paths inside the state dir are created in the not-yet-renamed temporary dir. An
+        unusable ``log_dir`` becomes a ValueError that names it.
+        """
+
+        def local(path: str) -> str:
+            if _is_within(path, state_dir):
+                return tmp_dir + path[len(state_dir) :]
+            return path
+
+        try:
+            os.makedirs(local(doc["log_dir"]), mode=st.DIR_MODE, exist_ok=True)
+            for role in doc["roles"]:
+                for replica in role["replicas"]:
+                    replica_dir = local(replica["log_dir"])
+                    os.makedirs(replica_dir, mode=st.DIR_MODE, exist_ok=True)
+                    for key in ("stdout", "stderr", "combined"):
+                        path = local(replica[key])
+                        if os.path.dirname(path) != replica_dir:
+                            os.makedirs(os.path.dirname(path), mode=st.DIR_MODE, exist_ok=True)
+                        st.create_private_file(path)
+        except OSError as e:
+            log_dir = cfg.get("log_dir") if cfg else None
+            if log_dir:
+                raise ValueError(
+                    f"cannot write the logs of app {doc['app_id']} under log_dir {log_dir!r}:"
+                    f" {e.strerror} ({e.filename}); set log_dir to a writable directory"
+                ) from e
+            raise ValueError(
+                f"cannot write the logs of app {doc['app_id']}: {e.strerror} ({e.filename});"
+                " set the log_dir run option or TORCHX_HOME to a writable directory"
+            ) from e
+
+    def _evict_finished(self, root: str) -> None:
+        """Keeps at most ``cache_size`` apps: deletes the oldest finished ones beyond that."""
+        import shutil
+
+        try:
+            names = os.listdir(root)
+        except OSError:
+            return
+        now = time.time()
+        apps = []
+        for name in names:
+            path = os.path.join(root, name)
+            if name.startswith("."):
+                # a temporary dir left by a launcher that died inside schedule()
+                with contextlib.suppress(OSError):
+                    if now - os.stat(path).st_mtime > _STALE_TMP_DIR_S:
+                        shutil.rmtree(path, ignore_errors=True)
+                continue
+            apps.append(name)
+        # evict in batches (down to cache_size - 1) so that scheduling does not read every
+        # app's state each time once the cache is full
+        if len(apps) < self._cache_size + max(10, self._cache_size // 10):
+            return
+        excess = len(apps) + 1 - self._cache_size
+        finished: list[tuple[float, str]] = []
+        for name in apps:
+            state = st.read_json(os.path.join(root, name, st.STATE_FILE))
+            if isinstance(state, dict) and state.get("state") in st.TERMINAL_STATES:
+                finished.append((float(state.get("ended") or state.get("updated") or 0), name))
+        for _, name in sorted(finished)[:excess]:
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+            self._requests.pop(name, None)
+
+    # -- reading state ---------------------------------------------------------------------
+
+    def _load(self, app_id: str) -> tuple[str, dict[str, Any], dict[str, Any]] | None:
+        """(state dir, request, current state) of a known app, recovering orphaned apps."""
+        try:
+            state_dir = st.app_state_dir(app_id)
+        except ValueError:
+            return None
+        request = self._requests.get(app_id)
+        if request is None:
+            request = st.read_json(os.path.join(state_dir, st.REQUEST_FILE))
+            if not isinstance(request, dict):
+                return None
+            self._requests[app_id] = request
+        state = st.read_json(os.path.join(state_dir, st.STATE_FILE))
+        if not isinstance(state, dict):
+            self._requests.pop(app_id, None)
+            return None
+        if state["state"] not in st.TERMINAL_STATES and not st.is_owned(state_dir):
+            cancelled = os.path.exists(os.path.join(state_dir, st.CANCEL_FILE))
+            recovered = st.recover_orphaned(state_dir, cancelled=cancelled)
+            if recovered is None:
+                recovered = st.read_json(os.path.join(state_dir, st.STATE_FILE))
+            if isinstance(recovered, dict):
+                state = recovered
+        return state_dir, request, state
+
+    def describe(self, app_id: str) -> DescribeAppResponse | None:
+        loaded = self._load(app_id)
+        if loaded is None:
+            return None
+        _, request, state = loaded
+        roles_statuses: list[RoleStatus] = []
+        roles: list[Role] = []
+        earliest: tuple[float, str] | None = None
+        for role_doc, replicas in zip(request["roles"], state["roles"], strict=True):
+            statuses = []
+            for i, (params, rec) in enumerate(zip(role_doc["replicas"], replicas, strict=True)):
+                error_file = params["env"].get(ENV_TORCHELASTIC_ERROR_FILE)
+                error_msg = NONE
+                if error_file:
+                    try:
+                        mtime = os.stat(error_file).st_mtime
+                    except OSError:
+                        mtime = None
+                    if mtime is not None:
+                        text = _read_error_file(error_file)
+                        if text is not None:
+                            error_msg = text
+                            if earliest is None or mtime < earliest[0]:
+                                earliest = (mtime, text)
+                statuses.append(
+                    ReplicaStatus(
+                        id=i,
+                        state=AppState[rec["state"]],
+                        role=role_doc["name"],
+                        hostname="localhost",
+                        structured_error_msg=error_msg,
+                    )
+                )
+            roles_statuses.append(RoleStatus(role_doc["name"], statuses))
+            spec = role_doc.get("spec")
+            if spec is not None:
+                roles.append(_role_from_spec(spec))
+            else:
+                roles.append(
+                    Role(name=role_doc["name"], image="", num_replicas=len(role_doc["replicas"]))
+                )
+        return DescribeAppResponse(
+            app_id=app_id,
+            state=AppState[state["state"]],
+            num_restarts=int(state.get("num_restarts", 0)),
+            msg=state.get("msg") or NONE,
+            structured_error_msg=earliest[1] if earliest else NONE,
+            ui_url=f"file://{request['log_dir']}",
+            metadata=dict(request.get("metadata") or {}),
+            roles_statuses=roles_statuses,
+            roles=roles,
+        )
+
+    def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
+        """Every app in ``$TORCHX_HOME/local_cwd`` (any session, any launcher), oldest first."""
+        try:
+            names = [n for n in os.listdir(st.apps_root()) if not n.startswith(".")]
+        except OSError:
+            return []
+        rows: list[tuple[float, ListAppResponse]] = []
+        for name in names:
+            loaded = self._load(name)
+            if loaded is None:
+                continue
+            _, request, state = loaded
+            handle = f"{SCHEDULER_NAME}://{request.get('session', self.session_name)}/{name}"
+            rows.append(
+                (
+                    float(request.get("created") or 0),
+                    ListAppResponse(
+                        app_id=name,
+                        state=AppState[state["state"]],
+                        app_handle=handle,
+                        name=str(request.get("app_name", "")),
+                    ),
+                )
+            )
+        rows.sort(key=lambda row: row[0])
+        return [row for _, row in rows]
+
+    # -- waiting ---------------------------------------------------------------------------
+
+    def wait_for_change(self, app_id: str, timeout: float) -> None:
+        """Returns when the app's supervisor exits (pidfd) or after ``timeout`` seconds.
+
+        The supervisor writes the final state before exiting, so a caller polling
+        ``describe`` sees a terminal state right after this returns. Without pidfd support
+        it polls the state file every 10 ms.
+        """
+        deadline = time.monotonic() + max(0.0, timeout)
+        try:
+            state_dir = st.app_state_dir(app_id)
+        except ValueError:
+            return
+        state = st.read_json(os.path.join(state_dir, st.STATE_FILE))
+        if not isinstance(state, dict) or state.get("state") in st.TERMINAL_STATES:
+            return
+        sup = state.get("supervisor") or {}
+        pid, ticks = sup.get("pid"), sup.get("start_ticks")
+        if pid and st.same_process(pid, ticks) and self._wait_pidfd(pid, ticks, timeout):
+            return
+        if pid and not st.same_process(pid, ticks):
+            return  # supervisor gone: the next describe records what happened
+        self._poll_for_change(state_dir, deadline)
+
+    @staticmethod
+    def _wait_pidfd(pid: int, ticks: int | None, timeout: float) -> bool:
+        """Waits on a pidfd of the supervisor; False if pidfds are not available here."""
+        pidfd_open = getattr(os, "pidfd_open", None)
+        if pidfd_open is None:
+            return False
+        try:
+            fd = pidfd_open(pid)
+        except ProcessLookupError:
+            return True
+        except OSError:
+            return False
+        try:
+            if not st.same_process(pid, ticks):  # the pid was reused before we opened it
+                return True
+            import select
+
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            poller.poll(max(0.0, timeout) * 1000.0)
+        finally:
+            os.close(fd)
+        return True
+
+    @staticmethod
+    def _poll_for_change(state_dir: str, deadline: float) -> None:
+        path = os.path.join(state_dir, st.STATE_FILE)
+
+        def stamp() -> int:
+            try:
+                return os.stat(path).st_mtime_ns
+            except OSError:
+                return -1
+
+        before = stamp()
+        while time.monotonic() < deadline:
+            time.sleep(min(_POLL_S, max(0.0, deadline - time.monotonic())))
+            if stamp() != before or not st.is_owned(state_dir):
+                return
+
+    # -- cancel / delete -------------------------------------------------------------------
+
+    def _cancel_existing(self, app_id: str) -> None:
+        """Asks the supervisor to stop the app (no retries); returns without waiting.
+
+        If the supervisor is gone, stops the replicas' process groups directly and records
+        CANCELLED.
+        """
+        state_dir = st.app_state_dir(app_id)
+        state = st.read_json(os.path.join(state_dir, st.STATE_FILE))
+        if not isinstance(state, dict) or state.get("state") in st.TERMINAL_STATES:
+            return
+        # the file first, then the pid: a supervisor that starts in between sees the file
+        with contextlib.suppress(FileNotFoundError):
+            st.create_private_file(os.path.join(state_dir, st.CANCEL_FILE))
+        state = st.read_json(os.path.join(state_dir, st.STATE_FILE))
+        if not isinstance(state, dict) or state.get("state") in st.TERMINAL_STATES:
+            return
+        if st.is_owned(state_dir):
+            sup = state.get("supervisor") or {}
+            if st.same_process(sup.get("pid"), sup.get("start_ticks")):
+                st.signal_pid(int(sup["pid"]), signal.SIGTERM)
+            return
+        st.recover_orphaned(state_dir, cancelled=True)
+
+    def _delete_existing(self, app_id: str) -> None:
+        """Cancels the app if needed, waits for its supervisor to finish, removes its state.
+
+        Logs written under a user ``log_dir`` are kept; logs inside the state dir go with it.
+        """
+        import shutil
+
+        state_dir = st.app_state_dir(app_id)
+        self._cancel_existing(app_id)
+        deadline = time.monotonic() + _DELETE_WAIT_S
+        while st.is_owned(state_dir) and time.monotonic() < deadline:
+            self.wait_for_change(app_id, min(0.5, max(0.0, deadline - time.monotonic())))
+        shutil.rmtree(state_dir, ignore_errors=True)
+        self._requests.pop(app_id, None)
+
+    # -- logs ------------------------------------------------------------------------------
+
+    def log_iter(  # noqa: PLR0917 (positional order is the public API)
+        self,
+        app_id: str,
+        role_name: str,
+        k: int = 0,
+        regex: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        should_tail: bool = False,
+        streams: Stream | None = None,
+    ) -> Iterable[str]:
+        """Lines of replica ``k`` of ``role_name``: ``combined`` log unless ``streams`` says.
+
+        ``since``/``until`` are not supported (a warning says so; all lines are returned).
+        With ``should_tail`` the iterator follows the log until the app is terminal.
+        """
+        if since or until:
+            warnings.warn(
+                "local_cwd does not support since/until for logs; they are ignored and all"
+                " log lines are returned",
+                stacklevel=2,
+            )
+        loaded = self._load(app_id)
+        if loaded is None:
+            raise ValueError(
+                f"unknown local_cwd app {app_id!r}: no state in {st.apps_root()}"
+                " (was it deleted, or started with another TORCHX_HOME?)"
+            )
+        _, request, _ = loaded
+        roles = {r["name"]: r for r in request["roles"]}
+        role = roles.get(role_name)
+        if role is None:
+            raise ValueError(
+                f"app {app_id} has no role {role_name!r}; its roles are: {', '.join(roles)}"
+            )
+        replicas = role["replicas"]
+        if not 0 <= k < len(replicas):
+            raise ValueError(
+                f"role {role_name!r} of app {app_id} has replicas 0..{len(replicas) - 1};"
+                f" there is no replica {k}"
+            )
+        stream = "combined" if streams is None else str(getattr(streams, "value", streams))
+        key = _STREAM_KEYS.get(stream)
+        if key is None:
+            raise ValueError(
+                f"unknown log stream {stream!r}; use one of: {', '.join(_STREAM_KEYS)}"
+            )
+        path = replicas[k][key]
+        if should_tail:
+            lines: Iterator[str] = follow_lines(self, app_id, path)
+            if regex:
+                import re
+
+                return filter(re.compile(regex).search, lines)
+            return lines
+        if not os.path.isfile(path):
+            raise RuntimeError(
+                f"the {stream} log of {role_name}[{k}] of app {app_id} is missing: {path}"
+            )
+        return read_lines(path, regex)
+
+    def close(self) -> None:
+        """Nothing to release: apps are durable and keep running after the scheduler is gone."""
+
+
+def _substituter(mapping: dict[str, str]) -> Callable[[str], str]:
+    from string import Template
+
+    def substitute(value: str) -> str:
+        return Template(value).safe_substitute(mapping)
+
+    return substitute
+
+
+def _with_env(role: Role, env: dict[str, str]) -> Role:
+    import copy
+
+    clone = copy.copy(role)
+    clone.env = env
+    return clone
+
+
+def _is_within(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def create_scheduler(
+    session_name: str,
+    cache_size: int = 100,
+    extra_paths: list[str] | None = None,
+    image_provider_class: Callable[[Mapping[str, CfgVal]], ImageProvider] = CWDImageProvider,
+    **kwargs: Any,
+) -> LocalScheduler:
+    """Entry point of ``local_cwd``; unknown ``kwargs`` (every ``TORCHX_*`` env var the
+    runner forwards) are ignored."""
+    del kwargs
+    return LocalScheduler(
+        session_name=session_name,
+        image_provider_class=image_provider_class,
+        cache_size=cache_size,
+        extra_paths=extra_paths,
+    )

@@ -1,0 +1,1 @@
+"""Tracker backends shipped with TorchX (``fsspec``); others register ``torchx.tracker``."""

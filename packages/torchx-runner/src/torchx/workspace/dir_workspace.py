@@ -1,0 +1,89 @@
+"""Workspaces as plain directory copies, for schedulers that run from a shared filesystem.
+
+A scheduler mixes one of these in to "build" a role's workspace by copying it (any
+fsspec URL; ``.torchxignore`` rules honoured) into a directory and pointing
+``role.image`` at that directory, which the scheduler then uses as the job's working
+directory. No container image is built.
+
+* :class:`DirWorkspaceMixin` copies into the run option ``job_dir`` (which must not
+  exist yet) and does nothing when ``job_dir`` is unset — used by ``slurm``.
+* :class:`TmpDirWorkspaceMixin` copies into a fresh private temporary directory.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import shutil
+import tempfile
+from collections.abc import Mapping
+
+from torchx.specs import CfgVal, Role
+from torchx.workspace.api import WorkspaceMixin, walk_workspace
+
+__all__ = ["DirWorkspaceMixin", "TmpDirWorkspaceMixin", "copy_workspace"]
+
+
+def copy_workspace(workspace: str, target: str) -> None:
+    """Copies the files of ``workspace`` (path or fsspec URL) into the directory ``target``.
+
+    Files and directories excluded by the workspace's ``.torchxignore`` are skipped;
+    permission bits are kept when the source filesystem reports them (so scripts stay
+    executable).
+    """
+    import fsspec
+
+    fs, root = fsspec.core.url_to_fs(workspace)
+    root = root.rstrip("/") or "/"
+    if not fs.isdir(root):
+        raise FileNotFoundError(f"workspace {workspace!r} is not a directory")
+    for directory, _dirs, files in walk_workspace(fs, root):
+        relative = posixpath.relpath(directory, root)
+        out_dir = target if relative == "." else os.path.join(target, *relative.split("/"))
+        os.makedirs(out_dir, exist_ok=True)
+        for name, info in files.items():
+            destination = os.path.join(out_dir, name)
+            with fs.open(info["name"], "rb") as src, open(destination, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            mode = info.get("mode")
+            if isinstance(mode, int):
+                os.chmod(destination, mode & 0o777)
+
+
+class TmpDirWorkspaceMixin(WorkspaceMixin[None]):
+    """Builds a workspace by copying it into a new temporary directory (mode 0700)."""
+
+    def build_workspace_and_update_role(
+        self, role: Role, workspace: str, cfg: Mapping[str, CfgVal]
+    ) -> None:
+        """Copies ``workspace`` into a fresh temp dir and sets ``role.image`` to it."""
+        job_dir = tempfile.mkdtemp(prefix="torchx_workspace")
+        copy_workspace(workspace, job_dir)
+        role.image = job_dir
+
+
+class DirWorkspaceMixin(WorkspaceMixin[None]):
+    """Builds a workspace by copying it into the run option ``job_dir``.
+
+    ``job_dir`` must not exist (it is created, so two jobs never share one); when it is
+    not set the role runs from its image unchanged.
+    """
+
+    def build_workspace_and_update_role(
+        self, role: Role, workspace: str, cfg: Mapping[str, CfgVal]
+    ) -> None:
+        """Copies ``workspace`` into ``cfg["job_dir"]`` and sets ``role.image`` to it."""
+        job_dir = cfg.get("job_dir")
+        if job_dir is None:
+            return
+        if not isinstance(job_dir, str):
+            raise TypeError(f"run option job_dir must be a string path, got {job_dir!r}")
+        try:
+            os.mkdir(job_dir)
+        except FileExistsError:
+            raise FileExistsError(
+                f"job_dir {job_dir!r} already exists; pass a new directory (it is created"
+                " for each job)"
+            ) from None
+        copy_workspace(workspace, job_dir)
+        role.image = job_dir

@@ -1,0 +1,150 @@
+"""Directory workspaces: copies honouring .torchxignore, job_dir handling, role updates."""
+
+from __future__ import annotations
+
+import os
+import stat
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import pytest
+
+from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
+from torchx.specs import AppDef, AppDryRunInfo, CfgVal, Role, Workspace
+from torchx.workspace.dir_workspace import (
+    DirWorkspaceMixin,
+    TmpDirWorkspaceMixin,
+    copy_workspace,
+)
+
+
+def make_project(root: Path) -> Path:
+    (root / "pkg" / "sub").mkdir(parents=True)
+    (root / "build").mkdir()
+    (root / "train.py").write_text("print('train')\n")
+    (root / "run.sh").write_text("#!/bin/sh\necho hi\n")
+    (root / "run.sh").chmod(0o755)
+    (root / "pkg" / "model.py").write_text("M = 1\n")
+    (root / "pkg" / "sub" / "keep.log").write_text("kept\n")
+    (root / "pkg" / "debug.log").write_text("dropped\n")
+    (root / "build" / "big.bin").write_text("x" * 100)
+    (root / ".torchxignore").write_text(
+        "# build outputs\nbuild\n*.log\npkg/*.log\n!pkg/sub/keep.log\n"
+    )
+    return root
+
+
+def tree(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+
+
+class TestCopy:
+    def test_ignore_rules_and_modes(self, tmp_path: Path) -> None:
+        project = make_project(tmp_path / "project")
+        target = tmp_path / "out"
+        target.mkdir()
+        copy_workspace(str(project), str(target))
+        assert tree(target) == {
+            ".torchxignore",
+            "train.py",
+            "run.sh",
+            "pkg/model.py",
+            "pkg/sub/keep.log",
+        }
+        assert (target / "pkg" / "model.py").read_text() == "M = 1\n"
+        assert os.stat(target / "run.sh").st_mode & stat.S_IXUSR
+
+    def test_from_an_fsspec_url(self, tmp_path: Path) -> None:
+        root = f"/ws-{uuid.uuid4().hex}"
+        fs = fsspec.filesystem("memory")
+        fs.pipe(f"{root}/a.py", b"A")
+        fs.pipe(f"{root}/d/b.py", b"B")
+        copy_workspace(f"memory://{root}", str(tmp_path))
+        assert (tmp_path / "a.py").read_text() == "A"
+        assert (tmp_path / "d" / "b.py").read_text() == "B"
+
+    def test_missing_workspace(self, tmp_path: Path) -> None:
+        with pytest.raises(FileNotFoundError, match="is not a directory"):
+            copy_workspace(str(tmp_path / "nope"), str(tmp_path))
+
+
+class DirScheduler(DirWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
+    """The smallest scheduler that builds workspaces into ``job_dir``."""
+
+    def __init__(self) -> None:
+        super().__init__("dir", "test")
+
+    def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[Any]:
+        return AppDryRunInfo(app, repr)
+
+    def schedule(self, dryrun_info: AppDryRunInfo[Any]) -> str:
+        return "id"
+
+    def describe(self, app_id: str) -> DescribeAppResponse | None:
+        return None
+
+    def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
+        return []
+
+    def _cancel_existing(self, app_id: str) -> None:
+        pass
+
+
+class TmpScheduler(TmpDirWorkspaceMixin, DirScheduler):
+    pass
+
+
+def role_with(workspace: Workspace | None) -> Role:
+    return Role(name="r", image="original", entrypoint="python", workspace=workspace)
+
+
+class TestDirWorkspaceMixin:
+    def test_job_dir_receives_the_workspace(self, tmp_path: Path) -> None:
+        project = make_project(tmp_path / "project")
+        job_dir = tmp_path / "job"
+        role = role_with(Workspace({str(project): ""}))
+        DirScheduler().build_workspaces([role], {"job_dir": str(job_dir)})
+        assert role.image == str(job_dir)
+        assert "train.py" in tree(job_dir) and "build/big.bin" not in tree(job_dir)
+
+    def test_existing_job_dir_is_refused(self, tmp_path: Path) -> None:
+        project = make_project(tmp_path / "project")
+        role = role_with(Workspace({str(project): ""}))
+        with pytest.raises(FileExistsError, match="already exists"):
+            DirScheduler().build_workspaces([role], {"job_dir": str(project)})
+
+    def test_without_job_dir_nothing_happens(self, tmp_path: Path) -> None:
+        role = role_with(Workspace({str(tmp_path): ""}))
+        DirScheduler().build_workspaces([role], {})
+        assert role.image == "original"
+
+    def test_job_dir_must_be_a_string(self, tmp_path: Path) -> None:
+        role = role_with(Workspace({str(tmp_path): ""}))
+        with pytest.raises(TypeError, match="job_dir"):
+            DirScheduler().build_workspaces([role], {"job_dir": 3})
+
+
+class TestTmpDirWorkspaceMixin:
+    def test_each_role_gets_its_private_copy(self, tmp_path: Path) -> None:
+        project = make_project(tmp_path / "project")
+        extra = tmp_path / "extra"
+        extra.mkdir()
+        (extra / "util.py").write_text("U = 1\n")
+        plain = role_with(Workspace({str(project): ""}))
+        merged = role_with(Workspace({str(project): "", str(extra): "libs"}))
+        untouched = role_with(None)
+        TmpScheduler().build_workspaces([plain, merged, untouched], {})
+        assert untouched.image == "original"
+        assert tree(Path(plain.image)) == {
+            ".torchxignore",
+            "train.py",
+            "run.sh",
+            "pkg/model.py",
+            "pkg/sub/keep.log",
+        }
+        assert stat.S_IMODE(os.stat(plain.image).st_mode) == 0o700
+        assert "libs/util.py" in tree(Path(merged.image))
+        assert "train.py" in tree(Path(merged.image))

@@ -1,0 +1,560 @@
+"""The contract every scheduler implements, plus typed run options (``StructuredOpts``).
+
+A scheduler turns an :class:`~torchx.specs.AppDef` into its native request
+(``_submit_dryrun``), submits it (``schedule``) and answers ``describe``/``list``/
+``cancel``/``delete``/``log_iter`` for app ids it returned. Everything that is not
+abstract has a sensible default so that plugins implement only what they support.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import time
+import typing
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from torchx.specs.api import (
+    NONE,
+    NULL_RESOURCE,
+    AppDef,
+    AppDryRunInfo,
+    AppState,
+    CfgVal,
+    InvalidRunConfigException,
+    Role,
+    RoleStatus,
+    Workspace,
+    cases,
+    runopts,
+)
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+__all__ = [
+    "DAYS_IN_2_WEEKS",
+    "DescribeAppResponse",
+    "ListAppResponse",
+    "Scheduler",
+    "Stream",
+    "StructuredOpts",
+    "filter_regex",
+    "split_lines",
+    "split_lines_iterator",
+]
+
+DAYS_IN_2_WEEKS = 14
+
+T = TypeVar("T")
+
+
+class Stream(str, Enum):
+    """Which output stream of a replica ``log_iter`` reads."""
+
+    STDOUT = "stdout"
+    STDERR = "stderr"
+    COMBINED = "combined"
+
+
+@dataclass
+class DescribeAppResponse:
+    """What a scheduler knows about one app (``None`` from ``describe`` means unknown)."""
+
+    app_id: str = "<NOT_SET>"
+    state: AppState = AppState.UNSUBMITTED
+    num_restarts: int = -1
+    msg: str = NONE
+    structured_error_msg: str = NONE
+    ui_url: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    roles_statuses: list[RoleStatus] = field(default_factory=list)
+    roles: list[Role] = field(default_factory=list)
+
+
+@dataclass
+class ListAppResponse:
+    """One row of ``Scheduler.list``; ``Runner.list`` fills in ``app_handle``."""
+
+    app_id: str
+    state: AppState
+    app_handle: str = "<NOT_SET>"
+    name: str = ""
+
+    def __hash__(self) -> int:
+        return hash((self.app_id, self.app_handle, self.state))
+
+
+class Scheduler(abc.ABC, Generic[T]):
+    """Base class of every scheduler; ``T`` is the type of its run config.
+
+    The run config reaching ``_submit_dryrun`` is the dict resolved by ``run_opts()``;
+    schedulers with a :class:`StructuredOpts` class convert it with ``Opts.from_cfg``.
+    """
+
+    def __init__(self, backend: str, session_name: str) -> None:
+        self.backend = backend
+        self.session_name = session_name
+
+    def close(self) -> None:
+        """Releases local resources; idempotent, never raises. Default: nothing to do."""
+
+    def submit(
+        self,
+        app: AppDef,
+        cfg: Mapping[str, CfgVal],
+        workspace: str | Workspace | None = None,
+    ) -> str:
+        """Builds the workspace (if any), renders the request and schedules it.
+
+        Returns the app id. The runner does the same in separate steps; this is the
+        one-call form for tests and scripts.
+        """
+        resolved_cfg = self.run_opts().resolve(cfg)
+        if workspace:
+            from torchx.workspace.api import WorkspaceMixin
+
+            if not isinstance(self, WorkspaceMixin):
+                raise ValueError(
+                    f"scheduler `{self.backend}` does not support workspaces; submit without"
+                    " a workspace or use a scheduler that builds them"
+                )
+            role = app.roles[0]
+            role.workspace = (
+                Workspace.from_str(workspace) if isinstance(workspace, str) else workspace
+            )
+            self.build_workspaces(app.roles, resolved_cfg)
+        dryrun_info = self.submit_dryrun(app, resolved_cfg)
+        return self.schedule(dryrun_info)
+
+    @abc.abstractmethod
+    def schedule(self, dryrun_info: AppDryRunInfo[Any]) -> str:
+        """Submits a request rendered by ``submit_dryrun``; returns the app id."""
+
+    def submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[Any]:
+        """Renders the scheduler request for ``app`` without submitting it.
+
+        Each role's ``pre_proc`` hook may rewrite the request afterwards.
+        """
+        resolved_cfg = self.run_opts().resolve(cfg)
+        dryrun_info = self._submit_dryrun(app, resolved_cfg)
+        if isinstance(app, AppDef):
+            for role in app.roles:
+                dryrun_info = role.pre_proc(self.backend, dryrun_info)
+        dryrun_info._app = app
+        dryrun_info._cfg = resolved_cfg
+        return dryrun_info
+
+    @abc.abstractmethod
+    def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[Any]:
+        """Builds the native request for ``app`` with the resolved ``cfg``."""
+
+    def run_opts(self) -> runopts:
+        """The run options this scheduler accepts (plus its workspace options)."""
+        opts = self._run_opts()
+        from torchx.workspace.api import WorkspaceMixin
+
+        if isinstance(self, WorkspaceMixin):
+            opts.update(self.workspace_opts())
+        return opts
+
+    def _run_opts(self) -> runopts:
+        """The scheduler's own run options. Default: none."""
+        return runopts()
+
+    @abc.abstractmethod
+    def describe(self, app_id: str) -> DescribeAppResponse | None:
+        """The app's current state, or ``None`` when the scheduler does not know it."""
+
+    def describe_native(self, app_id: str) -> AppDryRunInfo[Any] | None:
+        """The scheduler-native description of the app, when the scheduler has one."""
+        del app_id
+        return None
+
+    @abc.abstractmethod
+    def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
+        """The apps this scheduler can see (``cfg`` narrows the scope, e.g. namespace)."""
+
+    def exists(self, app_id: str) -> bool:
+        """Whether the scheduler knows ``app_id``."""
+        return self.describe(app_id) is not None
+
+    @abc.abstractmethod
+    def _cancel_existing(self, app_id: str) -> None:
+        """Cancels an app that is known to exist."""
+
+    def cancel(self, app_id: str) -> None:
+        """Requests cancellation; non-blocking and idempotent (unknown ids are ignored)."""
+        if self.exists(app_id):
+            self._cancel_existing(app_id)
+
+    def delete(self, app_id: str) -> None:
+        """Removes the app from the scheduler (cancelling it if it still runs)."""
+        if self.exists(app_id):
+            self._delete_existing(app_id)
+
+    def _delete_existing(self, app_id: str) -> None:
+        """Deletes an app known to exist. Default: cancel it."""
+        self._cancel_existing(app_id)
+
+    def log_iter(  # noqa: PLR0917 (positional order is the public API)
+        self,
+        app_id: str,
+        role_name: str,
+        k: int = 0,
+        regex: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        should_tail: bool = False,
+        streams: Stream | None = None,
+    ) -> Iterable[str]:
+        """Lines (with trailing newline) logged by replica ``k`` of ``role_name``.
+
+        ``should_tail`` follows the log until the replica ends. Schedulers without log
+        access keep this default, which raises.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} (scheduler `{self.backend}`) does not support"
+            " application log iteration; read the logs with the scheduler's own tools"
+        )
+
+    def wait_for_change(self, app_id: str, timeout: float) -> None:
+        """Blocks until the app may have changed state, or for at most ``timeout`` seconds.
+
+        The runner calls this between ``describe`` polls. Default: sleep ``timeout``;
+        schedulers with an event source return as soon as something happens.
+        """
+        del app_id
+        time.sleep(max(0.0, timeout))
+
+    def _pre_build_validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal]) -> None:
+        """Hook run before workspaces are built. Default: nothing."""
+
+    def _validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal]) -> None:
+        """Checks the app after workspaces are built. Default: every role has a resource."""
+        for role in app.roles:
+            if role.resource == NULL_RESOURCE:
+                raise ValueError(
+                    f"No resource for role `{role.name}` (image `{role.image}`) on scheduler"
+                    f" `{scheduler}`; set Role.resource, e.g. resource=specs.resource(cpu=2,"
+                    " memMB=4096) or a named resource"
+                )
+
+
+def filter_regex(regex: str, lines: Iterable[str]) -> Iterator[str]:
+    """Lazily keeps the lines in which ``regex`` matches (``re.search``)."""
+    import re
+
+    pattern = re.compile(regex)
+    return (line for line in lines if pattern.search(line))
+
+
+def split_lines(text: str) -> list[str]:
+    """Splits ``text`` into lines that keep their ``\\n`` (the last may lack one)."""
+    lines: list[str] = []
+    start = 0
+    while True:
+        idx = text.find("\n", start)
+        if idx == -1:
+            if start < len(text):
+                lines.append(text[start:])
+            return lines
+        lines.append(text[start : idx + 1])
+        start = idx + 1
+
+
+def split_lines_iterator(chunks: Iterable[str]) -> Iterator[str]:
+    """Yields the lines of each chunk (chunks are not joined across boundaries)."""
+    for chunk in chunks:
+        yield from split_lines(chunk)
+
+
+# --------------------------------------------------------------------------------------
+# StructuredOpts
+# --------------------------------------------------------------------------------------
+
+CFG_KEY = "cfg_key"
+"""Field metadata key giving an option an external name (``mail-user``)."""
+
+_S = TypeVar("_S", bound="StructuredOpts")
+
+_DOCSTRINGS: dict[type, dict[str, str]] = {}
+
+
+def _attribute_docstrings(cls: type) -> dict[str, str]:
+    """``{field: docstring}`` from string literals written right after each field.
+
+    Read from the class source with ``ast``; classes without source (built with
+    ``exec``) simply have no docstrings.
+    """
+    cached = _DOCSTRINGS.get(cls)
+    if cached is not None:
+        return cached
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if klass is object or "__dataclass_fields__" not in vars(klass):
+            continue
+        docs.update(_own_attribute_docstrings(klass))
+    _DOCSTRINGS[cls] = docs
+    return docs
+
+
+def _own_attribute_docstrings(klass: type) -> dict[str, str]:
+    import ast
+    import inspect
+    import itertools
+    import textwrap
+
+    try:
+        source = textwrap.dedent(inspect.getsource(klass))
+        tree = ast.parse(source)
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    class_def = next((n for n in tree.body if isinstance(n, ast.ClassDef)), None)
+    if class_def is None:
+        return {}
+    docs: dict[str, str] = {}
+    for stmt, following in itertools.pairwise(class_def.body):
+        if (
+            isinstance(stmt, ast.AnnAssign)
+            and isinstance(stmt.target, ast.Name)
+            and isinstance(following, ast.Expr)
+            and isinstance(following.value, ast.Constant)
+            and isinstance(following.value.value, str)
+        ):
+            docs[stmt.target.id] = inspect.cleandoc(following.value.value)
+    return docs
+
+
+def _is_group(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, StructuredOpts)
+
+
+@dataclass
+class _OptionField:
+    """One dataclass field of a StructuredOpts class, as an option."""
+
+    name: str
+    key: str
+    type: Any
+    required: bool
+    default: Any
+    has_default: bool
+    has_factory: bool
+
+    @property
+    def spellings(self) -> tuple[str, ...]:
+        camel = cases.snake_to_camel(self.name)
+        return tuple(dict.fromkeys((self.key, self.name, camel)))
+
+
+_FIELDS: dict[type, list[_OptionField]] = {}
+
+
+def _option_fields(cls: type) -> list[_OptionField]:
+    cached = _FIELDS.get(cls)
+    if cached is not None:
+        return cached
+    from torchx.util.types import decode_optional
+
+    hints = typing.get_type_hints(cls)
+    result: list[_OptionField] = []
+    for f in dataclasses.fields(cls):
+        if f.name.startswith("_") or not f.init:
+            continue
+        has_default = f.default is not dataclasses.MISSING
+        has_factory = f.default_factory is not dataclasses.MISSING
+        result.append(
+            _OptionField(
+                name=f.name,
+                key=str(f.metadata.get(CFG_KEY, f.name)),
+                type=decode_optional(hints.get(f.name, f.type)),
+                required=not (has_default or has_factory),
+                default=f.default if has_default else None,
+                has_default=has_default or has_factory,
+                has_factory=has_factory,
+            )
+        )
+    _FIELDS[cls] = result
+    return result
+
+
+@dataclass
+class StructuredOpts(Mapping[str, CfgVal]):
+    """Typed run options declared as dataclass fields; also a read-only ``Mapping``.
+
+    Subclass it with ``@dataclass``; each field is one option, its help text is the
+    string literal written on the line after the field::
+
+        @dataclass
+        class Opts(StructuredOpts):
+            log_dir: str | None = None
+            \"\"\"Directory to write logs to.\"\"\"
+
+    A field without a default is a required option. ``field(metadata={"cfg_key":
+    "mail-user"})`` gives an option a name that is not an identifier. A field whose
+    type is another ``StructuredOpts`` is a nested group (``k8s.context`` keys). Keys
+    may be written in camelCase (``logDir``) anywhere a cfg is read.
+    """
+
+    # ---- schema -------------------------------------------------------------------
+    @classmethod
+    def as_runopts(cls) -> runopts:
+        """The ``runopts`` schema for this class (nested groups as ``group.key``)."""
+        opts = runopts()
+        docs = _attribute_docstrings(cls)
+        for f in _option_fields(cls):
+            if _is_group(f.type):
+                for sub_key, sub_opt in f.type.as_runopts():
+                    opts.add(
+                        f"{f.key}.{sub_key}",
+                        sub_opt.opt_type,
+                        sub_opt.help,
+                        default=sub_opt.default,
+                        required=sub_opt.is_required,
+                    )
+                continue
+            opts.add(
+                f.key,
+                f.type,
+                docs.get(f.name, f.name),
+                default=f.default,
+                required=f.required,
+            )
+        return opts
+
+    @classmethod
+    def get_docstrings(cls) -> dict[str, str]:
+        """``{field: help text}``; nested groups contribute ``group.field`` entries."""
+        docs = _attribute_docstrings(cls)
+        result: dict[str, str] = {}
+        for f in _option_fields(cls):
+            if _is_group(f.type):
+                for sub, text in f.type.get_docstrings().items():
+                    result[f"{f.name}.{sub}"] = text
+            else:
+                result[f.name] = docs.get(f.name, f.name)
+        return result
+
+    @classmethod
+    def from_cfg(cls: type[_S], cfg: Mapping[str, CfgVal]) -> _S:
+        """Builds an instance from a cfg dict (snake, camelCase or ``cfg_key`` keys).
+
+        Missing keys keep the field default; unknown keys are ignored. The same option
+        given under two spellings with different values is an error.
+        """
+        if isinstance(cfg, cls):
+            return cfg
+        kwargs: dict[str, Any] = {}
+        for f in _option_fields(cls):
+            if _is_group(f.type):
+                prefixes = tuple(f"{s}." for s in f.spellings)
+                sub_cfg = {
+                    k[len(p) :]: v
+                    for k, v in cfg.items()
+                    for p in prefixes
+                    if isinstance(k, str) and k.startswith(p)
+                }
+                if sub_cfg or f.required:
+                    kwargs[f.name] = f.type.from_cfg(sub_cfg)
+                continue
+            found = [(s, cfg[s]) for s in f.spellings if s in cfg]
+            if not found:
+                continue
+            first_key, value = found[0]
+            for other_key, other in found[1:]:
+                if other != value:
+                    raise InvalidRunConfigException(
+                        f"Run option `{f.key}` is given twice with different values:"
+                        f" {first_key}={value!r} and {other_key}={other!r}; keep one spelling",
+                        f.key,
+                        cfg,
+                    )
+            if value is None and f.has_factory:
+                continue  # resolve() reports an unset factory default as None
+            kwargs[f.name] = value
+        return cls(**kwargs)
+
+    # ---- Mapping protocol --------------------------------------------------------------
+    def _lookup(self, key: str) -> Any:
+        """The value of option ``key``; ``LookupError`` when it is not an option."""
+        obj: Any = self
+        for part in _split_key(type(self), key):
+            if obj is None:  # an unset optional nested group
+                return None
+            obj = getattr(obj, part)
+        return obj
+
+    def __getitem__(self, key: str) -> CfgVal:
+        if not isinstance(key, str):
+            raise KeyError(key)
+        try:
+            value = self._lookup(key)
+        except LookupError:
+            raise KeyError(
+                f"`{key}` is not an option of {type(self).__name__};"
+                f" options: {', '.join(self) or '<none>'}"
+            ) from None
+        result: CfgVal = value
+        return result
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, str):
+            return False
+        try:
+            self._lookup(key)
+        except LookupError:
+            return False
+        return True
+
+    def __iter__(self) -> Iterator[str]:
+        for f in _option_fields(type(self)):
+            if _is_group(f.type):
+                value = getattr(self, f.name)
+                sub_keys: Iterable[str] = (
+                    iter(value) if value is not None else _external_keys(f.type)
+                )
+                for sub in sub_keys:
+                    yield f"{f.key}.{sub}"
+            else:
+                yield f.key
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __or__(self, other: Mapping[str, CfgVal]) -> dict[str, CfgVal]:
+        merged: dict[str, CfgVal] = dict(self.items())
+        merged.update(other.items())
+        return merged
+
+    def __ror__(self, other: Mapping[str, CfgVal]) -> dict[str, CfgVal]:
+        merged: dict[str, CfgVal] = dict(other.items())
+        merged.update(self.items())
+        return merged
+
+
+def _external_keys(cls: type[StructuredOpts]) -> Iterator[str]:
+    for f in _option_fields(cls):
+        if _is_group(f.type):
+            for sub in _external_keys(f.type):
+                yield f"{f.key}.{sub}"
+        else:
+            yield f.key
+
+
+def _split_key(cls: type, key: str) -> tuple[str, ...]:
+    """The attribute path for an external key; ``LookupError`` when it is no option."""
+    fields = _option_fields(cls)
+    for f in fields:
+        for spelling in f.spellings:
+            if key == spelling and not _is_group(f.type):
+                return (f.name,)
+            if _is_group(f.type) and key.startswith(f"{spelling}."):
+                return (f.name, *_split_key(f.type, key[len(spelling) + 1 :]))
+    snake = cases.camel_to_snake(key)
+    if snake != key:
+        return _split_key(cls, snake)
+    raise LookupError(key)

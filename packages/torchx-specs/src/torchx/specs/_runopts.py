@@ -1,0 +1,270 @@
+"""Run configs: the typed ``key=value`` options a scheduler accepts (``-cfg`` on the CLI)."""
+
+import typing
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from torchx.specs._common import InvalidRunConfigException, cases
+
+CfgVal = str | int | float | bool | list[str] | dict[str, str] | None
+"""A run config value: ``str | int | float | bool | list[str] | dict[str, str] | None``."""
+
+_TRUE_WORDS = ("true", "1", "yes", "on")
+_FALSE_WORDS = ("false", "0", "no", "off")
+
+
+def get_type_name(tp: Any) -> str:
+    """A short printable name of an option type (``str``, ``list``, ``typing.List[str]``)."""
+    if getattr(tp, "__module__", None) != "typing" and hasattr(tp, "__name__"):
+        return str(tp.__name__)
+    return str(tp)
+
+
+def _is_list_of_str(tp: Any) -> bool:
+    return bool(tp == list[str] or tp == typing.List[str])  # noqa: UP006
+
+
+def _is_dict_of_str(tp: Any) -> bool:
+    return bool(tp == dict[str, str] or tp == typing.Dict[str, str])  # noqa: UP006
+
+
+@dataclass
+class runopt:
+    """One run option: its default, type, whether it is required and its help text."""
+
+    default: CfgVal
+    opt_type: Any
+    is_required: bool
+    help: str
+
+    @property
+    def is_type_list_of_str(self) -> bool:
+        return _is_list_of_str(self.opt_type)
+
+    @property
+    def is_type_dict_of_str(self) -> bool:
+        return _is_dict_of_str(self.opt_type)
+
+    def cast_to_type(self, value: str) -> CfgVal:
+        """Converts the string form of a value (as typed on the CLI) to the option type."""
+        opt_type = self.opt_type
+        if opt_type is None:
+            raise ValueError(f"cannot cast {value!r}: this run option has no type")
+        if opt_type is bool:
+            word = value.strip().lower()
+            if word in _TRUE_WORDS:
+                return True
+            if word in _FALSE_WORDS:
+                return False
+            raise ValueError(
+                f"invalid boolean {value!r}; accepted values (any case):"
+                f" {'/'.join(_TRUE_WORDS)} or {'/'.join(_FALSE_WORDS)}"
+            )
+        if self.is_type_list_of_str:
+            return [item for item in value.replace(";", ",").split(",") if item]
+        if self.is_type_dict_of_str:
+            result: dict[str, str] = {}
+            for item in value.replace(";", ",").split(","):
+                if not item:
+                    continue
+                key, sep, val = item.partition(":")
+                if not sep:
+                    raise ValueError(
+                        f"invalid dict entry {item!r} in {value!r}; expected KEY:VALUE pairs"
+                        " separated by ',' or ';'"
+                    )
+                result[key] = val
+            return result
+        if opt_type in (int, float):
+            try:
+                return opt_type(value)  # type: ignore[no-any-return]
+            except ValueError:
+                raise ValueError(
+                    f"invalid {opt_type.__name__} value {value!r}; expected a number"
+                ) from None
+        return opt_type(value)  # type: ignore[no-any-return]
+
+
+class runopts:
+    """The run options of a scheduler, in declaration order.
+
+    ``repr()`` is the text ``torchx runopts`` prints. Lookups accept the camelCase spelling of
+    a snake_case key (``clusterName`` finds ``cluster_name``).
+    """
+
+    def __init__(self) -> None:
+        self._opts: dict[str, runopt] = {}
+
+    def __iter__(self) -> Iterator[tuple[str, runopt]]:
+        return iter(self._opts.items())
+
+    def __len__(self) -> int:
+        return len(self._opts)
+
+    def __or__(self, other: "runopts") -> "runopts":
+        merged = runopts()
+        merged._opts = {**self._opts, **other._opts}
+        return merged
+
+    @staticmethod
+    def is_type(obj: CfgVal, tp: Any) -> bool:
+        """``isinstance`` that understands ``list[str]``/``dict[str, str]`` option types."""
+        if _is_list_of_str(tp):
+            return isinstance(obj, list) and all(isinstance(e, str) for e in obj)
+        if _is_dict_of_str(tp):
+            return isinstance(obj, dict) and all(
+                isinstance(k, str) and isinstance(v, str) for k, v in obj.items()
+            )
+        if tp in (int, float) and isinstance(obj, bool):
+            return False  # bool subclasses int, but True is never a sensible count
+        if tp is float and isinstance(obj, int):
+            return True
+        try:
+            return isinstance(obj, tp)
+        except TypeError:
+            if isinstance(obj, list):
+                return all(isinstance(e, str) for e in obj)
+            if isinstance(obj, dict):
+                return all(isinstance(k, str) and isinstance(v, str) for k, v in obj.items())
+            return False
+
+    def add(
+        self,
+        cfg_key: str,
+        type_: Any,
+        help: str,
+        default: CfgVal = None,
+        required: bool = False,
+    ) -> None:
+        """Declares (or re-declares) an option."""
+        if required and default is not None:
+            raise ValueError(
+                f"Required option {cfg_key!r} must not have a default (given {default!r});"
+                " drop the default or make it optional"
+            )
+        if default is not None and not runopts.is_type(default, type_):
+            raise TypeError(
+                f"Option {cfg_key!r}: default {default!r} is not of type {get_type_name(type_)}"
+            )
+        self._opts[cfg_key] = runopt(default, type_, required, help)
+
+    def update(self, other: "runopts") -> None:
+        """Adds every option of ``other`` (``other`` wins on a name clash)."""
+        self._opts.update(other._opts)
+
+    def _key_of(self, name: str) -> str | None:
+        if name in self._opts:
+            return name
+        snake = cases.camel_to_snake(name)
+        return snake if snake in self._opts else None
+
+    def get(self, name: str) -> runopt | None:
+        """The option named ``name`` (or its camelCase spelling), else ``None``."""
+        key = self._key_of(name)
+        return self._opts[key] if key is not None else None
+
+    def resolve(self, cfg: Mapping[str, CfgVal]) -> dict[str, CfgVal]:
+        """Returns a validated copy of ``cfg`` with defaults filled in.
+
+        A camelCase key is renamed to its snake_case option. Defaults fill only ABSENT keys: an
+        explicit ``None`` stays ``None``. Unknown keys pass through untouched.
+        """
+        resolved: dict[str, CfgVal] = dict(cfg)
+        for key, opt in self._opts.items():
+            if key not in resolved:
+                camel = cases.snake_to_camel(key)
+                if camel != key and camel in resolved:
+                    resolved[key] = resolved.pop(camel)
+            if key not in resolved:
+                if opt.is_required:
+                    raise InvalidRunConfigException(
+                        f"Required run option: {key}, must be provided and not `None`",
+                        key,
+                        cfg,
+                    )
+                resolved[key] = opt.default
+                continue
+            value = resolved[key]
+            if value is None:
+                if opt.is_required:
+                    raise InvalidRunConfigException(
+                        f"Required run option: {key}, must be provided and not `None`",
+                        key,
+                        cfg,
+                    )
+                continue
+            if not runopts.is_type(value, opt.opt_type):
+                raise InvalidRunConfigException(
+                    f"Run option: {key}, must be of type: {get_type_name(opt.opt_type)},"
+                    f" but was: {value} ({type(value).__name__})",
+                    key,
+                    cfg,
+                )
+        return resolved
+
+    def cfg_from_str(self, cfg_str: str | None) -> dict[str, CfgVal]:
+        """Parses ``k1=v1,k2=v2`` (CLI ``-cfg``) into typed values.
+
+        Unknown keys are dropped with a warning; a camelCase key keeps its spelling (``resolve``
+        renames it).
+        """
+        if not cfg_str or not cfg_str.strip():
+            return {}
+        from torchx.util.types import to_dict
+
+        result: dict[str, CfgVal] = {}
+        for key, value in to_dict(cfg_str).items():
+            opt = self.get(key)
+            if opt is None:
+                import logging
+
+                logging.getLogger(__name__).warning(
+                    "Unknown run option passed to scheduler: %s=%s (known options: %s)",
+                    key,
+                    value,
+                    ", ".join(self._opts) or "<none>",
+                )
+                continue
+            result[key] = opt.cast_to_type(value)
+        return result
+
+    def cfg_from_json_repr(self, json_repr: str) -> dict[str, CfgVal]:
+        """Parses a JSON object of option values; unknown keys are dropped."""
+        import json
+
+        raw = json.loads(json_repr)
+        if not isinstance(raw, dict):
+            raise ValueError(f"run config JSON must be an object, got: {json_repr!r}")
+        result: dict[str, CfgVal] = {}
+        for key, value in raw.items():
+            opt = self.get(key)
+            if opt is None:
+                continue
+            if value is None:
+                result[key] = None
+            elif opt.is_type_list_of_str:
+                result[key] = [str(v) for v in value]
+            elif opt.is_type_dict_of_str:
+                result[key] = {str(k): str(v) for k, v in value.items()}
+            else:
+                result[key] = value
+        return result
+
+    def __repr__(self) -> str:
+        required = [(k, o) for k, o in self._opts.items() if o.is_required]
+        optional = [(k, o) for k, o in self._opts.items() if not o.is_required]
+        usage = ",".join(
+            f"{k}={k.upper()}" if o.is_required else f"[{k}={k.upper()}]"
+            for k, o in required + optional
+        )
+        out = "    usage:\n        " + usage
+        for title, opts in (("required", required), ("optional", optional)):
+            if not opts:
+                continue
+            out += f"\n\n    {title} arguments:"
+            for key, opt in opts:
+                default = "" if opt.is_required else f", {opt.default}"
+                out += f"\n        {key}={key.upper()} ({get_type_name(opt.opt_type)}{default})"
+                out += f"\n            {opt.help}"
+        return out

@@ -1,0 +1,275 @@
+"""App and replica states, and the status objects schedulers report.
+
+``AppStatus.format()`` is what ``torchx status`` prints; its layout is part of the public
+contract (tools scrape it), so it is reproduced exactly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from torchx.specs._common import NONE
+
+
+class AppState(int, Enum):
+    """The state of an app (and of each replica: :data:`ReplicaState` is an alias)."""
+
+    UNSUBMITTED = 0
+    SUBMITTED = 1
+    PENDING = 2
+    RUNNING = 3
+    SUCCEEDED = 4
+    FAILED = 5
+    CANCELLED = 6
+    UNKNOWN = 7
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"{self.name} ({self.value})"
+
+
+ReplicaState = AppState
+
+_TERMINAL_STATES = frozenset({AppState.SUCCEEDED, AppState.FAILED, AppState.CANCELLED})
+
+
+def is_terminal(state: AppState) -> bool:
+    """True once the app can no longer change state (succeeded, failed or cancelled)."""
+    return state in _TERMINAL_STATES
+
+
+def is_started(state: AppState) -> bool:
+    """True once the app is running or has finished."""
+    return state == AppState.RUNNING or is_terminal(state)
+
+
+@dataclass
+class ReplicaStatus:
+    """The status of one replica (node) of a role; ``id`` is the node index."""
+
+    id: int
+    state: AppState
+    role: str
+    hostname: str
+    structured_error_msg: str = NONE
+    hostaddr: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.hostaddr is None:
+            self.hostaddr = self.hostname
+
+
+@dataclass
+class RoleStatus:
+    """The replica statuses of one role."""
+
+    role: str
+    replicas: list[ReplicaStatus]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"role": self.role, "replicas": [dataclasses.asdict(r) for r in self.replicas]}
+
+
+class AppStatusError(Exception):
+    """Raised by :meth:`AppStatus.raise_for_status` when an app did not succeed."""
+
+    def __init__(self, status: AppStatus, *args: object) -> None:
+        super().__init__(*args)
+        self.status = status
+
+
+# Errors raised inside a torch.distributed.rpc call carry the remote traceback after a
+# "On WorkerInfo(...)" banner; only the part from the exception type onward is useful.
+_RPC_ERROR_PATTERN = (
+    r"\w*:?\s*On WorkerInfo\(id=\d+, name=[^)]*\):\n.+\n"
+    r"Traceback \(most recent call last\):\n[\s\S]+"
+)
+# A message with an embedded "\nException..." suffix is shown without that suffix.
+_EMBEDDED_ERROR_PATTERN = r"(?P<msg>.+)\nException.*"
+
+_STATUS_TEMPLATE = """AppStatus:
+    State: {state}
+    Num Restarts: {num_restarts}
+    Roles: {roles}
+    Msg: {msg}
+    Structured Error Msg: {structured_error_msg}
+    UI URL: {url}
+    """
+
+_ERROR_HEADER = "    error_msg: "
+_WRAP_WIDTH = 80
+
+
+def _wrap(msg: str, header: str, width: int = _WRAP_WIDTH) -> str:
+    """Breaks ``msg`` at the first space once a line reaches ``width`` characters.
+
+    The first line starts with ``header``, the others with as many spaces; the breaking
+    space starts the next line (the layout ``torchx status`` has always printed).
+    """
+    lines = []
+    start = 0
+    for i, ch in enumerate(msg):
+        if ch == " " and i - start >= width:
+            lines.append(msg[start:i])
+            start = i
+    lines.append(msg[start:])
+    indent = " " * len(header)
+    return "\n".join((header if n == 0 else indent) + line for n, line in enumerate(lines))
+
+
+def _trim_error(msg: str) -> str:
+    match = re.search(_RPC_ERROR_PATTERN, msg)
+    if match:
+        msg = match.group(0)
+    match = re.search(_EMBEDDED_ERROR_PATTERN, msg)
+    if match:
+        msg = match.group("msg")
+    return msg
+
+
+def _parse_reply(raw: str) -> tuple[str, object, object] | None:
+    """``(message, error_code, timestamp)`` from a torchelastic reply file, else ``None``.
+
+    Accepts the nested torchelastic shape and the flat ``{"message": str, ...}`` shape.
+    """
+    import json
+
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    message = data.get("message")
+    if isinstance(message, dict) and isinstance(message.get("message"), str):
+        extra = message.get("extraInfo")
+        timestamp = extra.get("timestamp") if isinstance(extra, dict) else None
+        return message["message"], message.get("errorCode"), timestamp
+    if isinstance(message, str):
+        return message, data.get("errorCode"), data.get("timestamp")
+    return None
+
+
+def _format_timestamp(timestamp: object) -> str:
+    if timestamp is None:
+        return "<N/A>"
+    try:
+        seconds = int(timestamp)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return str(timestamp)
+    from datetime import datetime
+
+    return str(datetime.fromtimestamp(seconds))
+
+
+def _format_replica(replica: ReplicaStatus) -> str:
+    state = str(replica.state)
+    raw = replica.structured_error_msg
+    if raw != NONE:
+        parsed = _parse_reply(raw)
+        if parsed is None:
+            data = f"{state}\n        hostname: {replica.hostname}\n    {_wrap(raw, _ERROR_HEADER)}"
+        else:
+            message, error_code, timestamp = parsed
+            exitcode = "<N/A>" if error_code is None or error_code == "" else error_code
+            data = (
+                f"{state} (exitcode: {exitcode})\n"
+                f"        timestamp: {_format_timestamp(timestamp)}\n"
+                f"        hostname: {replica.hostname}\n"
+                f"    {_wrap(_trim_error(message), _ERROR_HEADER)}"
+            )
+    else:
+        data = state
+        if replica.state in (AppState.FAILED, AppState.CANCELLED):
+            data += " (no reply file)"
+    marker = "*" if replica.id == 0 else " "
+    return f"\n {marker}{replica.role}[{replica.id}]:{data}"
+
+
+@dataclass
+class AppStatus:
+    """The status of an app as reported by its scheduler."""
+
+    state: AppState
+    num_restarts: int = 0
+    msg: str = ""
+    structured_error_msg: str = NONE
+    ui_url: str | None = None
+    roles: list[RoleStatus] = field(default_factory=list)
+
+    def is_terminal(self) -> bool:
+        return is_terminal(self.state)
+
+    def raise_for_status(self) -> None:
+        """Raises :class:`AppStatusError` unless the app succeeded."""
+        if self.state != AppState.SUCCEEDED:
+            raise AppStatusError(self, f"job did not succeed: {self}")
+
+    def _roles(self, filter_roles: list[str] | None) -> list[RoleStatus]:
+        if not filter_roles:
+            return self.roles
+        return [r for r in self.roles if r.role in filter_roles]
+
+    def to_json(self, filter_roles: list[str] | None = None) -> dict[str, Any]:
+        return {
+            "state": str(self.state),
+            "num_restarts": self.num_restarts,
+            "roles": [r.to_json() for r in self._roles(filter_roles)],
+            "msg": self.msg,
+            "structured_error_msg": self.structured_error_msg,
+            "url": self.ui_url,
+        }
+
+    def format(self, filter_roles: list[str] | None = None) -> str:
+        """Human-readable status (what ``torchx status`` prints)."""
+        roles = "".join(
+            _format_replica(replica)
+            for role in self._roles(filter_roles)
+            for replica in sorted(role.replicas, key=lambda r: r.id)
+        )
+        return _STATUS_TEMPLATE.format(
+            state=self.state,
+            num_restarts=self.num_restarts,
+            roles=roles,
+            msg=self.msg,
+            structured_error_msg=self.structured_error_msg,
+            url=self.ui_url,
+        )
+
+    def __repr__(self) -> str:
+        """YAML (or, without PyYAML, JSON) rendering with reply files decoded."""
+        import json
+
+        def plain(value: Any) -> Any:
+            if isinstance(value, AppState):
+                return repr(value)
+            if isinstance(value, dict):
+                return {k: plain(v) for k, v in value.items()}
+            if isinstance(value, list):
+                return [plain(v) for v in value]
+            return value
+
+        def decoded(raw: str) -> Any:
+            if raw == NONE:
+                return NONE
+            try:
+                return json.loads(raw)
+            except ValueError:
+                return raw
+
+        data = plain(dataclasses.asdict(self))
+        data["structured_error_msg"] = decoded(self.structured_error_msg)
+        for role in data["roles"]:
+            for replica in role["replicas"]:
+                replica["structured_error_msg"] = decoded(replica["structured_error_msg"])
+        try:
+            import yaml
+        except ImportError:
+            return json.dumps({"AppStatus": data}, indent=2, sort_keys=True, default=str)
+        return str(yaml.safe_dump({"AppStatus": data}, default_flow_style=False))

@@ -1,0 +1,453 @@
+"""The TorchX data model: apps, roles, resources, mounts, macros, run configs and statuses.
+
+Everything here is plain data plus small helpers; schedulers turn an :class:`AppDef` into
+their native request. Importing this module costs no more than ``dataclasses`` itself.
+"""
+
+import _thread
+import copy
+import dataclasses
+import inspect
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from torchx.specs._common import (
+    ALL,
+    MISSING,
+    NONE,
+    TORCHX_HOME,
+    UNKNOWN,
+    AppHandle,
+    InvalidRunConfigException,
+    MalformedAppHandleException,
+    ParsedAppHandle,
+    UnknownAppException,
+    UnknownSchedulerException,
+    cases,
+    make_app_handle,
+    parse_app_handle,
+)
+from torchx.specs._runopts import CfgVal, get_type_name, runopt, runopts
+from torchx.specs._workspace_spec import Workspace
+
+if TYPE_CHECKING:
+    from torchx.specs._status import (
+        AppState,
+        AppStatus,
+        AppStatusError,
+        ReplicaState,
+        ReplicaStatus,
+        RoleStatus,
+        is_started,
+        is_terminal,
+    )
+
+# Status types are needed only once an app runs; loading them on first use keeps
+# ``import torchx.specs`` within its start-up budget.
+_LAZY_STATUS_NAMES = frozenset(
+    {
+        "AppState",
+        "AppStatus",
+        "AppStatusError",
+        "ReplicaState",
+        "ReplicaStatus",
+        "RoleStatus",
+        "is_started",
+        "is_terminal",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY_STATUS_NAMES:
+        from torchx.specs import _status
+
+        value = getattr(_status, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'torchx.specs.api' has no attribute {name!r}")
+
+
+__all__ = [
+    "ALL",
+    "MISSING",
+    "NONE",
+    "NULL_RESOURCE",
+    "TORCHX_HOME",
+    "UNKNOWN",
+    "AppDef",
+    "AppDryRunInfo",
+    "AppHandle",
+    "AppState",
+    "AppStatus",
+    "AppStatusError",
+    "BindMount",
+    "CfgVal",
+    "DeviceMount",
+    "InvalidRunConfigException",
+    "MalformedAppHandleException",
+    "MountType",
+    "ParsedAppHandle",
+    "ReplicaState",
+    "ReplicaStatus",
+    "Resource",
+    "RetryPolicy",
+    "Role",
+    "RoleStatus",
+    "UnknownAppException",
+    "UnknownSchedulerException",
+    "VolumeMount",
+    "Workspace",
+    "cases",
+    "get_type_name",
+    "is_started",
+    "is_terminal",
+    "macros",
+    "make_app_handle",
+    "parse_app_handle",
+    "parse_mounts",
+    "runopt",
+    "runopts",
+]
+
+# Tags written by named-resource registration (see torchx.specs named resources).
+_TAG_RESOURCE_NAME = "torchx/named_resources.name"
+_TAG_IS_FRACTIONAL = "torchx/named_resources.is_fractional"
+
+
+@dataclass
+class Resource:
+    """What one replica of a role needs: cpu cores, gpus, memory (MB) and extras.
+
+    ``capabilities`` are scheduler-interpreted constraints (e.g. instance type), ``devices``
+    maps named devices to counts (e.g. ``{"vpc.amazonaws.com/efa": 4}``) and ``tags`` carry
+    non-functional metadata such as the named resource the value came from.
+    """
+
+    cpu: int
+    gpu: int
+    memMB: int
+    capabilities: dict[str, Any] = field(default_factory=dict)
+    devices: dict[str, int] = field(default_factory=dict)
+    tags: dict[str, object] = field(default_factory=dict)
+
+    @staticmethod
+    def copy(original: "Resource", **capabilities: Any) -> "Resource":
+        """A copy of ``original`` whose capabilities are updated with ``capabilities``."""
+        return Resource(
+            cpu=original.cpu,
+            gpu=original.gpu,
+            memMB=original.memMB,
+            capabilities={**original.capabilities, **capabilities},
+            devices=dict(original.devices),
+            tags=dict(original.tags),
+        )
+
+    def is_fractional(self) -> bool:
+        """True for a named resource that is a fraction of a whole host."""
+        return bool(self.tags.get(_TAG_IS_FRACTIONAL))
+
+    def get_resource_name(self) -> str | None:
+        """The named resource this value came from, if it was looked up by name."""
+        name = self.tags.get(_TAG_RESOURCE_NAME)
+        return None if name is None else str(name)
+
+
+NULL_RESOURCE: Resource = Resource(cpu=-1, gpu=-1, memMB=-1)
+"""Placeholder meaning "no resource was specified"."""
+
+
+class MountType(str, Enum):
+    BIND = "bind"
+    VOLUME = "volume"
+    DEVICE = "device"
+
+
+@dataclass
+class BindMount:
+    """Mounts a host path into the container."""
+
+    src_path: str
+    dst_path: str
+    read_only: bool = False
+
+
+@dataclass
+class VolumeMount:
+    """Mounts a named volume (docker volume, PVC claim, EFS id...) into the container."""
+
+    src: str
+    dst_path: str
+    read_only: bool = False
+
+
+@dataclass
+class DeviceMount:
+    """Exposes a host device (e.g. ``/dev/fuse``) inside the container."""
+
+    src_path: str
+    dst_path: str
+    permissions: str = "rwm"
+
+
+_MOUNT_KEYS = {
+    "type": "type",
+    "src": "src",
+    "source": "src",
+    "dst": "dst",
+    "destination": "dst",
+    "target": "dst",
+    "readonly": "readonly",
+    "read_only": "readonly",
+    "perm": "perm",
+}
+_MOUNT_HELP = "type=bind|volume|device,src=SRC[,dst=DST][,readonly][,perm=rwm]"
+
+
+def parse_mounts(opts: list[str]) -> list[BindMount | VolumeMount | DeviceMount]:
+    """Parses mount options given as ``key=value`` tokens (a comma-split ``--mounts`` value).
+
+    ``["type=bind", "src=/a", "dst=/b", "readonly"]`` -> ``[BindMount("/a", "/b", True)]``.
+    Each ``type=`` token starts a new mount.
+    """
+    groups: list[dict[str, str]] = []
+    for token in opts:
+        key, _, value = token.partition("=")
+        canonical = _MOUNT_KEYS.get(key.strip().lower())
+        if canonical is None:
+            raise KeyError(
+                f"unknown mount option {key!r} in {token!r}; accepted keys:"
+                f" {', '.join(sorted(_MOUNT_KEYS))} (form: {_MOUNT_HELP})"
+            )
+        if canonical == "type":
+            groups.append({"type": value.strip()})
+            continue
+        if not groups:
+            raise KeyError(
+                f"mount option {token!r} comes before any type=...; type must be specified"
+                f" first (form: {_MOUNT_HELP})"
+            )
+        groups[-1][canonical] = value
+
+    mounts: list[BindMount | VolumeMount | DeviceMount] = []
+    for group in groups:
+        kind = group["type"]
+
+        def need(key: str, group: dict[str, str] = group, kind: str = kind) -> str:
+            if not group.get(key):
+                raise KeyError(f"{kind} mount {group} is missing {key}=...; form: {_MOUNT_HELP}")
+            return group[key]
+
+        if kind == MountType.BIND.value:
+            src = need("src")
+            if src.startswith("~"):
+                src = os.path.expanduser(src)
+            mounts.append(BindMount(src, need("dst"), "readonly" in group))
+        elif kind == MountType.VOLUME.value:
+            mounts.append(VolumeMount(need("src"), need("dst"), "readonly" in group))
+        elif kind == MountType.DEVICE.value:
+            src = need("src")
+            perm = group.get("perm", "rwm")
+            bad = [c for c in perm if c not in "rwm"]
+            if bad:
+                raise ValueError(
+                    f"invalid device permissions {perm!r}; use a combination of r, w and m"
+                )
+            mounts.append(DeviceMount(src, group.get("dst") or src, perm))
+        else:
+            raise ValueError(f"invalid mount type {kind!r}; accepted types: bind, volume, device")
+    return mounts
+
+
+class RetryPolicy(str, Enum):
+    """What a scheduler restarts when a replica fails (up to ``Role.max_retries`` times).
+
+    ``REPLICA`` replaces only the failed replica, ``ROLE`` restarts the failing role and
+    ``APPLICATION`` (supported by every scheduler) restarts the whole app.
+    """
+
+    REPLICA = "REPLICA"
+    APPLICATION = "APPLICATION"
+    ROLE = "ROLE"
+
+
+class _ResolvedOverride:
+    """Marks an ``overrides`` entry whose value was already computed."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+
+def _run_awaitable(awaitable: Any) -> Any:
+    import asyncio
+
+    async def wait() -> Any:
+        return await awaitable
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(wait())
+    if isinstance(awaitable, asyncio.Future):
+        raise RuntimeError(
+            "a Role override is a future bound to the event loop running in this thread;"
+            " await it yourself before reading the attribute"
+        )
+    # A loop is running here: drive the awaitable to completion on a private loop.
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, wait()).result()
+
+
+# One lock for all roles: resolving an override is rare and must happen exactly once.
+_OVERRIDE_LOCK = _thread.RLock()
+
+
+@dataclass
+class Role:
+    """A set of identical replicas (nodes) that run the same entrypoint in the same image.
+
+    ``overrides`` (deprecated) maps attribute names to callables or awaitables that are
+    evaluated once, on first read of that attribute.
+    """
+
+    name: str
+    image: str
+    min_replicas: int | None = None
+    entrypoint: str = MISSING
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    num_replicas: int = 1
+    max_retries: int = 0
+    retry_policy: RetryPolicy = RetryPolicy.APPLICATION
+    resource: Resource = field(default_factory=lambda: NULL_RESOURCE)
+    port_map: dict[str, int] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    mounts: list[BindMount | VolumeMount | DeviceMount] = field(default_factory=list)
+    workspace: Workspace | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    def __getattribute__(self, attrname: str) -> Any:
+        if attrname.startswith("_") or attrname == "overrides":
+            return object.__getattribute__(self, attrname)
+        overrides = object.__getattribute__(self, "__dict__").get("overrides")
+        if not overrides or attrname not in overrides:
+            return object.__getattribute__(self, attrname)
+        with _OVERRIDE_LOCK:
+            entry = overrides[attrname]
+            if not isinstance(entry, _ResolvedOverride):
+                value = _run_awaitable(entry) if inspect.isawaitable(entry) else entry()
+                entry = _ResolvedOverride(value)
+                overrides[attrname] = entry
+        object.__setattr__(self, attrname, entry.value)
+        return entry.value
+
+    def pre_proc(self, scheduler: str, dryrun_info: "AppDryRunInfo[Any]") -> "AppDryRunInfo[Any]":
+        """Hook to adjust the scheduler request of this role's app; returns it unchanged."""
+        return dryrun_info
+
+
+@dataclass
+class AppDef:
+    """An application: a name, its roles and free-form (scheduler-interpreted) metadata."""
+
+    name: str
+    roles: list[Role] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def _substitute_nested(value: Any, substitute: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return substitute(value)
+    if isinstance(value, dict):
+        return {k: _substitute_nested(v, substitute) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute_nested(v, substitute) for v in value]
+    return value
+
+
+class macros:
+    """Placeholders in ``Role.args``, ``Role.env`` values and ``Role.metadata`` that the
+    scheduler replaces at launch time (``string.Template`` syntax, ``$$`` escapes ``$``).
+
+    * ``img_root``: where the image was unpacked (local_cwd: the working directory)
+    * ``app_id``: the scheduler-assigned app id
+    * ``replica_id``: the replica index within its role (``"0"``, ``"1"``, ...)
+    * ``rank0_env``: the NAME of an env var that holds rank 0's host; expand it in a shell
+      with ``$${rank0_env}``
+    * ``base_img_root``: deprecated, always ``"DEPRECATED"``
+    """
+
+    img_root = "${img_root}"
+    base_img_root = "${base_img_root}"
+    app_id = "${app_id}"
+    replica_id = "${replica_id}"
+    rank0_env = "${rank0_env}"
+
+    @dataclass
+    class Values:
+        """The values a scheduler substitutes for the macros of one replica."""
+
+        img_root: str
+        app_id: str
+        replica_id: str
+        rank0_env: str = ""
+        base_img_root: str = "DEPRECATED"
+
+        def apply(self, role: Role) -> Role:
+            """A deep copy of ``role`` with the macros substituted.
+
+            The copy shares ``role.overrides`` (its values may not be copyable).
+            """
+            overrides = role.overrides
+            copied: Role = copy.deepcopy(role, memo={id(overrides): overrides})
+            copied.args = [self.substitute(arg) for arg in copied.args]
+            copied.env = {k: self.substitute(v) for k, v in copied.env.items()}
+            copied.metadata = _substitute_nested(copied.metadata, self.substitute)
+            return copied
+
+        def substitute(self, arg: str) -> str:
+            """Substitutes the macros in ``arg``; unknown ``${...}`` are left as they are."""
+            from string import Template
+
+            return Template(arg).safe_substitute(**self.to_dict())
+
+        def to_dict(self) -> dict[str, str]:
+            return dataclasses.asdict(self)
+
+
+T = TypeVar("T")
+
+
+class AppDryRunInfo(Generic[T]):
+    """The scheduler request an app would be submitted as, printable through ``fmt``.
+
+    ``_app``, ``_cfg`` and ``_scheduler`` are filled in by ``Scheduler.submit_dryrun`` and
+    the runner; read them through :attr:`app` and :attr:`cfg`.
+    """
+
+    def __init__(self, request: T, fmt: Callable[[T], str]) -> None:
+        self.request = request
+        self._fmt = fmt
+        self._app: AppDef | None = None
+        self._cfg: Mapping[str, CfgVal] = {}
+        self._scheduler: str | None = None
+
+    @property
+    def app(self) -> AppDef | None:
+        return self._app
+
+    @property
+    def cfg(self) -> Mapping[str, CfgVal]:
+        """The resolved run config (read-only)."""
+        return MappingProxyType(dict(self._cfg))
+
+    def __repr__(self) -> str:
+        return self._fmt(self.request)

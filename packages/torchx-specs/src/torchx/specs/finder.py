@@ -1,0 +1,500 @@
+"""Finds components: the functions ``torchx run NAME`` can launch.
+
+Where components come from:
+
+* entry-point group ``torchx.components``: ``prefix = some.module`` exposes every
+  component function under ``some.module`` (recursively, regular packages only) as
+  ``prefix.<relative module>.<function>``. Keys ``_``, ``_0``, ``_1``... mean "no prefix".
+  Registering anything replaces the built-ins; register ``torchx.components`` again
+  (``_1 = torchx.components``) to keep them.
+* otherwise the built-ins in ``torchx.components`` (shipped by ``torchx-runner``; when it
+  is not installed there are simply no built-in components);
+* ``path/to/file.py:function`` names a function in a file directly;
+* ``package.module.function`` names a function by its import path.
+
+A module that fails to import is reported (warning + :func:`get_component_load_errors`)
+and never hides the components of other modules. ``test``/``tests`` packages and
+``test_*``/``*_test(s)`` modules are not scanned.
+"""
+
+from __future__ import annotations
+
+import abc
+import importlib
+import inspect
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from torchx.specs.file_linter import (
+    ComponentFunctionValidator,
+    LinterMessage,
+    get_fn_docstring,
+    parse_source,
+    validate_tree,
+)
+from torchx.util.io import read_conf_file
+
+__all__ = [
+    "BUILTIN_COMPONENTS_MODULE",
+    "COMPONENTS_GROUP",
+    "ComponentLoadError",
+    "ComponentNotFoundException",
+    "ComponentValidationException",
+    "ComponentsFinder",
+    "CustomComponentsFinder",
+    "ModuleComponentsFinder",
+    "clear_component_cache",
+    "get_builtin_source",
+    "get_component",
+    "get_component_load_errors",
+    "get_components",
+]
+
+logger = logging.getLogger(__name__)
+
+COMPONENTS_GROUP = "torchx.components"
+BUILTIN_COMPONENTS_MODULE = "torchx.components"
+
+_SKIPPED_MODULE_NAMES = frozenset({"test", "tests"})
+
+
+class ComponentValidationException(Exception):
+    """The named function exists but is not a valid component (see the linter messages)."""
+
+
+class ComponentNotFoundException(Exception):
+    """No component has the given name."""
+
+
+@dataclass
+class ComponentLoadError:
+    """A component module that could not be imported; its components are missing."""
+
+    module: str
+    error: str
+    entry_point: str | None = None
+
+    def __str__(self) -> str:
+        origin = f" (entry point `{self.entry_point}`)" if self.entry_point else ""
+        return f"{self.module}{origin}: {self.error}"
+
+
+@dataclass
+class _Component:
+    """A discovered component function and the linter's verdict on it."""
+
+    name: str
+    description: str
+    fn_name: str
+    fn: Callable[..., Any]
+    validation_errors: list[str] = field(default_factory=list)
+
+
+def is_namespace_package(module: ModuleType) -> bool:
+    """A package without ``__init__.py`` (no ``__file__``)."""
+    return hasattr(module, "__path__") and getattr(module, "__file__", None) is None
+
+
+def is_package(module: ModuleType) -> bool:
+    """A regular package (has ``__init__.py``)."""
+    return hasattr(module, "__path__") and getattr(module, "__file__", None) is not None
+
+
+def module_relname(module: ModuleType, relative_to: ModuleType) -> str:
+    """``a.b.c`` relative to ``a`` is ``b.c``; ValueError when not a submodule."""
+    name, base = module.__name__, relative_to.__name__
+    if name == base:
+        return ""
+    if not name.startswith(f"{base}."):
+        raise ValueError(f"`{name}` is not a submodule of `{base}`")
+    return name[len(base) + 1 :]
+
+
+def _is_skipped_module(short_name: str) -> bool:
+    return (
+        short_name in _SKIPPED_MODULE_NAMES
+        or short_name.startswith("test_")
+        or short_name.endswith(("_test", "_tests"))
+    )
+
+
+def _describe_error(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}"
+
+
+def _lint_messages(messages: list[LinterMessage]) -> list[str]:
+    return [m.description for m in messages]
+
+
+class ComponentsFinder(abc.ABC):
+    """Discovers components from one source."""
+
+    def __init__(self) -> None:
+        self.load_errors: list[ComponentLoadError] = []
+
+    @abc.abstractmethod
+    def find(
+        self, validators: Sequence[ComponentFunctionValidator] | None = None
+    ) -> list[_Component]:
+        """The components of this source, valid or not."""
+
+
+def _components_of_module(
+    module: ModuleType,
+    name_prefix: str,
+    validators: Sequence[ComponentFunctionValidator] | None,
+) -> list[_Component]:
+    """Every public function defined in ``module`` (by name), linted against its file."""
+    functions = [
+        (fn_name, fn)
+        for fn_name, fn in sorted(vars(module).items())
+        if inspect.isfunction(fn)
+        and not fn_name.startswith("_")
+        and getattr(fn, "__module__", None) == module.__name__
+    ]
+    if not functions:
+        return []
+    path = getattr(module, "__file__", None)
+    if not path:
+        return []
+    tree = parse_source(read_conf_file(path), path)
+    components = []
+    for fn_name, fn in functions:
+        if isinstance(tree, LinterMessage):
+            errors = [tree.description]
+        else:
+            errors = _lint_messages(validate_tree(tree, fn_name, validators))
+        description = get_fn_docstring(fn)[0] if not errors else ""
+        components.append(
+            _Component(
+                name=".".join(p for p in (name_prefix, fn_name) if p),
+                description=description,
+                fn_name=fn_name,
+                fn=fn,
+                validation_errors=errors,
+            )
+        )
+    return components
+
+
+class ModuleComponentsFinder(ComponentsFinder):
+    """Components in ``module`` and its submodules, named ``group.<relative>.<fn>``."""
+
+    def __init__(
+        self, module: str | ModuleType, group: str, entry_point: str | None = None
+    ) -> None:
+        super().__init__()
+        self.base_module = module
+        self.group = group
+        self.entry_point = entry_point
+
+    def _record(self, module: str, error: BaseException | str) -> None:
+        text = error if isinstance(error, str) else _describe_error(error)
+        load_error = ComponentLoadError(module, text, self.entry_point)
+        logger.warning("skipping components of %s", load_error)
+        self.load_errors.append(load_error)
+
+    def _import(self, name: str) -> ModuleType | None:
+        try:
+            return importlib.import_module(name)
+        except Exception as e:  # any failure hides this module only
+            self._record(name, e)
+            return None
+
+    def _iter_modules(self, base: ModuleType) -> list[ModuleType]:
+        """``base`` and its importable submodules (regular packages recursed)."""
+        import pkgutil
+
+        modules = [base]
+        if not hasattr(base, "__path__"):
+            return modules
+        for info in pkgutil.iter_modules(base.__path__):
+            if _is_skipped_module(info.name):
+                continue
+            module = self._import(f"{base.__name__}.{info.name}")
+            if module is None:
+                continue
+            if is_package(module):
+                modules += self._iter_modules(module)
+            elif not is_namespace_package(module):
+                modules.append(module)
+        return modules
+
+    def find(
+        self, validators: Sequence[ComponentFunctionValidator] | None = None
+    ) -> list[_Component]:
+        base = self.base_module
+        if isinstance(base, str):
+            imported = self._import(base)
+            if imported is None:
+                return []
+            base = imported
+        components: list[_Component] = []
+        for module in self._iter_modules(base):
+            prefix = ".".join(p for p in (self.group, module_relname(module, base)) if p)
+            try:
+                components += _components_of_module(module, prefix, validators)
+            except Exception as e:  # unreadable source: report, keep the others
+                self._record(module.__name__, e)
+        return components
+
+
+class CustomComponentsFinder(ComponentsFinder):
+    """The component ``function`` defined in the Python file ``filepath``."""
+
+    def __init__(self, filepath: str, function_name: str) -> None:
+        super().__init__()
+        self._filepath = filepath
+        self._function_name = function_name
+
+    def _load_module(self, source: str) -> ModuleType:
+        import zlib
+
+        path = os.path.abspath(self._filepath)
+        name = f"_torchx_component_file_{zlib.crc32(path.encode()):08x}"
+        module = ModuleType(name)
+        module.__file__ = path
+        sys.modules[name] = module  # dataclasses and pickling look the module up by name
+        exec(compile(source, path, "exec"), module.__dict__)  # noqa: S102 - the user's own file
+        return module
+
+    def find(
+        self, validators: Sequence[ComponentFunctionValidator] | None = None
+    ) -> list[_Component]:
+        source = read_conf_file(self._filepath)
+        tree = parse_source(source, self._filepath)
+        if isinstance(tree, LinterMessage):
+            raise ComponentValidationException(
+                f"{self._filepath}:{tree.line}: {tree.description}; fix the syntax error"
+            )
+        module = self._load_module(source)
+        fn = getattr(module, self._function_name, None)
+        if not inspect.isfunction(fn):
+            return []
+        errors = _lint_messages(validate_tree(tree, self._function_name, validators))
+        return [
+            _Component(
+                name=f"{self._filepath}:{self._function_name}",
+                description=get_fn_docstring(fn)[0] if not errors else "",
+                fn_name=self._function_name,
+                fn=fn,
+                validation_errors=errors,
+            )
+        ]
+
+
+def _entry_point_finders() -> list[ModuleComponentsFinder]:
+    from torchx.util.entrypoints import entry_points
+
+    finders = []
+    for ep in entry_points(COMPONENTS_GROUP):
+        group = "" if ep.name.startswith("_") else ep.name
+        label = f"{ep.name} = {ep.value}"
+        target: str | ModuleType = ep.module
+        if ep.attr is not None:
+            try:
+                loaded = ep.load()
+            except Exception as e:
+                finder = ModuleComponentsFinder(ep.module, group, label)
+                finder._record(ep.value, e)
+                finders.append(finder)
+                continue
+            if isinstance(loaded, (str, ModuleType)):
+                target = loaded
+            else:
+                finder = ModuleComponentsFinder(ep.module, group, label)
+                finder._record(
+                    ep.value,
+                    f"must name a module (or a module name string), got {type(loaded).__name__}",
+                )
+                finders.append(finder)
+                continue
+        finders.append(ModuleComponentsFinder(target, group, label))
+    return finders
+
+
+def _builtin_finders() -> list[ModuleComponentsFinder]:
+    """The built-ins, or nothing when ``torchx.components`` is not installed."""
+    try:
+        importlib.import_module(BUILTIN_COMPONENTS_MODULE)
+    except ModuleNotFoundError as e:
+        missing = e.name or ""
+        if missing == BUILTIN_COMPONENTS_MODULE or BUILTIN_COMPONENTS_MODULE.startswith(
+            f"{missing}."
+        ):
+            return []
+    except Exception:  # noqa: S110 - the finder records the error when it imports again
+        pass
+    return [ModuleComponentsFinder(BUILTIN_COMPONENTS_MODULE, "")]
+
+
+@dataclass
+class _Discovery:
+    components: dict[str, _Component]
+    load_errors: list[ComponentLoadError]
+
+
+_cache: dict[Any, _Discovery] = {}
+_NO_CACHE = object()
+
+
+def _cache_key(validators: Sequence[ComponentFunctionValidator] | None) -> Any:
+    return None if validators is None else tuple(validators)
+
+
+def _discover(validators: Sequence[ComponentFunctionValidator] | None) -> _Discovery:
+    key = _cache_key(validators)
+    try:
+        cached = _cache.get(key)
+    except TypeError:  # unhashable validators: no caching
+        key, cached = _NO_CACHE, None
+    if cached is not None:
+        return cached
+    finders = _entry_point_finders() or _builtin_finders()
+    components: dict[str, _Component] = {}
+    load_errors: list[ComponentLoadError] = []
+    for finder in finders:
+        for component in finder.find(validators):
+            components.setdefault(component.name, component)
+        load_errors += finder.load_errors
+    discovery = _Discovery(components, load_errors)
+    if key is not _NO_CACHE:
+        _cache[key] = discovery
+    return discovery
+
+
+def clear_component_cache() -> None:
+    """Forgets discovered components (the next lookup scans again)."""
+    _cache.clear()
+
+
+def get_component_load_errors(
+    validators: Sequence[ComponentFunctionValidator] | None = None,
+) -> list[ComponentLoadError]:
+    """Component modules that failed to import during discovery."""
+    return list(_discover(validators).load_errors)
+
+
+def _find_components(
+    validators: Sequence[ComponentFunctionValidator] | None = None,
+) -> dict[str, _Component]:
+    return _discover(validators).components
+
+
+def get_components(
+    validators: Sequence[ComponentFunctionValidator] | None = None,
+) -> dict[str, _Component]:
+    """``{name: component}`` of every discovered component that passes the linter."""
+    return {
+        name: component
+        for name, component in _find_components(validators).items()
+        if not component.validation_errors
+    }
+
+
+def _from_import_path(
+    name: str, validators: Sequence[ComponentFunctionValidator] | None
+) -> _Component | None:
+    """``package.module.function`` → that function, when it is a component."""
+    module_name, _, fn_name = name.rpartition(".")
+    if not module_name or not fn_name:
+        return None
+    try:
+        module = importlib.import_module(module_name)
+    except Exception:
+        return None
+    fn = getattr(module, fn_name, None)
+    if not inspect.isfunction(fn) or getattr(fn, "__module__", None) != module.__name__:
+        return None
+    path = getattr(module, "__file__", None)
+    if not path:
+        return None
+    tree = parse_source(read_conf_file(path), path)
+    errors = (
+        [tree.description]
+        if isinstance(tree, LinterMessage)
+        else _lint_messages(validate_tree(tree, fn_name, validators))
+    )
+    return _Component(name, get_fn_docstring(fn)[0] if not errors else "", fn_name, fn, errors)
+
+
+def _not_found(name: str, discovery: _Discovery) -> ComponentNotFoundException:
+    import difflib
+
+    valid = [n for n, c in discovery.components.items() if not c.validation_errors]
+    message = f"Component `{name}` not found."
+    close = difflib.get_close_matches(name, valid, n=3)
+    if close:
+        message += f" Did you mean: {', '.join(close)}?"
+    if discovery.load_errors:
+        message += " These component modules failed to load: " + "; ".join(
+            str(e) for e in discovery.load_errors
+        )
+        message += "."
+    message += (
+        " Run `torchx builtins` to list the available components, or name a function in a"
+        " file as `path/to/file.py:function`."
+    )
+    return ComponentNotFoundException(message)
+
+
+def _check_valid(component: _Component) -> _Component:
+    if component.validation_errors:
+        raise ComponentValidationException(
+            f"Component {component.name} has validation errors: "
+            + "; ".join(component.validation_errors)
+        )
+    return component
+
+
+def get_component(
+    name: str, validators: Sequence[ComponentFunctionValidator] | None = None
+) -> _Component:
+    """The component called ``name`` (discovered name, ``file.py:fn`` or import path).
+
+    Raises ``ComponentNotFoundException`` (with close matches and load errors) or
+    ``ComponentValidationException`` (with the linter messages).
+    """
+    if ":" in name:
+        filepath, _, fn_name = name.rpartition(":")
+        found = CustomComponentsFinder(filepath, fn_name).find(validators)
+        if not found:
+            raise ComponentNotFoundException(
+                f"Function `{fn_name}` not found in `{filepath}`; check the name after `:`"
+            )
+        return _check_valid(found[0])
+    discovery = _discover(validators)
+    component = discovery.components.get(name)
+    if component is None:
+        component = _from_import_path(name, validators)
+    if component is None:
+        raise _not_found(name, discovery)
+    return _check_valid(component)
+
+
+def get_builtin_source(
+    name: str, validators: Sequence[ComponentFunctionValidator] | None = None
+) -> str:
+    """The source of a component: its file's imports followed by the function.
+
+    Meant as a starting point for a custom component (``torchx builtins --print``).
+    """
+    import ast
+
+    fn = get_component(name, validators).fn
+    path = inspect.getsourcefile(fn) or ""
+    source = read_conf_file(path)
+    fn_source = inspect.getsource(fn)
+    def_line = fn.__code__.co_firstlineno
+    imports = [
+        ast.get_source_segment(source, node) or ""
+        for node in ast.parse(source).body
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and node.lineno < def_line
+    ]
+    header = "\n".join(i for i in imports if i)
+    return f"{header}\n\n\n{fn_source}" if header else fn_source

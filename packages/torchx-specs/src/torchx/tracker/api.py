@@ -1,0 +1,228 @@
+"""Experiment tracking: where a job records its metadata, artifacts and lineage.
+
+A tracker backend implements :class:`TrackerBase`. Backends are registered in the
+``torchx.tracker`` entry-point group as ``factory(config: str | None) -> TrackerBase``;
+the launcher names them in ``TORCHX_TRACKERS`` (with per-tracker config in
+``TORCHX_TRACKER_<NAME>_CONFIG``) and the job reaches them through :meth:`AppRun.run_from_env`.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from torchx.settings import ENV_TORCHX_JOB_ID, ENV_TORCHX_PARENT_RUN_ID, ENV_TORCHX_TRACKERS
+
+__all__ = [
+    "ENV_TORCHX_JOB_ID",
+    "ENV_TORCHX_PARENT_RUN_ID",
+    "ENV_TORCHX_TRACKERS",
+    "AppRun",
+    "AppRunTrackableSource",
+    "Lineage",
+    "TrackerArtifact",
+    "TrackerBase",
+    "TrackerSource",
+    "build_trackers",
+    "tracker_config_env_var_name",
+    "trackers_from_environ",
+]
+
+logger: logging.Logger = logging.getLogger(__name__)
+
+TRACKER_ENTRYPOINT_GROUP = "torchx.tracker"
+UNDEFINED_JOB_ID = "<UNDEFINED>"
+
+
+@dataclass
+class TrackerSource:
+    """A run that another run was derived from, optionally through one of its artifacts."""
+
+    source_run_id: str
+    artifact_name: str | None
+
+
+@dataclass
+class TrackerArtifact:
+    """A named output of a run (a path or URI plus free-form metadata)."""
+
+    name: str
+    path: str
+    metadata: Mapping[str, object] | None
+
+
+@dataclass
+class AppRunTrackableSource:
+    """A source of an :class:`AppRun`, seen through the same tracker backends."""
+
+    parent: AppRun
+    artifact_name: str | None
+
+
+class Lineage:
+    """The ancestry of a run (backends may return a richer subclass)."""
+
+
+class TrackerBase(ABC):
+    """A tracker backend: stores metadata, artifacts and sources per run id."""
+
+    @abstractmethod
+    def add_artifact(
+        self,
+        run_id: str,
+        name: str,
+        path: str,
+        metadata: Mapping[str, object] | None = None,
+    ) -> None:
+        """Records artifact ``name`` of run ``run_id``."""
+
+    @abstractmethod
+    def artifacts(self, run_id: str) -> Mapping[str, TrackerArtifact]:
+        """The artifacts of a run, by name."""
+
+    @abstractmethod
+    def add_metadata(self, run_id: str, **kwargs: object) -> None:
+        """Records metadata key/values of a run."""
+
+    @abstractmethod
+    def metadata(self, run_id: str) -> Mapping[str, object]:
+        """All metadata recorded for a run."""
+
+    @abstractmethod
+    def add_source(self, run_id: str, source_id: str, artifact_name: str | None = None) -> None:
+        """Records that ``run_id`` was derived from run ``source_id`` (or one artifact of it)."""
+
+    @abstractmethod
+    def sources(self, run_id: str, artifact_name: str | None = None) -> Iterable[TrackerSource]:
+        """The sources of a run, optionally only those through ``artifact_name``."""
+
+    @abstractmethod
+    def lineage(self, run_id: str) -> Lineage:
+        """The ancestry of a run."""
+
+    @abstractmethod
+    def run_ids(self, **kwargs: str) -> Iterable[str]:
+        """Run ids known to the backend, filtered by backend-specific ``kwargs``."""
+
+
+def tracker_config_env_var_name(entrypoint_key: str) -> str:
+    """``TORCHX_TRACKER_<NAME>_CONFIG``: the env var holding the config of tracker ``name``."""
+    return f"TORCHX_TRACKER_{entrypoint_key.upper()}_CONFIG"
+
+
+def _extract_tracker_name_and_config_from_environ() -> Mapping[str, str | None]:
+    names = os.environ.get(ENV_TORCHX_TRACKERS)
+    if not names:
+        return {}
+    return {
+        name: os.environ.get(tracker_config_env_var_name(name)) or None
+        for name in (n.strip() for n in names.split(","))
+        if name
+    }
+
+
+def build_trackers(factory_and_config: Mapping[str, str | None]) -> Iterable[TrackerBase]:
+    """Creates one backend per ``name -> config`` entry.
+
+    ``name`` is a ``torchx.tracker`` entry point, else a ``pkg.module:factory`` path. A name
+    that cannot be resolved, or whose factory fails, is reported and skipped so that one
+    broken tracker never disables the others.
+    """
+    if not factory_and_config:
+        return []
+    from torchx.util.entrypoints import load_group
+    from torchx.util.modules import load_module
+
+    registered = load_group(TRACKER_ENTRYPOINT_GROUP)
+    trackers: list[TrackerBase] = []
+    for name, config in factory_and_config.items():
+        factory = registered.get(name) or load_module(name)
+        if factory is None or not callable(factory):
+            logger.warning(
+                "Tracker `%s` is skipped: it is neither a `%s` entry point (registered: %s)"
+                " nor a `package.module:factory` path",
+                name,
+                TRACKER_ENTRYPOINT_GROUP,
+                ", ".join(sorted(registered)) or "<none>",
+            )
+            continue
+        try:
+            tracker = factory(config)
+        except Exception as e:
+            logger.warning(
+                "Tracker `%s` is skipped: its factory failed with %s: %s",
+                name,
+                type(e).__name__,
+                e,
+            )
+            continue
+        trackers.append(tracker)
+    return trackers
+
+
+def trackers_from_environ() -> Iterable[TrackerBase]:
+    """The backends named by ``TORCHX_TRACKERS`` (``[]`` when it is unset)."""
+    return build_trackers(_extract_tracker_name_and_config_from_environ())
+
+
+@dataclass
+class AppRun:
+    """The tracked run of a job, fanned out to every configured backend."""
+
+    id: str
+    backends: Iterable[TrackerBase]
+
+    @staticmethod
+    @functools.lru_cache(maxsize=1)
+    def run_from_env() -> AppRun:
+        """The current job's run (a process-wide singleton) built from the environment.
+
+        The run id is ``$TORCHX_JOB_ID``; when ``$TORCHX_PARENT_RUN_ID`` is set it is recorded
+        as the source of this run in every backend.
+        """
+        run = AppRun(
+            id=os.environ.get(ENV_TORCHX_JOB_ID, UNDEFINED_JOB_ID),
+            backends=list(trackers_from_environ()),
+        )
+        parent = os.environ.get(ENV_TORCHX_PARENT_RUN_ID)
+        if parent:
+            run.add_source(parent, artifact_name=None)
+        return run
+
+    def add_metadata(self, **kwargs: object) -> None:
+        for backend in self.backends:
+            backend.add_metadata(self.id, **kwargs)
+
+    def add_artifact(
+        self, name: str, path: str, metadata: Mapping[str, object] | None = None
+    ) -> None:
+        for backend in self.backends:
+            backend.add_artifact(self.id, name, path, metadata)
+
+    def job_id(self) -> str:
+        return self.id
+
+    def add_source(self, source_id: str, artifact_name: str | None = None) -> None:
+        for backend in self.backends:
+            backend.add_source(self.id, source_id, artifact_name)
+
+    def sources(self) -> Iterable[AppRunTrackableSource]:
+        """The sources of this run as recorded by the first backend."""
+        backends = list(self.backends)
+        if not backends:
+            return []
+        return [
+            AppRunTrackableSource(AppRun(src.source_run_id, backends), src.artifact_name)
+            for src in backends[0].sources(self.id)
+        ]
+
+    def children(self) -> Iterable[AppRun]:
+        """Runs whose source is this run, as recorded by the first backend."""
+        backends = list(self.backends)
+        if not backends:
+            return []
+        return [AppRun(run_id, backends) for run_id in backends[0].run_ids(parent_run_id=self.id)]

@@ -1,0 +1,41 @@
+"""Reading component and config source files that may not live on the local disk."""
+
+import os
+
+__all__ = ["read_conf_file"]
+
+FILE_GROUP = "torchx.file"
+FILE_ENTRY_POINT = "get_file_contents"
+
+
+def read_conf_file(conf_file: str) -> str:
+    """The text of ``conf_file``.
+
+    Read from disk when the file exists; otherwise from the ``torchx.file`` /
+    ``get_file_contents`` entry point (a ``fn(path) -> str | None`` that lets an
+    installation serve files from elsewhere); otherwise relative to the ``torchx``
+    package directories (``components/dist.py``).
+    """
+    if os.path.isfile(conf_file):
+        with open(conf_file, encoding="utf-8") as f:
+            return f.read()
+
+    from torchx.util.entrypoints import load
+
+    get_file_contents = load(FILE_GROUP, FILE_ENTRY_POINT, default=None)
+    if get_file_contents is not None:
+        contents = get_file_contents(conf_file)
+        if contents is not None:
+            return str(contents)
+
+    import torchx
+
+    for root in torchx.__path__:
+        candidate = os.path.join(root, conf_file)
+        if not os.path.isabs(conf_file) and os.path.isfile(candidate):
+            with open(candidate, encoding="utf-8") as f:
+                return f.read()
+    raise FileNotFoundError(
+        f"{conf_file}: no such file (looked on disk, in the `{FILE_GROUP}` entry point and"
+        " relative to the torchx package)"
+    )

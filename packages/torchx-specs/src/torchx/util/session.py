@@ -1,0 +1,41 @@
+"""The id of this launcher process's session, shared with the jobs it launches.
+
+The id is a uuid4 created once per process (or inherited from the environment when a
+torchx process launches another one) and written into every role's environment.
+"""
+
+import os
+
+from torchx.settings import ENV_TORCHX_INTERNAL_SESSION_ID
+
+__all__ = [
+    "ENV_TORCHX_INTERNAL_SESSION_ID",
+    "TORCHX_INTERNAL_SESSION_ID",
+    "get_session_id_or_create_new",
+    "get_torchx_session_id",
+]
+
+TORCHX_INTERNAL_SESSION_ID = ENV_TORCHX_INTERNAL_SESSION_ID
+"""Compatibility alias of :data:`torchx.settings.ENV_TORCHX_INTERNAL_SESSION_ID`."""
+
+_current: dict[str, str] = {}
+
+
+def get_session_id_or_create_new() -> str:
+    """This process's session id: inherited from the environment, else a new uuid4."""
+    session_id = _current.get("id")
+    if session_id is None:
+        session_id = os.environ.get(ENV_TORCHX_INTERNAL_SESSION_ID) or _new_id()
+        _current["id"] = session_id
+    return session_id
+
+
+def get_torchx_session_id() -> str | None:
+    """The session id if one was created or inherited, else ``None``."""
+    return _current.get("id") or os.environ.get(ENV_TORCHX_INTERNAL_SESSION_ID) or None
+
+
+def _new_id() -> str:
+    import uuid
+
+    return str(uuid.uuid4())

@@ -1,0 +1,239 @@
+"""Workspaces: ship local code changes with a job without rebuilding its image by hand.
+
+A scheduler that supports workspaces mixes in :class:`WorkspaceMixin`. Before submitting,
+the runner calls :meth:`WorkspaceMixin.build_workspaces`, which builds every role's
+``Role.workspace`` (a :class:`~torchx.specs.Workspace`) into something the scheduler can
+run, typically a patched image whose name replaces ``role.image``.
+"""
+
+from __future__ import annotations
+
+import abc
+import fnmatch
+import logging
+import posixpath
+import warnings
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from torchx.specs import AppDef, CfgVal, Role, Workspace, runopts
+
+__all__ = [
+    "TORCHX_IGNORE",
+    "PkgInfo",
+    "Workspace",
+    "WorkspaceBuilder",
+    "WorkspaceMixin",
+    "walk_workspace",
+]
+
+logger: logging.Logger = logging.getLogger(__name__)
+
+TORCHX_IGNORE = ".torchxignore"
+"""Name of the file listing (``.dockerignore`` style) what a workspace build leaves out."""
+
+_NEVER_IGNORED = (".", "Dockerfile.torchx")
+
+T = TypeVar("T")
+PackageType = TypeVar("PackageType")
+WorkspaceConfigType = TypeVar("WorkspaceConfigType")
+
+
+@dataclass
+class PkgInfo(Generic[PackageType]):
+    """Deprecated: the result of a :class:`WorkspaceBuilder` build."""
+
+    img: str
+    lazy_overrides: dict[str, Any]
+    metadata: PackageType
+
+    def __post_init__(self) -> None:
+        warnings.warn(
+            "PkgInfo is deprecated and will be removed; use WorkspaceMixin instead",
+            FutureWarning,
+            stacklevel=3,
+        )
+
+
+@dataclass
+class WorkspaceBuilder(Generic[PackageType, WorkspaceConfigType]):
+    """Deprecated: builds a workspace into a package; use :class:`WorkspaceMixin` instead."""
+
+    cfg: WorkspaceConfigType
+
+    def __post_init__(self) -> None:
+        warnings.warn(
+            "WorkspaceBuilder is deprecated and will be removed; use WorkspaceMixin instead",
+            FutureWarning,
+            stacklevel=3,
+        )
+
+    def build_workspace(self, sync: bool = True) -> PkgInfo[PackageType]:
+        """Builds the workspace; subclasses must override this."""
+        raise NotImplementedError(
+            f"{type(self).__name__} must override build_workspace(); WorkspaceBuilder is"
+            " deprecated, implement WorkspaceMixin instead"
+        )
+
+
+class WorkspaceMixin(abc.ABC, Generic[T]):
+    """Adds workspace builds to a scheduler.
+
+    Implement :meth:`caching_build_workspace_and_update_role` (or, the older hook,
+    :meth:`build_workspace_and_update_role`); ``T`` is the type of the image push plan
+    returned by :meth:`dryrun_push_images`.
+    """
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+
+    def workspace_opts(self) -> runopts:
+        """Run options of the workspace build (merged into the scheduler's run options)."""
+        return runopts()
+
+    def build_workspaces(self, roles: list[Role], cfg: Mapping[str, CfgVal]) -> None:
+        """Builds the workspace of every role that has one, updating the roles in place.
+
+        Roles with equal workspaces and images share one build.
+        """
+        build_cache: dict[object, object] = {}
+        for role in roles:
+            if not role.workspace:
+                continue
+            old_image = role.image
+            self.caching_build_workspace_and_update_role(role, cfg, build_cache)
+            if role.image != old_image:
+                logger.info(
+                    "Built workspace %s of role `%s`: image %s -> %s",
+                    role.workspace,
+                    role.name,
+                    old_image,
+                    role.image,
+                )
+
+    def caching_build_workspace_and_update_role(
+        self, role: Role, cfg: Mapping[str, CfgVal], build_cache: dict[object, object]
+    ) -> None:
+        """Builds ``role.workspace`` and points the role at the result.
+
+        ``build_cache`` lives for one :meth:`build_workspaces` call. The default reuses the
+        image built for an earlier role with the same workspace and image, and otherwise
+        calls :meth:`build_workspace_and_update_role` on the project directory (several
+        projects are first merged into a temporary directory).
+        """
+        workspace = role.workspace
+        if not workspace:
+            return
+        key = ("image", workspace, role.image)
+        cached = build_cache.get(key)
+        if isinstance(cached, str):
+            role.image = cached
+            return
+        self._build_from_workspace(role, workspace, cfg)
+        build_cache[key] = role.image
+
+    def _build_from_workspace(
+        self, role: Role, workspace: Workspace, cfg: Mapping[str, CfgVal]
+    ) -> None:
+        if workspace.is_unmapped_single_project():
+            self.build_workspace_and_update_role(role, next(iter(workspace.projects)), cfg)
+            return
+        import tempfile
+
+        with tempfile.TemporaryDirectory(suffix="torchx_workspace_") as tmpdir:
+            workspace.merge_into(tmpdir)
+            self.build_workspace_and_update_role(role, tmpdir, cfg)
+
+    def build_workspace_and_update_role(
+        self, role: Role, workspace: str, cfg: Mapping[str, CfgVal]
+    ) -> None:
+        """Builds the directory ``workspace`` and updates ``role`` (usually ``role.image``).
+
+        Older hook kept for existing implementations; new code overrides
+        :meth:`caching_build_workspace_and_update_role`.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} cannot build workspaces: it overrides neither"
+            " caching_build_workspace_and_update_role() nor build_workspace_and_update_role()"
+        )
+
+    def build_workspace_and_update_role2(
+        self, role: Role, workspace: Workspace | str, cfg: Mapping[str, CfgVal]
+    ) -> None:
+        """Compatibility entry point of older runners: builds ``workspace`` for ``role``."""
+        if isinstance(workspace, str):
+            workspace = Workspace.from_str(workspace)
+        if workspace:
+            self._build_from_workspace(role, workspace, cfg)
+
+    def dryrun_push_images(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> T:
+        """Plans the image pushes that :meth:`push_images` will do for ``app``."""
+        raise NotImplementedError(
+            f"{type(self).__name__} does not push images (dryrun_push_images is not overridden)"
+        )
+
+    def push_images(self, images_to_push: T) -> None:
+        """Pushes the images planned by :meth:`dryrun_push_images`."""
+        raise NotImplementedError(
+            f"{type(self).__name__} does not push images (push_images is not overridden)"
+        )
+
+
+def _read_ignore_patterns(fs: Any, path: str, ignore_name: str) -> list[str]:
+    ignore_path = posixpath.join(path, ignore_name)
+    if not fs.exists(ignore_path):
+        return []
+    with fs.open(ignore_path, "rt") as f:
+        lines = f.read().splitlines()
+    patterns = []
+    for raw in lines:
+        line = raw.partition("#")[0].strip()
+        if not line or line == ".":
+            continue
+        patterns.append(line)
+    return patterns
+
+
+def _normalize_pattern(pattern: str) -> str:
+    return posixpath.normpath(pattern.lstrip("/")) if pattern.strip("/") else pattern
+
+
+def _is_ignored(relpath: str, patterns: Iterable[str]) -> bool:
+    """Whether ``relpath`` is ignored: the last pattern that matches decides."""
+    relpath = posixpath.normpath(relpath)
+    if relpath in _NEVER_IGNORED:
+        return False
+    ignored = False
+    for pattern in patterns:
+        negated = pattern.startswith("!")
+        body = _normalize_pattern(pattern[1:] if negated else pattern)
+        if fnmatch.fnmatchcase(relpath, body):
+            ignored = not negated
+    return ignored
+
+
+def walk_workspace(
+    fs: Any, path: str, ignore_name: str = TORCHX_IGNORE
+) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """Walks ``path`` on the fsspec filesystem ``fs`` like ``fs.walk(path, detail=True)``,
+    leaving out what ``<path>/<ignore_name>`` ignores.
+
+    The ignore file uses ``.dockerignore`` rules: ``#`` starts a comment, patterns are
+    ``fnmatch`` globs over paths relative to ``path``, ``!pattern`` re-includes, and the last
+    matching pattern wins. Ignored directories are not descended into.
+    """
+    patterns = _read_ignore_patterns(fs, path, ignore_name)
+    for directory, dirs, files in fs.walk(path, detail=True):
+        relpath = posixpath.relpath(directory, path)
+        if _is_ignored(relpath, patterns):
+            dirs.clear()
+            continue
+        for name in [d for d in dirs if _is_ignored(posixpath.join(relpath, d), patterns)]:
+            del dirs[name]
+        kept_files = {
+            name: info
+            for name, info in files.items()
+            if not _is_ignored(posixpath.join(relpath, name), patterns)
+        }
+        yield directory, dirs, kept_files

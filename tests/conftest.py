@@ -1,0 +1,19 @@
+"""Fixtures shared by the cross-package tests."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _private_torchx_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Keeps every test's apps, caches and configs out of the real home directory."""
+    home = tmp_path / "torchx_home"
+    monkeypatch.setenv("TORCHX_HOME", str(home))
+    monkeypatch.setenv("HOME", str(tmp_path / "user_home"))
+    os.makedirs(tmp_path / "user_home", exist_ok=True)
+    yield home
