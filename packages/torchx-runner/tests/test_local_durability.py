@@ -62,8 +62,9 @@ def python(code: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
     )
 
 
-def live_processes_with(marker: str) -> list[int]:
-    """Pids of running (non-zombie) processes whose command line contains ``marker``."""
+def live_processes_with(marker: str, comm: str | None = None) -> list[int]:
+    """Pids of running (non-zombie) processes whose command line contains ``marker``
+    (and whose executable name is ``comm``, when given)."""
     found = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -71,7 +72,11 @@ def live_processes_with(marker: str) -> list[int]:
         try:
             with open(f"/proc/{name}/cmdline", "rb") as f:
                 cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{name}/comm") as f:
+                name_of_exe = f.read().strip()
         except OSError:
+            continue
+        if comm is not None and name_of_exe != comm:
             continue
         if marker in cmdline and st.proc_start_ticks(int(name)) is not None:
             found.append(int(name))
@@ -173,7 +178,7 @@ def test_cancel_leaves_no_orphans(sched: LocalScheduler) -> None:
     # (escapes killpg) and a double-forked daemon re-parented to the supervisor
     script = f"setsid sleep {marker} & sleep {marker} & (sleep {marker} &) ; wait"
     app_id = sched.submit(sh_app(script, num_replicas=2), {})
-    wait_until(lambda: len(live_processes_with(marker)) == 6, "6 sleeps to start")
+    wait_until(lambda: len(live_processes_with(marker, "sleep")) == 6, "6 sleeps to start")
     sched.cancel(app_id)
     assert wait_terminal(sched, app_id) == AppState.CANCELLED
     assert live_processes_with(marker) == []
@@ -211,7 +216,7 @@ def _supervisor_pid(app_id: str) -> int:
 def test_kill_9_of_the_supervisor_is_recovered(sched: LocalScheduler) -> None:
     marker = unique_sleep()
     app_id = sched.submit(sh_app(f"exec sleep {marker}", num_replicas=2), {})
-    wait_until(lambda: len(live_processes_with(marker)) == 2, "the replicas to start")
+    wait_until(lambda: len(live_processes_with(marker, "sleep")) == 2, "the replicas to start")
     os.kill(_supervisor_pid(app_id), signal.SIGKILL)
     # Runner.wait's loop: wait_for_change wakes up (pidfd), describe records what happened
     assert wait_terminal(sched, app_id) == AppState.FAILED

@@ -79,7 +79,8 @@ class CmdTracker(SubCommand):
                 parser.error("lineage is not implemented")
             raise CliError("lineage is not implemented", exit_code=2)
         if what == "jobs":
-            job_ids = self.tracker.run_ids(parent_run_id=args.parent_run_id)
+            filters = {"parent_run_id": args.parent_run_id} if args.parent_run_id else {}
+            job_ids = self.tracker.run_ids(**filters)
             print(format_table([[job_id] for job_id in job_ids], ["JOB ID"]))
         elif what == "metadata":
             metadata = self.tracker.metadata(args.RUN_ID)

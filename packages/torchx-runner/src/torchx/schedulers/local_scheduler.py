@@ -867,6 +867,16 @@ class LocalScheduler(Scheduler[Opts]):
 
     # -- cancel / delete -------------------------------------------------------------------
 
+    def cancel(self, app_id: str) -> None:
+        """Like the base class, minus its ``describe``: describing an app whose supervisor
+        died records FAILED, while a cancel must record CANCELLED."""
+        try:
+            state_dir = st.app_state_dir(app_id)
+        except ValueError:
+            return
+        if os.path.isfile(os.path.join(state_dir, st.STATE_FILE)):
+            self._cancel_existing(app_id)
+
     def _cancel_existing(self, app_id: str) -> None:
         """Asks the supervisor to stop the app (no retries); returns without waiting.
 
