@@ -25,6 +25,9 @@ def _torchx_command() -> list[str]:
 
 TORCHX = _torchx_command()
 
+OneLineError = Callable[[subprocess.CompletedProcess[str]], str]
+"""The ``one_line_error`` fixture: checks stderr is one ``torchx: error:`` line, returns it."""
+
 
 @dataclass
 class Cli:
@@ -76,7 +79,9 @@ class Cli:
             text=True,
         )
 
-    def python(self, *args: str, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    def python(
+        self, *args: str, env: Mapping[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, *args],
             env=self._env(env),
@@ -134,7 +139,7 @@ def cli(tmp_path: Path) -> Iterator[Cli]:
 
 
 @pytest.fixture
-def one_line_error() -> Callable[[subprocess.CompletedProcess[str]], str]:
+def one_line_error() -> OneLineError:
     """Asserts stderr is exactly one ``torchx: error:`` line (no traceback); returns it."""
 
     def check(proc: subprocess.CompletedProcess[str]) -> str:

@@ -1,17 +1,25 @@
 """status / describe / list / log / cancel / delete on a real app running in the background."""
 
+from __future__ import annotations
+
 import json
 import re
 import shlex
 import subprocess
+from collections.abc import Iterator
 
 import pytest
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from conftest import Cli, OneLineError
+
 
 STARTED = "sh/0 started"
 
 
 @pytest.fixture
-def running_app(cli):
+def running_app(cli: Cli) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     """A local_cwd app that prints `started` then sleeps; yields (handle, launcher process)."""
     launcher = cli.popen("run", "-s", "local_cwd", "utils.sh", "sh", "-c", "echo started; sleep 30")
     assert launcher.stdout is not None and launcher.stderr is not None
@@ -26,7 +34,9 @@ def running_app(cli):
         launcher.communicate(timeout=60)
 
 
-def test_lifecycle(cli, one_line_error, running_app):
+def test_lifecycle(
+    cli: Cli, one_line_error: OneLineError, running_app: tuple[str, subprocess.Popen[str]]
+) -> None:
     handle, launcher = running_app
 
     status = cli.run("status", handle)
@@ -49,7 +59,7 @@ def test_lifecycle(cli, one_line_error, running_app):
 
     listed = cli.run("list", "-s", "local_cwd")
     assert listed.returncode == 0, listed.stderr
-    header, rule, *rows = listed.stdout.splitlines()
+    header, _rule, *rows = listed.stdout.splitlines()
     assert header.split() == ["APP", "HANDLE", "APP", "NAME", "APP", "STATUS"]
     assert any(row.split()[0] == handle and row.split()[-1] == "RUNNING" for row in rows)
     listed_json = json.loads(cli.run("list", "--json").stdout)
@@ -89,14 +99,14 @@ def test_lifecycle(cli, one_line_error, running_app):
 
 
 @pytest.mark.parametrize("command", ["status", "describe", "cancel", "delete"])
-def test_unknown_app(cli, one_line_error, command):
+def test_unknown_app(cli: Cli, one_line_error: OneLineError, command: str) -> None:
     proc = cli.run(command, "local_cwd://torchx/echo-doesnotexist")
     assert proc.returncode == 1
     assert "app 'local_cwd://torchx/echo-doesnotexist' not found" in one_line_error(proc)
 
 
 @pytest.mark.parametrize("command", ["status", "describe", "cancel", "delete"])
-def test_malformed_handle(cli, one_line_error, command):
+def test_malformed_handle(cli: Cli, one_line_error: OneLineError, command: str) -> None:
     proc = cli.run(command, "not-a-handle")
     assert proc.returncode == 1
     line = one_line_error(proc)
@@ -104,13 +114,13 @@ def test_malformed_handle(cli, one_line_error, command):
     assert "SCHEDULER://SESSION/APP_ID" in line
 
 
-def test_handle_with_unknown_scheduler(cli, one_line_error):
+def test_handle_with_unknown_scheduler(cli: Cli, one_line_error: OneLineError) -> None:
     proc = cli.run("status", "foo://torchx/app")
     assert proc.returncode == 1
     assert "unknown scheduler in app handle 'foo'" in one_line_error(proc)
 
 
-def test_log_errors(cli, one_line_error):
+def test_log_errors(cli: Cli, one_line_error: OneLineError) -> None:
     proc = cli.run("log", "nonsense")
     assert proc.returncode == 1
     assert "malformed log identifier 'nonsense'" in one_line_error(proc)
@@ -128,7 +138,7 @@ def test_log_errors(cli, one_line_error):
     assert "invalid --regex '('" in one_line_error(proc)
 
 
-def test_log_of_finished_app_with_time_window_and_streams(cli):
+def test_log_of_finished_app_with_time_window_and_streams(cli: Cli) -> None:
     run = cli.run("run", "-s", "local_cwd", "utils.sh", "sh", "-c", "echo out; echo err >&2")
     assert run.returncode == 0, run.stderr
     handle = run.stdout.strip()
@@ -139,7 +149,7 @@ def test_log_of_finished_app_with_time_window_and_streams(cli):
     assert stderr_only.stdout == "sh/0 err\n"
 
 
-def test_log_to_closed_pipe_is_quiet(cli):
+def test_log_to_closed_pipe_is_quiet(cli: Cli) -> None:
     run = cli.run("run", "-s", "local_cwd", "utils.sh", "seq", "20000")
     handle = run.stdout.strip()
     log = subprocess.run(
@@ -154,3 +164,14 @@ def test_log_to_closed_pipe_is_quiet(cli):
     )
     assert log.stdout == "sh/0 1\n"
     assert "Traceback" not in log.stderr and "Error" not in log.stderr
+
+
+def test_list_scheduler_and_cfg_errors(cli: Cli, one_line_error: OneLineError) -> None:
+    (cli.cwd / ".torchxconfig").write_text("[cli:list]\nscheduler = nope\n")
+    from_config = cli.run("list")
+    assert from_config.returncode == 1
+    assert "unknown scheduler 'nope'" in one_line_error(from_config)
+
+    bad_cfg = cli.run("list", "-s", "local_cwd", "-cfg", "bogus=1")
+    assert bad_cfg.returncode == 1
+    assert "unknown run option 'bogus' for scheduler 'local_cwd'" in one_line_error(bad_cfg)

@@ -4,7 +4,14 @@ Upstream lost output in about a third of fast runs (the job ended before the fir
 check, so the log follower never started). Repeated to make a race visible.
 """
 
+from __future__ import annotations
+
 import pytest
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from conftest import Cli
+
 
 LINES = 1000
 REPEATS = 20
@@ -18,7 +25,7 @@ def _prefixed(text: str) -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("flag", ["--log", "--wait"])
-def test_fast_job_loses_no_line(cli, flag):
+def test_fast_job_loses_no_line(cli: Cli, flag: str) -> None:
     for attempt in range(REPEATS):
         run = cli.run("run", flag, "-s", "local_cwd", "utils.sh", "sh", "-c", SCRIPT)
         assert run.returncode == 0, run.stderr
@@ -30,7 +37,7 @@ def test_fast_job_loses_no_line(cli, flag):
 
 
 @pytest.mark.slow
-def test_fast_multi_replica_job_loses_no_line(cli):
+def test_fast_multi_replica_job_loses_no_line(cli: Cli) -> None:
     for attempt in range(5):
         run = cli.run(
             "run", "--log", "-s", "local_cwd", "utils.sh", "--num_replicas", "3", "seq", "300"
@@ -42,7 +49,7 @@ def test_fast_multi_replica_job_loses_no_line(cli):
 
 
 @pytest.fixture
-def lossy(cli):
+def lossy(cli: Cli) -> Cli:
     """Scheduler `lossy`: local_cwd whose *following* read drops lines or fails.
 
     Stands in for a scheduler whose log follower misses the end of a fast job; the CLI
@@ -84,7 +91,7 @@ def lossy(cli):
 
 
 @pytest.mark.parametrize("mode", ["truncate", "fail"])
-def test_follower_that_misses_lines_is_caught_up(lossy, mode):
+def test_follower_that_misses_lines_is_caught_up(lossy: Cli, mode: str) -> None:
     run = lossy.run(
         "run", "--log", "-s", "lossy", "utils.sh", "sh", "-c", SCRIPT, env={"LOSSY_MODE": mode}
     )

@@ -1,5 +1,11 @@
 """``torchx`` itself: help, version, subcommand routing, errors and start-up imports."""
 
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from conftest import Cli, OneLineError
+
 BUILTINS = [
     "builtins",
     "cancel",
@@ -16,7 +22,7 @@ BUILTINS = [
 ]
 
 
-def test_help_lists_every_builtin_subcommand(cli):
+def test_help_lists_every_builtin_subcommand(cli: Cli) -> None:
     proc = cli.run("--help")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("usage: torchx")
@@ -25,13 +31,13 @@ def test_help_lists_every_builtin_subcommand(cli):
     assert "--log_level" in proc.stdout and "--version" in proc.stdout
 
 
-def test_no_subcommand_prints_help_and_fails(cli):
+def test_no_subcommand_prints_help_and_fails(cli: Cli) -> None:
     proc = cli.run()
     assert proc.returncode == 1
     assert "sub-commands:" in proc.stdout
 
 
-def test_version(cli):
+def test_version(cli: Cli) -> None:
     from torchx.version import __version__
 
     proc = cli.run("--version")
@@ -50,13 +56,13 @@ sys.stderr.write("\\nMODULES " + " ".join(sorted(sys.modules)) + "\\n")
 """
 
 
-def _modules_after(cli, argv):
+def _modules_after(cli: Cli, argv: list[str]) -> set[str]:
     proc = cli.python("-c", _MODULES_AFTER.format(argv=argv))
     assert "MODULES " in proc.stderr, proc.stderr
     return set(proc.stderr.rsplit("MODULES ", 1)[1].split())
 
 
-def test_help_imports_no_subcommand_and_no_specs(cli):
+def test_help_imports_no_subcommand_and_no_specs(cli: Cli) -> None:
     imported = _modules_after(cli, ["--help"])
     assert "torchx.cli.main" in imported
     forbidden = {"torchx.specs", "dataclasses", "argparse", "logging", "pydantic"}
@@ -64,7 +70,7 @@ def test_help_imports_no_subcommand_and_no_specs(cli):
     assert not imported & forbidden, sorted(imported & forbidden)
 
 
-def test_subcommand_help_imports_only_that_subcommand(cli):
+def test_subcommand_help_imports_only_that_subcommand(cli: Cli) -> None:
     imported = _modules_after(cli, ["status", "--help"])
     assert "torchx.cli.cmd_status" in imported
     others = {f"torchx.cli.cmd_{name}" for name in BUILTINS if name != "status"}
@@ -72,7 +78,7 @@ def test_subcommand_help_imports_only_that_subcommand(cli):
     assert not imported & {"pydantic", "docker", "kubernetes", "boto3", "mlflow"}
 
 
-def test_run_dryrun_imports_no_sdk_and_no_pydantic_without_config(cli):
+def test_run_dryrun_imports_no_sdk_and_no_pydantic_without_config(cli: Cli) -> None:
     imported = _modules_after(
         cli, ["run", "--dryrun", "-s", "local_cwd", "utils.echo", "--msg", "hi"]
     )
@@ -80,7 +86,7 @@ def test_run_dryrun_imports_no_sdk_and_no_pydantic_without_config(cli):
     assert not imported & {"pydantic", "docker", "kubernetes", "boto3", "mlflow", "yaml"}
 
 
-def test_unknown_subcommand_is_one_line_usage_error(cli, one_line_error):
+def test_unknown_subcommand_is_one_line_usage_error(cli: Cli, one_line_error: OneLineError) -> None:
     proc = cli.run("stauts", "local_cwd://torchx/foo")
     assert proc.returncode == 2
     line = one_line_error(proc)
@@ -88,32 +94,63 @@ def test_unknown_subcommand_is_one_line_usage_error(cli, one_line_error):
     assert "did you mean 'status'" in line
 
 
-def test_bad_log_level_is_usage_error(cli, one_line_error):
+def test_bad_log_level_is_usage_error(cli: Cli, one_line_error: OneLineError) -> None:
     proc = cli.run("--log_level", "LOUD", "runopts")
     assert proc.returncode == 2
     assert "unknown log level 'LOUD'" in one_line_error(proc)
 
 
-def test_unknown_flag_of_subcommand_is_one_line(cli, one_line_error):
+def test_unknown_flag_of_subcommand_is_one_line(cli: Cli, one_line_error: OneLineError) -> None:
     proc = cli.run("status", "--bogus", "local_cwd://torchx/x")
     assert proc.returncode == 2
     assert "unrecognized arguments: --bogus" in one_line_error(proc)
 
 
-def test_debug_log_level_shows_traceback(cli):
+def test_debug_log_level_shows_traceback(cli: Cli) -> None:
     proc = cli.run("--log_level", "debug", "status", "local_cwd://torchx/does-not-exist")
     assert proc.returncode == 1
     assert "Traceback" in proc.stderr
     assert proc.stderr.rstrip().splitlines()[-1].startswith("torchx: error: app ")
 
 
-def test_loglevel_env_is_the_default(cli):
+def test_loglevel_env_is_the_default(cli: Cli) -> None:
     proc = cli.run("status", "local_cwd://torchx/missing", env={"LOGLEVEL": "DEBUG"})
     assert proc.returncode == 1
     assert "Traceback" in proc.stderr
 
 
-def test_module_entry_point(cli):
+def test_module_entry_point(cli: Cli) -> None:
     proc = cli.python("-m", "torchx.cli.main", "--version")
     assert proc.returncode == 0
     assert proc.stdout.startswith("torchx-")
+
+
+def test_upstream_python_api(cli: Cli) -> None:
+    script = """
+import argparse
+from torchx.cli.main import create_parser, get_default_sub_cmds, get_sub_cmds, run_main
+from torchx.cli.cmd_base import SubCommand
+from torchx.cli.cmd_run import CmdBuiltins, CmdRun, torchx_run_args_from_json
+from torchx.cli.colors import ENDC, GREEN
+
+assert set(get_default_sub_cmds()) >= {"run", "status", "delete", "builtins"}
+assert isinstance(get_sub_cmds()["run"], CmdRun)
+assert isinstance(get_sub_cmds()["builtins"], CmdBuiltins)
+
+class Echo(SubCommand):
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+        subparser.add_argument("word")
+
+    def run(self, args: argparse.Namespace) -> None:
+        print("echo:", args.word)
+
+assert create_parser({"echo": Echo()}).parse_args(["echo", "x"]).word == "x"
+args = torchx_run_args_from_json(
+    {"component_name": "utils.echo", "scheduler": "local_cwd", "scheduler_args": {}}
+)
+assert args.workspace and not args.dryrun
+run_main({"echo": Echo()}, ["echo", "hi"])
+"""
+    proc = cli.python("-c", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "echo: hi\n"

@@ -1,22 +1,30 @@
 """``torchx run`` on the real local_cwd scheduler (plus a non-local alias of it)."""
 
+from __future__ import annotations
+
 import json
 import re
 import signal
+import subprocess
 import textwrap
 
 import pytest
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from conftest import Cli, OneLineError
+
+
 HANDLE_RE = re.compile(r"^local_cwd://torchx/[\w-]+$")
 
 
-def _handle(proc):
+def _handle(proc: subprocess.CompletedProcess[str]) -> str:
     lines = proc.stdout.splitlines()
     assert len(lines) == 1, proc.stdout  # scripts capture the handle: nothing else on stdout
     return lines[0]
 
 
-def test_run_local_prints_handle_and_streams_prefixed_logs(cli):
+def test_run_local_prints_handle_and_streams_prefixed_logs(cli: Cli) -> None:
     proc = cli.run("run", "-s", "local_cwd", "utils.echo", "--msg", "hello world")
     assert proc.returncode == 0, proc.stderr
     assert HANDLE_RE.match(_handle(proc))
@@ -24,7 +32,7 @@ def test_run_local_prints_handle_and_streams_prefixed_logs(cli):
     assert "\033[" not in proc.stderr  # no colour codes when stderr is not a terminal
 
 
-def test_run_failing_job_exits_1_and_prints_final_status(cli):
+def test_run_failing_job_exits_1_and_prints_final_status(cli: Cli) -> None:
     proc = cli.run("run", "-s", "local_cwd", "utils.sh", "sh", "-c", "echo doomed; exit 3")
     handle = _handle(proc)
     assert proc.returncode == 1
@@ -33,7 +41,7 @@ def test_run_failing_job_exits_1_and_prints_final_status(cli):
     assert proc.stderr.rstrip().splitlines()[-1] == f"torchx: error: app {handle} finished FAILED"
 
 
-def test_run_failing_shell_command(cli):
+def test_run_failing_shell_command(cli: Cli) -> None:
     script = cli.cwd / "fail.sh"
     script.write_text("echo before failing\nexit 3\n")
     proc = cli.run("run", "-s", "local_cwd", "utils.sh", "sh", str(script))
@@ -42,7 +50,7 @@ def test_run_failing_shell_command(cli):
     assert "FAILED" in proc.stderr
 
 
-def test_run_wait_and_tee_logs(cli):
+def test_run_wait_and_tee_logs(cli: Cli) -> None:
     proc = cli.run(
         "run", "--wait", "--tee_logs", "-s", "local_cwd", "utils.echo", "--msg", "  padded  "
     )
@@ -50,7 +58,7 @@ def test_run_wait_and_tee_logs(cli):
     assert "echo/0 padded\n" in proc.stderr
 
 
-def test_dryrun_prints_both_sections_and_submits_nothing(cli):
+def test_dryrun_prints_both_sections_and_submits_nothing(cli: Cli) -> None:
     proc = cli.run("run", "--dryrun", "-s", "local_cwd", "utils.echo", "--msg", "dry")
     assert proc.returncode == 0, proc.stderr
     assert "\n=== APPLICATION ===\n" in proc.stdout
@@ -61,13 +69,22 @@ def test_dryrun_prints_both_sections_and_submits_nothing(cli):
     assert json.loads(listed.stdout) == []
 
 
-def test_component_help(cli):
+def test_dryrun_parent_run_id_and_workspace_from_config(cli: Cli) -> None:
+    (cli.cwd / ".torchxconfig").write_text("[cli:run]\nworkspace =\n")
+    proc = cli.run("run", "--dryrun", "-s", "local_cwd", "--parent_run_id", "exp-42", "utils.echo")
+    assert proc.returncode == 0, proc.stderr
+    assert "'TORCHX_PARENT_RUN_ID': 'exp-42'" in proc.stdout
+    twice = cli.run("run", "--workspace", "a", "--workspace", "b", "utils.echo")
+    assert twice.returncode == 2
+
+
+def test_component_help(cli: Cli) -> None:
     proc = cli.run("run", "-s", "local_cwd", "utils.echo", "--help")
     assert proc.returncode == 0, proc.stderr
     assert "--msg" in proc.stdout
 
 
-def test_file_component(cli):
+def test_file_component(cli: Cli) -> None:
     (cli.cwd / "my_component.py").write_text(
         textwrap.dedent(
             '''
@@ -100,13 +117,13 @@ def test_file_component(cli):
     assert "greeter/0 hello file" in proc.stderr
 
 
-def test_double_dash_passes_arguments_to_the_app(cli):
+def test_double_dash_passes_arguments_to_the_app(cli: Cli) -> None:
     proc = cli.run("run", "-s", "local_cwd", "--", "utils.sh", "--", "echo", "--foo", "bar")
     assert proc.returncode == 0, proc.stderr
     assert "sh/0 --foo bar" in proc.stderr
 
 
-def test_torchxconfig_supplies_scheduler_component_and_component_defaults(cli):
+def test_torchxconfig_supplies_scheduler_component_and_component_defaults(cli: Cli) -> None:
     (cli.cwd / ".torchxconfig").write_text(
         "[cli:run]\nscheduler = local_cwd\ncomponent = utils.echo\n\n"
         "[component:utils.echo]\nmsg = from config\n"
@@ -119,7 +136,7 @@ def test_torchxconfig_supplies_scheduler_component_and_component_defaults(cli):
     assert "echo/0 from cli" in proc.stderr
 
 
-def test_stdin_json(cli):
+def test_stdin_json(cli: Cli) -> None:
     args = {
         "component_name": "utils.echo",
         "scheduler": "local_cwd",
@@ -137,7 +154,7 @@ def test_stdin_json(cli):
     assert "=== APPLICATION ===" in proc.stdout and "'args': ['as string']" in proc.stdout
 
 
-def test_stdin_errors(cli, one_line_error):
+def test_stdin_errors(cli: Cli, one_line_error: OneLineError) -> None:
     proc = cli.run("run", "--stdin", "-s", "local_cwd", input="{}")
     assert proc.returncode == 2
     assert "--stdin cannot be combined with -s/--scheduler" in one_line_error(proc)
@@ -168,7 +185,9 @@ def test_stdin_errors(cli, one_line_error):
         (["-cfg", "novalue"], "malformed -cfg 'novalue'"),
     ],
 )
-def test_bad_scheduler_args(cli, one_line_error, args, expected):
+def test_bad_scheduler_args(
+    cli: Cli, one_line_error: OneLineError, args: list[str], expected: str
+) -> None:
     proc = cli.run("run", "-s", "local_cwd", *args, "utils.echo")
     assert proc.returncode == 1
     line = one_line_error(proc)
@@ -176,18 +195,18 @@ def test_bad_scheduler_args(cli, one_line_error, args, expected):
     assert "torchx runopts local_cwd" in line
 
 
-def test_cfg_key_did_you_mean(cli, one_line_error):
+def test_cfg_key_did_you_mean(cli: Cli, one_line_error: OneLineError) -> None:
     proc = cli.run("run", "-s", "local_cwd", "-cfg", "log_dirr=/tmp", "utils.echo")
     assert "did you mean 'log_dir'" in one_line_error(proc)
 
 
-def test_unknown_component(cli, one_line_error):
+def test_unknown_component(cli: Cli, one_line_error: OneLineError) -> None:
     proc = cli.run("run", "-s", "local_cwd", "utils.nope")
     assert proc.returncode == 1
     assert "utils.nope" in one_line_error(proc)
 
 
-def test_unknown_scheduler(cli, one_line_error):
+def test_unknown_scheduler(cli: Cli, one_line_error: OneLineError) -> None:
     proc = cli.run("run", "-s", "foo", "utils.echo")
     assert proc.returncode == 1
     line = one_line_error(proc)
@@ -195,7 +214,7 @@ def test_unknown_scheduler(cli, one_line_error):
     assert "installed: " in line and "local_cwd" in line
 
 
-def test_missing_required_component_argument(cli, one_line_error):
+def test_missing_required_component_argument(cli: Cli, one_line_error: OneLineError) -> None:
     proc = cli.run("run", "-s", "local_cwd", "utils.touch")
     assert proc.returncode == 2
     line = one_line_error(proc)
@@ -203,13 +222,13 @@ def test_missing_required_component_argument(cli, one_line_error):
     assert "torchx run utils.touch --help" in line
 
 
-def test_missing_component_name(cli, one_line_error):
+def test_missing_component_name(cli: Cli, one_line_error: OneLineError) -> None:
     proc = cli.run("run", "-s", "local_cwd")
     assert proc.returncode == 2
     assert "missing component name" in one_line_error(proc)
 
 
-def test_once_only_flags(cli, one_line_error):
+def test_once_only_flags(cli: Cli, one_line_error: OneLineError) -> None:
     proc = cli.run("run", "-s", "local_cwd", "--scheduler", "local_cwd", "utils.echo")
     assert proc.returncode == 2
     assert "is specified more than once" in one_line_error(proc)
@@ -218,13 +237,13 @@ def test_once_only_flags(cli, one_line_error):
     assert "`-cfg` is specified more than once" in one_line_error(proc)
 
 
-def test_repeated_component_argument(cli, one_line_error):
+def test_repeated_component_argument(cli: Cli, one_line_error: OneLineError) -> None:
     proc = cli.run("run", "-s", "local_cwd", "utils.echo", "--msg", "a", "--msg", "b")
     assert proc.returncode == 2
     assert "Repeated Command Line Arguments: ['--msg']" in one_line_error(proc)
 
 
-def test_ctrl_c_cancels_a_local_app(cli):
+def test_ctrl_c_cancels_a_local_app(cli: Cli) -> None:
     proc = cli.popen("run", "-s", "local_cwd", "utils.sh", "sleep", "60")
     assert proc.stdout is not None
     handle = proc.stdout.readline().strip()
@@ -238,7 +257,7 @@ def test_ctrl_c_cancels_a_local_app(cli):
 
 
 @pytest.fixture
-def remote_alias(cli):
+def remote_alias(cli: Cli) -> Cli:
     """A scheduler named `alias` (not `local*`) that runs apps with local_cwd."""
     cli.add_distribution(
         "aliassched",
@@ -257,7 +276,7 @@ def remote_alias(cli):
     return cli
 
 
-def test_non_local_submit_prints_next_commands_on_stderr(remote_alias):
+def test_non_local_submit_prints_next_commands_on_stderr(remote_alias: Cli) -> None:
     cli = remote_alias
     proc = cli.run("run", "-s", "alias", "utils.echo", "--msg", "remote")
     assert proc.returncode == 0, proc.stderr
@@ -270,7 +289,7 @@ def test_non_local_submit_prints_next_commands_on_stderr(remote_alias):
     assert "echo/0 remote" in waited.stdout
 
 
-def test_non_local_wait_streams_and_reflects_failure(remote_alias):
+def test_non_local_wait_streams_and_reflects_failure(remote_alias: Cli) -> None:
     cli = remote_alias
     proc = cli.run("run", "--wait", "-s", "alias", "utils.sh", "sh", "-c", "echo x; exit 4")
     assert proc.returncode == 1

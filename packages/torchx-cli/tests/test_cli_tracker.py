@@ -1,10 +1,16 @@
 """``torchx tracker list ...`` against the fsspec tracker on local files."""
 
+from __future__ import annotations
+
 import pytest
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from conftest import Cli, OneLineError
 
 
 @pytest.fixture
-def tracked(cli):
+def tracked(cli: Cli) -> dict[str, str]:
     from torchx.tracker.backend.fsspec import create
 
     root = cli.root / "tracker_data"
@@ -18,13 +24,13 @@ def tracked(cli):
     return {"TORCHX_TRACKERS": "fsspec", "TORCHX_TRACKER_FSSPEC_CONFIG": str(root)}
 
 
-def _rows(stdout):
+def _rows(stdout: str) -> tuple[list[str], list[list[str]]]:
     header, rule, *rows = stdout.splitlines()
     assert set(rule) <= {"-", " "}
     return header.split(), [row.split() for row in rows]
 
 
-def test_list_jobs(cli, tracked):
+def test_list_jobs(cli: Cli, tracked: dict[str, str]) -> None:
     proc = cli.run("tracker", "list", "jobs", env=tracked)
     assert proc.returncode == 0, proc.stderr
     header, rows = _rows(proc.stdout)
@@ -36,7 +42,7 @@ def test_list_jobs(cli, tracked):
     assert [r[0] for r in _rows(children.stdout)[1]] == ["child-run"]
 
 
-def test_list_metadata(cli, tracked):
+def test_list_metadata(cli: Cli, tracked: dict[str, str]) -> None:
     proc = cli.run("tracker", "list", "metadata", "child-run", env=tracked)
     assert proc.returncode == 0, proc.stderr
     header, rows = _rows(proc.stdout)
@@ -44,7 +50,7 @@ def test_list_metadata(cli, tracked):
     assert sorted(rows) == [["lr", "0.1"], ["owner", "bob"]]
 
 
-def test_list_artifacts(cli, tracked):
+def test_list_artifacts(cli: Cli, tracked: dict[str, str]) -> None:
     proc = cli.run("tracker", "list", "artifacts", "child-run", env=tracked)
     assert proc.returncode == 0, proc.stderr
     header, rows = _rows(proc.stdout)
@@ -54,19 +60,21 @@ def test_list_artifacts(cli, tracked):
     assert [r[:2] for r in _rows(only.stdout)[1]] == [["model", "/ckpt/model.pt"]]
 
 
-def test_lineage_is_a_clear_usage_error(cli, one_line_error, tracked):
+def test_lineage_is_a_clear_usage_error(
+    cli: Cli, one_line_error: OneLineError, tracked: dict[str, str]
+) -> None:
     proc = cli.run("tracker", "list", "lineage", "child-run", env=tracked)
     assert proc.returncode == 2
     assert "lineage is not implemented" in one_line_error(proc)
 
 
-def test_no_tracker_configured(cli, one_line_error):
+def test_no_tracker_configured(cli: Cli, one_line_error: OneLineError) -> None:
     proc = cli.run("tracker", "list", "jobs")
     assert proc.returncode == 1
     assert "no tracker configured" in one_line_error(proc)
 
 
-def test_tracker_without_command_prints_help(cli):
+def test_tracker_without_command_prints_help(cli: Cli) -> None:
     proc = cli.run("tracker")
     assert proc.returncode == 0
     assert "list" in proc.stdout

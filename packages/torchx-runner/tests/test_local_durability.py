@@ -12,6 +12,7 @@ import sys
 import textwrap
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,14 +23,18 @@ from torchx.specs.api import AppDef, AppState, Role
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     home = tmp_path / "home"
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.setenv("TORCHX_HOME", str(home))
     monkeypatch.delenv("TORCHX_LOCAL_CWD_SUPERVISOR", raising=False)
     monkeypatch.chdir(work)
-    return home
+    yield home
+    # a failed test must not leave its app running
+    cleanup = create_scheduler("cleanup")
+    for row in cleanup.list():
+        cleanup.cancel(row.app_id)
 
 
 @pytest.fixture

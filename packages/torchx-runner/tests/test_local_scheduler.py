@@ -8,7 +8,9 @@ import stat
 import sys
 import textwrap
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,7 +42,7 @@ from torchx.specs.api import (
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A private TORCHX_HOME and a scratch working directory (the CWD image)."""
     home = tmp_path / "home"
     work = tmp_path / "work"
@@ -49,7 +51,11 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)
     monkeypatch.delenv("TORCHX_LOCAL_CWD_SUPERVISOR", raising=False)
     monkeypatch.chdir(work)
-    return home
+    yield home
+    # a failed test must not leave its app running
+    cleanup = create_scheduler("cleanup")
+    for row in cleanup.list():
+        cleanup.cancel(row.app_id)
 
 
 @pytest.fixture
@@ -74,14 +80,15 @@ def wait_terminal(sched: LocalScheduler, app_id: str) -> AppState:
         sched.wait_for_change(app_id, 30)
 
 
-def state_doc(app_id: str) -> dict[str, object]:
+def state_doc(app_id: str) -> dict[str, Any]:
     doc = st.read_json(os.path.join(st.app_state_dir(app_id), st.STATE_FILE))
     assert isinstance(doc, dict)
     return doc
 
 
-def replica_records(app_id: str, role_idx: int = 0) -> list[dict[str, object]]:
-    return state_doc(app_id)["roles"][role_idx]  # type: ignore[index,no-any-return]
+def replica_records(app_id: str, role_idx: int = 0) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = state_doc(app_id)["roles"][role_idx]
+    return records
 
 
 # ---------------------------------------------------------------------------------------------
@@ -244,7 +251,7 @@ def test_custom_image_provider_get_replica_param_is_used(home: Path, tmp_path: P
     img.mkdir()
 
     class Provider(LocalDirectoryImageProvider):
-        def get_replica_param(  # type: ignore[override]
+        def get_replica_param(
             self,
             img_root: str,
             role: Role,
@@ -509,7 +516,7 @@ def _wait_for_replica_pid(app_id: str, role_idx: int = 0, k: int = 0) -> int:
     while True:
         rec = replica_records(app_id, role_idx)[k]
         if rec["state"] == "RUNNING" and rec["pid"]:
-            return int(rec["pid"])  # type: ignore[call-overload]
+            return int(rec["pid"])
         time.sleep(0.01)
 
 
@@ -544,13 +551,8 @@ def test_log_iter_errors_and_filters(sched: LocalScheduler) -> None:
         lines = list(sched.log_iter(app_id, "sh", since=datetime.datetime.now()))
     assert lines == ["a1\n", "b2\n", "a3\n"]
     assert any("since/until" in str(w.message) for w in caught)
-    assert list(
-        LogIterator(app_id, sched.describe(app_id).ui_url[7:] + "/sh/0/stdout.log", sched)
-    ) == [  # type: ignore[union-attr]
-        "a1\n",
-        "b2\n",
-        "a3\n",
-    ]
+    stdout = os.path.join(st.app_state_dir(app_id), "sh", "0", "stdout.log")
+    assert list(LogIterator(app_id, stdout, sched)) == ["a1\n", "b2\n", "a3\n"]
 
 
 def test_tail_follows_until_the_app_ends(sched: LocalScheduler) -> None:

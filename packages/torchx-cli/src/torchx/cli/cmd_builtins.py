@@ -1,6 +1,7 @@
 """``torchx builtins``: list the components ``torchx run`` can launch by name."""
 
 import argparse
+import sys
 
 from torchx.cli.cmd_base import SubCommand
 
@@ -12,7 +13,11 @@ __all__ = ["CmdBuiltins"]
 
 
 class CmdBuiltins(SubCommand):
-    """``torchx builtins [--print NAME]``: the registered components, or one's source."""
+    """``torchx builtins [--print NAME]``: the registered components, or one's source.
+
+    The listing is served from :py:mod:`torchx.cli._component_cache` while the component
+    sources are unchanged; a component module that fails to import is reported on stderr.
+    """
 
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
         subparser.add_argument(
@@ -27,13 +32,32 @@ class CmdBuiltins(SubCommand):
 
         return get_components()
 
+    def _component_names(self) -> list[str]:
+        from torchx.cli._component_cache import load_component_names, store_component_names
+
+        names = load_component_names()
+        if names is not None:
+            return names
+        names = [component.name for component in self._builtins().values()]
+        from torchx.specs.finder import get_component_load_errors
+
+        errors = get_component_load_errors()
+        for error in errors:
+            print(
+                f"torchx: warning: components of {error} are missing (see `torchx plugins`)",
+                file=sys.stderr,
+            )
+        if not errors:
+            store_component_names(names)
+        return names
+
     def run(self, args: argparse.Namespace) -> None:
         if args.print:
             from torchx.specs.finder import get_builtin_source
 
             print(get_builtin_source(args.print))
             return
-        components = self._builtins()
-        lines = [f"Found {len(components)} builtin components:"]
-        lines += [f" {i:2d}. {c.name}" for i, c in enumerate(components.values(), start=1)]
+        names = self._component_names()
+        lines = [f"Found {len(names)} builtin components:"]
+        lines += [f" {i:2d}. {name}" for i, name in enumerate(names, start=1)]
         print("\n".join(lines))

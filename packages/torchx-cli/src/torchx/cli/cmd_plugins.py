@@ -74,6 +74,22 @@ def _dist_of_module(module: str) -> "tuple[str, str]":
     return "", ""
 
 
+def _discover_components() -> "tuple[list[str], list[dict[str, Any]]]":
+    """Names of the valid components, and the component modules that failed to import."""
+    from torchx.specs.finder import get_component_load_errors, get_components
+
+    try:
+        names = list(get_components())
+    except Exception as e:
+        failed = {"module": "", "entry_point": None, "error": f"{type(e).__name__}: {e}"}
+        return [], [failed]
+    errors = [
+        {"module": e.module, "entry_point": e.entry_point, "error": e.error}
+        for e in get_component_load_errors()
+    ]
+    return names, errors
+
+
 def collect_plugins() -> "dict[str, Any]":
     """Everything ``torchx plugins`` reports, as JSON-ready data."""
     from torchx.cli.main import BUILTIN_SUBCOMMANDS, CLI_CMDS_GROUP
@@ -105,6 +121,7 @@ def collect_plugins() -> "dict[str, Any]":
             }
         ]
     report["components"] = components
+    report["component_names"], report["component_errors"] = _discover_components()
 
     resources: list[dict[str, Any]] = []
     for module in ("torchx.specs.named_resources_generic", "torchx.specs.named_resources_aws"):
@@ -170,6 +187,16 @@ def collect_plugins() -> "dict[str, Any]":
         for e in report[kind]
         if e.get("error")
     ]
+    report["errors"] += [
+        {
+            "kind": "component modules",
+            "name": e["module"],
+            "dist": "",
+            "target": e["entry_point"] or e["module"],
+            "error": e["error"],
+        }
+        for e in report["component_errors"]
+    ]
     return report
 
 
@@ -206,15 +233,26 @@ def format_report(report: "dict[str, Any]") -> str:
     title = "component groups"
     if any(not c.get("builtin") for c in components):
         title += " (registered groups replace the built-ins unless torchx.components is listed)"
-    parts.append(_format_section(title, components))
+    parts.append(
+        _format_section(title, components)
+        + f"\n  {len(report['component_names'])} valid components (see `torchx builtins`)"
+    )
 
     builtin_resources = [r for r in report["named_resources"] if r.get("builtin")]
     plugin_resources = [r for r in report["named_resources"] if not r.get("builtin")]
     by_provider: dict[str, list[str]] = {}
     for r in builtin_resources:
         by_provider.setdefault(_provider(r), []).append(r["name"])
+    import textwrap
+
     builtin_lines = [
-        f"  built in ({provider}, {len(names)}): {', '.join(names)}"
+        textwrap.fill(
+            f"built in ({provider}, {len(names)}): {', '.join(names)}",
+            width=100,
+            initial_indent="  ",
+            subsequent_indent="    ",
+            break_on_hyphens=False,
+        )
         for provider, names in by_provider.items()
     ]
     resources_text = _format_section("named resources from plugins", plugin_resources)

@@ -158,8 +158,10 @@ def _root_parser() -> "ArgumentParser":
 def _subcommand_helps(plugins: "dict[str, EntryPointInfo]") -> "dict[str, str]":
     helps = {name: text for name, (_, text) in BUILTIN_SUBCOMMANDS.items()}
     for name, ep in plugins.items():
-        origin = f"from {ep.dist} {ep.version}".strip()
-        helps[name] = f"{helps[name]} (replaced by {origin})" if name in helps else f"({origin})"
+        origin = f"{ep.dist} {ep.version}".strip()
+        helps[name] = (
+            f"{helps[name]} (replaced by {origin})" if name in helps else f"(from {origin})"
+        )
     return {name: helps[name] for name in sorted(helps)}
 
 
@@ -302,7 +304,7 @@ def _configure_logging(level: "int | str") -> None:
 
 def _dispatch(args: "argparse.Namespace") -> int:
     """Runs the parsed subcommand; returns the exit code (errors are reported here)."""
-    from torchx.cli._errors import CliError, report_exception
+    from torchx.cli._errors import report_exception
 
     debug = False
     try:
@@ -321,8 +323,6 @@ def _dispatch(args: "argparse.Namespace") -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
-    except CliError as e:
-        return report_exception(e, debug)
     except Exception as e:
         return report_exception(e, debug)
     return 0

@@ -88,16 +88,13 @@ class Opts(StructuredOpts):
     """Run options of ``local_cwd``."""
 
     log_dir: str | None = None
-    """directory for the replicas' log files (as <log_dir>/<session>/<app_id>/<role>/<replica>/);
-    default: inside the app's state directory under $TORCHX_HOME/local_cwd"""
+    """dir for the replicas' logs (default: the app's dir under $TORCHX_HOME/local_cwd)"""
 
     prepend_cwd: bool = False
-    """put the working directory before (True) or after (False) the PATH when resolving and
-    running the replicas' programs"""
+    """put the working dir before (True) or after (False) the PATH entries"""
 
     auto_set_cuda_visible_devices: bool = False
-    """give each replica that requests GPUs its own CUDA_VISIBLE_DEVICES share of this host's
-    GPUs (counted with nvidia-smi)"""
+    """give each GPU replica its own share of this host's GPUs in CUDA_VISIBLE_DEVICES"""
 
 
 LocalOpts = Opts
@@ -537,15 +534,16 @@ class LocalScheduler(Scheduler[Opts]):
         created_log_dir: str | None = None
         lock_fd = -1
         try:
-            logs_inside = _is_within(request.log_dir, state_dir)
-            if not logs_inside:
+            # only a log dir this call creates is removed again on failure
+            if not _is_within(request.log_dir, state_dir) and not os.path.lexists(request.log_dir):
                 created_log_dir = request.log_dir
             self._create_logs(doc, state_dir, tmp_dir, dryrun_info._cfg)
             lock_fd = st.open_lock(tmp_dir)
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
-            st.write_json_atomic(os.path.join(tmp_dir, st.REQUEST_FILE), doc)
+            # nobody sees tmp_dir before the rename: no need for atomic writes yet
+            st.write_json_atomic(os.path.join(tmp_dir, st.REQUEST_FILE), doc, atomic=False)
             state = st.new_state([len(r["replicas"]) for r in doc["roles"]])
-            st.write_json_atomic(os.path.join(tmp_dir, st.STATE_FILE), state)
+            st.write_json_atomic(os.path.join(tmp_dir, st.STATE_FILE), state, atomic=False)
             os.rename(tmp_dir, state_dir)  # the app appears complete, already locked
             tmp_dir = None
             from torchx.schedulers import local_supervisor

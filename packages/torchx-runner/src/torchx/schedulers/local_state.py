@@ -77,10 +77,14 @@ def ensure_private_dir(path: str) -> None:
     os.makedirs(path, mode=DIR_MODE, exist_ok=True)
 
 
-def write_json_atomic(path: str, obj: Any) -> None:
-    """Writes ``obj`` as JSON so readers see either the old or the new file, never a torn one."""
+def write_json_atomic(path: str, obj: Any, atomic: bool = True) -> None:
+    """Writes ``obj`` as JSON so readers see either the old or the new file, never a torn one.
+
+    ``atomic=False`` writes in place: only for files nobody can read yet (a directory that
+    is not visible under its final name).
+    """
     data = json.dumps(obj, separators=(",", ":")).encode()
-    tmp = f"{path}.{os.getpid()}.tmp"
+    tmp = f"{path}.{os.getpid()}.tmp" if atomic else path
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
     try:
         view = memoryview(data)
@@ -88,7 +92,8 @@ def write_json_atomic(path: str, obj: Any) -> None:
             view = view[os.write(fd, view) :]
     finally:
         os.close(fd)
-    os.replace(tmp, path)
+    if atomic:
+        os.replace(tmp, path)
 
 
 def read_json(path: str) -> Any:
@@ -111,9 +116,23 @@ def create_private_file(path: str) -> None:
 # process identity: a pid alone may be reused, (pid, start time since boot) may not
 
 
+_HAVE_PROC = os.path.isdir("/proc/self")
+
+
 def proc_start_ticks(pid: int, zombie_ok: bool = False) -> int | None:
     """Start time of a process in clock ticks since boot; None if gone (or a zombie,
-    unless ``zombie_ok``: a zombie keeps its pid, hence its identity, until reaped)."""
+    unless ``zombie_ok``: a zombie keeps its pid, hence its identity, until reaped).
+
+    Without ``/proc`` (not Linux) start times are unknown: 0 for any live pid.
+    """
+    if not _HAVE_PROC:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            return 0
+        return 0
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read()
@@ -138,8 +157,10 @@ def same_process(pid: int | None, start_ticks: int | None) -> bool:
 
 
 def parent_map() -> dict[int, int]:
-    """pid -> parent pid of every live process (one pass over /proc)."""
+    """pid -> parent pid of every live process (one pass over /proc; empty without it)."""
     result: dict[int, int] = {}
+    if not _HAVE_PROC:
+        return result
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -185,17 +206,6 @@ def signal_group(pgid: int, sig: int) -> bool:
 def signal_pid(pid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, sig)
-
-
-def group_alive(pgid: int) -> bool:
-    """True while any process of the group exists (signal 0 probes without delivering)."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def terminate_groups(groups: Iterable[int], grace: float) -> None:

@@ -3,8 +3,9 @@
 One supervisor process owns one app from ``schedule()`` until the app is terminal. It starts
 the replicas (each in its own session), pumps their stdout/stderr pipes into
 ``stdout.log``/``stderr.log``/``combined.log``, reaps them, applies the retry policies and
-writes ``state.json`` after every change. It is a child subreaper, so descendants that
-daemonize are re-parented to it and stopped when the app ends: an app never leaves orphans.
+records every change in ``state.json`` (batched over at most 10 ms). It is a child
+subreaper, so descendants that daemonize are re-parented to it and stopped when the app
+ends: an app never leaves orphans.
 
 Why a separate process: the launcher (``torchx run``, a notebook, a test) may exit or be
 killed while the app runs; any later process reads the state from disk.
@@ -40,6 +41,10 @@ TERMINATE_GRACE_S = 10.0
 _COMBINED_FLUSH_S = 0.1
 """A partial line waits at most this long before it is written to combined.log anyway."""
 
+_STATE_WRITE_DELAY_S = 0.01
+"""Changes are batched for this long before ``state.json`` is rewritten (the first and the
+final state are written at once)."""
+
 _READ_SIZE = 1 << 16
 _PR_SET_CHILD_SUBREAPER = 36
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -61,10 +66,33 @@ def launch(state_dir: str, request: dict[str, Any], lock_fd: int) -> None:
         raise ValueError(
             f"{ENV_START_METHOD}={method!r} is not supported: use 'auto', 'fork' or 'spawn'"
         )
-    if method == "fork" or (method == "auto" and can_fork()):
-        _fork_supervisor(state_dir, request, lock_fd)
-    else:
-        _spawn_supervisor(state_dir, lock_fd)
+    # the supervisor's stdin/stdout/stderr are replaced: keep the lock out of fds 0-2
+    high_lock_fd = _above_stdio(lock_fd, close_original=False)
+    try:
+        if method == "fork" or (method == "auto" and can_fork()):
+            _fork_supervisor(state_dir, request, high_lock_fd)
+        else:
+            _spawn_supervisor(state_dir, high_lock_fd)
+    finally:
+        if high_lock_fd != lock_fd:
+            os.close(high_lock_fd)
+
+
+def _above_stdio(fd: int, close_original: bool = True) -> int:
+    """``fd`` itself, or a duplicate numbered 3 or more (a daemon may have closed 0-2)."""
+    if fd > 2:
+        return fd
+    import fcntl
+
+    high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    if close_original:
+        os.close(fd)
+    return high
+
+
+def _pipe() -> tuple[int, int]:
+    read_fd, write_fd = os.pipe()
+    return _above_stdio(read_fd), _above_stdio(write_fd)
 
 
 def can_fork() -> bool:
@@ -81,7 +109,8 @@ def _fork_supervisor(state_dir: str, request: dict[str, Any], lock_fd: int) -> N
     # loaded before forking, so every supervisor after the first one gets them for free
     _load_prctl()
     import resource  # noqa: F401
-    ready_r, ready_w = os.pipe()
+
+    ready_r, ready_w = _pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the forked child, which never returns
         code = 1
@@ -109,7 +138,7 @@ def _fork_supervisor(state_dir: str, request: dict[str, Any], lock_fd: int) -> N
 
 
 def _spawn_supervisor(state_dir: str, lock_fd: int) -> None:
-    ready_r, ready_w = os.pipe()
+    ready_r, ready_w = _pipe()
     log_fd = os.open(
         os.path.join(state_dir, st.SUPERVISOR_LOG),
         os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC,
@@ -209,14 +238,18 @@ def _become_subreaper() -> None:
         _load_prctl()(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-def _raise_fd_limit() -> None:
-    """Three pipes/logs per replica exceed the default soft limit of 1024 for big apps."""
+def _raise_fd_limit(num_replicas: int) -> None:
+    """Makes room for 5 descriptors per replica (2 pipes, 3 logs) when the soft limit is
+    too low. Only then: replicas inherit the limit, and some programs mind a huge one."""
     import resource
 
+    needed = 5 * num_replicas + 64
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY or soft < hard:
-        with contextlib.suppress(ValueError, OSError):
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return
+    target = needed if hard == resource.RLIM_INFINITY else min(hard, needed)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -334,6 +367,8 @@ class Supervisor:
         self.dirty = False
         self.partials: set[_Pipe] = set()
         self.unticked: list[_Replica] = []
+        self.write_at: float | None = None
+        self.devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         self.selector = selectors.DefaultSelector()
         self.base_env = dict(os.environ)
         self.wake_r = -1
@@ -349,7 +384,7 @@ class Supervisor:
         os.set_inheritable(self.lock_fd, False)
         self._install_signals()
         _become_subreaper()
-        _raise_fd_limit()
+        _raise_fd_limit(sum(len(replicas) for replicas in self.replicas))
         pid = os.getpid()
         self.state["supervisor"] = {"pid": pid, "start_ticks": st.proc_start_ticks(pid)}
         if os.path.exists(os.path.join(self.state_dir, st.CANCEL_FILE)):
@@ -378,10 +413,14 @@ class Supervisor:
         """Supervises until every replica is done; then stops leftovers, writes the end."""
         while True:
             self._process_exits()
-            if self.dirty:
-                self._write_state()
             if not self.by_pid and not self.pending_restart and not self.exited:
-                break
+                break  # the final write follows at once
+            if self.dirty:
+                now = time.monotonic()
+                if self.write_at is None:
+                    self.write_at = now + _STATE_WRITE_DELAY_S
+                elif now >= self.write_at:
+                    self._write_state()
             self._wait_for_events(self._timeout())
             self._check_kill_deadline()
         self._finish()
@@ -392,6 +431,8 @@ class Supervisor:
             timeouts.append(_COMBINED_FLUSH_S)
         if self.kill_deadline is not None:
             timeouts.append(max(0.0, self.kill_deadline - time.monotonic()))
+        if self.write_at is not None:
+            timeouts.append(max(0.0, self.write_at - time.monotonic()))
         return min(timeouts) if timeouts else None
 
     def _wait_for_events(self, timeout: float | None) -> None:
@@ -451,10 +492,12 @@ class Supervisor:
         record.update(state=st.RUNNING, exit_code=None, started=now, ended=None)
         env = {**self.base_env, **params["env"]}
         env.setdefault("PYTHONUNBUFFERED", "x")
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
+        out_r, out_w = _pipe()
+        err_r, err_w = _pipe()
         try:
-            proc = run_local_job(params["args"], env, out_w, err_w, params.get("cwd"))
+            proc = run_local_job(
+                params["args"], env, out_w, err_w, params.get("cwd"), stdin=self.devnull
+            )
         except OSError as e:
             for fd in (out_r, err_r):
                 os.close(fd)
@@ -503,11 +546,11 @@ class Supervisor:
         if rep in self.pending_restart:
             record["state"] = st.PENDING
             return
-        if was_stopped:
-            record["state"] = st.CANCELLED
-            return
         if code == 0:
             record["state"] = st.SUCCEEDED
+            return
+        if was_stopped:  # stopped by us (cancel, or another replica failed)
+            record["state"] = st.CANCELLED
             return
         record["state"] = st.FAILED
         if self.final is not None:
@@ -724,18 +767,25 @@ class Supervisor:
         self.state["updated"] = time.time()
         st.write_json_atomic(self.state_path, self.state)
         self.dirty = False
+        self.write_at = None
 
 
 def run_local_job(
-    args: list[str], env: dict[str, str], stdout: Any, stderr: Any, cwd: str | None = None
+    args: list[str],
+    env: dict[str, str],
+    stdout: Any,
+    stderr: Any,
+    cwd: str | None = None,
+    *,
+    stdin: Any = subprocess.DEVNULL,
 ) -> subprocess.Popen[bytes]:
     """Starts one replica process in its own session (so its whole process group can be
-    signalled) with exactly the given environment; stdout/stderr as for ``subprocess.Popen``."""
+    signalled) with exactly the given environment; stdio as for ``subprocess.Popen``."""
     return subprocess.Popen(
         args,
         env=env,
         cwd=cwd,
-        stdin=subprocess.DEVNULL,
+        stdin=stdin,
         stdout=stdout,
         stderr=stderr,
         start_new_session=True,

@@ -1,0 +1,131 @@
+"""On-disk cache of the component names ``torchx builtins`` lists.
+
+Listing components means importing every component module and linting its source, which
+costs several interpreter start-ups; the answer only changes when a component source file,
+a component package directory, the installed distributions or torchx itself change. So
+the names are stored in ``$TORCHX_HOME/cache/`` together with the mtime and size of every
+file and directory they were computed from (a new module changes its directory's mtime),
+and reused while all of those are unchanged. A discovery that hit load errors is not
+cached, so its warnings show every time. ``TORCHX_NO_ENTRYPOINT_CACHE=1`` disables it,
+like the entry-point cache.
+"""
+
+import marshal
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+__all__ = ["load_component_names", "store_component_names"]
+
+_FORMAT = 1
+_DISABLE_ENV = "TORCHX_NO_ENTRYPOINT_CACHE"
+_COMPONENTS_GROUP = "torchx.components"
+_BUILTIN_MODULE = "torchx.components"
+# torchx modules whose code decides what a valid component is.
+_DISCOVERY_MODULES = ("torchx.specs.finder", "torchx.specs.file_linter")
+
+
+def _disabled() -> bool:
+    return os.environ.get(_DISABLE_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _cache_path() -> str:
+    import zlib
+
+    home = os.environ.get("TORCHX_HOME") or os.path.join(os.path.expanduser("~"), ".torchx")
+    tag = zlib.crc32(f"{sys.executable}\0{sys.version}".encode()) & 0xFFFFFFFF
+    return os.path.join(home, "cache", f"components-{tag:08x}.marshal")
+
+
+def _key() -> "tuple[Any, ...]":
+    from torchx.util.entrypoints import entry_points
+    from torchx.version import __version__
+
+    groups = tuple(tuple(ep) for ep in entry_points(_COMPONENTS_GROUP))
+    paths = tuple(p for p in sys.path if isinstance(p, str))
+    return (_FORMAT, __version__, sys.version, sys.executable, paths, groups)
+
+
+def _stamp(path: str) -> "tuple[int, int] | None":
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
+def load_component_names() -> "list[str] | None":
+    """The cached names, or ``None`` when there is no valid cache entry."""
+    if _disabled():
+        return None
+    try:
+        with open(_cache_path(), "rb") as f:
+            # Our own 0600 file in the user's private cache dir, not untrusted input.
+            key, watched, names = marshal.load(f)  # noqa: S302
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+    if key != _key():
+        return None
+    for path, stamp in watched:
+        if _stamp(path) != stamp:
+            return None
+    return list(names)
+
+
+def _base_modules() -> list[str]:
+    from torchx.util.entrypoints import entry_points
+
+    modules = [ep.module for ep in entry_points(_COMPONENTS_GROUP)]
+    return modules or [_BUILTIN_MODULE]
+
+
+def _watched_paths() -> "Iterable[str]":
+    """Source files and package directories the listing was computed from."""
+    bases = _base_modules()
+    for name, module in list(sys.modules.items()):
+        relevant = name in _DISCOVERY_MODULES or any(
+            name == base or name.startswith(base + ".") for base in bases
+        )
+        if not relevant or module is None:
+            continue
+        source = getattr(module, "__file__", None)
+        if source:
+            yield source
+        for directory in getattr(module, "__path__", None) or []:
+            yield from _directories(directory)
+
+
+def _directories(root: str) -> "Iterable[str]":
+    for dirpath, dirnames, _ in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+        yield dirpath
+
+
+def store_component_names(names: "list[str]") -> None:
+    """Caches ``names``, computed by the finder in this process (best effort)."""
+    if _disabled():
+        return
+    watched = []
+    for path in sorted(set(_watched_paths())):
+        stamp = _stamp(path)
+        if stamp is not None:
+            watched.append((path, stamp))
+    path = _cache_path()
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, marshal.dumps((_key(), tuple(watched), tuple(names))))
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError:
+        try:  # noqa: SIM105 (contextlib costs start-up time)
+            os.unlink(tmp)
+        except OSError:
+            pass
