@@ -173,8 +173,14 @@ def _cache_disabled() -> bool:
 
 
 def _cache_key() -> "tuple[Any, ...]":
-    """Everything the visible set of distributions depends on."""
-    path = tuple(p for p in sys.path if isinstance(p, str))
+    """Everything the visible set of distributions depends on.
+
+    ``sys.path[0]`` (the script's directory, or the working directory for ``python -m``)
+    is left out: it never holds installed distributions, and keying on it would miss the
+    cache on every new working directory and whenever a file is written next to the
+    script (``/tmp`` changes all the time).
+    """
+    path = tuple(p for p in sys.path[1:] if isinstance(p, str))
     stamps = []
     for entry in path:
         try:
