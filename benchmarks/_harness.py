@@ -3,6 +3,9 @@
 Every figure is a ratio against a floor measured in the same run (``python -c pass`` in the
 same venv), so results compare across machines. Upstream TorchX 0.7.0 is installed from PyPI
 into its own venv for side-by-side numbers.
+
+Measured commands run without ``PYTHONDONTWRITEBYTECODE``: a user's install has ``.pyc``
+files, so compiling sources on every start would time something no user pays.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,11 +66,39 @@ def ensure_clean_venv(name: str, dists: Sequence[str] = DISTS) -> Path:
     return venv
 
 
+def bench_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``base`` (default: this process's environment) without ``PYTHONDONTWRITEBYTECODE``."""
+    source = os.environ if base is None else base
+    return {k: v for k, v in source.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def compile_sources(python: Path | str, paths: Sequence[Path] | None = None) -> None:
+    """Byte-compiles ``paths`` (default: every ``packages/*/src``) with ``python``.
+
+    Editable installs leave the sources in the repository, where nothing writes ``.pyc``
+    files while ``PYTHONDONTWRITEBYTECODE`` is set; a wheel install would have them.
+    """
+    targets = paths if paths is not None else sorted(ROOT.glob("packages/*/src"))
+    subprocess.run(
+        [str(python), "-m", "compileall", "-q", *map(str, targets)],
+        env=bench_env(),
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+
+
 def time_command(
-    argv: Sequence[str], runs: int = 15, env: dict[str, str] | None = None, cwd: str | None = None
+    argv: Sequence[str],
+    runs: int = 15,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
 ) -> float:
-    """Median wall time of ``argv`` over ``runs`` runs (after one warm-up run)."""
-    full_env = {**os.environ, **(env or {})}
+    """Median wall time of ``argv`` over ``runs`` runs (after one warm-up run).
+
+    ``env`` is the whole environment (default: this process's); ``PYTHONDONTWRITEBYTECODE``
+    is always removed from it, so the warm-up run leaves ``.pyc`` files behind.
+    """
+    full_env = bench_env(env)
     subprocess.run(argv, env=full_env, cwd=cwd, capture_output=True, check=False)
     samples = []
     for _ in range(runs):

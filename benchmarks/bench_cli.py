@@ -1,27 +1,28 @@
 """Start-up benchmark of the ``torchx`` command line, ours vs upstream torchx 0.7.0.
 
-Builds nothing: it times the console scripts that are already installed,
-``.venv/bin/torchx`` (this repository) and ``.bench/upstream/bin/torchx`` (upstream), each
-against the floor ``python -c pass`` of its own virtual environment. Each command runs
-``--runs`` times after one warm-up run (which also fills the entry-point cache); the
-median is reported with its ratio to the floor and the speed-up over upstream, and rows
-missing a target are flagged. A report, not a test: always exits 0.
+Times the console scripts that are installed, ``.venv/bin/torchx`` (this repository,
+editable) and the upstream venv's ``torchx`` (created by ``_harness.ensure_upstream_venv``),
+each against the floor ``python -c pass`` of its own virtual environment. Our sources are
+byte-compiled first and every command runs without ``PYTHONDONTWRITEBYTECODE``, as in a
+user's install. Each command runs ``--runs`` times after one warm-up run (which also fills
+the entry-point cache); the median is reported with its ratio to the floor and the speed-up
+over upstream, and rows missing a target are flagged. A report, not a test: always exits 0.
 
     .venv/bin/python benchmarks/bench_cli.py [--runs N]
 """
 
+from __future__ import annotations
+
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from _harness import ROOT, bench_env, compile_sources, ensure_upstream_venv, time_command
+
 OURS = ROOT / ".venv" / "bin"
-UPSTREAM = ROOT / ".bench" / "upstream" / "bin"
 MIN_SPEEDUP = 4.0
 
 # (arguments, max ratio to the floor)
@@ -33,19 +34,6 @@ COMMANDS: list[tuple[list[str], float]] = [
 ]
 
 
-def _time_once(cmd: list[str], cwd: str, env: dict[str, str]) -> float:
-    start = time.perf_counter()
-    subprocess.run(
-        cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
-    )
-    return time.perf_counter() - start
-
-
-def _median(cmd: list[str], runs: int, cwd: str, env: dict[str, str]) -> float:
-    _time_once(cmd, cwd, env)  # warm-up: page cache, .pyc files, entry-point cache
-    return statistics.median(_time_once(cmd, cwd, env) for _ in range(runs))
-
-
 def _check_exit(cmd: list[str], cwd: str, env: dict[str, str]) -> str:
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     if proc.returncode == 0:
@@ -54,36 +42,39 @@ def _check_exit(cmd: list[str], cwd: str, env: dict[str, str]) -> str:
     return f"exit {proc.returncode}: {tail[0][:80]}"
 
 
+def _isolated_env(tmp: str) -> dict[str, str]:
+    """No ``TORCHX*`` settings of the caller; a private ``TORCHX_HOME`` and ``HOME``."""
+    env = {k: v for k, v in bench_env().items() if not k.startswith("TORCHX")}
+    env.update(
+        TORCHX_HOME=os.path.join(tmp, "torchx_home"),
+        HOME=os.path.join(tmp, "home"),
+        LOGLEVEL="WARNING",
+    )
+    os.makedirs(env["HOME"])
+    return env
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15, help="timed runs per command")
     args = parser.parse_args()
 
-    have_upstream = (UPSTREAM / "torchx").exists()
+    upstream = ensure_upstream_venv() / "bin"
+    compile_sources(OURS / "python")
     with tempfile.TemporaryDirectory(prefix="bench-cli-") as tmp:
         cwd = os.path.join(tmp, "cwd")
         os.makedirs(cwd)
-        # Real installs have .pyc files: let the warm-up runs write them.
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith("TORCHX") and k != "PYTHONDONTWRITEBYTECODE"
-        }
-        env.update(
-            TORCHX_HOME=os.path.join(tmp, "torchx_home"),
-            HOME=os.path.join(tmp, "home"),
-            LOGLEVEL="WARNING",
-        )
-        os.makedirs(env["HOME"])
+        env = _isolated_env(tmp)
 
-        floor_ours = _median([str(OURS / "python"), "-c", "pass"], args.runs, cwd, env)
-        floor_up = (
-            _median([str(UPSTREAM / "python"), "-c", "pass"], args.runs, cwd, env)
-            if have_upstream
-            else float("nan")
+        def median(cmd: list[str]) -> float:
+            return time_command(cmd, args.runs, env=env, cwd=cwd)
+
+        floor_ours = median([str(OURS / "python"), "-c", "pass"])
+        floor_up = median([str(upstream / "python"), "-c", "pass"])
+        print(
+            f"floor (python -c pass): ours {floor_ours * 1e3:.1f} ms,"
+            f" upstream venv {floor_up * 1e3:.1f} ms"
         )
-        print(f"floor (python -c pass): ours {floor_ours * 1e3:.1f} ms", end="")
-        print(f", upstream venv {floor_up * 1e3:.1f} ms" if have_upstream else "")
         print(f"runs per command: {args.runs} (median)\n")
 
         header = (
@@ -97,26 +88,22 @@ def main() -> None:
             label = "torchx " + " ".join(argv)
             ours_cmd = [str(OURS / "torchx"), *argv]
             problem = _check_exit(ours_cmd, cwd, env)
-            ours = _median(ours_cmd, args.runs, cwd, env)
+            ours = median(ours_cmd)
             ratio = ours / floor_ours
-            upstream = float("nan")
-            if have_upstream:
-                upstream = _median([str(UPSTREAM / "torchx"), *argv], args.runs, cwd, env)
-            speedup = upstream / ours
+            theirs = median([str(upstream / "torchx"), *argv])
+            speedup = theirs / ours
             verdict = []
             if problem:
                 verdict.append(f"FAILED ({problem})")
             if ratio > target:
                 verdict.append(f"MISS ratio>{target:g}x")
-            if have_upstream and not speedup >= MIN_SPEEDUP:
+            if not speedup >= MIN_SPEEDUP:
                 verdict.append(f"MISS speed-up<{MIN_SPEEDUP:g}x")
             misses += bool(verdict)
             print(
                 f"{label:<58} {ours * 1e3:>8.1f} {ratio:>7.2f}x {target:>6.1f}x"
-                f" {upstream * 1e3:>12.1f} {speedup:>8.1f}x  {'; '.join(verdict) or 'ok'}"
+                f" {theirs * 1e3:>12.1f} {speedup:>8.1f}x  {'; '.join(verdict) or 'ok'}"
             )
-        if not have_upstream:
-            print(f"\n(upstream torchx not found at {UPSTREAM}; speed-ups not measured)")
         print(f"\n{misses} of {len(COMMANDS)} commands miss a target")
     sys.exit(0)
 
