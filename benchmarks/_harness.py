@@ -58,7 +58,14 @@ def ensure_clean_venv(name: str, dists: Sequence[str] = DISTS) -> Path:
             )
         subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
         subprocess.run(
-            [str(_venv_python(venv)), "-m", "pip", "install", "-q", *map(str, wheels.glob("*.whl"))],
+            [
+                str(_venv_python(venv)),
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                *map(str, wheels.glob("*.whl")),
+            ],
             check=True,
         )
     finally:

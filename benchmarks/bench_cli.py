@@ -18,7 +18,6 @@ import os
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
 from _harness import ROOT, bench_env, compile_sources, ensure_upstream_venv, time_command
 

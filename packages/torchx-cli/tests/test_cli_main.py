@@ -86,6 +86,31 @@ def test_run_dryrun_imports_no_sdk_and_no_pydantic_without_config(cli: Cli) -> N
     assert not imported & {"pydantic", "docker", "kubernetes", "boto3", "mlflow", "yaml"}
 
 
+def test_run_dryrun_imports_only_what_it_needs(cli: Cli) -> None:
+    argv = ["run", "--dryrun", "-s", "local_cwd", "utils.echo", "--msg", "hi"]
+    assert cli.run(*argv).returncode == 0  # fills the entry-point cache, as any run does
+    imported = _modules_after(cli, argv)
+    # The component is looked up directly (no scan of the other component modules),
+    # docstrings are parsed only for help, and nothing else the run does not use.
+    unneeded = {
+        "torchx.components.dist",
+        "pkgutil",
+        "difflib",
+        "docstring_parser",
+        "uuid",
+        "platform",
+        "shutil",
+        "torchx.workspace.api",
+    }
+    assert not imported & unneeded, sorted(imported & unneeded)
+
+
+def test_builtins_parses_no_docstrings(cli: Cli) -> None:
+    imported = _modules_after(cli, ["builtins"])
+    assert "torchx.cli.cmd_builtins" in imported
+    assert "docstring_parser" not in imported
+
+
 def test_unknown_subcommand_is_one_line_usage_error(cli: Cli, one_line_error: OneLineError) -> None:
     proc = cli.run("stauts", "local_cwd://torchx/foo")
     assert proc.returncode == 2

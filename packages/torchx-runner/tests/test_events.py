@@ -121,3 +121,33 @@ def test_unserializable_event_does_not_break_the_call(
         record(event)
     assert "could not serialize torchx event for api weird" in caplog.text
     assert not any("weird" in m for m in captured.messages)
+
+
+def test_events_reach_filters_and_propagation() -> None:
+    # Nothing listens by default (events are not even serialized); a filter or a
+    # propagating logger listens, so they get every event.
+    record(TorchxEvent("s", "x", "warmup"))
+    logger = logging.getLogger("torchx-events-null")
+    seen: list[str] = []
+
+    def keep(rec: logging.LogRecord) -> bool:
+        seen.append(rec.getMessage())
+        return False
+
+    logger.addFilter(keep)
+    try:
+        record(TorchxEvent("s", "x", "filtered"))
+    finally:
+        logger.removeFilter(keep)
+    assert [json.loads(m)["api"] for m in seen] == ["filtered"]
+
+    root = logging.getLogger()
+    below_root = Capture()
+    root.addHandler(below_root)
+    logger.propagate = True
+    try:
+        record(TorchxEvent("s", "x", "propagated"))
+    finally:
+        logger.propagate = False
+        root.removeHandler(below_root)
+    assert [json.loads(m)["api"] for m in below_root.messages] == ["propagated"]

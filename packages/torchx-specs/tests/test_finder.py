@@ -121,6 +121,12 @@ def report(site: Path, home: Path, names: list[str], *python_args: str) -> dict[
     return result
 
 
+def add_site(monkeypatch: pytest.MonkeyPatch, site: Path) -> None:
+    """Puts ``site`` on ``sys.path`` after ``sys.path[0]``, which the entry-point cache
+    ignores (so a prepended site would be invisible to a warm cache)."""
+    monkeypatch.setattr(sys, "path", [sys.path[0], str(site), *sys.path[1:]])
+
+
 @pytest.fixture
 def site(tmp_path: Path) -> Path:
     path = tmp_path / "site"
@@ -201,6 +207,197 @@ def test_no_builtins_installed_means_no_components(site: Path, tmp_path: Path) -
     assert "torchx builtins" in str(result["outcomes"])
 
 
+# ---- direct lookup: one module imported, same answer as the full scan ----------------
+
+ALT_BAZ = TRAINER.replace("Trains a model.", "Shadowed trainer.")
+
+LOOKUP_MODULES = {
+    **MY_PROJECT,
+    "my_project/alt/__init__.py": "",
+    "my_project/alt/baz.py": ALT_BAZ,
+    "my_project/plain.py": VALID_ELSEWHERE.replace("hidden", "plain_fn"),
+}
+
+LOOKUP_ENTRY_POINTS = {
+    "foo": "my_project.bar",
+    "test": "my_project",
+    "mod": "my_project.plain",
+    "_0": "my_project.bar",
+    "_1": "my_project.alt",
+    "_2": "other_comps",
+    "bad": "no_such_components_pkg",
+}
+
+LOOKUP_NAMES = [
+    "foo.baz.trainer",  # group prefix + relative module + function
+    "foo.baz.untyped",  # listed, with validation errors
+    "foo.baz._helper",  # private: never a component
+    "foo.reexport.trainer",  # imported there, defined elsewhere
+    "foo.tests.helpers.hidden",  # tests packages are not scanned
+    "foo.test_baz.hidden",  # test_* modules are not scanned
+    "foo.nsdir.comp.hidden",  # namespace packages are not entered
+    "foo.broken_import.anything",
+    "foo.broken_syntax.oops",
+    "foo.baz",
+    "foo",
+    "foo.",
+    "foo..trainer",
+    "test.bar.baz.trainer",  # `test` is a group name here, not a skipped module
+    "test.alt.baz.trainer",
+    "test.plain.plain_fn",
+    "mod.plain_fn",  # a plain module as the base
+    "mod.plain.plain_fn",
+    "baz.trainer",  # `_0` and `_1` both list it: the first finder wins
+    "hello",  # `_2`: a function of the base module itself
+    "bad.anything",
+    "nope.trainer",
+]
+
+LOOKUP_REPORT = """
+    import json, sys
+    from torchx.specs import finder
+
+    def describe(c):
+        if c is None:
+            return None
+        return [c.name, c.fn_name, c.fn.__module__, c.validation_errors]
+
+    direct = {n: describe(finder._lookup(n, None)) for n in NAMES}
+    scanned = finder._discover(None).components
+    print(json.dumps({"direct": direct, "scan": {n: describe(scanned.get(n)) for n in NAMES}}))
+"""
+
+
+def run_script(site: Path, home: Path, script: str, names: list[str]) -> dict[str, object]:
+    env = {**os.environ, "PYTHONPATH": str(site), "TORCHX_HOME": str(home)}
+    code = f"NAMES = {names!r}\n" + textwrap.dedent(script)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    result: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
+    result["stderr"] = proc.stderr
+    return result
+
+
+def test_direct_lookup_equals_full_scan(site: Path, tmp_path: Path) -> None:
+    install(site, LOOKUP_ENTRY_POINTS, LOOKUP_MODULES)
+    result = run_script(site, tmp_path / "home", LOOKUP_REPORT, LOOKUP_NAMES)
+    assert result["direct"] == result["scan"]
+    direct = result["direct"]
+    assert isinstance(direct, dict)
+    found = {name for name, component in direct.items() if component is not None}
+    assert found == {
+        "foo.baz.trainer",
+        "foo.baz.untyped",
+        "test.bar.baz.trainer",
+        "test.alt.baz.trainer",
+        "test.plain.plain_fn",
+        "mod.plain_fn",
+        "baz.trainer",
+        "hello",
+    }
+    assert direct["baz.trainer"] == ["baz.trainer", "trainer", "my_project.bar.baz", []]
+    assert direct["foo.baz.untyped"][3]  # linter errors kept
+
+
+IMPORTS_REPORT = """
+    import json, sys
+    from torchx.specs import finder
+
+    component = finder.get_component(NAMES[0])
+    print(json.dumps({
+        "imported": sorted(m for m in sys.modules if m.startswith(("my_project", "other_"))),
+        "docstrings_parsed": "docstring_parser" in sys.modules,
+    }))
+"""
+
+
+def test_direct_lookup_imports_only_the_named_module(site: Path, tmp_path: Path) -> None:
+    install(site, LOOKUP_ENTRY_POINTS, LOOKUP_MODULES)
+    result = run_script(site, tmp_path / "home", IMPORTS_REPORT, ["foo.baz.trainer"])
+    # The finders' base packages (a prefix-less finder may hold any name) and the path to
+    # the component; none of the other component modules.
+    assert result["imported"] == [
+        "my_project",
+        "my_project.alt",
+        "my_project.bar",
+        "my_project.bar.baz",
+        "other_comps",
+    ]
+    assert result["docstrings_parsed"] is False
+    assert "skipping components" not in str(result["stderr"])  # no broken module touched
+
+
+GET_COMPONENT_REPORT = """
+    import json, sys
+    from torchx.specs import finder
+
+    def outcome(name):
+        try:
+            c = finder.get_component(name)
+        except Exception as e:
+            return f"{type(e).__name__}: {e}"
+        return [c.name, c.fn.__module__]
+
+    first = {n: outcome(n) for n in NAMES}
+    parsed_before_description = "docstring_parser" in sys.modules
+    description = finder.get_component("foo.baz.trainer").description
+    print(json.dumps({
+        "outcomes": first,
+        "parsed_before_description": parsed_before_description,
+        "description": description,
+    }))
+"""
+
+
+def test_get_component_uses_lookup_and_explains_misses(site: Path, tmp_path: Path) -> None:
+    install(site, LOOKUP_ENTRY_POINTS, LOOKUP_MODULES)
+    result = run_script(
+        site,
+        tmp_path / "home",
+        GET_COMPONENT_REPORT,
+        ["baz.trainer", "foo.baz.untyped", "foo.baz.trainr", "other_comps.hello"],
+    )
+    outcomes = result["outcomes"]
+    assert isinstance(outcomes, dict)
+    assert outcomes["baz.trainer"] == ["baz.trainer", "my_project.bar.baz"]
+    assert outcomes["foo.baz.untyped"].startswith("ComponentValidationException")
+    miss = outcomes["foo.baz.trainr"]
+    assert miss.startswith("ComponentNotFoundException")
+    assert "Did you mean: foo.baz.trainer" in miss  # the full scan explains a miss
+    assert "broken_import" in miss
+    assert outcomes["other_comps.hello"] == ["other_comps.hello", "other_comps"]  # import path
+    assert result["parsed_before_description"] is False
+    assert result["description"] == "Trains a model."
+
+
+def test_component_description_is_lazy_and_overridable() -> None:
+    def comp() -> specs.AppDef:
+        """Summary line.
+
+        More text.
+        """
+        return specs.AppDef(name="x")
+
+    lazy = finder._Component("c", None, "comp", comp)
+    assert lazy.validation_errors == []
+    assert lazy.description == "Summary line.\nMore text."
+    given = finder._Component("c", "given", "comp", comp, [])
+    assert given.description == "given"
+    given.description = "changed"
+    assert given.description == "changed"
+    assert finder._Component("c", None, "comp", comp, ["bad"]).description == ""
+    assert lazy == finder._Component("c", "Summary line.\nMore text.", "comp", comp, [])
+    assert lazy != given
+    assert "description='Summary line." in repr(lazy)
+
+
 # ---- in-process: file and import-path forms, validators, sources --------------------
 
 
@@ -259,7 +456,7 @@ def test_results_are_cached_per_validators(tmp_path: Path, monkeypatch: pytest.M
     site = tmp_path / "site"
     package = f"cached_comps_{uuid.uuid4().hex[:8]}"
     install(site, {"_": package}, {f"{package}/__init__.py": TRAINER})
-    monkeypatch.syspath_prepend(str(site))
+    add_site(monkeypatch, site)
 
     assert sorted(finder.get_components()) == ["trainer"]
     assert finder.get_components(validators=[_RejectAll()]) == {}

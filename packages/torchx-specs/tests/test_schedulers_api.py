@@ -3,11 +3,14 @@ registry (``torchx.schedulers``)."""
 
 from __future__ import annotations
 
+import importlib
 import json
+import linecache
 import os
 import subprocess
 import sys
 import textwrap
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +19,7 @@ from typing import Any
 import pytest
 
 import torchx.schedulers
+from torchx.schedulers import api as scheduler_api
 from torchx.schedulers.api import (
     DAYS_IN_2_WEEKS,
     DescribeAppResponse,
@@ -193,6 +197,8 @@ class WorkspaceScheduler(MemoryScheduler, WorkspaceMixin[None]):
 
 def test_workspace_is_built_for_the_first_role() -> None:
     scheduler = WorkspaceScheduler()
+    assert scheduler_api.as_workspace_scheduler(scheduler) is scheduler
+    assert scheduler_api.as_workspace_scheduler(MemoryScheduler()) is None
     assert [key for key, _ in scheduler.run_opts()][-1] == "image_repo"
     app = _app()
     scheduler.submit(app, {"queue": "q"}, workspace="/tmp/project")
@@ -338,6 +344,139 @@ def test_class_without_source_falls_back_to_field_names() -> None:
         "@dataclass\nclass Dyn(StructuredOpts):\n    x: int = 1\n    '''doc'''\n", namespace
     )
     assert namespace["Dyn"].get_docstrings() == {"x": "x"}
+
+
+@dataclass
+class HelpOpts(StructuredOpts):
+    from_metadata: int = field(default=1, metadata={"help": "Help from metadata."})
+    """A docstring the metadata help wins over."""
+
+    from_docstring: str = "x"
+    """Help from the docstring."""
+
+    undocumented: bool = False
+
+
+@dataclass
+class MetadataOnlyOpts(StructuredOpts):
+    first: int = field(default=1, metadata={"help": "First option."})
+    second: str | None = field(default=None, metadata={"help": "Second option."})
+
+
+def test_metadata_help_wins_then_docstring_then_name() -> None:
+    assert HelpOpts.get_docstrings() == {
+        "from_metadata": "Help from metadata.",
+        "from_docstring": "Help from the docstring.",
+        "undocumented": "undocumented",
+    }
+    helps = {key: opt.help for key, opt in HelpOpts.as_runopts()}
+    assert helps == {
+        "from_metadata": "Help from metadata.",
+        "from_docstring": "Help from the docstring.",
+        "undocumented": "undocumented",
+    }
+
+
+def test_metadata_help_needs_no_source() -> None:
+    namespace: dict[str, Any] = {
+        "StructuredOpts": StructuredOpts,
+        "dataclass": dataclass,
+        "field": field,
+    }
+    exec(
+        "@dataclass\nclass Dyn(StructuredOpts):\n"
+        "    x: int = field(default=1, metadata={'help': 'the x'})\n",
+        namespace,
+    )
+    assert namespace["Dyn"].get_docstrings() == {"x": "the x"}
+    assert MetadataOnlyOpts.get_docstrings() == {
+        "first": "First option.",
+        "second": "Second option.",
+    }
+    # Every option has metadata help, so the (slow) source read never happened.
+    assert MetadataOnlyOpts not in scheduler_api._DOCSTRINGS
+
+
+def _import_source(tmp_path: Path, source: str) -> Any:
+    """Imports ``source`` as a new module from a real file (so its source can be read)."""
+    module_name = f"opts_mod_{uuid.uuid4().hex[:12]}"
+    (tmp_path / f"{module_name}.py").write_text(textwrap.dedent(source))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        return importlib.import_module(module_name)
+    finally:
+        sys.path.remove(str(tmp_path))
+
+
+def test_as_runopts_is_computed_once_and_returns_fresh_copies(tmp_path: Path) -> None:
+    module = _import_source(
+        tmp_path,
+        """
+        from dataclasses import dataclass
+        from torchx.schedulers.api import StructuredOpts
+
+        @dataclass
+        class FileOpts(StructuredOpts):
+            depth: int = 3
+            \"\"\"How deep to go.\"\"\"
+        """,
+    )
+    first = module.FileOpts.as_runopts()
+    assert first.get("depth").help == "How deep to go."
+    # The source is gone now; the schema computed on the first call is still served.
+    Path(module.__file__).unlink()
+    linecache.clearcache()
+    first.add("extra", str, "added by the caller")
+    first.get("depth").help = "changed by the caller"
+    second = module.FileOpts.as_runopts()
+    assert [key for key, _ in second] == ["depth"]
+    assert second.get("depth").help == "How deep to go."
+    docs = module.FileOpts.get_docstrings()
+    docs["depth"] = "changed"
+    assert module.FileOpts.get_docstrings() == {"depth": "How deep to go."}
+
+
+def test_attribute_docstrings_of_classes_inside_statements(tmp_path: Path) -> None:
+    module = _import_source(
+        tmp_path,
+        """
+        import sys
+        from dataclasses import dataclass
+        from torchx.schedulers.api import StructuredOpts
+
+        if sys.platform:
+            @dataclass
+            class InIf(StructuredOpts):
+                mode: str = "fast"
+                \"\"\"Mode, defined under an if.\"\"\"
+
+        try:
+            @dataclass
+            class InTry(StructuredOpts):
+                retries: int = 0
+                \"\"\"Retries, defined in a try.\"\"\"
+        except ImportError:
+            pass
+
+        class Outer:
+            @dataclass
+            class Inner(StructuredOpts):
+                size: int = 1
+                \"\"\"Size, of a nested class.\"\"\"
+        """,
+    )
+    assert module.InIf.get_docstrings() == {"mode": "Mode, defined under an if."}
+    assert module.InTry.get_docstrings() == {"retries": "Retries, defined in a try."}
+    assert module.Outer.Inner.get_docstrings() == {"size": "Size, of a nested class."}
+
+
+def test_attribute_docstrings_of_a_class_defined_in_a_function() -> None:
+    @dataclass
+    class LocalOpts(StructuredOpts):
+        level: int = 0
+        """Level of detail."""
+
+    assert LocalOpts.get_docstrings() == {"level": "Level of detail."}
 
 
 # ---- registry (real entry points, fresh interpreters) ----------------------------------

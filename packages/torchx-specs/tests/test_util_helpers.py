@@ -132,6 +132,52 @@ def test_session_id_is_created_once_and_inherited() -> None:
     assert inherited == "parent-session"
 
 
+def test_new_session_ids_are_random_uuid4() -> None:
+    from torchx.util.session import _new_id
+
+    ids = {_new_id() for _ in range(2000)}
+    assert len(ids) == 2000
+    for value in ids:
+        parsed = uuid.UUID(value)
+        assert (str(parsed), parsed.version, parsed.variant) == (value, 4, uuid.RFC_4122)
+
+
+@pytest.mark.parametrize("columns", [None, "123", "0", "-5", "wide"])
+def test_terminal_width_matches_shutil(
+    columns: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    from torchx.util.terminal import help_width, terminal_width
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert terminal_width() == shutil.get_terminal_size().columns
+    assert help_width() == terminal_width() - 2
+
+
+def test_terminal_width_of_a_real_terminal() -> None:
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    code = (
+        "import shutil; from torchx.util.terminal import terminal_width;"
+        " print(terminal_width(), shutil.get_terminal_size().columns)"
+    )
+    main, secondary = pty.openpty()
+    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 137, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    subprocess.run([sys.executable, "-c", code], stdout=secondary, env=env, check=True, timeout=60)
+    os.close(secondary)
+    output = os.read(main, 4096).decode().split()
+    os.close(main)
+    assert output == ["137", "137"]
+
+
 def test_colors_are_empty_without_a_terminal() -> None:
     out = _run(
         """

@@ -34,11 +34,10 @@ def _disabled() -> bool:
 
 
 def _cache_path() -> str:
-    import zlib
+    from torchx.util.entrypoints import interpreter_tag
 
     home = os.environ.get("TORCHX_HOME") or os.path.join(os.path.expanduser("~"), ".torchx")
-    tag = zlib.crc32(f"{sys.executable}\0{sys.version}".encode()) & 0xFFFFFFFF
-    return os.path.join(home, "cache", f"components-{tag:08x}.marshal")
+    return os.path.join(home, "cache", f"components-{interpreter_tag()}.marshal")
 
 
 def _key() -> "tuple[Any, ...]":

@@ -32,6 +32,18 @@ _SEEN_ATTR = "_torchx_once_seen"
 class ArgumentParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose errors are one line: what is wrong and where to look."""
 
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        from torchx.util.terminal import help_width
+
+        # argparse makes a formatter for every add_argument and would import shutil (and
+        # the compression modules it pulls in) for the width; this is the same width.
+        formatter_class = self.formatter_class
+        if isinstance(formatter_class, type) and issubclass(
+            formatter_class, argparse.HelpFormatter
+        ):
+            return formatter_class(prog=self.prog, width=help_width())
+        return super()._get_formatter()
+
     def error(self, message: str) -> "NoReturn":
         print(
             f"torchx: error: {message} (see `{self.prog} --help`)",

@@ -398,9 +398,28 @@ def _early_debug(root_flags: "list[str]") -> bool:
         return False
 
 
+# Collect the youngest generation every this many allocations instead of CPython's 700.
+_GC_YOUNG_THRESHOLD = 10_000
+
+
 def main(argv: "list[str] | None" = None) -> None:
-    """Console-script entry point (``torchx = torchx.cli.main:main``)."""
-    run_main(argv=argv)
+    """Console-script entry point (``torchx = torchx.cli.main:main``).
+
+    It owns the process, so it tunes the garbage collector for a short command: start-up
+    creates tens of thousands of long-lived objects (modules, classes, functions) and
+    hardly any garbage cycles, so frequent young-generation passes and the interpreter's
+    final pass over every object at exit are pure overhead (together about a tenth of a
+    ``torchx run --dryrun``). Collections still happen, only less often; at exit the
+    remaining objects are frozen, leaving their memory to the operating system.
+    """
+    import gc
+
+    young, older, oldest = gc.get_threshold()
+    gc.set_threshold(max(young, _GC_YOUNG_THRESHOLD), older, oldest)
+    try:
+        run_main(argv=argv)
+    finally:
+        gc.freeze()
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@ examples the TorchX docs start from (``torchx run utils.echo --msg hi``).
 """
 
 import os
-import shlex
 from typing import Annotated
 
 import torchx
@@ -98,6 +97,8 @@ def sh(
             (see the scheduler's documentation)
         entrypoint: program to run instead of ``sh``; it receives the quoted arguments
     """
+    import shlex
+
     quoted = [shlex.quote(arg) for arg in args]
     role_env = dict(env) if env else {}
     role_env.setdefault("LOGLEVEL", os.getenv("LOGLEVEL", "WARNING"))

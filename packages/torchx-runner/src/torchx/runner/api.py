@@ -425,9 +425,10 @@ class Runner:
         A ``workspace`` argument replaces ``roles[0].workspace`` (the pre-per-role API).
         Schedulers without workspace support run the roles as they are.
         """
-        from torchx.workspace.api import WorkspaceMixin
+        from torchx.schedulers.api import as_workspace_scheduler
 
-        if not isinstance(sched, WorkspaceMixin):
+        builder = as_workspace_scheduler(sched)
+        if builder is None:
             if workspace:
                 logger.debug(
                     "scheduler %s does not build workspaces; ignoring workspace %s",
@@ -444,7 +445,7 @@ class Runner:
                     app.roles[0].name,
                 )
             app.roles[0].workspace = ws
-        sched.build_workspaces(app.roles, cfg)
+        builder.build_workspaces(app.roles, cfg)
 
     # ------------------------------------------------------------------ schedulers
 

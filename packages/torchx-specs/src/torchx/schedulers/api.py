@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import sys
 import time
 import typing
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
 
 from torchx.specs.api import (
     NONE,
@@ -33,7 +34,10 @@ from torchx.specs.api import (
 )
 
 if TYPE_CHECKING:
+    import ast
     from datetime import datetime
+
+    from torchx.workspace.api import WorkspaceMixin
 
 __all__ = [
     "DAYS_IN_2_WEEKS",
@@ -115,9 +119,8 @@ class Scheduler(abc.ABC, Generic[T]):
         """
         resolved_cfg = self.run_opts().resolve(cfg)
         if workspace:
-            from torchx.workspace.api import WorkspaceMixin
-
-            if not isinstance(self, WorkspaceMixin):
+            builder = as_workspace_scheduler(self)
+            if builder is None:
                 raise ValueError(
                     f"scheduler `{self.backend}` does not support workspaces; submit without"
                     " a workspace or use a scheduler that builds them"
@@ -126,7 +129,7 @@ class Scheduler(abc.ABC, Generic[T]):
             role.workspace = (
                 Workspace.from_str(workspace) if isinstance(workspace, str) else workspace
             )
-            self.build_workspaces(app.roles, resolved_cfg)
+            builder.build_workspaces(app.roles, resolved_cfg)
         dryrun_info = self.submit_dryrun(app, resolved_cfg)
         return self.schedule(dryrun_info)
 
@@ -155,10 +158,9 @@ class Scheduler(abc.ABC, Generic[T]):
     def run_opts(self) -> runopts:
         """The run options this scheduler accepts (plus its workspace options)."""
         opts = self._run_opts()
-        from torchx.workspace.api import WorkspaceMixin
-
-        if isinstance(self, WorkspaceMixin):
-            opts.update(self.workspace_opts())
+        builder = as_workspace_scheduler(self)
+        if builder is not None:
+            opts.update(builder.workspace_opts())
         return opts
 
     def _run_opts(self) -> runopts:
@@ -244,6 +246,19 @@ class Scheduler(abc.ABC, Generic[T]):
                 )
 
 
+def as_workspace_scheduler(scheduler: object) -> WorkspaceMixin[Any] | None:
+    """``scheduler`` when it builds workspaces (is a ``WorkspaceMixin``), else ``None``.
+
+    Imports nothing: a class can only derive from (or be registered with) ``WorkspaceMixin``
+    once ``torchx.workspace.api`` is imported, so while it is not, the answer is ``None``.
+    """
+    module = sys.modules.get("torchx.workspace.api")
+    mixin = getattr(module, "WorkspaceMixin", None)
+    if mixin is not None and isinstance(scheduler, mixin):
+        return typing.cast("WorkspaceMixin[Any]", scheduler)
+    return None
+
+
 def filter_regex(regex: str, lines: Iterable[str]) -> Iterator[str]:
     """Lazily keeps the lines in which ``regex`` matches (``re.search``)."""
     import re
@@ -279,6 +294,9 @@ def split_lines_iterator(chunks: Iterable[str]) -> Iterator[str]:
 CFG_KEY = "cfg_key"
 """Field metadata key giving an option an external name (``mail-user``)."""
 
+HELP_KEY = "help"
+"""Field metadata key holding an option's help text (preferred to an attribute docstring)."""
+
 _S = TypeVar("_S", bound="StructuredOpts")
 
 _DOCSTRINGS: dict[type, dict[str, str]] = {}
@@ -287,15 +305,16 @@ _DOCSTRINGS: dict[type, dict[str, str]] = {}
 def _attribute_docstrings(cls: type) -> dict[str, str]:
     """``{field: docstring}`` from string literals written right after each field.
 
-    Read from the class source with ``ast``; classes without source (built with
-    ``exec``) simply have no docstrings.
+    Read from the class source with ``ast`` (costly: the whole module is parsed), so only
+    for classes that declare fields; classes without source (built with ``exec``) simply
+    have no docstrings.
     """
     cached = _DOCSTRINGS.get(cls)
     if cached is not None:
         return cached
     docs: dict[str, str] = {}
     for klass in reversed(cls.__mro__):
-        if klass is object or "__dataclass_fields__" not in vars(klass):
+        if "__dataclass_fields__" not in vars(klass) or not vars(klass).get("__annotations__"):
             continue
         docs.update(_own_attribute_docstrings(klass))
     _DOCSTRINGS[cls] = docs
@@ -303,17 +322,25 @@ def _attribute_docstrings(cls: type) -> dict[str, str]:
 
 
 def _own_attribute_docstrings(klass: type) -> dict[str, str]:
+    """The attribute docstrings written in the body of ``klass`` itself.
+
+    Parses the defining module once and finds the class by ``__qualname__`` (cheaper than
+    ``inspect.getsource``, which also tokenizes and parses the class a second time).
+    """
     import ast
     import inspect
     import itertools
-    import textwrap
+    import linecache
 
-    try:
-        source = textwrap.dedent(inspect.getsource(klass))
-        tree = ast.parse(source)
-    except (OSError, TypeError, SyntaxError):
+    module = sys.modules.get(klass.__module__)
+    path = getattr(module, "__file__", None)
+    if module is None or not path:
         return {}
-    class_def = next((n for n in tree.body if isinstance(n, ast.ClassDef)), None)
+    try:
+        tree = ast.parse("".join(linecache.getlines(path, vars(module))))
+    except (SyntaxError, ValueError):
+        return {}
+    class_def = _find_class(tree, klass.__qualname__)
     if class_def is None:
         return {}
     docs: dict[str, str] = {}
@@ -329,26 +356,73 @@ def _own_attribute_docstrings(klass: type) -> dict[str, str]:
     return docs
 
 
+_Definition: TypeAlias = "ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef"
+
+
+def _find_class(tree: ast.Module, qualname: str) -> ast.ClassDef | None:
+    """The first class definition with ``qualname`` (``f.<locals>.C`` included)."""
+    import ast
+
+    def definitions(body: list[ast.stmt]) -> Iterator[_Definition]:
+        """Class and function definitions of one scope, also inside ``if``/``try``/..."""
+        for stmt in body:
+            if isinstance(stmt, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield stmt
+                continue
+            for child in ast.iter_child_nodes(stmt):
+                if isinstance(child, ast.stmt):
+                    yield from definitions([child])
+                elif isinstance(child, (ast.ExceptHandler, ast.match_case)):
+                    yield from definitions(child.body)
+
+    scope: list[ast.stmt] = tree.body
+    found: _Definition | None = None
+    for part in qualname.split("."):
+        if part == "<locals>":
+            continue
+        found = next((d for d in definitions(scope) if d.name == part), None)
+        if found is None:
+            return None
+        scope = found.body
+    return found if isinstance(found, ast.ClassDef) else None
+
+
 def _is_group(tp: Any) -> bool:
     return isinstance(tp, type) and issubclass(tp, StructuredOpts)
 
 
-@dataclass
 class _OptionField:
-    """One dataclass field of a StructuredOpts class, as an option."""
+    """One dataclass field of a StructuredOpts class, as an option.
 
-    name: str
-    key: str
-    type: Any
-    required: bool
-    default: Any
-    has_default: bool
-    has_factory: bool
+    A plain class, not a dataclass: generating dataclass methods costs start-up time.
+    """
 
-    @property
-    def spellings(self) -> tuple[str, ...]:
+    __slots__ = (
+        "default",
+        "has_default",
+        "has_factory",
+        "help",
+        "key",
+        "name",
+        "required",
+        "spellings",
+        "type",
+    )
+
+    def __init__(self, f: dataclasses.Field[Any], option_type: Any) -> None:
+        has_default = f.default is not dataclasses.MISSING
+        has_factory = f.default_factory is not dataclasses.MISSING
+        self.name = f.name
+        self.key = str(f.metadata.get(CFG_KEY, f.name))
+        self.type = option_type
+        self.required = not (has_default or has_factory)
+        self.default: Any = f.default if has_default else None
+        self.has_default = has_default or has_factory
+        self.has_factory = has_factory
+        help_text = f.metadata.get(HELP_KEY)
+        self.help = None if help_text is None else str(help_text)
         camel = cases.snake_to_camel(self.name)
-        return tuple(dict.fromkeys((self.key, self.name, camel)))
+        self.spellings = tuple(dict.fromkeys((self.key, self.name, camel)))
 
 
 _FIELDS: dict[type, list[_OptionField]] = {}
@@ -361,38 +435,83 @@ def _option_fields(cls: type) -> list[_OptionField]:
     from torchx.util.types import decode_optional
 
     hints = typing.get_type_hints(cls)
-    result: list[_OptionField] = []
-    for f in dataclasses.fields(cls):
-        if f.name.startswith("_") or not f.init:
-            continue
-        has_default = f.default is not dataclasses.MISSING
-        has_factory = f.default_factory is not dataclasses.MISSING
-        result.append(
-            _OptionField(
-                name=f.name,
-                key=str(f.metadata.get(CFG_KEY, f.name)),
-                type=decode_optional(hints.get(f.name, f.type)),
-                required=not (has_default or has_factory),
-                default=f.default if has_default else None,
-                has_default=has_default or has_factory,
-                has_factory=has_factory,
-            )
-        )
+    result = [
+        _OptionField(f, decode_optional(hints.get(f.name, f.type)))
+        for f in dataclasses.fields(cls)
+        if not f.name.startswith("_") and f.init
+    ]
     _FIELDS[cls] = result
     return result
+
+
+def _help_texts(cls: type) -> dict[str, str]:
+    """``{field: help}`` of the plain (non-group) options of ``cls``.
+
+    Metadata help wins; the class source is read for attribute docstrings only when some
+    option has no metadata help; the field name is the last resort.
+    """
+    fields = [f for f in _option_fields(cls) if not _is_group(f.type)]
+    texts = {f.name: f.help for f in fields if f.help is not None}
+    if len(texts) < len(fields):
+        docs = _attribute_docstrings(cls)
+        for f in fields:
+            if f.help is None:
+                texts[f.name] = docs.get(f.name, f.name)
+    return texts
+
+
+# key, type, help, default, required
+_Option: TypeAlias = tuple[str, Any, str, Any, bool]
+# What as_runopts/get_docstrings derive from a class: (options, {field: help} items).
+_Schema: TypeAlias = tuple[tuple[_Option, ...], tuple[tuple[str, str], ...]]
+
+_SCHEMAS: dict[type, _Schema] = {}
+
+
+def _schema(cls: type[StructuredOpts]) -> _Schema:
+    """The options and help texts of ``cls``, computed once per class."""
+    cached = _SCHEMAS.get(cls)
+    if cached is not None:
+        return cached
+    texts = _help_texts(cls)
+    options: list[_Option] = []
+    docstrings: list[tuple[str, str]] = []
+    for f in _option_fields(cls):
+        if _is_group(f.type):
+            for sub_key, sub_opt in f.type.as_runopts():
+                options.append(
+                    (
+                        f"{f.key}.{sub_key}",
+                        sub_opt.opt_type,
+                        sub_opt.help,
+                        sub_opt.default,
+                        sub_opt.is_required,
+                    )
+                )
+            docstrings += [(f"{f.name}.{sub}", t) for sub, t in f.type.get_docstrings().items()]
+            continue
+        options.append((f.key, f.type, texts[f.name], f.default, f.required))
+        docstrings.append((f.name, texts[f.name]))
+    schema = (tuple(options), tuple(docstrings))
+    _SCHEMAS[cls] = schema
+    return schema
 
 
 @dataclass
 class StructuredOpts(Mapping[str, CfgVal]):
     """Typed run options declared as dataclass fields; also a read-only ``Mapping``.
 
-    Subclass it with ``@dataclass``; each field is one option, its help text is the
-    string literal written on the line after the field::
+    Subclass it with ``@dataclass``; each field is one option. Its help text is the
+    ``help`` entry of the field's metadata or else the string literal written on the line
+    after the field (reading that needs the class source, which is slower)::
 
         @dataclass
         class Opts(StructuredOpts):
-            log_dir: str | None = None
-            \"\"\"Directory to write logs to.\"\"\"
+            log_dir: str | None = field(
+                default=None, metadata={"help": "Directory to write logs to."}
+            )
+            cache: bool = False
+            \"\"\"Reuse downloaded artifacts.\"\"\"
 
     A field without a default is a required option. ``field(metadata={"cfg_key":
     "mail-user"})`` gives an option a name that is not an identifier. A field whose
@@ -403,41 +522,19 @@ class StructuredOpts(Mapping[str, CfgVal]):
     # ---- schema -------------------------------------------------------------------
     @classmethod
     def as_runopts(cls) -> runopts:
-        """The ``runopts`` schema for this class (nested groups as ``group.key``)."""
+        """The ``runopts`` schema for this class (nested groups as ``group.key``).
+
+        Computed once per class; each call returns a new ``runopts`` the caller may change.
+        """
         opts = runopts()
-        docs = _attribute_docstrings(cls)
-        for f in _option_fields(cls):
-            if _is_group(f.type):
-                for sub_key, sub_opt in f.type.as_runopts():
-                    opts.add(
-                        f"{f.key}.{sub_key}",
-                        sub_opt.opt_type,
-                        sub_opt.help,
-                        default=sub_opt.default,
-                        required=sub_opt.is_required,
-                    )
-                continue
-            opts.add(
-                f.key,
-                f.type,
-                docs.get(f.name, f.name),
-                default=f.default,
-                required=f.required,
-            )
+        for key, type_, help_text, default, required in _schema(cls)[0]:
+            opts.add(key, type_, help_text, default=default, required=required)
         return opts
 
     @classmethod
     def get_docstrings(cls) -> dict[str, str]:
         """``{field: help text}``; nested groups contribute ``group.field`` entries."""
-        docs = _attribute_docstrings(cls)
-        result: dict[str, str] = {}
-        for f in _option_fields(cls):
-            if _is_group(f.type):
-                for sub, text in f.type.get_docstrings().items():
-                    result[f"{f.name}.{sub}"] = text
-            else:
-                result[f.name] = docs.get(f.name, f.name)
-        return result
+        return dict(_schema(cls)[1])
 
     @classmethod
     def from_cfg(cls: type[_S], cfg: Mapping[str, CfgVal]) -> _S:

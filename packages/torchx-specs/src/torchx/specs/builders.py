@@ -46,11 +46,34 @@ class ComponentArgumentError(ValueError):
 
 
 class _ComponentArgumentParser(argparse.ArgumentParser):
-    """argparse that raises :class:`ComponentArgumentError` instead of exiting."""
+    """argparse that raises :class:`ComponentArgumentError` instead of exiting.
 
-    def __init__(self, *args: Any, raise_errors: bool = True, **kwargs: Any) -> None:
+    The help texts come from the component's docstring, parsed only when help is
+    formatted: parsing docstrings costs more than building the whole parser.
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        raise_errors: bool = True,
+        docstring_of: Callable[..., Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.raise_errors = raise_errors
+        self._docstring_of = docstring_of
+
+    def format_help(self) -> str:
+        fn, self._docstring_of = self._docstring_of, None
+        if fn is not None:
+            description, param_help = get_fn_docstring(fn)
+            self.description = description
+            for action in self._actions:
+                # argparse hides blank help (and with it the default): keep the name then.
+                text = param_help.get(action.dest, "").strip()
+                if text:
+                    action.help = text
+        return super().format_help()
 
     def error(self, message: str) -> NoReturn:
         if self.raise_errors:
@@ -110,13 +133,12 @@ def _create_args_parser(
     exit_on_error: bool = False,
 ) -> argparse.ArgumentParser:
     """The argparse parser for ``cmpnt_fn`` (what ``torchx run COMPONENT --help`` shows)."""
-    description, param_help = get_fn_docstring(cmpnt_fn)
     parser = _ComponentArgumentParser(
         prog=f"torchx run <run args...> {cmpnt_fn.__name__} ",
-        description=description,
         formatter_class=TorchXArgumentHelpFormatter,
         add_help=False,
         raise_errors=not exit_on_error,
+        docstring_of=cmpnt_fn,
     )
     parser.add_argument(
         "--help", action="help", default=argparse.SUPPRESS, help="show this help message and exit"
@@ -127,8 +149,7 @@ def _create_args_parser(
     for name, param in inspect.signature(cmpnt_fn).parameters.items():
         annotation = annotations.get(name, param.annotation)
         typed_param = param.replace(annotation=annotation)
-        # argparse hides blank help (and with it the default): fall back to the name.
-        help_text = param_help.get(name, "").strip() or name.replace("_", " ")
+        help_text = name.replace("_", " ")  # the docstring's text replaces it in format_help
         default: Any = param.default
         if name in defaults:
             default = defaults[name]

@@ -39,6 +39,20 @@ class TorchXArgumentHelpFormatter(
 ):
     """Component ``--help``: appends `` (required)`` or `` (default: X)`` to each help line."""
 
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        from torchx.util.terminal import help_width
+
+        # argparse would import shutil for the width on every add_argument.
+        super().__init__(
+            prog, indent_increment, max_help_position, help_width() if width is None else width
+        )
+
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
         if action.default is argparse.SUPPRESS:

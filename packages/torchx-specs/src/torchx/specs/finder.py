@@ -15,6 +15,11 @@ Where components come from:
 A module that fails to import is reported (warning + :func:`get_component_load_errors`)
 and never hides the components of other modules. ``test``/``tests`` packages and
 ``test_*``/``*_test(s)`` modules are not scanned.
+
+:func:`get_component` does not scan: a registered name says which module holds the
+function, so only that module is imported and linted (same answer as a scan). The full
+scan runs for listings (:func:`get_components`) and to explain a name that is not found.
+Docstrings are parsed only when a component's ``description`` is read.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -84,15 +89,55 @@ class ComponentLoadError:
         return f"{self.module}{origin}: {self.error}"
 
 
-@dataclass
 class _Component:
-    """A discovered component function and the linter's verdict on it."""
+    """A discovered component function and the linter's verdict on it.
 
-    name: str
-    description: str
-    fn_name: str
-    fn: Callable[..., Any]
-    validation_errors: list[str] = field(default_factory=list)
+    ``description`` (the docstring summary; empty for an invalid component) is parsed on
+    first access: parsing docstrings is the costly part of discovery and most callers
+    never show it. Pass ``None`` to have it computed that way.
+    """
+
+    __slots__ = ("_description", "fn", "fn_name", "name", "validation_errors")
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __init__(
+        self,
+        name: str,
+        description: str | None,
+        fn_name: str,
+        fn: Callable[..., Any],
+        validation_errors: list[str] | None = None,
+    ) -> None:
+        self.name = name
+        self._description = description
+        self.fn_name = fn_name
+        self.fn = fn
+        self.validation_errors: list[str] = [] if validation_errors is None else validation_errors
+
+    @property
+    def description(self) -> str:
+        if self._description is None:
+            self._description = "" if self.validation_errors else get_fn_docstring(self.fn)[0]
+        return self._description
+
+    @description.setter
+    def description(self, value: str) -> None:
+        self._description = value
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.name, self.description, self.fn_name, self.fn, self.validation_errors)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _Component):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __repr__(self) -> str:
+        return (
+            f"_Component(name={self.name!r}, description={self.description!r},"
+            f" fn_name={self.fn_name!r}, fn={self.fn!r},"
+            f" validation_errors={self.validation_errors!r})"
+        )
 
 
 def is_namespace_package(module: ModuleType) -> bool:
@@ -131,6 +176,37 @@ def _lint_messages(messages: list[LinterMessage]) -> list[str]:
     return [m.description for m in messages]
 
 
+def _lint_file(
+    path: str, fn_name: str, validators: Sequence[ComponentFunctionValidator] | None
+) -> list[str]:
+    """The linter's complaints about ``fn_name`` in the file at ``path`` (a syntax error
+    counts as one); raises ``OSError`` when the file cannot be read."""
+    tree = parse_source(read_conf_file(path), path)
+    if isinstance(tree, LinterMessage):
+        return [tree.description]
+    return _lint_messages(validate_tree(tree, fn_name, validators))
+
+
+def _defined_function(module: ModuleType, fn_name: str) -> Callable[..., Any] | None:
+    """``module.<fn_name>`` when it is a public function defined in ``module`` itself."""
+    fn = vars(module).get(fn_name)
+    if (
+        fn_name.startswith("_")
+        or not inspect.isfunction(fn)
+        or getattr(fn, "__module__", None) != module.__name__
+    ):
+        return None
+    return fn
+
+
+def _try_import(name: str) -> ModuleType | None:
+    try:
+        return importlib.import_module(name)
+    except Exception as e:  # discovery reports it; a lookup just skips the module
+        logger.debug("cannot import component module %s: %s", name, _describe_error(e))
+        return None
+
+
 class ComponentsFinder(abc.ABC):
     """Discovers components from one source."""
 
@@ -152,10 +228,8 @@ def _components_of_module(
     """Every public function defined in ``module`` (by name), linted against its file."""
     functions = [
         (fn_name, fn)
-        for fn_name, fn in sorted(vars(module).items())
-        if inspect.isfunction(fn)
-        and not fn_name.startswith("_")
-        and getattr(fn, "__module__", None) == module.__name__
+        for fn_name in sorted(vars(module))
+        if (fn := _defined_function(module, fn_name)) is not None
     ]
     if not functions:
         return []
@@ -169,11 +243,10 @@ def _components_of_module(
             errors = [tree.description]
         else:
             errors = _lint_messages(validate_tree(tree, fn_name, validators))
-        description = get_fn_docstring(fn)[0] if not errors else ""
         components.append(
             _Component(
                 name=".".join(p for p in (name_prefix, fn_name) if p),
-                description=description,
+                description=None,
                 fn_name=fn_name,
                 fn=fn,
                 validation_errors=errors,
@@ -224,6 +297,48 @@ class ModuleComponentsFinder(ComponentsFinder):
             elif not is_namespace_package(module):
                 modules.append(module)
         return modules
+
+    def lookup(
+        self, name: str, validators: Sequence[ComponentFunctionValidator] | None = None
+    ) -> _Component | None:
+        """The component :meth:`find` would list as ``name``, or ``None``.
+
+        Imports and lints only the one module the name points at (``group.rel.fn`` is
+        function ``fn`` of ``<base>.rel``), applying the rules of :meth:`find`: no
+        ``test``/``tests`` modules, only regular packages are entered, the function must
+        be public and defined in that module. A module that fails to import or to read
+        lists nothing, as in :meth:`find`.
+        """
+        relative = name
+        if self.group:
+            if not name.startswith(f"{self.group}."):
+                return None
+            relative = name[len(self.group) + 1 :]
+        module_path, _, fn_name = relative.rpartition(".")
+        if not fn_name:
+            return None
+        base = self.base_module
+        module = _try_import(base) if isinstance(base, str) else base
+        for part in module_path.split(".") if module_path else ():
+            if module is None or not part or _is_skipped_module(part):
+                return None
+            if not hasattr(module, "__path__"):
+                return None  # a plain module has no submodules to scan
+            module = _try_import(f"{module.__name__}.{part}")
+            if module is not None and is_namespace_package(module):
+                return None  # discovery does not enter namespace packages
+        if module is None:
+            return None
+        fn = _defined_function(module, fn_name)
+        path = getattr(module, "__file__", None)
+        if fn is None or not path:
+            return None
+        try:
+            errors = _lint_file(path, fn_name, validators)
+        except Exception as e:  # unreadable source: discovery reports it
+            logger.debug("cannot read component module %s: %s", path, _describe_error(e))
+            return None
+        return _Component(name, None, fn_name, fn, errors)
 
     def find(
         self, validators: Sequence[ComponentFunctionValidator] | None = None
@@ -280,7 +395,7 @@ class CustomComponentsFinder(ComponentsFinder):
         return [
             _Component(
                 name=f"{self._filepath}:{self._function_name}",
-                description=get_fn_docstring(fn)[0] if not errors else "",
+                description=None,
                 fn_name=self._function_name,
                 fn=fn,
                 validation_errors=errors,
@@ -333,29 +448,44 @@ def _builtin_finders() -> list[ModuleComponentsFinder]:
     return [ModuleComponentsFinder(BUILTIN_COMPONENTS_MODULE, "")]
 
 
-@dataclass
+def _finders() -> list[ModuleComponentsFinder]:
+    """The finders of registered components, in priority order (first one wins a name)."""
+    return _entry_point_finders() or _builtin_finders()
+
+
 class _Discovery:
-    components: dict[str, _Component]
-    load_errors: list[ComponentLoadError]
+    """Everything the finders found: components by name, and modules that failed."""
+
+    __slots__ = ("components", "load_errors")
+
+    def __init__(
+        self, components: dict[str, _Component], load_errors: list[ComponentLoadError]
+    ) -> None:
+        self.components = components
+        self.load_errors = load_errors
 
 
 _cache: dict[Any, _Discovery] = {}
+_lookups: dict[Any, _Component] = {}
 _NO_CACHE = object()
 
 
 def _cache_key(validators: Sequence[ComponentFunctionValidator] | None) -> Any:
-    return None if validators is None else tuple(validators)
+    """The key results for ``validators`` are cached under (``_NO_CACHE``: don't cache)."""
+    key = None if validators is None else tuple(validators)
+    try:
+        hash(key)
+    except TypeError:  # unhashable validators
+        return _NO_CACHE
+    return key
 
 
 def _discover(validators: Sequence[ComponentFunctionValidator] | None) -> _Discovery:
     key = _cache_key(validators)
-    try:
-        cached = _cache.get(key)
-    except TypeError:  # unhashable validators: no caching
-        key, cached = _NO_CACHE, None
+    cached = _cache.get(key) if key is not _NO_CACHE else None
     if cached is not None:
         return cached
-    finders = _entry_point_finders() or _builtin_finders()
+    finders = _finders()
     components: dict[str, _Component] = {}
     load_errors: list[ComponentLoadError] = []
     for finder in finders:
@@ -368,9 +498,35 @@ def _discover(validators: Sequence[ComponentFunctionValidator] | None) -> _Disco
     return discovery
 
 
+def _lookup(
+    name: str, validators: Sequence[ComponentFunctionValidator] | None
+) -> _Component | None:
+    """What discovery would return for ``name``, importing only the module it names.
+
+    Finders are asked in discovery's order and the first that lists ``name`` wins, so the
+    answer equals ``_discover(validators).components.get(name)``.
+    """
+    key = _cache_key(validators)
+    if key is not _NO_CACHE:
+        discovery = _cache.get(key)
+        if discovery is not None:
+            return discovery.components.get(name)
+        cached = _lookups.get((key, name))
+        if cached is not None:
+            return cached
+    for finder in _finders():
+        component = finder.lookup(name, validators)
+        if component is not None:
+            if key is not _NO_CACHE:
+                _lookups[key, name] = component
+            return component
+    return None
+
+
 def clear_component_cache() -> None:
     """Forgets discovered components (the next lookup scans again)."""
     _cache.clear()
+    _lookups.clear()
 
 
 def get_component_load_errors(
@@ -414,13 +570,7 @@ def _from_import_path(
     path = getattr(module, "__file__", None)
     if not path:
         return None
-    tree = parse_source(read_conf_file(path), path)
-    errors = (
-        [tree.description]
-        if isinstance(tree, LinterMessage)
-        else _lint_messages(validate_tree(tree, fn_name, validators))
-    )
-    return _Component(name, get_fn_docstring(fn)[0] if not errors else "", fn_name, fn, errors)
+    return _Component(name, None, fn_name, fn, _lint_file(path, fn_name, validators))
 
 
 def _not_found(name: str, discovery: _Discovery) -> ComponentNotFoundException:
@@ -468,12 +618,14 @@ def get_component(
                 f"Function `{fn_name}` not found in `{filepath}`; check the name after `:`"
             )
         return _check_valid(found[0])
-    discovery = _discover(validators)
-    component = discovery.components.get(name)
+    # Importing just the module the name points at is exact and spares importing and
+    # linting every component module; the full scan only runs to explain a miss.
+    component = _lookup(name, validators) or _from_import_path(name, validators)
     if component is None:
-        component = _from_import_path(name, validators)
-    if component is None:
-        raise _not_found(name, discovery)
+        discovery = _discover(validators)
+        component = discovery.components.get(name)
+        if component is None:
+            raise _not_found(name, discovery)
     return _check_valid(component)
 
 

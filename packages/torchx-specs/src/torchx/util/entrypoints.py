@@ -9,7 +9,7 @@ directory that holds its ``.dist-info``, which changes the key and forces a resc
 ``TORCHX_NO_ENTRYPOINT_CACHE=1`` turns the cache off.
 
 This module is imported on every CLI start, so it only imports ``os``, ``sys`` and
-``marshal`` at module level; everything else is imported on a cache miss or on load.
+``marshal``; everything else is imported on a cache miss or on load.
 """
 
 import marshal
@@ -26,6 +26,7 @@ __all__ = [
     "EntryPointInfo",
     "distributions",
     "entry_points",
+    "interpreter_tag",
     "invalidate_cache",
     "load",
     "load_group",
@@ -190,11 +191,20 @@ def _cache_key() -> "tuple[Any, ...]":
     return (_CACHE_FORMAT, sys.version, sys.executable, path, tuple(stamps))
 
 
-def _cache_file() -> str:
-    import zlib
+def interpreter_tag() -> str:
+    """Eight hex digits naming this interpreter (executable and version) in cache file names.
 
-    tag = zlib.crc32(f"{sys.executable}\0{sys.version}".encode()) & 0xFFFFFFFF
-    return os.path.join(_torchx_home(), "cache", f"entrypoints-{tag:08x}.marshal")
+    A 32-bit FNV-1a hash, computed here because ``zlib.crc32`` would mean loading an
+    extension module on every start.
+    """
+    value = 0x811C9DC5
+    for byte in f"{sys.executable}\0{sys.version}".encode():
+        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return f"{value:08x}"
+
+
+def _cache_file() -> str:
+    return os.path.join(_torchx_home(), "cache", f"entrypoints-{interpreter_tag()}.marshal")
 
 
 def _read_cache(path: str, key: "tuple[Any, ...]") -> "_ScanResult | None":

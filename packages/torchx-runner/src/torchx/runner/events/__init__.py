@@ -108,12 +108,23 @@ def _events_logger(destination: str) -> logging.Logger:
     return logger
 
 
+def _nobody_listens(logger: logging.Logger) -> bool:
+    """Whether a record logged to ``logger`` would reach no handler and no filter."""
+    return (
+        not logger.propagate
+        and not logger.filters
+        and all(type(h) is logging.NullHandler for h in logger.handlers)
+    )
+
+
 def record(event: TorchxEvent, destination: str = "null") -> None:
     """Logs ``event`` (as JSON, level INFO) to the logger of ``destination``.
 
     A failure to serialize the event is logged and never breaks the API call it describes.
     """
     logger = _events_logger(destination)
+    if _nobody_listens(logger):
+        return  # the default: serializing would only feed a NullHandler
     try:
         message = event.serialize()
     except (TypeError, ValueError, RecursionError) as e:
