@@ -23,11 +23,12 @@ import signal
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from torchx.schedulers import local_state as st
 from torchx.schedulers.api import (
+    HELP_KEY,
     DescribeAppResponse,
     ListAppResponse,
     Scheduler,
@@ -87,14 +88,26 @@ _STALE_TMP_DIR_S = 3600.0
 class Opts(StructuredOpts):
     """Run options of ``local_cwd``."""
 
-    log_dir: str | None = None
-    """dir for the replicas' logs (default: the app's dir under $TORCHX_HOME/local_cwd)"""
-
-    prepend_cwd: bool = False
-    """put the working dir before (True) or after (False) the PATH entries"""
-
-    auto_set_cuda_visible_devices: bool = False
-    """give each GPU replica its own share of this host's GPUs in CUDA_VISIBLE_DEVICES"""
+    # Help lives in field metadata (not attribute docstrings) so building the runopts never
+    # reads this module's source: it is on the path of every `torchx run`.
+    log_dir: str | None = field(
+        default=None,
+        metadata={
+            HELP_KEY: "dir for the replicas' logs"
+            " (default: the app's dir under $TORCHX_HOME/local_cwd)"
+        },
+    )
+    prepend_cwd: bool = field(
+        default=False,
+        metadata={HELP_KEY: "put the working dir before (True) or after (False) the PATH entries"},
+    )
+    auto_set_cuda_visible_devices: bool = field(
+        default=False,
+        metadata={
+            HELP_KEY: "give each GPU replica its own share of this host's GPUs"
+            " in CUDA_VISIBLE_DEVICES"
+        },
+    )
 
 
 LocalOpts = Opts
@@ -484,12 +497,12 @@ class LocalScheduler(Scheduler[Opts]):
         return PopenRequest(app_id, app_log_dir, role_params, role_log_dirs)
 
     def _cuda_plan(self, app: AppDef, opts: Opts) -> list[list[str | None]] | None:
-        from torchx.schedulers import local_gpus
-
         gpu_replicas = sum(r.num_replicas for r in app.roles if r.resource.gpu > 0)
         requested = sum(r.num_replicas * r.resource.gpu for r in app.roles if r.resource.gpu > 0)
         if requested <= 0:
             return None
+        from torchx.schedulers import local_gpus  # only apps asking for GPUs pay for it
+
         if not opts.auto_set_cuda_visible_devices:
             if gpu_replicas > 1:
                 log.warning(local_gpus.UNSET_WARNING)
