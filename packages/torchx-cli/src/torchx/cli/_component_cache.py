@@ -113,18 +113,6 @@ def store_component_names(names: "list[str]") -> None:
         stamp = _stamp(path)
         if stamp is not None:
             watched.append((path, stamp))
-    path = _cache_path()
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, marshal.dumps((_key(), tuple(watched), tuple(names))))
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except OSError:
-        try:  # noqa: SIM105 (contextlib costs start-up time)
-            os.unlink(tmp)
-        except OSError:
-            pass
+    from torchx.util.atomic import try_write_private
+
+    try_write_private(_cache_path(), marshal.dumps((_key(), tuple(watched), tuple(names))))

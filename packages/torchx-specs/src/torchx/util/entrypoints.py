@@ -224,22 +224,10 @@ def _read_cache(path: str, key: "tuple[Any, ...]") -> "_ScanResult | None":
 
 
 def _write_cache(path: str, key: "tuple[Any, ...]", data: "_ScanResult") -> None:
-    directory = os.path.dirname(path)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, marshal.dumps((key, data)))
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except OSError:
-        # A read-only home must never break discovery: the scan result is still used.
-        try:  # noqa: SIM105 (contextlib costs start-up time)
-            os.unlink(tmp)
-        except OSError:
-            pass
+    # A read-only home must never break discovery: the scan result is still used.
+    from torchx.util.atomic import try_write_private
+
+    try_write_private(path, marshal.dumps((key, data)))
 
 
 def _normalize_dist_name(name: str) -> str:
