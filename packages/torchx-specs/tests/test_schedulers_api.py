@@ -517,10 +517,12 @@ def _registry(pythonpath: str, home: Path, *python_args: str) -> dict[str, Any]:
 
 def test_third_party_scheduler_adds_to_the_builtins(tmp_path: Path) -> None:
     site = tmp_path / "site"
+    # A stand-in for torchx-runner's registration, so the test needs only torchx-specs.
+    _install(site, "torchx-runner-standin", {"local_cwd": "standin:create_scheduler"})
     _install(site, "acme-sched", {"acme": "acme.sched:create_scheduler"})
-    result = _registry(str(site), tmp_path / "home")
-    assert "acme" in result["names"]
-    assert "local_cwd" in result["names"]
+    pythonpath = f"{site}{os.pathsep}{SPECS_SRC}"
+    result = _registry(pythonpath, tmp_path / "home", "-S")  # -S: only this site is visible
+    assert set(result["names"]) == {"acme", "local_cwd"}
     assert result["default"] == "local_cwd"
 
 
