@@ -7,7 +7,6 @@ replica's log lines stream to stderr behind a ``role/replica`` prefix; the exit 
 """
 
 import argparse
-import logging
 import os
 import sys
 from dataclasses import dataclass, field, fields
@@ -16,6 +15,7 @@ from torchx.cli._errors import EXIT_USAGE, CliError
 from torchx.cli.argparse_util import ArgOnceAction, explicitly_given, torchxconfig_run
 from torchx.cli.cmd_base import SubCommand
 from torchx.cli.cmd_builtins import CmdBuiltins
+from torchx.util.log import get_logger
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ __all__ = [
     "torchx_run_args_from_json",
 ]
 
-logger: logging.Logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 MISSING_COMPONENT_ERROR_MSG = (
     "missing component name, either provide it from the CLI or in .torchxconfig"

@@ -16,6 +16,9 @@ import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Sequence
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
 
     from torchx.cli.argparse_util import ArgumentParser
     from torchx.cli.cmd_base import SubCommand
@@ -290,6 +293,52 @@ def _is_debug(level: "int | str") -> bool:
 
 
 def _configure_logging(level: "int | str") -> None:
+    """Configures the root logger now, or as soon as anything imports :py:mod:`logging`.
+
+    Most commands log nothing, and importing ``logging`` costs a noticeable share of
+    start-up, so it is configured when first imported (by a torchx module or a plugin).
+    """
+    if "logging" in sys.modules:
+        _basic_config(level)
+        return
+    from torchx.util.log import set_root_level_before_import
+
+    set_root_level_before_import(level)
+    for finder in [f for f in sys.meta_path if isinstance(f, _ConfigureLoggingOnImport)]:
+        sys.meta_path.remove(finder)
+    sys.meta_path.insert(0, _ConfigureLoggingOnImport(level))
+
+
+class _ConfigureLoggingOnImport:
+    """Import hook that runs :func:`_basic_config` right after ``logging`` is executed."""
+
+    def __init__(self, level: "int | str") -> None:
+        self._level = level
+
+    def find_spec(
+        self, name: str, path: "Sequence[str] | None" = None, target: "ModuleType | None" = None
+    ) -> "ModuleSpec | None":
+        if name != "logging":
+            return None
+        sys.meta_path.remove(self)
+        from importlib.machinery import PathFinder
+
+        spec = PathFinder.find_spec(name)
+        loader = spec.loader if spec is not None else None
+        if loader is None:
+            return spec
+        exec_module = loader.exec_module
+        level = self._level
+
+        def exec_then_configure(module: "ModuleType") -> None:
+            exec_module(module)
+            _basic_config(level)
+
+        loader.exec_module = exec_then_configure  # type: ignore[method-assign]
+        return spec
+
+
+def _basic_config(level: "int | str") -> None:
     import logging
 
     from torchx.cli._term import palette_for

@@ -10,7 +10,6 @@ just as well as one launched by this runner.
 
 from __future__ import annotations
 
-import logging
 import os
 import warnings
 from collections.abc import Iterable, Mapping
@@ -33,6 +32,7 @@ from torchx.specs.api import (
     parse_app_handle,
     runopts,
 )
+from torchx.util.log import get_logger
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Runner", "get_configured_trackers", "get_runner"]
 
-logger: logging.Logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 DEFAULT_SESSION_NAME = "torchx"
 """Session name of runners made by :func:`get_runner` (part of every app handle)."""

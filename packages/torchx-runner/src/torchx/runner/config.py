@@ -30,10 +30,11 @@ and ignored. The ``Runner`` does not read config files by itself; call :func:`ap
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TextIO
+
+from torchx.util.log import get_logger
 
 if TYPE_CHECKING:
     from torchx.schedulers import SchedulerFactory
@@ -55,7 +56,7 @@ __all__ = [
     "load_sections",
 ]
 
-logger: logging.Logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 CONFIG_FILE = ".torchxconfig"
 CONFIG_PREFIX_DELIM = ":"

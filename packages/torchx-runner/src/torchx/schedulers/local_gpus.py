@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 import subprocess
 from collections.abc import Sequence
 
-log: logging.Logger = logging.getLogger(__name__)
+from torchx.util.log import get_logger
+
+log = get_logger(__name__)
 
 ENV_CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 

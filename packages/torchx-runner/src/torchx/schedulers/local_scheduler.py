@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
-import logging
 import os
-import signal
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -50,8 +48,10 @@ from torchx.specs.api import (
     macros,
     runopts,
 )
+from torchx.util.log import get_logger
 
 if TYPE_CHECKING:
+    import signal
     import subprocess
     from collections.abc import Iterator
     from datetime import datetime
@@ -71,7 +71,7 @@ __all__ = [
     "run_local_job",
 ]
 
-log: logging.Logger = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 SCHEDULER_NAME = "local_cwd"
 RANK0_ENV = "TORCHX_RANK0_HOST"
@@ -907,6 +907,8 @@ class LocalScheduler(Scheduler[Opts]):
         if st.is_owned(state_dir):
             sup = state.get("supervisor") or {}
             if st.same_process(sup.get("pid"), sup.get("start_ticks")):
+                import signal
+
                 st.signal_pid(int(sup["pid"]), signal.SIGTERM)
             return
         st.recover_orphaned(state_dir, cancelled=True)

@@ -20,9 +20,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import json
 import os
-import signal
 import time
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -83,6 +81,8 @@ def write_json_atomic(path: str, obj: Any, atomic: bool = True) -> None:
     ``atomic=False`` writes in place: only for files nobody can read yet (a directory that
     is not visible under its final name).
     """
+    import json  # here, not at the top: a dry run writes no state
+
     data = json.dumps(obj, separators=(",", ":")).encode()
     tmp = f"{path}.{os.getpid()}.tmp" if atomic else path
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
@@ -98,6 +98,8 @@ def write_json_atomic(path: str, obj: Any, atomic: bool = True) -> None:
 
 def read_json(path: str) -> Any:
     """The parsed JSON file, or None if it does not exist (or is unreadable garbage)."""
+    import json
+
     try:
         with open(path, "rb") as f:
             return json.loads(f.read())
@@ -215,6 +217,8 @@ def terminate_groups(groups: Iterable[int], grace: float) -> None:
     died), so nothing here reaps. The final SIGKILL goes to every group, so members that
     outlived their leader are stopped too.
     """
+    import signal
+
     groups = [g for g in groups if signal_group(g, signal.SIGTERM)]
     deadline = time.monotonic() + grace
     delay = 0.005
@@ -342,6 +346,8 @@ def write_success_file(request: dict[str, Any], state: dict[str, Any]) -> None:
     with contextlib.suppress(OSError):
         path = os.path.join(request["log_dir"], SUCCESS_FILE)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
+        import json
+
         with os.fdopen(fd, "w") as f:
             json.dump(success_document(request, state), f, indent=2)
 

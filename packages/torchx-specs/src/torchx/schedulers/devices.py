@@ -1,12 +1,12 @@
 """Maps named devices of a ``Resource`` (``devices={"vpc.amazonaws.com/efa": 4}``) to host
 device mounts, for container schedulers that expose devices by path (docker)."""
 
-import logging
 from collections.abc import Callable, Mapping
 from functools import partial
 
 from torchx.specs.api import DeviceMount
 from torchx.specs.named_resources_aws import EFA_DEVICE, NEURON_DEVICE
+from torchx.util.log import get_logger
 
 __all__ = [
     "DEVICES",
@@ -18,7 +18,7 @@ __all__ = [
     "to_devicemounts",
 ]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 EFA_DEVICE_PREFIX = "/dev/infiniband/uverbs"
 NEURON_DEVICE_PREFIX = "/dev/neuron"

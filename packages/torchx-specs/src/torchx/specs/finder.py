@@ -27,7 +27,6 @@ from __future__ import annotations
 import abc
 import importlib
 import inspect
-import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -43,6 +42,7 @@ from torchx.specs.file_linter import (
     validate_tree,
 )
 from torchx.util.io import read_conf_file
+from torchx.util.log import get_logger
 
 __all__ = [
     "BUILTIN_COMPONENTS_MODULE",
@@ -60,7 +60,7 @@ __all__ = [
     "get_components",
 ]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 COMPONENTS_GROUP = "torchx.components"
 BUILTIN_COMPONENTS_MODULE = "torchx.components"

@@ -9,13 +9,13 @@ the launcher names them in ``TORCHX_TRACKERS`` (with per-tracker config in
 from __future__ import annotations
 
 import functools
-import logging
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from torchx.settings import ENV_TORCHX_JOB_ID, ENV_TORCHX_PARENT_RUN_ID, ENV_TORCHX_TRACKERS
+from torchx.util.log import get_logger
 
 __all__ = [
     "ENV_TORCHX_JOB_ID",
@@ -32,7 +32,7 @@ __all__ = [
     "trackers_from_environ",
 ]
 
-logger: logging.Logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 TRACKER_ENTRYPOINT_GROUP = "torchx.tracker"
 UNDEFINED_JOB_ID = "<UNDEFINED>"

@@ -1,13 +1,14 @@
 """Importing objects named by strings (``pkg.module:attr``), as plugin settings do."""
 
 import importlib
-import logging
 from types import ModuleType
 from typing import Any
 
+from torchx.util.log import get_logger
+
 __all__ = ["import_attr", "load_module"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 def load_module(path: str) -> Any:

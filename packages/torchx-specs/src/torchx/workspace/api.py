@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import abc
 import fnmatch
-import logging
 import posixpath
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from torchx.specs import AppDef, CfgVal, Role, Workspace, runopts
+from torchx.util.log import get_logger
 
 __all__ = [
     "TORCHX_IGNORE",
@@ -28,7 +28,7 @@ __all__ = [
     "walk_workspace",
 ]
 
-logger: logging.Logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 TORCHX_IGNORE = ".torchxignore"
 """Name of the file listing (``.dockerignore`` style) what a workspace build leaves out."""

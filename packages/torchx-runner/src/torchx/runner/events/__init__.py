@@ -9,19 +9,22 @@ recording to one never redirects the others.
 
 from __future__ import annotations
 
-import logging
-import threading
+import _thread
+import sys
 import time
 from dataclasses import asdict, dataclass
 from enum import Enum
 from types import TracebackType
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from torchx.runner.events.handlers import get_logging_handler
+from torchx.util.log import get_logger
+
+if TYPE_CHECKING:
+    import logging
 
 __all__ = ["SourceType", "TorchxEvent", "log_event", "record"]
 
-_log = logging.getLogger(__name__)
+_log = get_logger(__name__)
 
 
 class SourceType(str, Enum):
@@ -88,7 +91,7 @@ class TorchxEvent:
 
 
 _loggers: dict[str, logging.Logger] = {}
-_loggers_lock = threading.Lock()
+_loggers_lock = _thread.allocate_lock()  # not `threading`: it is slower to import
 
 
 def _events_logger(destination: str) -> logging.Logger:
@@ -96,6 +99,10 @@ def _events_logger(destination: str) -> logging.Logger:
     logger = _loggers.get(destination)
     if logger is not None:
         return logger
+    import logging
+
+    from torchx.runner.events.handlers import get_logging_handler
+
     with _loggers_lock:
         logger = _loggers.get(destination)
         if logger is None:
@@ -110,6 +117,8 @@ def _events_logger(destination: str) -> logging.Logger:
 
 def _nobody_listens(logger: logging.Logger) -> bool:
     """Whether a record logged to ``logger`` would reach no handler and no filter."""
+    import logging
+
     return (
         not logger.propagate
         and not logger.filters
@@ -122,6 +131,10 @@ def record(event: TorchxEvent, destination: str = "null") -> None:
 
     A failure to serialize the event is logged and never breaks the API call it describes.
     """
+    if destination == "null" and "logging" not in sys.modules:
+        # Nobody can have attached a handler to the logger yet, and the one created
+        # here would only hold a NullHandler: skip importing `logging` for nothing.
+        return
     logger = _events_logger(destination)
     if _nobody_listens(logger):
         return  # the default: serializing would only feed a NullHandler
