@@ -29,6 +29,9 @@ def test_run_local_prints_handle_and_streams_prefixed_logs(cli: Cli) -> None:
     assert proc.returncode == 0, proc.stderr
     assert HANDLE_RE.match(_handle(proc))
     assert "echo/0 hello world\n" in proc.stderr
+    assert proc.stderr.rstrip().splitlines()[-1] == (
+        f"torchx: app {_handle(proc)} finished SUCCEEDED"
+    )
     assert "\033[" not in proc.stderr  # no colour codes when stderr is not a terminal
 
 
