@@ -354,7 +354,20 @@ def test_private_permissions(sched: LocalScheduler, home: Path) -> None:
     assert stat.S_IMODE(state_dir.stat().st_mode) == 0o700
     for name in ("state.json", "request.json", "SUCCESS", "sh/0/stdout.log", "sh/0/combined.log"):
         assert stat.S_IMODE((state_dir / name).stat().st_mode) == 0o600, name
-    assert stat.S_IMODE((state_dir / "sh" / "0").stat().st_mode) == 0o700
+    for directory in (home, home / "local_cwd", state_dir / "sh", state_dir / "sh" / "0"):
+        assert stat.S_IMODE(directory.stat().st_mode) == 0o700, directory
+
+
+def test_private_permissions_of_a_nested_user_log_dir(
+    sched: LocalScheduler, tmp_path: Path
+) -> None:
+    log_dir = tmp_path / "logs" / "deep"
+    app_id = run_app(sched, AppDef("perm", [sh_role("echo hi")]), {"log_dir": str(log_dir)})
+    wait_terminal(sched, app_id)
+    app_dir = log_dir / "test_session" / app_id
+    for directory in (log_dir.parent, log_dir, app_dir.parent, app_dir, app_dir / "sh"):
+        assert stat.S_IMODE(directory.stat().st_mode) == 0o700, directory
+    assert stat.S_IMODE((app_dir / "SUCCESS").stat().st_mode) == 0o600
 
 
 def test_failure_exit_code(sched: LocalScheduler, home: Path) -> None:

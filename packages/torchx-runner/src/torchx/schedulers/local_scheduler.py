@@ -652,15 +652,15 @@ class LocalScheduler(Scheduler[Opts]):
             return path
 
         try:
-            os.makedirs(local(doc["log_dir"]), mode=st.DIR_MODE, exist_ok=True)
+            st.ensure_private_dir(local(doc["log_dir"]))
             for role in doc["roles"]:
                 for replica in role["replicas"]:
                     replica_dir = local(replica["log_dir"])
-                    os.makedirs(replica_dir, mode=st.DIR_MODE, exist_ok=True)
+                    st.ensure_private_dir(replica_dir)
                     for key in ("stdout", "stderr", "combined"):
                         path = local(replica[key])
                         if os.path.dirname(path) != replica_dir:
-                            os.makedirs(os.path.dirname(path), mode=st.DIR_MODE, exist_ok=True)
+                            st.ensure_private_dir(os.path.dirname(path))
                         st.create_private_file(path)
         except OSError as e:
             log_dir = cfg.get("log_dir") if cfg else None

@@ -25,6 +25,9 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from torchx.util import atomic
+from torchx.util.atomic import make_private_dirs, write_private
+
 REQUEST_FILE = "request.json"
 STATE_FILE = "state.json"
 LOCK_FILE = "supervisor.lock"
@@ -45,8 +48,8 @@ FAILED = "FAILED"
 CANCELLED = "CANCELLED"
 TERMINAL_STATES = frozenset({SUCCEEDED, FAILED, CANCELLED})
 
-DIR_MODE = 0o700
-FILE_MODE = 0o600
+DIR_MODE = atomic.DIR_MODE
+FILE_MODE = atomic.FILE_MODE
 
 
 def torchx_home() -> str:
@@ -71,8 +74,8 @@ def app_state_dir(app_id: str) -> str:
 
 
 def ensure_private_dir(path: str) -> None:
-    """Creates ``path`` (and parents) with mode 0700 for the directories this call creates."""
-    os.makedirs(path, mode=DIR_MODE, exist_ok=True)
+    """Creates ``path`` and any missing parents, each with mode 0700."""
+    make_private_dirs(path)
 
 
 def write_json_atomic(path: str, obj: Any, atomic: bool = True) -> None:
@@ -81,19 +84,9 @@ def write_json_atomic(path: str, obj: Any, atomic: bool = True) -> None:
     ``atomic=False`` writes in place: only for files nobody can read yet (a directory that
     is not visible under its final name).
     """
-    import json  # here, not at the top: a dry run writes no state
+    import json
 
-    data = json.dumps(obj, separators=(",", ":")).encode()
-    tmp = f"{path}.{os.getpid()}.tmp" if atomic else path
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-    finally:
-        os.close(fd)
-    if atomic:
-        os.replace(tmp, path)
+    write_private(path, json.dumps(obj, separators=(",", ":")).encode(), atomic=atomic)
 
 
 def read_json(path: str) -> Any:
@@ -343,13 +336,13 @@ def success_document(request: dict[str, Any], state: dict[str, Any]) -> dict[str
 
 def write_success_file(request: dict[str, Any], state: dict[str, Any]) -> None:
     """Best effort: a vanished log dir must not turn a finished app into an error."""
-    with contextlib.suppress(OSError):
-        path = os.path.join(request["log_dir"], SUCCESS_FILE)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
-        import json
+    import json
 
-        with os.fdopen(fd, "w") as f:
-            json.dump(success_document(request, state), f, indent=2)
+    log_dir = request["log_dir"]
+    if os.path.isdir(log_dir):  # never re-create a log dir the user removed
+        with contextlib.suppress(OSError):
+            data = json.dumps(success_document(request, state), indent=2).encode()
+            write_private(os.path.join(log_dir, SUCCESS_FILE), data)
 
 
 def recover_orphaned(state_dir: str, cancelled: bool) -> dict[str, Any] | None:

@@ -130,10 +130,9 @@ def TORCHX_HOME(*subdir_paths: str) -> "pathlib.Path":
     """
     import pathlib
 
-    base = pathlib.Path(os.environ.get("TORCHX_HOME") or "~/.torchx").expanduser()
-    base.mkdir(mode=0o700, parents=True, exist_ok=True)
-    path = base
-    for sub in subdir_paths:
-        path = path / sub
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    from torchx.util.atomic import make_private_dirs
+
+    path = pathlib.Path(os.environ.get("TORCHX_HOME") or "~/.torchx").expanduser()
+    path = path.joinpath(*subdir_paths)
+    make_private_dirs(str(path))
     return path
