@@ -12,7 +12,6 @@ import sys
 import textwrap
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,21 +19,6 @@ import pytest
 from torchx.schedulers import local_state as st
 from torchx.schedulers.local_scheduler import LocalScheduler, create_scheduler
 from torchx.specs.api import AppDef, AppState, Role
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    home = tmp_path / "home"
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.setenv("TORCHX_HOME", str(home))
-    monkeypatch.delenv("TORCHX_LOCAL_CWD_SUPERVISOR", raising=False)
-    monkeypatch.chdir(work)
-    yield home
-    # a failed test must not leave its app running
-    cleanup = create_scheduler("cleanup")
-    for row in cleanup.list():
-        cleanup.cancel(row.app_id)
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ import stat
 import sys
 import textwrap
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,23 +38,6 @@ from torchx.specs.api import (
     Role,
     macros,
 )
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A private TORCHX_HOME and a scratch working directory (the CWD image)."""
-    home = tmp_path / "home"
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.setenv("TORCHX_HOME", str(home))
-    monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)
-    monkeypatch.delenv("TORCHX_LOCAL_CWD_SUPERVISOR", raising=False)
-    monkeypatch.chdir(work)
-    yield home
-    # a failed test must not leave its app running
-    cleanup = create_scheduler("cleanup")
-    for row in cleanup.list():
-        cleanup.cancel(row.app_id)
 
 
 @pytest.fixture
