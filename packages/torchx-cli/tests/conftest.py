@@ -8,12 +8,12 @@ tests or into the developer's home.
 import os
 import subprocess
 import sys
-import textwrap
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from torchx_testsupport import write_dist
 
 
 def _torchx_command() -> list[str]:
@@ -104,21 +104,7 @@ class Cli:
         ``modules`` maps a relative file path (``my_pkg/__init__.py``) to its source.
         """
         site = self.root / f"site-{name}"
-        dist_info = site / f"{name}-{version}.dist-info"
-        dist_info.mkdir(parents=True)
-        (dist_info / "METADATA").write_text(
-            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-        )
-        lines = []
-        for group, entries in entry_points.items():
-            lines.append(f"[{group}]")
-            lines += [f"{key} = {value}" for key, value in entries.items()]
-            lines.append("")
-        (dist_info / "entry_points.txt").write_text("\n".join(lines))
-        for rel_path, source in modules.items():
-            path = site / rel_path
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(textwrap.dedent(source))
+        write_dist(site, name, entry_points, modules, version)
         self.pythonpath.append(str(site))
         return site
 

@@ -13,32 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-
-def write_dist(
-    site: Path,
-    name: str,
-    entry_points: dict[str, dict[str, str]],
-    modules: dict[str, str] | None = None,
-    version: str = "1.0",
-) -> Path:
-    """Installs a minimal distribution into ``site`` the way pip lays it out."""
-    dist_info = site / f"{name.replace('-', '_')}-{version}.dist-info"
-    dist_info.mkdir(parents=True)
-    (dist_info / "METADATA").write_text(
-        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-    )
-    lines = []
-    for group, entries in entry_points.items():
-        lines.append(f"[{group}]")
-        lines += [f"{k} = {v}" for k, v in entries.items()]
-        lines.append("")
-    (dist_info / "entry_points.txt").write_text("\n".join(lines))
-    for rel, source in (modules or {}).items():
-        path = site / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(source))
-    return dist_info
+from torchx_testsupport import write_dist
 
 
 def run_py(code: str, site: Path, home: Path, **env: str) -> dict[str, object]:

@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from torchx_testsupport import write_dist
 
 import torchx.specs as specs
 from torchx.specs import finder
@@ -73,15 +74,7 @@ MY_PROJECT = {
 
 def install(site: Path, entry_points: dict[str, str], modules: dict[str, str]) -> None:
     """Installs a distribution registering ``torchx.components`` entry points."""
-    dist_info = site / "my_project-1.0.dist-info"
-    dist_info.mkdir(parents=True)
-    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: my-project\nVersion: 1.0\n")
-    lines = ["[torchx.components]"] + [f"{k} = {v}" for k, v in entry_points.items()]
-    (dist_info / "entry_points.txt").write_text("\n".join(lines) + "\n")
-    for rel, source in modules.items():
-        path = site / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(source))
+    write_dist(site, "my-project", {"torchx.components": entry_points}, modules)
 
 
 REPORT = """

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from torchx_testsupport import write_dist
 
 import torchx.specs
 from torchx.specs import (
@@ -278,17 +279,16 @@ def test_custom_module_errors_are_raised(tmp_path: Path, monkeypatch: pytest.Mon
 # ---------------------------------------------------------------------------- entry points
 
 
-def write_dist(
+def install_resources(
     site: Path, name: str, entry_points: dict[str, str], modules: dict[str, str]
 ) -> None:
     """Installs a distribution with ``torchx.named_resources`` entry points into ``site``."""
-    dist_info = site / f"{name}-1.0.dist-info"
-    dist_info.mkdir(parents=True)
-    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
-    lines = ["[torchx.named_resources]"] + [f"{k} = {v}" for k, v in entry_points.items()]
-    (dist_info / "entry_points.txt").write_text("\n".join(lines) + "\n")
-    for module, source in modules.items():
-        (site / f"{module}.py").write_text(textwrap.dedent(source))
+    write_dist(
+        site,
+        name,
+        {"torchx.named_resources": entry_points},
+        {f"{module}.py": source for module, source in modules.items()},
+    )
 
 
 def run_lookup(site: Path, home: Path, code: str) -> dict[str, object]:
@@ -314,7 +314,7 @@ def run_lookup(site: Path, home: Path, code: str) -> dict[str, object]:
 def test_entry_point_named_resources(tmp_path: Path) -> None:
     site = tmp_path / "site"
     site.mkdir()
-    write_dist(
+    install_resources(
         site,
         "my_resources",
         {
@@ -379,7 +379,7 @@ def test_entry_point_named_resources(tmp_path: Path) -> None:
 def test_entry_points_win_over_custom_module(tmp_path: Path) -> None:
     site = tmp_path / "site"
     site.mkdir()
-    write_dist(
+    install_resources(
         site,
         "ep_res",
         {"shared": "ep_mod:shared"},

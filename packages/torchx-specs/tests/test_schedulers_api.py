@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from torchx_testsupport import write_dist
 
 import torchx.schedulers
 from torchx.schedulers import api as scheduler_api
@@ -483,11 +484,7 @@ def test_attribute_docstrings_of_a_class_defined_in_a_function() -> None:
 
 
 def _install(site: Path, dist: str, schedulers: dict[str, str]) -> None:
-    dist_info = site / f"{dist.replace('-', '_')}-1.0.dist-info"
-    dist_info.mkdir(parents=True)
-    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
-    body = "\n".join(f"{k} = {v}" for k, v in schedulers.items())
-    (dist_info / "entry_points.txt").write_text(f"[torchx.schedulers]\n{body}\n")
+    write_dist(site, dist, {"torchx.schedulers": schedulers})
 
 
 REGISTRY = """

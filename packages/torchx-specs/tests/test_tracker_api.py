@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
+from torchx_testsupport import write_dist
 
 import torchx.tracker
 from torchx.tracker.api import (
@@ -250,13 +251,12 @@ def test_package_exports() -> None:
 
 def test_tracker_registered_through_entry_point(tmp_path: Path) -> None:
     site = tmp_path / "site"
-    dist_info = site / "memtracker-1.0.dist-info"
-    dist_info.mkdir(parents=True)
-    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: memtracker\nVersion: 1.0\n")
-    (dist_info / "entry_points.txt").write_text(
-        "[torchx.tracker]\nmem = memtracker_ep:create\nbad = memtracker_ep:broken\n"
+    write_dist(
+        site,
+        "memtracker",
+        {"torchx.tracker": {"mem": "memtracker_ep:create", "bad": "memtracker_ep:broken"}},
+        {"memtracker_ep.py": MEMORY_TRACKER_SOURCE},
     )
-    (site / "memtracker_ep.py").write_text(MEMORY_TRACKER_SOURCE)
     code = textwrap.dedent(
         """
         import json
