@@ -12,6 +12,8 @@ import pytest
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from conftest import Cli, OneLineError
 
 
@@ -61,12 +63,19 @@ def test_run_wait_and_tee_logs(cli: Cli) -> None:
     assert "echo/0 padded\n" in proc.stderr
 
 
+def _dryrun_sections(stdout: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The JSON of the APPLICATION and SCHEDULER REQUEST sections of a local dry run."""
+    _, _, rest = stdout.partition("\n=== APPLICATION ===\n")
+    app, _, request = rest.partition("\n=== SCHEDULER REQUEST ===\n")
+    return json.loads(app), json.loads(request)
+
+
 def test_dryrun_prints_both_sections_and_submits_nothing(cli: Cli) -> None:
     proc = cli.run("run", "--dryrun", "-s", "local_cwd", "utils.echo", "--msg", "dry")
     assert proc.returncode == 0, proc.stderr
-    assert "\n=== APPLICATION ===\n" in proc.stdout
-    assert "\n=== SCHEDULER REQUEST ===\n" in proc.stdout
-    assert "'args': ['dry']" in proc.stdout
+    app, request = _dryrun_sections(proc.stdout)
+    assert app["name"] == "echo" and app["roles"][0]["args"] == ["dry"]
+    assert request["role_params"]["echo"][0]["args"][-1] == "dry"
     listed = cli.run("list", "-s", "local_cwd", "--json")
     assert listed.returncode == 0, listed.stderr
     assert json.loads(listed.stdout) == []
@@ -76,7 +85,8 @@ def test_dryrun_parent_run_id_and_workspace_from_config(cli: Cli) -> None:
     (cli.cwd / ".torchxconfig").write_text("[cli:run]\nworkspace =\n")
     proc = cli.run("run", "--dryrun", "-s", "local_cwd", "--parent_run_id", "exp-42", "utils.echo")
     assert proc.returncode == 0, proc.stderr
-    assert "'TORCHX_PARENT_RUN_ID': 'exp-42'" in proc.stdout
+    app, _ = _dryrun_sections(proc.stdout)
+    assert app["roles"][0]["env"]["TORCHX_PARENT_RUN_ID"] == "exp-42"
     twice = cli.run("run", "--workspace", "a", "--workspace", "b", "utils.echo")
     assert twice.returncode == 2
 
@@ -154,7 +164,8 @@ def test_stdin_json(cli: Cli) -> None:
     args = {**args, "component_args": {}, "component_args_str": ["--msg", "as string"]}
     proc = cli.run("run", "--stdin", "--dryrun", input=json.dumps(args))
     assert proc.returncode == 0, proc.stderr
-    assert "=== APPLICATION ===" in proc.stdout and "'args': ['as string']" in proc.stdout
+    app, _ = _dryrun_sections(proc.stdout)
+    assert app["roles"][0]["args"] == ["as string"]
 
 
 def test_stdin_errors(cli: Cli, one_line_error: OneLineError) -> None:

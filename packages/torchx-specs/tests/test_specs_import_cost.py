@@ -11,6 +11,9 @@ import subprocess
 import sys
 
 FORBIDDEN = [
+    "dataclasses",
+    "inspect",
+    "ast",
     "json",
     "shlex",
     "difflib",

@@ -12,13 +12,14 @@ __all__ = ["print_json", "to_jsonable"]
 
 def to_jsonable(obj: "Any") -> "Any":
     """``obj`` as JSON-ready data: dataclasses become dicts, enums their name."""
-    import dataclasses
     import enum
+
+    from torchx.util.lazy_dataclass import fields, is_dataclass
 
     if isinstance(obj, enum.Enum):
         return obj.name
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in fields(obj)}
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple | set | frozenset):

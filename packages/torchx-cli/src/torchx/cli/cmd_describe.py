@@ -27,7 +27,8 @@ class CmdDescribe(AppHandleSubCommand):
 
             print_json(app)
         else:
-            from dataclasses import asdict
             from pprint import pformat
+
+            from torchx.util.lazy_dataclass import asdict
 
             print(pformat(asdict(app), indent=2, width=80))

@@ -9,12 +9,12 @@ replica's log lines stream to stderr behind a ``role/replica`` prefix; the exit 
 import argparse
 import os
 import sys
-from dataclasses import dataclass, field, fields
 
 from torchx.cli._errors import EXIT_USAGE, CliError
 from torchx.cli.argparse_util import ArgOnceAction, explicitly_given, torchxconfig_run
 from torchx.cli.cmd_base import SubCommand
 from torchx.cli.cmd_builtins import CmdBuiltins
+from torchx.util.lazy_dataclass import dataclass, field, fields
 from torchx.util.log import get_logger
 
 TYPE_CHECKING = False
@@ -391,11 +391,13 @@ class CmdRun(SubCommand):
 
 
 def _print_dryrun(info: "AppDryRunInfo[Any]") -> None:
-    from dataclasses import asdict
-    from pprint import pformat
+    import json
+
+    from torchx.util.lazy_dataclass import asdict
 
     app = info.app
-    application = pformat(asdict(app), indent=2, width=80) if app is not None else "<unknown>"
+    # JSON, not pprint: pprint imports dataclasses and inspect (see docs/design.md).
+    application = json.dumps(asdict(app), indent=2, default=str) if app is not None else "<unknown>"
     print(f"\n=== APPLICATION ===\n{application}")
     print(f"\n=== SCHEDULER REQUEST ===\n{info}")
 

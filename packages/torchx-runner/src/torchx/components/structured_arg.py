@@ -6,8 +6,9 @@ the parsing here gives every component the same spelling and the same errors.
 """
 
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
+
+from torchx.util.lazy_dataclass import dataclass
 
 __all__ = ["StructuredJArgument", "StructuredNameArgument"]
 

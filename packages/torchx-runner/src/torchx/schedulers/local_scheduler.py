@@ -21,7 +21,6 @@ import os
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from torchx.schedulers import local_state as st
@@ -48,6 +47,7 @@ from torchx.specs.api import (
     macros,
     runopts,
 )
+from torchx.util.lazy_dataclass import asdict, dataclass, field
 from torchx.util.log import get_logger
 
 if TYPE_CHECKING:
@@ -153,9 +153,10 @@ class PopenRequest:
 
 
 def _format_request(request: PopenRequest) -> str:
-    import pprint
+    """The request as indented JSON (``pprint`` would import ``dataclasses`` and ``inspect``)."""
+    import json
 
-    return pprint.pformat(asdict(request), indent=2, width=80)
+    return json.dumps(asdict(request), indent=2)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,12 +9,10 @@ abstract has a sensible default so that plugins implement only what they support
 from __future__ import annotations
 
 import abc
-import dataclasses
 import sys
 import time
 import typing
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
 
@@ -32,6 +30,7 @@ from torchx.specs.api import (
     cases,
     runopts,
 )
+from torchx.util.lazy_dataclass import MISSING, Field, dataclass, field, fields
 
 if TYPE_CHECKING:
     import ast
@@ -409,9 +408,9 @@ class _OptionField:
         "type",
     )
 
-    def __init__(self, f: dataclasses.Field[Any], option_type: Any) -> None:
-        has_default = f.default is not dataclasses.MISSING
-        has_factory = f.default_factory is not dataclasses.MISSING
+    def __init__(self, f: Field, option_type: Any) -> None:
+        has_default = f.default is not MISSING
+        has_factory = f.default_factory is not MISSING
         self.name = f.name
         self.key = str(f.metadata.get(CFG_KEY, f.name))
         self.type = option_type
@@ -437,7 +436,7 @@ def _option_fields(cls: type) -> list[_OptionField]:
     hints = typing.get_type_hints(cls)
     result = [
         _OptionField(f, decode_optional(hints.get(f.name, f.type)))
-        for f in dataclasses.fields(cls)
+        for f in fields(cls)
         if not f.name.startswith("_") and f.init
     ]
     _FIELDS[cls] = result

@@ -2,10 +2,10 @@
 
 import typing
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from torchx.specs._common import InvalidRunConfigException, cases
+from torchx.util.lazy_dataclass import dataclass
 
 CfgVal = str | int | float | bool | list[str] | dict[str, str] | None
 """A run config value: ``str | int | float | bool | list[str] | dict[str, str] | None``."""

@@ -6,13 +6,12 @@ contract (tools scrape it), so it is reproduced exactly.
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 from torchx.specs._common import NONE
+from torchx.util.lazy_dataclass import asdict, dataclass, field
 
 
 class AppState(int, Enum):
@@ -73,7 +72,7 @@ class RoleStatus:
     replicas: list[ReplicaStatus]
 
     def to_json(self) -> dict[str, Any]:
-        return {"role": self.role, "replicas": [dataclasses.asdict(r) for r in self.replicas]}
+        return {"role": self.role, "replicas": [asdict(r) for r in self.replicas]}
 
 
 class AppStatusError(Exception):
@@ -263,7 +262,7 @@ class AppStatus:
             except ValueError:
                 return raw
 
-        data = plain(dataclasses.asdict(self))
+        data = plain(asdict(self))
         data["structured_error_msg"] = decoded(self.structured_error_msg)
         for role in data["roles"]:
             for replica in role["replicas"]:

@@ -1,7 +1,8 @@
 """``Workspace``: the local directories that are shipped along with a role's image."""
 
 import os
-from dataclasses import dataclass
+
+from torchx.util.lazy_dataclass import dataclass
 
 
 def _parse_scalar(text: str) -> str | None:

@@ -1,16 +1,14 @@
 """The TorchX data model: apps, roles, resources, mounts, macros, run configs and statuses.
 
 Everything here is plain data plus small helpers; schedulers turn an :class:`AppDef` into
-their native request. Importing this module costs no more than ``dataclasses`` itself.
+their native request. Importing this module imports neither ``dataclasses`` nor ``inspect``
+(see :mod:`torchx.util.lazy_dataclass`).
 """
 
 import _thread
 import copy
-import dataclasses
-import inspect
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -33,6 +31,7 @@ from torchx.specs._common import (
 )
 from torchx.specs._runopts import CfgVal, get_type_name, runopt, runopts
 from torchx.specs._workspace_spec import Workspace
+from torchx.util.lazy_dataclass import asdict, dataclass, field
 
 if TYPE_CHECKING:
     from torchx.specs._status import (
@@ -343,7 +342,9 @@ class Role:
         with _OVERRIDE_LOCK:
             entry = overrides[attrname]
             if not isinstance(entry, _ResolvedOverride):
-                value = _run_awaitable(entry) if inspect.isawaitable(entry) else entry()
+                from inspect import isawaitable
+
+                value = _run_awaitable(entry) if isawaitable(entry) else entry()
                 entry = _ResolvedOverride(value)
                 overrides[attrname] = entry
         object.__setattr__(self, attrname, entry.value)
@@ -420,7 +421,7 @@ class macros:
             return Template(arg).safe_substitute(**self.to_dict())
 
         def to_dict(self) -> dict[str, str]:
-            return dataclasses.asdict(self)
+            return asdict(self)
 
 
 T = TypeVar("T")

@@ -13,14 +13,15 @@ Bad arguments raise :class:`ComponentArgumentError` naming the parameter; pass
 from __future__ import annotations
 
 import argparse
-import inspect
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from torchx.specs._help_format import TorchXArgumentHelpFormatter
 from torchx.specs.api import AppDef, make_app_handle, parse_mounts
-from torchx.specs.file_linter import TorchXArgumentHelpFormatter, get_fn_docstring
+from torchx.util import fn_params
+from torchx.util.fn_params import EMPTY
+from torchx.util.lazy_dataclass import dataclass
 from torchx.util.types import decode, get_argparse_param_type
 
 __all__ = [
@@ -66,6 +67,8 @@ class _ComponentArgumentParser(argparse.ArgumentParser):
     def format_help(self) -> str:
         fn, self._docstring_of = self._docstring_of, None
         if fn is not None:
+            from torchx.specs.file_linter import get_fn_docstring
+
             description, param_help = get_fn_docstring(fn)
             self.description = description
             for action in self._actions:
@@ -108,9 +111,9 @@ def _annotations(fn: Callable[..., Any]) -> dict[str, Any]:
         return typing.get_type_hints(fn, include_extras=True)
     except Exception:  # unresolvable forward references: use what the signature has
         return {
-            name: param.annotation
-            for name, param in inspect.signature(fn).parameters.items()
-            if param.annotation is not inspect.Parameter.empty
+            param.name: param.annotation
+            for param in fn_params.parameters(fn)
+            if param.annotation is not EMPTY
         }
 
 
@@ -146,35 +149,36 @@ def _create_args_parser(
     defaults = cmpnt_defaults or {}
     config = config or {}
     annotations = _annotations(cmpnt_fn)
-    for name, param in inspect.signature(cmpnt_fn).parameters.items():
+    for param in fn_params.parameters(cmpnt_fn):
+        name = param.name
         annotation = annotations.get(name, param.annotation)
-        typed_param = param.replace(annotation=annotation)
+        typed_param = fn_params.Param(name, param.kind, param.default, annotation)
         help_text = name.replace("_", " ")  # the docstring's text replaces it in format_help
         default: Any = param.default
         if name in defaults:
             default = defaults[name]
-        if param.kind == inspect.Parameter.VAR_KEYWORD:
+        if param.kind == fn_params.VAR_KEYWORD:
             continue  # rejected when the arguments are built
-        if param.kind == inspect.Parameter.VAR_POSITIONAL:
+        if param.kind == fn_params.VAR_POSITIONAL:
             parser.add_argument(
                 name,
                 nargs=argparse.REMAINDER,
                 type=get_argparse_param_type(typed_param),
                 help=help_text,
-                default=default if default is not inspect.Parameter.empty else [],
+                default=default if default is not EMPTY else [],
             )
             continue
         flags = _aliases(annotation)
         if len(name) == 1:
             flags.append(f"-{name}")
         flags.append(f"--{name}")
-        has_value = default is not inspect.Parameter.empty or name in config
+        has_value = default is not EMPTY or name in config
         parser.add_argument(
             *flags,
             dest=name,
             type=get_argparse_param_type(typed_param),
             help=help_text,
-            default=_display_default(default) if default is not inspect.Parameter.empty else None,
+            default=_display_default(default) if default is not EMPTY else None,
             required=not has_value,
         )
     return parser
@@ -189,15 +193,16 @@ def _parse(
 ) -> tuple[argparse.ArgumentParser, dict[str, Any]]:
     """Parses and merges every source; returns the parser and ``{param: raw value}``."""
     parser = _create_args_parser(cmpnt_fn, cmpnt_defaults, config, exit_on_error=exit_on_error)
-    params = inspect.signature(cmpnt_fn).parameters
-    namespace = argparse.Namespace(**dict.fromkeys(params, _UNSET))
+    params = fn_params.parameters(cmpnt_fn)
+    namespace = argparse.Namespace(**{p.name: _UNSET for p in params})
     parsed = vars(parser.parse_args(cmpnt_args, namespace=namespace))
     defaults = cmpnt_defaults or {}
     config = config or {}
     values: dict[str, Any] = {}
-    for name, param in params.items():
+    for param in params:
+        name = param.name
         value = parsed.get(name, _UNSET)
-        if param.kind == inspect.Parameter.VAR_POSITIONAL and value == []:
+        if param.kind == fn_params.VAR_POSITIONAL and value == []:
             value = _UNSET  # an empty remainder must not clobber configured values
         if value is not _UNSET:
             values[name] = value
@@ -205,15 +210,15 @@ def _parse(
             values[name] = config[name]
         elif name in defaults:
             default = defaults[name]
-            if param.kind == inspect.Parameter.VAR_POSITIONAL and isinstance(default, str):
+            if param.kind == fn_params.VAR_POSITIONAL and isinstance(default, str):
                 import shlex
 
                 values[name] = shlex.split(default)
             else:
                 values[name] = default
-        elif param.default is not inspect.Parameter.empty:
+        elif param.default is not EMPTY:
             values[name] = param.default
-        elif param.kind == inspect.Parameter.VAR_POSITIONAL:
+        elif param.kind == fn_params.VAR_POSITIONAL:
             values[name] = []
     return parser, values
 
@@ -257,8 +262,9 @@ def component_args_from_str(
     positional_args: dict[str, Any] = {}
     var_args: list[str] = []
     kwargs: dict[str, Any] = {}
-    for name, param in inspect.signature(cmpnt_fn).parameters.items():
-        if param.kind == inspect.Parameter.VAR_KEYWORD:
+    for param in fn_params.parameters(cmpnt_fn):
+        name = param.name
+        if param.kind == fn_params.VAR_KEYWORD:
             raise TypeError(
                 f"component `{cmpnt_fn.__name__}` has `**{name}`; components cannot take"
                 " **kwargs because each parameter must be a named CLI option"
@@ -267,7 +273,7 @@ def component_args_from_str(
         if name not in values:
             _fail(parser, f"the following arguments are required: --{name}")
         value = values[name]
-        if param.kind == inspect.Parameter.VAR_POSITIONAL:
+        if param.kind == fn_params.VAR_POSITIONAL:
             items = list(value)
             if items and items[0] == "--":
                 items = items[1:]
@@ -278,7 +284,7 @@ def component_args_from_str(
         except ValueError as e:
             flag = f"-{name}/--{name}" if len(name) == 1 else f"--{name}"
             _fail(parser, f"argument {flag}: {e}")
-        if param.kind == inspect.Parameter.KEYWORD_ONLY:
+        if param.kind == fn_params.KEYWORD_ONLY:
             kwargs[name] = decoded
         else:
             positional_args[name] = decoded

@@ -7,8 +7,9 @@ code may index directly.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar, overload
+
+from torchx.util.lazy_dataclass import dataclass
 
 if TYPE_CHECKING:
     from torchx.specs.api import Resource

@@ -9,13 +9,12 @@ never imported just to be linted.
 from __future__ import annotations
 
 import abc
-import argparse
 import ast
-import inspect
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
+from torchx.specs._help_format import TorchXArgumentHelpFormatter
 from torchx.util.io import read_conf_file
+from torchx.util.lazy_dataclass import dataclass
 
 __all__ = [
     "ArgTypeValidator",
@@ -32,36 +31,6 @@ COMPONENT_BEST_PRACTICES_URL = (
 )
 
 
-class TorchXArgumentHelpFormatter(
-    argparse.RawDescriptionHelpFormatter,
-    argparse.ArgumentDefaultsHelpFormatter,
-    argparse.MetavarTypeHelpFormatter,
-):
-    """Component ``--help``: appends `` (required)`` or `` (default: X)`` to each help line."""
-
-    def __init__(
-        self,
-        prog: str,
-        indent_increment: int = 2,
-        max_help_position: int = 24,
-        width: int | None = None,
-    ) -> None:
-        from torchx.util.terminal import help_width
-
-        # argparse would import shutil for the width on every add_argument.
-        super().__init__(
-            prog, indent_increment, max_help_position, help_width() if width is None else width
-        )
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        if action.default is argparse.SUPPRESS:
-            return text
-        if action.required and action.nargs != argparse.REMAINDER:
-            return f"{text} (required)"
-        return f"{text} (default: {action.default})"
-
-
 def get_fn_docstring(fn: Callable[..., object]) -> tuple[str, dict[str, str]]:
     """``(description, {param: help})`` from a google-style docstring.
 
@@ -73,6 +42,8 @@ def get_fn_docstring(fn: Callable[..., object]) -> tuple[str, dict[str, str]]:
         f"{name} TIP: improve this help string by adding a docstring\n"
         f"to your component (see: {COMPONENT_BEST_PRACTICES_URL})"
     )
+    import inspect
+
     params = {p: " " for p in inspect.signature(fn).parameters}
     doc = inspect.getdoc(fn)
     if not doc:

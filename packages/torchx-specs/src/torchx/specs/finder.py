@@ -26,23 +26,18 @@ from __future__ import annotations
 
 import abc
 import importlib
-import inspect
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from types import ModuleType
-from typing import Any
+from types import FunctionType, ModuleType
+from typing import TYPE_CHECKING, Any
 
-from torchx.specs.file_linter import (
-    ComponentFunctionValidator,
-    LinterMessage,
-    get_fn_docstring,
-    parse_source,
-    validate_tree,
-)
 from torchx.util.io import read_conf_file
+from torchx.util.lazy_dataclass import dataclass
 from torchx.util.log import get_logger
+
+if TYPE_CHECKING:
+    from torchx.specs.file_linter import ComponentFunctionValidator, LinterMessage
 
 __all__ = [
     "BUILTIN_COMPONENTS_MODULE",
@@ -117,6 +112,8 @@ class _Component:
     @property
     def description(self) -> str:
         if self._description is None:
+            from torchx.specs.file_linter import get_fn_docstring
+
             self._description = "" if self.validation_errors else get_fn_docstring(self.fn)[0]
         return self._description
 
@@ -181,6 +178,8 @@ def _lint_file(
 ) -> list[str]:
     """The linter's complaints about ``fn_name`` in the file at ``path`` (a syntax error
     counts as one); raises ``OSError`` when the file cannot be read."""
+    from torchx.specs.file_linter import LinterMessage, parse_source, validate_tree
+
     tree = parse_source(read_conf_file(path), path)
     if isinstance(tree, LinterMessage):
         return [tree.description]
@@ -192,7 +191,7 @@ def _defined_function(module: ModuleType, fn_name: str) -> Callable[..., Any] | 
     fn = vars(module).get(fn_name)
     if (
         fn_name.startswith("_")
-        or not inspect.isfunction(fn)
+        or not isinstance(fn, FunctionType)
         or getattr(fn, "__module__", None) != module.__name__
     ):
         return None
@@ -236,6 +235,8 @@ def _components_of_module(
     path = getattr(module, "__file__", None)
     if not path:
         return []
+    from torchx.specs.file_linter import LinterMessage, parse_source, validate_tree
+
     tree = parse_source(read_conf_file(path), path)
     components = []
     for fn_name, fn in functions:
@@ -382,6 +383,8 @@ class CustomComponentsFinder(ComponentsFinder):
         self, validators: Sequence[ComponentFunctionValidator] | None = None
     ) -> list[_Component]:
         source = read_conf_file(self._filepath)
+        from torchx.specs.file_linter import LinterMessage, parse_source, validate_tree
+
         tree = parse_source(source, self._filepath)
         if isinstance(tree, LinterMessage):
             raise ComponentValidationException(
@@ -389,7 +392,7 @@ class CustomComponentsFinder(ComponentsFinder):
             )
         module = self._load_module(source)
         fn = getattr(module, self._function_name, None)
-        if not inspect.isfunction(fn):
+        if not isinstance(fn, FunctionType):
             return []
         errors = _lint_messages(validate_tree(tree, self._function_name, validators))
         return [
@@ -565,7 +568,7 @@ def _from_import_path(
     except Exception:
         return None
     fn = getattr(module, fn_name, None)
-    if not inspect.isfunction(fn) or getattr(fn, "__module__", None) != module.__name__:
+    if not isinstance(fn, FunctionType) or getattr(fn, "__module__", None) != module.__name__:
         return None
     path = getattr(module, "__file__", None)
     if not path:
@@ -637,6 +640,7 @@ def get_builtin_source(
     Meant as a starting point for a custom component (``torchx builtins --print``).
     """
     import ast
+    import inspect
 
     fn = get_component(name, validators).fn
     path = inspect.getsourcefile(fn) or ""

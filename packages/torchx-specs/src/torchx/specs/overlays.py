@@ -27,10 +27,10 @@ from __future__ import annotations
 import copy
 import warnings
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from torchx.specs.api import AppDef, Role
+from torchx.util.lazy_dataclass import dataclass
 
 __all__ = [
     "DEL",

@@ -12,9 +12,9 @@ import functools
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 from torchx.settings import ENV_TORCHX_JOB_ID, ENV_TORCHX_PARENT_RUN_ID, ENV_TORCHX_TRACKERS
+from torchx.util.lazy_dataclass import dataclass
 from torchx.util.log import get_logger
 
 __all__ = [

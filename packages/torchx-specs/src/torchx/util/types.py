@@ -5,11 +5,16 @@ helpers turn them into the annotated Python types (``bool``, ``list[T]``, ``dict
 ``T | None``, ``Annotated[T, ...]``) with one-line errors naming the bad value.
 """
 
-import inspect
+import sys
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import inspect
+
+    from torchx.util.fn_params import Param
 
 __all__ = [
     "BOOL_FALSE",
@@ -282,14 +287,24 @@ def decode(encoded_value: Any, annotation: Any) -> Any:
         return to_bool(encoded_value)
     if tp in (int, float):
         return _decode_scalar(encoded_value, tp, "value")
-    if tp is str or tp is Any or tp is inspect.Parameter.empty:
+    if tp is str or tp is Any or _is_signature_empty(tp):
         return encoded_value
     if (typing.get_origin(tp) or tp) in (list, dict, tuple):
         return decode_from_string(encoded_value, tp)
     return encoded_value
 
 
-def get_argparse_param_type(parameter: inspect.Parameter) -> Callable[[str], object]:
+def _is_signature_empty(tp: Any) -> bool:
+    """No annotation: ours or ``inspect.Parameter.empty`` (without importing inspect to ask)."""
+    from torchx.util.fn_params import EMPTY
+
+    if tp is EMPTY:
+        return True
+    module = sys.modules.get("inspect")
+    return module is not None and tp is module.Parameter.empty
+
+
+def get_argparse_param_type(parameter: "inspect.Parameter | Param") -> Callable[[str], object]:
     """The ``type=`` for argparse: the annotation when it is int/str/float, else ``str``."""
     annotation = strip_annotated(parameter.annotation)
     if annotation in (int, str, float):

@@ -13,10 +13,10 @@ import fnmatch
 import posixpath
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from torchx.specs import AppDef, CfgVal, Role, Workspace, runopts
+from torchx.util.lazy_dataclass import dataclass
 from torchx.util.log import get_logger
 
 __all__ = [

@@ -12,11 +12,11 @@ from __future__ import annotations
 import _thread
 import sys
 import time
-from dataclasses import asdict, dataclass
 from enum import Enum
 from types import TracebackType
 from typing import TYPE_CHECKING, Literal
 
+from torchx.util.lazy_dataclass import asdict, dataclass
 from torchx.util.log import get_logger
 
 if TYPE_CHECKING:
