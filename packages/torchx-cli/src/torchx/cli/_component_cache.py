@@ -10,9 +10,10 @@ cached, so its warnings show every time. ``TORCHX_NO_ENTRYPOINT_CACHE=1`` disabl
 like the entry-point cache.
 """
 
-import marshal
 import os
 import sys
+
+from torchx.util import disk_cache
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -22,22 +23,14 @@ if TYPE_CHECKING:
 __all__ = ["load_component_names", "store_component_names"]
 
 _FORMAT = 1
-_DISABLE_ENV = "TORCHX_NO_ENTRYPOINT_CACHE"
 _COMPONENTS_GROUP = "torchx.components"
 _BUILTIN_MODULE = "torchx.components"
 # torchx modules whose code decides what a valid component is.
 _DISCOVERY_MODULES = ("torchx.specs.finder", "torchx.specs.file_linter")
 
 
-def _disabled() -> bool:
-    return os.environ.get(_DISABLE_ENV, "").strip().lower() not in ("", "0", "false", "no")
-
-
 def _cache_path() -> str:
-    from torchx.util.entrypoints import interpreter_tag
-
-    home = os.environ.get("TORCHX_HOME") or os.path.join(os.path.expanduser("~"), ".torchx")
-    return os.path.join(home, "cache", f"components-{interpreter_tag()}.marshal")
+    return disk_cache.cache_file("components")
 
 
 def _key() -> "tuple[Any, ...]":
@@ -59,14 +52,12 @@ def _stamp(path: str) -> "tuple[int, int] | None":
 
 def load_component_names() -> "list[str] | None":
     """The cached names, or ``None`` when there is no valid cache entry."""
-    if _disabled():
+    if disk_cache.cache_disabled():
         return None
-    try:
-        with open(_cache_path(), "rb") as f:
-            # Our own 0600 file in the user's private cache dir, not untrusted input.
-            key, watched, names = marshal.load(f)  # noqa: S302
-    except (OSError, EOFError, ValueError, TypeError):
+    stored = disk_cache.read(_cache_path())
+    if not (isinstance(stored, tuple) and len(stored) == 3):
         return None
+    key, watched, names = stored
     if key != _key():
         return None
     for path, stamp in watched:
@@ -106,13 +97,11 @@ def _directories(root: str) -> "Iterable[str]":
 
 def store_component_names(names: "list[str]") -> None:
     """Caches ``names``, computed by the finder in this process (best effort)."""
-    if _disabled():
+    if disk_cache.cache_disabled():
         return
     watched = []
     for path in sorted(set(_watched_paths())):
         stamp = _stamp(path)
         if stamp is not None:
             watched.append((path, stamp))
-    from torchx.util.atomic import try_write_private
-
-    try_write_private(_cache_path(), marshal.dumps((_key(), tuple(watched), tuple(names))))
+    disk_cache.write(_cache_path(), (_key(), tuple(watched), tuple(names)))

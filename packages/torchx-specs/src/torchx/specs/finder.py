@@ -178,12 +178,27 @@ def _lint_file(
 ) -> list[str]:
     """The linter's complaints about ``fn_name`` in the file at ``path`` (a syntax error
     counts as one); raises ``OSError`` when the file cannot be read."""
-    from torchx.specs.file_linter import LinterMessage, parse_source, validate_tree
+    return _lint_functions(path, [fn_name], validators)[fn_name]
 
-    tree = parse_source(read_conf_file(path), path)
-    if isinstance(tree, LinterMessage):
-        return [tree.description]
-    return _lint_messages(validate_tree(tree, fn_name, validators))
+
+def _lint_functions(
+    path: str, fn_names: Sequence[str], validators: Sequence[ComponentFunctionValidator] | None
+) -> dict[str, list[str]]:
+    """``{fn_name: complaints}``; verdicts of the default validators come from a cache."""
+
+    def compute() -> dict[str, list[str]]:
+        from torchx.specs.file_linter import LinterMessage, parse_source, validate_tree
+
+        tree = parse_source(read_conf_file(path), path)
+        if isinstance(tree, LinterMessage):
+            return {name: [tree.description] for name in fn_names}
+        return {name: _lint_messages(validate_tree(tree, name, validators)) for name in fn_names}
+
+    if validators is not None:
+        return compute()
+    from torchx.specs import _lint_cache
+
+    return _lint_cache.lint(path, fn_names, compute)
 
 
 def _defined_function(module: ModuleType, fn_name: str) -> Callable[..., Any] | None:
@@ -235,15 +250,10 @@ def _components_of_module(
     path = getattr(module, "__file__", None)
     if not path:
         return []
-    from torchx.specs.file_linter import LinterMessage, parse_source, validate_tree
-
-    tree = parse_source(read_conf_file(path), path)
+    verdicts = _lint_functions(path, [fn_name for fn_name, _ in functions], validators)
     components = []
     for fn_name, fn in functions:
-        if isinstance(tree, LinterMessage):
-            errors = [tree.description]
-        else:
-            errors = _lint_messages(validate_tree(tree, fn_name, validators))
+        errors = verdicts[fn_name]
         components.append(
             _Component(
                 name=".".join(p for p in (name_prefix, fn_name) if p),

@@ -9,12 +9,14 @@ directory that holds its ``.dist-info``, which changes the key and forces a resc
 ``TORCHX_NO_ENTRYPOINT_CACHE=1`` turns the cache off.
 
 This module is imported on every CLI start, so it only imports ``os``, ``sys`` and
-``marshal``; everything else is imported on a cache miss or on load.
+:mod:`torchx.util.disk_cache`; everything else is imported on a cache miss or on load.
 """
 
-import marshal
 import os
 import sys
+
+from torchx.util import disk_cache
+from torchx.util.disk_cache import interpreter_tag
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -32,7 +34,7 @@ __all__ = [
     "load_group",
 ]
 
-ENV_NO_ENTRYPOINT_CACHE = "TORCHX_NO_ENTRYPOINT_CACHE"
+ENV_NO_ENTRYPOINT_CACHE = disk_cache.ENV_NO_CACHE
 """Set to ``1`` to scan ``importlib.metadata`` every time instead of using the cache."""
 
 _CACHED_GROUP_PREFIX = "torchx"
@@ -159,20 +161,6 @@ class _DeferredLoad:
         return f"<deferred entry point {self.entry_point.name} = {self.entry_point.value}>"
 
 
-def _torchx_home() -> str:
-    home = os.environ.get("TORCHX_HOME")
-    return home if home else os.path.join(os.path.expanduser("~"), ".torchx")
-
-
-def _cache_disabled() -> bool:
-    return os.environ.get(ENV_NO_ENTRYPOINT_CACHE, "").strip().lower() not in (
-        "",
-        "0",
-        "false",
-        "no",
-    )
-
-
 def _cache_key() -> "tuple[Any, ...]":
     """Everything the visible set of distributions depends on.
 
@@ -191,29 +179,12 @@ def _cache_key() -> "tuple[Any, ...]":
     return (_CACHE_FORMAT, sys.version, sys.executable, path, tuple(stamps))
 
 
-def interpreter_tag() -> str:
-    """Eight hex digits naming this interpreter (executable and version) in cache file names.
-
-    A 32-bit FNV-1a hash, computed here because ``zlib.crc32`` would mean loading an
-    extension module on every start.
-    """
-    value = 0x811C9DC5
-    for byte in f"{sys.executable}\0{sys.version}".encode():
-        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
-    return f"{value:08x}"
-
-
 def _cache_file() -> str:
-    return os.path.join(_torchx_home(), "cache", f"entrypoints-{interpreter_tag()}.marshal")
+    return disk_cache.cache_file("entrypoints")
 
 
 def _read_cache(path: str, key: "tuple[Any, ...]") -> "_ScanResult | None":
-    try:
-        with open(path, "rb") as f:
-            # Our own 0600 file in the user's private cache dir, not untrusted input.
-            stored = marshal.load(f)  # noqa: S302
-    except (OSError, EOFError, ValueError, TypeError):
-        return None
+    stored = disk_cache.read(path)
     if not (isinstance(stored, tuple) and len(stored) == 2 and stored[0] == key):
         return None
     data = stored[1]
@@ -225,9 +196,7 @@ def _read_cache(path: str, key: "tuple[Any, ...]") -> "_ScanResult | None":
 
 def _write_cache(path: str, key: "tuple[Any, ...]", data: "_ScanResult") -> None:
     # A read-only home must never break discovery: the scan result is still used.
-    from torchx.util.atomic import try_write_private
-
-    try_write_private(path, marshal.dumps((key, data)))
+    disk_cache.write(path, (key, data))
 
 
 def _normalize_dist_name(name: str) -> str:
@@ -275,7 +244,7 @@ def _scan_result() -> "_ScanResult":
     if _memo.get("key") == key:
         result: _ScanResult = _memo["data"]
         return result
-    use_cache = not _cache_disabled()
+    use_cache = not disk_cache.cache_disabled()
     data = None
     path = ""
     if use_cache:

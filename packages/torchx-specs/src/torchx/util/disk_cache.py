@@ -1,0 +1,66 @@
+"""Small private caches under ``$TORCHX_HOME/cache/`` that make start-up cheap.
+
+Entry-point discovery, the CLI's component list and the component linter each keep the
+answer to an expensive question in one ``marshal`` file per interpreter, stored with
+private permissions. ``marshal`` because it is built in and loads in microseconds; a
+cache is only ever a shortcut, so an unreadable, foreign or stale file is a miss and a
+read-only home just means no cache. ``TORCHX_NO_ENTRYPOINT_CACHE=1`` turns them all off.
+"""
+
+import marshal
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["ENV_NO_CACHE", "cache_disabled", "cache_file", "interpreter_tag", "read", "write"]
+
+ENV_NO_CACHE = "TORCHX_NO_ENTRYPOINT_CACHE"
+"""Set to ``1`` to compute everything every time instead of using the caches."""
+
+
+def cache_disabled() -> bool:
+    """True when ``$TORCHX_NO_ENTRYPOINT_CACHE`` asks for no caching."""
+    value = os.environ.get(ENV_NO_CACHE, "").strip().lower()
+    return value not in ("", "0", "false", "no")
+
+
+def interpreter_tag() -> str:
+    """Eight hex digits naming this interpreter (executable and version) in cache file names.
+
+    A 32-bit FNV-1a hash, computed here because ``zlib.crc32`` would mean loading an
+    extension module on every start.
+    """
+    value = 0x811C9DC5
+    for byte in f"{sys.executable}\0{sys.version}".encode():
+        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return f"{value:08x}"
+
+
+def cache_file(name: str) -> str:
+    """``$TORCHX_HOME/cache/<name>-<interpreter tag>.marshal`` (TORCHX_HOME: ``~/.torchx``)."""
+    home = os.environ.get("TORCHX_HOME") or os.path.join(os.path.expanduser("~"), ".torchx")
+    return os.path.join(home, "cache", f"{name}-{interpreter_tag()}.marshal")
+
+
+def read(path: str) -> "Any":
+    """The value stored at ``path``, or None when there is none that can be read."""
+    try:
+        with open(path, "rb") as f:
+            # Our own 0600 file in the user's private cache dir, not untrusted input.
+            return marshal.load(f)  # noqa: S302
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+
+
+def write(path: str, value: "Any") -> bool:
+    """Stores ``value`` atomically with private permissions; False when it could not."""
+    from torchx.util.atomic import try_write_private
+
+    try:
+        data = marshal.dumps(value)
+    except ValueError:  # not marshal-able: nothing to cache
+        return False
+    return try_write_private(path, data)
