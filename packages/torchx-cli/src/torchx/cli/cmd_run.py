@@ -440,7 +440,13 @@ def _wait_and_exit(runner: "Runner", app_handle: str, tee: bool) -> None:
         app_done.set()
 
     try:
-        join_streamers(streamers, threads, timeout=_LOG_JOIN_TIMEOUT_S, on_error=logger.warning)
+        # A lambda, not logger.warning: reading that attribute would import logging.
+        join_streamers(
+            streamers,
+            threads,
+            timeout=_LOG_JOIN_TIMEOUT_S,
+            on_error=lambda message: logger.warning("%s", message),
+        )
     except Exception as e:
         logger.warning("could not stream the logs of %s: %s: %s", app_handle, type(e).__name__, e)
 

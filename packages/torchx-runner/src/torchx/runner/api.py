@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from torchx.runner.events import log_event
+from torchx.runner.events import log_event, may_listen
 from torchx.specs.api import (
     MISSING,
     AppDef,
@@ -115,7 +115,8 @@ def _copy_app(app: AppDef) -> AppDef:
 
 
 def _runcfg_json(cfg: Mapping[str, CfgVal] | None) -> str | None:
-    if not cfg:
+    """The run config as JSON for the ``schedule`` event, when anyone may read the event."""
+    if not cfg or not may_listen():
         return None
     import json
 

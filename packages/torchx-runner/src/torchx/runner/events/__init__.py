@@ -126,12 +126,20 @@ def _nobody_listens(logger: logging.Logger) -> bool:
     )
 
 
+def may_listen(destination: str = "null") -> bool:
+    """False when an event sent to ``destination`` surely reaches nobody (cheap to ask).
+
+    Lets callers skip building costly event fields, such as the run config as JSON.
+    """
+    return destination != "null" or "logging" in sys.modules
+
+
 def record(event: TorchxEvent, destination: str = "null") -> None:
     """Logs ``event`` (as JSON, level INFO) to the logger of ``destination``.
 
     A failure to serialize the event is logged and never breaks the API call it describes.
     """
-    if destination == "null" and "logging" not in sys.modules:
+    if not may_listen(destination):
         # Nobody can have attached a handler to the logger yet, and the one created
         # here would only hold a NullHandler: skip importing `logging` for nothing.
         return
