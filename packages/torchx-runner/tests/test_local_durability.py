@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from torchx.schedulers import local_state as st
+from torchx.schedulers.api import Stream
 from torchx.schedulers.local_scheduler import LocalScheduler, create_scheduler
 from torchx.specs.api import AppDef, AppState, Role
 
@@ -159,6 +160,69 @@ def test_app_survives_a_threaded_launcher(sched: LocalScheduler) -> None:
     assert wait_terminal(sched, app_id) == AppState.FAILED
     assert "exited with code 6" in sched.describe(app_id).msg  # type: ignore[union-attr]
     assert list(sched.log_iter(app_id, "sh")) == ["threaded\n"]
+
+
+def test_an_app_complete_on_disk_runs_even_if_its_launcher_dies(sched: LocalScheduler) -> None:
+    # the launcher dies right after the app's directory is complete, before it hands the
+    # app over: the kernel closes its end of "go" and the forked supervisor runs the app
+    launched = python(
+        """
+        import os
+        from torchx.schedulers import local_supervisor
+        from torchx.schedulers.local_scheduler import create_scheduler
+        from torchx.specs.api import AppDef, Role
+
+        def die(handover):
+            print(os.path.basename(handover.state_dir), flush=True)
+            os._exit(0)
+
+        local_supervisor.Handover.go = die
+        role = Role("sh", "img", entrypoint="sh", args=["-c", "echo ran"])
+        create_scheduler("launcher").submit(AppDef("dies", [role]), {})
+        """
+    )
+    app_id = launched.stdout.strip()
+    assert wait_terminal(sched, app_id) == AppState.SUCCEEDED
+    assert list(sched.log_iter(app_id, "sh")) == ["ran\n"]
+    # the launcher died before creating the empty log files: the supervisor does it last
+    supervisor = _supervisor_pid(app_id)
+    wait_until(lambda: st.proc_start_ticks(supervisor) is None, "the supervisor to exit")
+    assert list(sched.log_iter(app_id, "sh", streams=Stream.STDERR)) == []
+
+
+def test_a_launcher_without_stdio_can_fork_supervisors(sched: LocalScheduler) -> None:
+    # a daemon may have closed fds 0-2: the lock and pipes must not end up there
+    out = Path("launched").resolve()
+    python(
+        f"""
+        import os
+        os.close(0); os.close(1); os.close(2)
+        from torchx.schedulers.local_scheduler import create_scheduler
+        from torchx.specs.api import AppDef, Role
+        role = Role("sh", "img", entrypoint="sh", args=["-c", "echo daemon"])
+        app_id = create_scheduler("launcher").submit(AppDef("daemon", [role]), {{}})
+        with open({str(out)!r}, "w") as f:
+            f.write(app_id)
+        """
+    )
+    app_id = out.read_text()
+    assert wait_terminal(sched, app_id) == AppState.SUCCEEDED
+    assert list(sched.log_iter(app_id, "sh")) == ["daemon\n"]
+
+
+def test_the_launcher_reaps_the_supervisors_it_forked(home: Path) -> None:
+    sched = create_scheduler("reaper")
+    ids = [sched.submit(sh_app("true", name=f"z{i}"), {}) for i in range(3)]
+    pids = []
+    for app_id in ids:
+        assert wait_terminal(sched, app_id) == AppState.SUCCEEDED
+        pids.append(_supervisor_pid(app_id))
+
+    def all_reaped() -> bool:  # ended supervisors are this process's children
+        sched.close()
+        return all(st.proc_start_ticks(pid, zombie_ok=True) is None for pid in pids)
+
+    wait_until(all_reaped, "the ended supervisors to be reaped (no zombies)")
 
 
 def test_cancel_leaves_no_orphans(sched: LocalScheduler) -> None:

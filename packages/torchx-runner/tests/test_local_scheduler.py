@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import sys
 import textwrap
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -66,6 +68,14 @@ def state_doc(app_id: str) -> dict[str, Any]:
     doc = st.read_json(os.path.join(st.app_state_dir(app_id), st.STATE_FILE))
     assert isinstance(doc, dict)
     return doc
+
+
+def wait_until(predicate: Any, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
 
 
 def replica_records(app_id: str, role_idx: int = 0) -> list[dict[str, Any]]:
@@ -506,8 +516,6 @@ def test_kill_9_of_a_replica_is_recorded(sched: LocalScheduler) -> None:
 
 
 def _wait_for_replica_pid(app_id: str, role_idx: int = 0, k: int = 0) -> int:
-    import time
-
     while True:
         rec = replica_records(app_id, role_idx)[k]
         if rec["state"] == "RUNNING" and rec["pid"]:
@@ -661,6 +669,57 @@ def test_bad_start_method_is_rejected(
     with pytest.raises(ValueError, match="thread"):
         run_app(sched, AppDef("x", [sh_role("true")]))
     assert os.listdir(home / "local_cwd") == []
+
+
+def _children_of_this_process() -> set[int]:
+    me = os.getpid()
+    with open(f"/proc/{me}/task/{me}/children") as f:
+        return {int(pid) for pid in f.read().split()}
+
+
+def test_a_failed_schedule_leaves_no_supervisor_behind(
+    sched: LocalScheduler, home: Path, tmp_path: Path
+) -> None:
+    # the supervisor is forked before the log files are created; when creating them fails
+    # it must exit on its own instead of waiting for an app that will never exist
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    before = _children_of_this_process()
+    with pytest.raises(ValueError, match="log_dir"):
+        sched.submit(AppDef("a", [Role("r", "i", entrypoint="true")]), {"log_dir": str(blocker)})
+    started = _children_of_this_process() - before
+    wait_until(
+        lambda: all(st.proc_start_ticks(pid) is None for pid in started),
+        "the forked supervisor to exit",
+    )
+    assert os.listdir(home / "local_cwd") == []
+
+
+def test_replicas_start_with_default_signal_dispositions(sched: LocalScheduler) -> None:
+    # Python (hence the supervisor) ignores SIGPIPE and SIGXFSZ; replicas must not inherit
+    # that, or `producer | head` pipelines in them would never end
+    app_id = run_app(sched, AppDef("sig", [sh_role("grep SigIgn /proc/self/status")]))
+    assert wait_terminal(sched, app_id) == AppState.SUCCEEDED
+    (line,) = sched.log_iter(app_id, "sh")
+    ignored = int(line.split()[1], 16)
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+        assert not ignored & (1 << (sig - 1)), line
+
+
+def test_ended_apps_leave_no_descriptors_in_the_launcher(sched: LocalScheduler) -> None:
+    warm_up = run_app(sched, AppDef("w", [sh_role("true")]))
+    assert wait_terminal(sched, warm_up) == AppState.SUCCEEDED
+    before = len(os.listdir("/proc/self/fd"))
+    observer = create_scheduler("observer")
+    ids = [run_app(sched, AppDef(f"q{i}", [sh_role("true")])) for i in range(3)]
+    for app_id in ids:  # watched by another scheduler: `sched` never sees them end
+        assert wait_terminal(observer, app_id) == AppState.SUCCEEDED
+        pid = state_doc(app_id)["supervisor"]["pid"]
+        wait_until(lambda pid=pid: st.proc_start_ticks(pid) is None, "the supervisor to exit")
+    # scheduling again closes the pipes of the apps that ended; waiting closes the last one
+    last = run_app(sched, AppDef("last", [sh_role("true")]))
+    assert wait_terminal(sched, last) == AppState.SUCCEEDED
+    assert len(os.listdir("/proc/self/fd")) == before
 
 
 def test_run_local_job_starts_a_new_session(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import os
+import sys
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -82,6 +83,8 @@ _STREAM_KEYS = {"stdout": "stdout", "stderr": "stderr", "combined": "combined"}
 _DELETE_WAIT_S = 30.0
 _POLL_S = 0.01
 _STALE_TMP_DIR_S = 3600.0
+_MAX_DONE_FDS = 64
+"""Ready pipes kept open by one scheduler; waits on older apps use the pidfd instead."""
 
 
 @dataclass
@@ -404,6 +407,9 @@ class LocalScheduler(Scheduler[Opts]):
         self._cache_size = cache_size
         self._extra_paths = list(extra_paths or [])
         self._requests: dict[str, dict[str, Any]] = {}  # request.json never changes
+        # app id -> read end of the ready pipe of a supervisor this scheduler forked: it
+        # reaches end-of-file once the app's final state is written (see wait_for_change)
+        self._done_fds: dict[str, int] = {}
 
     # -- options ---------------------------------------------------------------------------
 
@@ -541,6 +547,10 @@ class LocalScheduler(Scheduler[Opts]):
                 " a new id"
             )
         self._evict_finished(root)
+        self._close_done_fds(only_ended=True)
+        from torchx.schedulers import local_supervisor
+
+        method = local_supervisor.start_method()  # a bad setting fails before anything exists
         # app ids are unique, so a pid-suffixed name cannot collide (no tempfile import,
         # which with shutil costs ~3 ms of every `torchx run`)
         tmp_dir: str | None = os.path.join(root, f".{app_id}.{os.getpid()}.tmp")
@@ -548,33 +558,45 @@ class LocalScheduler(Scheduler[Opts]):
         os.mkdir(tmp_dir, st.DIR_MODE)
         created_log_dir: str | None = None
         lock_fd = -1
+        handover: local_supervisor.Handover | None = None
         try:
             # only a log dir this call creates is removed again on failure
             if not _is_within(request.log_dir, state_dir) and not os.path.lexists(request.log_dir):
                 created_log_dir = request.log_dir
-            self._create_logs(doc, state_dir, tmp_dir, dryrun_info._cfg)
             lock_fd = st.open_lock(tmp_dir)
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            state = st.new_state([len(r["replicas"]) for r in doc["roles"]])
+            # a forked supervisor starts here and gets ready while the files are written
+            handover = local_supervisor.Handover(
+                method, state_dir, tmp_dir, request=doc, state=state, lock_fd=lock_fd
+            )
+            # a forked supervisor opens a log file only to write to it, so the (empty) files
+            # can be created after "go", while it starts the replicas
+            later = handover.method == "fork"
+            log_files = self._create_logs(doc, state_dir, tmp_dir, dryrun_info._cfg, later)
             # nobody sees tmp_dir before the rename: no need for atomic writes yet
             st.write_json_atomic(os.path.join(tmp_dir, st.REQUEST_FILE), doc, atomic=False)
-            state = st.new_state([len(r["replicas"]) for r in doc["roles"]])
             st.write_json_atomic(os.path.join(tmp_dir, st.STATE_FILE), state, atomic=False)
             os.rename(tmp_dir, state_dir)  # the app appears complete, already locked
             tmp_dir = None
-            from torchx.schedulers import local_supervisor
-
-            local_supervisor.launch(state_dir, doc, lock_fd)
+            handover.go()
+            _create_log_files(log_files)
+            done_fd = handover.wait()
         except BaseException:
             import shutil
 
             shutil.rmtree(tmp_dir or state_dir, ignore_errors=True)
             if created_log_dir:
                 shutil.rmtree(created_log_dir, ignore_errors=True)
+            if handover is not None:  # after the removal: a waiting supervisor finds no app
+                handover.abort()
             raise
         finally:
             if lock_fd >= 0:
                 os.close(lock_fd)
         self._requests[app_id] = doc
+        if done_fd >= 0:
+            self._done_fds[app_id] = done_fd
         return app_id
 
     def _check_programs(self, request: PopenRequest) -> None:
@@ -639,30 +661,55 @@ class LocalScheduler(Scheduler[Opts]):
         }
 
     def _create_logs(
-        self, doc: dict[str, Any], state_dir: str, tmp_dir: str, cfg: Mapping[str, CfgVal]
-    ) -> None:
+        self,
+        doc: dict[str, Any],
+        state_dir: str,
+        tmp_dir: str,
+        cfg: Mapping[str, CfgVal],
+        files_later: bool = False,
+    ) -> list[str]:
         """Creates every replica's log dir and (empty) log files before anything runs.
 
         Paths inside the state dir are created in the not-yet-renamed temporary dir. An
-        unusable ``log_dir`` becomes a ValueError that names it.
+        unusable ``log_dir`` becomes a ValueError that names it. With ``files_later`` the
+        files are not created but returned (final paths), for :func:`_create_log_files`.
         """
+        later: list[str] = []
 
         def local(path: str) -> str:
             if _is_within(path, state_dir):
                 return tmp_dir + path[len(state_dir) :]
             return path
 
+        made: set[str] = set()
+
+        def ensure_dir(path: str) -> None:
+            # one mkdir per directory in the common case (parent made already), no stats
+            if path in made:
+                return
+            try:
+                os.mkdir(path, st.DIR_MODE)
+            except FileExistsError:
+                if not os.path.isdir(path):
+                    raise
+            except FileNotFoundError:
+                st.ensure_private_dir(path)
+            made.add(path)
+
         try:
             st.ensure_private_dir(local(doc["log_dir"]))
             for role in doc["roles"]:
                 for replica in role["replicas"]:
                     replica_dir = local(replica["log_dir"])
-                    st.ensure_private_dir(replica_dir)
+                    ensure_dir(replica_dir)
                     for key in ("stdout", "stderr", "combined"):
                         path = local(replica[key])
                         if os.path.dirname(path) != replica_dir:
-                            st.ensure_private_dir(os.path.dirname(path))
-                        st.create_private_file(path)
+                            ensure_dir(os.path.dirname(path))
+                        if files_later:
+                            later.append(replica[key])
+                        else:
+                            st.create_private_file(path)
         except OSError as e:
             log_dir = cfg.get("log_dir") if cfg else None
             if log_dir:
@@ -674,6 +721,7 @@ class LocalScheduler(Scheduler[Opts]):
                 f"cannot write the logs of app {doc['app_id']}: {e.strerror} ({e.filename});"
                 " set the log_dir run option or TORCHX_HOME to a writable directory"
             ) from e
+        return later
 
     def _evict_finished(self, root: str) -> None:
         """Keeps at most ``cache_size`` apps: deletes the oldest finished ones beyond that."""
@@ -742,6 +790,8 @@ class LocalScheduler(Scheduler[Opts]):
         if loaded is None:
             return None
         _, request, state = loaded
+        if app_id in self._done_fds and state["state"] in st.TERMINAL_STATES:
+            self._close_done_fd(app_id)  # nothing left to wait for
         roles_statuses: list[RoleStatus] = []
         roles: list[Role] = []
         earliest: tuple[float, str] | None = None
@@ -820,12 +870,23 @@ class LocalScheduler(Scheduler[Opts]):
     # -- waiting ---------------------------------------------------------------------------
 
     def wait_for_change(self, app_id: str, timeout: float) -> None:
-        """Returns when the app's supervisor exits (pidfd) or after ``timeout`` seconds.
+        """Returns when the app's supervisor is done or after ``timeout`` seconds.
 
-        The supervisor writes the final state before exiting, so a caller polling
-        ``describe`` sees a terminal state right after this returns. Without pidfd support
-        it polls the state file every 10 ms.
+        For an app this scheduler forked the supervisor of, "done" is the end-of-file of
+        its ready pipe, which the supervisor closes right after writing the final state
+        (no need to wait for its exit); for any other app it is the supervisor's exit
+        (pidfd), or, without pidfd support, a change of the state file (polled every 10 ms).
+        Either way a caller polling ``describe`` sees a terminal state right after.
         """
+        done_fd = self._done_fds.get(app_id)
+        if done_fd is not None:
+            import select
+
+            poller = select.poll()
+            poller.register(done_fd, select.POLLIN)
+            if poller.poll(max(0.0, timeout) * 1000.0):
+                self._close_done_fd(app_id)
+            return
         deadline = time.monotonic() + max(0.0, timeout)
         try:
             state_dir = st.app_state_dir(app_id)
@@ -841,6 +902,32 @@ class LocalScheduler(Scheduler[Opts]):
         if pid and not st.same_process(pid, ticks):
             return  # supervisor gone: the next describe records what happened
         self._poll_for_change(state_dir, deadline)
+
+    def _close_done_fd(self, app_id: str) -> None:
+        fd = self._done_fds.pop(app_id, None)
+        if fd is not None:
+            os.close(fd)
+
+    def _close_done_fds(self, only_ended: bool = False) -> None:
+        """Closes the ready pipes of ended apps (``only_ended``; also the oldest beyond
+        ``_MAX_DONE_FDS``) or of all apps, and reaps the supervisors that have exited."""
+        if self._done_fds:
+            ended: set[int] = set()
+            if only_ended:
+                import select
+
+                poller = select.poll()
+                for fd in self._done_fds.values():
+                    poller.register(fd, select.POLLIN)
+                ended = {fd for fd, _ in poller.poll(0)}
+            excess = len(self._done_fds) - _MAX_DONE_FDS
+            for app_id, fd in list(self._done_fds.items()):
+                if not only_ended or fd in ended or excess > 0:
+                    excess -= 1
+                    self._close_done_fd(app_id)
+        supervisor = sys.modules.get("torchx.schedulers.local_supervisor")
+        if supervisor is not None:  # only a process that launched has supervisors to reap
+            supervisor.reap_exited()
 
     @staticmethod
     def _wait_pidfd(pid: int, ticks: int | None, timeout: float) -> bool:
@@ -964,7 +1051,7 @@ class LocalScheduler(Scheduler[Opts]):
                 f"unknown local_cwd app {app_id!r}: no state in {st.apps_root()}"
                 " (was it deleted, or started with another TORCHX_HOME?)"
             )
-        _, request, _ = loaded
+        _, request, state = loaded
         roles = {r["name"]: r for r in request["roles"]}
         role = roles.get(role_name)
         if role is None:
@@ -992,13 +1079,31 @@ class LocalScheduler(Scheduler[Opts]):
                 return filter(re.compile(regex).search, lines)
             return lines
         if not os.path.isfile(path):
+            if state["state"] not in st.TERMINAL_STATES:
+                return iter(())  # just scheduled: its launcher is still creating the files
             raise RuntimeError(
                 f"the {stream} log of {role_name}[{k}] of app {app_id} is missing: {path}"
             )
         return read_lines(path, regex)
 
     def close(self) -> None:
-        """Nothing to release: apps are durable and keep running after the scheduler is gone."""
+        """Releases this scheduler's descriptors; apps are durable and keep running."""
+        self._close_done_fds()
+
+
+def _create_log_files(paths: list[str]) -> None:
+    """Creates the (empty) log files of an app that already runs: best effort, as their
+    directories exist and the supervisor creates any file it has output for."""
+    for path in paths:
+        try:
+            st.create_private_file(path)
+        except OSError as e:
+            log.warning(
+                "cannot create the log file %s (%s); it appears with the first output",
+                path,
+                e.strerror,
+            )
+            return
 
 
 def _substituter(mapping: dict[str, str]) -> Callable[[str], str]:

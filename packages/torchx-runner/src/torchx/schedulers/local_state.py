@@ -128,11 +128,16 @@ def proc_start_ticks(pid: int, zombie_ok: bool = False) -> int | None:
         except PermissionError:
             return 0
         return 0
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
+    try:  # os-level I/O: called for every replica on the launch path, no file objects
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        stat = os.read(fd, 4096)  # one line of a few hundred bytes
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     # the command name may contain spaces and parentheses: fields start after the last ')'
     fields = stat[stat.rfind(b")") + 2 :].split()
     if not fields or fields[0] == b"X" or (fields[0] == b"Z" and not zombie_ok):

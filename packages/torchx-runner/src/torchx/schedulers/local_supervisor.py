@@ -10,10 +10,14 @@ ends: an app never leaves orphans.
 Why a separate process: the launcher (``torchx run``, a notebook, a test) may exit or be
 killed while the app runs; any later process reads the state from disk.
 
-Started either by forking the launcher (Linux, launcher has one thread: no interpreter
-start-up cost) or as ``python -m torchx.schedulers.local_supervisor STATE_DIR LOCK_FD
-READY_FD``. Either way the launcher hands over the app's ``flock``-ed lock and waits for a
-readiness byte, so once ``schedule()`` returns the supervisor owns the app.
+How it starts (see :class:`Handover`): on Linux, from a launcher with one thread, the
+supervisor is forked (no interpreter start-up) *before* the launcher writes the app's files,
+gets ready while the launcher writes them, and takes the app over once the launcher closes
+the "go" pipe. Otherwise it is started with ``python -m torchx.schedulers.local_supervisor
+STATE_DIR LOCK_FD READY_FD`` after the files are written. Either way it inherits the app's
+``flock``-ed lock and writes ``ok`` to the ready pipe once it owns the app and has recorded
+the replicas as RUNNING; a forked supervisor closes that pipe once the app's final state is
+written, which is how its launcher's ``wait`` learns about the end without polling.
 """
 
 from __future__ import annotations
@@ -22,15 +26,16 @@ import contextlib
 import errno
 import gc
 import os
-import selectors
+import select
 import signal
-import subprocess
 import sys
 import time
-import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from torchx.schedulers import local_state as st
+
+if TYPE_CHECKING:
+    import subprocess
 
 ENV_START_METHOD = "TORCHX_LOCAL_CWD_SUPERVISOR"
 """``fork`` or ``spawn`` forces how the supervisor is started (default: ``auto``)."""
@@ -48,34 +53,206 @@ final state are written at once)."""
 _READ_SIZE = 1 << 16
 _PR_SET_CHILD_SUBREAPER = 36
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+# ignored by the Python supervisor, restored for replicas (as ``subprocess`` does)
+_DEFAULT_FOR_REPLICAS = tuple(
+    getattr(signal, name) for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ") if hasattr(signal, name)
+)
+
+_forked: set[int] = set()
+"""Supervisors this process forked and has not reaped yet (see :func:`reap_exited`)."""
 
 
 # ---------------------------------------------------------------------------------------------
 # launching (runs in the launcher)
 
 
-def launch(state_dir: str, request: dict[str, Any], lock_fd: int) -> None:
-    """Starts the supervisor of the prepared app in ``state_dir``; returns once it owns it.
-
-    ``lock_fd`` is the launcher's ``flock``-ed lock of the app; the supervisor inherits the
-    same open file description, so the app is never unowned during the hand-over.
-    Raises RuntimeError (with the supervisor's own error output) if it failed to start.
-    """
+def start_method() -> str:
+    """``fork`` or ``spawn``: how a supervisor is started from this process right now."""
     method = os.environ.get(ENV_START_METHOD, "auto")
     if method not in ("auto", "fork", "spawn"):
         raise ValueError(
             f"{ENV_START_METHOD}={method!r} is not supported: use 'auto', 'fork' or 'spawn'"
         )
-    # the supervisor's stdin/stdout/stderr are replaced: keep the lock out of fds 0-2
-    high_lock_fd = _above_stdio(lock_fd, close_original=False)
+    if method == "auto":
+        return "fork" if can_fork() else "spawn"
+    return method
+
+
+def can_fork() -> bool:
+    """Forking is only safe on Linux from a process with a single (OS-level) thread."""
+    if not sys.platform.startswith("linux"):
+        return False
     try:
-        if method == "fork" or (method == "auto" and can_fork()):
-            _fork_supervisor(state_dir, request, high_lock_fd)
-        else:
-            _spawn_supervisor(state_dir, high_lock_fd)
-    finally:
-        if high_lock_fd != lock_fd:
-            os.close(high_lock_fd)
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
+
+
+class Handover:
+    """Starts the supervisor of one app and hands the app over to it.
+
+    Create it once the app's lock is held and while its files are still being written in
+    ``work_dir`` (the directory later renamed to ``state_dir``); call :meth:`go` once
+    ``state_dir`` is complete, then :meth:`wait`; or :meth:`abort` after removing it.
+
+    Fork mode forks right here, so the child's set-up (after-fork page copies, signal
+    handlers, subreaper) overlaps the launcher's file writes; the child then waits until
+    the launcher closes the "go" pipe and takes the app over if ``state_dir`` exists (so
+    a launcher killed after completing the app still gets it run). Spawn mode (threads in
+    the launcher) starts ``python -m`` at :meth:`go`, after every file is in place.
+    """
+
+    def __init__(
+        self,
+        method: str,
+        state_dir: str,
+        work_dir: str,
+        *,
+        request: dict[str, Any],
+        state: dict[str, Any],
+        lock_fd: int,
+    ) -> None:
+        """``method`` is :func:`start_method`'s answer (asked before anything is created)."""
+        self.method = method
+        self.state_dir = state_dir
+        self._go_w = -1
+        self._ready_r = -1
+        self._proc: subprocess.Popen[bytes] | None = None
+        # the supervisor's stdin/stdout/stderr are replaced: keep its descriptors above 2
+        self._lock_fd = _above_stdio(lock_fd, close_original=False)
+        self._own_lock_fd = self._lock_fd != lock_fd
+        self._log_fd = _above_stdio(_open_log(os.path.join(work_dir, st.SUPERVISOR_LOG)))
+        if self.method == "fork":
+            try:
+                self._fork(request, state)
+            except BaseException:
+                self.abort()
+                raise
+
+    def _fork(self, request: dict[str, Any], state: dict[str, Any]) -> None:
+        # loaded here, so every supervisor forked after the first one gets it for free
+        _load_prctl()
+        go_r, go_w = _pipe()
+        ready_r, ready_w = _pipe()
+        try:
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - runs in the forked child, which never returns
+                _forked_child(
+                    self.state_dir,
+                    request,
+                    state,
+                    lock_fd=self._lock_fd,
+                    log_fd=self._log_fd,
+                    go_r=go_r,
+                    ready_w=ready_w,
+                )
+        except BaseException:
+            for fd in (go_r, go_w, ready_r, ready_w):
+                os.close(fd)
+            raise
+        _forked.add(pid)
+        os.close(go_r)
+        os.close(ready_w)
+        self._go_w, self._ready_r = go_w, ready_r
+        self._close_launcher_fds()
+
+    def go(self) -> None:
+        """Lets the supervisor take the (now complete) app over: fork mode closes "go",
+        spawn mode starts the interpreter. :meth:`wait` then waits until it owns the app."""
+        try:
+            if self.method == "spawn":
+                self._spawn()
+            else:
+                os.close(self._go_w)  # end-of-file on "go": take over
+                self._go_w = -1
+        except BaseException:
+            self.abort()
+            raise
+
+    def wait(self) -> int:
+        """Returns once the supervisor owns the app and has recorded its replicas.
+
+        Returns a descriptor that reaches end-of-file when the supervisor has written the
+        app's final state (or died), for :meth:`LocalScheduler.wait_for_change`; -1 in
+        spawn mode. Raises RuntimeError (with the supervisor's error output) if it failed.
+        """
+        try:
+            _wait_ready(self._ready_r, self.state_dir)
+        except BaseException:
+            self.abort()
+            raise
+        self._reap_spawner()
+        done_fd, self._ready_r = self._ready_r, -1
+        if self.method == "spawn":
+            os.close(done_fd)
+            return -1
+        return done_fd
+
+    def abort(self) -> None:
+        """Gives the hand-over up; a supervisor still waiting for "go" exits without
+        touching anything (the caller removes ``state_dir`` first)."""
+        for name in ("_go_w", "_ready_r"):
+            fd = getattr(self, name)
+            if fd >= 0:
+                setattr(self, name, -1)
+                os.close(fd)
+        self._close_launcher_fds()
+        self._reap_spawner()
+        reap_exited()
+
+    def _spawn(self) -> None:
+        import subprocess
+
+        ready_r, ready_w = _pipe()
+        self._ready_r = ready_r
+        try:
+            self._proc = subprocess.Popen(
+                [
+                    sys.executable or "python3",
+                    "-m",
+                    "torchx.schedulers.local_supervisor",
+                    self.state_dir,
+                    str(self._lock_fd),
+                    str(ready_w),
+                ],
+                pass_fds=(self._lock_fd, ready_w),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=self._log_fd,
+                start_new_session=True,
+            )
+        finally:
+            os.close(ready_w)
+            self._close_launcher_fds()
+
+    def _close_launcher_fds(self) -> None:
+        if self._log_fd >= 0:
+            os.close(self._log_fd)
+            self._log_fd = -1
+        if self._own_lock_fd:
+            os.close(self._lock_fd)
+            self._own_lock_fd = False
+
+    def _reap_spawner(self) -> None:
+        # the spawned interpreter forks the real supervisor and exits at once
+        if self._proc is not None:
+            self._proc.wait()
+            self._proc = None
+
+
+def reap_exited() -> None:
+    """Collects forked supervisors that have exited, so none stays a zombie.
+
+    A forked supervisor is this process's child until this process exits (then init
+    adopts it): the scheduler calls this whenever it learns that an app ended.
+    """
+    for pid in list(_forked):
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:  # reaped by someone else, or this is a forked copy
+            done = pid
+        if done:
+            _forked.discard(pid)
 
 
 def _above_stdio(fd: int, close_original: bool = True) -> int:
@@ -93,81 +270,6 @@ def _above_stdio(fd: int, close_original: bool = True) -> int:
 def _pipe() -> tuple[int, int]:
     read_fd, write_fd = os.pipe()
     return _above_stdio(read_fd), _above_stdio(write_fd)
-
-
-def can_fork() -> bool:
-    """Forking is only safe on Linux from a process with a single (OS-level) thread."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        return len(os.listdir("/proc/self/task")) == 1
-    except OSError:
-        return False
-
-
-def _fork_supervisor(state_dir: str, request: dict[str, Any], lock_fd: int) -> None:
-    # loaded before forking, so every supervisor after the first one gets them for free
-    _load_prctl()
-    import resource  # noqa: F401
-
-    ready_r, ready_w = _pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the forked child, which never returns
-        code = 1
-        try:
-            os.close(ready_r)
-            os.setsid()
-            if os.fork() == 0:
-                gc.freeze()  # never finalize launcher objects (they may own reused fd numbers)
-                _detach_stdio(state_dir, keep=(lock_fd, ready_w))
-                code = _run_supervisor(state_dir, request, lock_fd, ready_w)
-            else:
-                code = 0
-        except BaseException:
-            with contextlib.suppress(BaseException):
-                traceback.print_exc()
-        finally:
-            os._exit(code)
-    os.close(ready_w)
-    try:
-        _wait_ready(ready_r, state_dir)
-    finally:
-        os.close(ready_r)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
-
-
-def _spawn_supervisor(state_dir: str, lock_fd: int) -> None:
-    ready_r, ready_w = _pipe()
-    log_fd = os.open(
-        os.path.join(state_dir, st.SUPERVISOR_LOG),
-        os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC,
-        st.FILE_MODE,
-    )
-    try:
-        proc = subprocess.Popen(
-            [
-                sys.executable or "python3",
-                "-m",
-                "torchx.schedulers.local_supervisor",
-                state_dir,
-                str(lock_fd),
-                str(ready_w),
-            ],
-            pass_fds=(lock_fd, ready_w),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=log_fd,
-            start_new_session=True,
-        )
-    finally:
-        os.close(ready_w)
-        os.close(log_fd)
-    try:
-        _wait_ready(ready_r, state_dir)
-    finally:
-        os.close(ready_r)
-        proc.wait()
 
 
 def _wait_ready(ready_r: int, state_dir: str) -> None:
@@ -191,18 +293,48 @@ def _wait_ready(ready_r: int, state_dir: str) -> None:
     )
 
 
-def _detach_stdio(state_dir: str, keep: tuple[int, ...]) -> None:
-    """Leaves the launcher's terminal/pipes alone: stdin/stdout to /dev/null, stderr to a log.
+# ---------------------------------------------------------------------------------------------
+# process set-up (runs in the supervisor)
+
+
+def _forked_child(
+    state_dir: str,
+    request: dict[str, Any],
+    state: dict[str, Any],
+    *,
+    lock_fd: int,
+    log_fd: int,
+    go_r: int,
+    ready_w: int,
+) -> NoReturn:  # pragma: no cover - runs in the forked child
+    code = 1
+    try:
+        os.setsid()  # not the launcher's terminal, nor its process group
+        gc.freeze()  # never finalize launcher objects (they may own reused fd numbers)
+        _detach_stdio(log_fd, keep=(lock_fd, go_r, ready_w))
+        code = _supervise(state_dir, lock_fd, ready_w, go_r=go_r, request=request, state=state)
+    except BaseException:
+        _print_exc()
+    finally:
+        os._exit(code)
+
+
+def _print_exc() -> None:
+    with contextlib.suppress(BaseException):
+        import traceback
+
+        traceback.print_exc()
+        sys.stderr.flush()
+
+
+def _detach_stdio(log_fd: int, keep: tuple[int, ...]) -> None:
+    """Leaves the launcher's terminal/pipes alone: stdin/stdout to /dev/null, stderr to the
+    supervisor log (``log_fd``).
 
     Every other inherited descriptor is closed, so a launcher whose output is captured
     (``subprocess.run(capture_output=True)``) is not kept waiting for the app to end.
     """
     devnull = os.open(os.devnull, os.O_RDWR)
-    log_fd = os.open(
-        os.path.join(state_dir, st.SUPERVISOR_LOG),
-        os.O_WRONLY | os.O_CREAT | os.O_APPEND,
-        st.FILE_MODE,
-    )
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
     os.dup2(log_fd, 2)
@@ -218,32 +350,38 @@ def _detach_stdio(state_dir: str, keep: tuple[int, ...]) -> None:
     sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
 
 
-_prctl: Any = None
+_prctl: Any = None  # libc's prctl once loaded; False where it cannot be
 
 
 def _load_prctl() -> Any:
+    """libc's ``prctl`` (through ``ctypes``, ~2 ms to import), or None off Linux."""
     global _prctl  # noqa: PLW0603 (a process-wide handle, loaded once)
     if _prctl is None:
-        import ctypes
+        _prctl = False
+        if sys.platform.startswith("linux"):
+            with contextlib.suppress(ImportError, OSError, AttributeError):
+                import ctypes
 
-        _prctl = ctypes.CDLL(None, use_errno=True).prctl
-    return _prctl
+                _prctl = ctypes.CDLL(None, use_errno=True).prctl
+    return _prctl or None
 
 
 def _become_subreaper() -> None:
     """Orphaned descendants are re-parented to us (not init), so we can find and stop them."""
-    if not sys.platform.startswith("linux"):
-        return
-    with contextlib.suppress(OSError, AttributeError):
-        _load_prctl()(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    prctl = _load_prctl()
+    if prctl is not None:
+        prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
 def _raise_fd_limit(num_replicas: int) -> None:
     """Makes room for 5 descriptors per replica (2 pipes, 3 logs) when the soft limit is
     too low. Only then: replicas inherit the limit, and some programs mind a huge one."""
+    needed = 5 * num_replicas + 64
+    with contextlib.suppress(ValueError, OSError):
+        if os.sysconf("SC_OPEN_MAX") >= needed:  # the soft limit, without importing resource
+            return
     import resource
 
-    needed = 5 * num_replicas + 64
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY or soft >= needed:
         return
@@ -253,7 +391,7 @@ def _raise_fd_limit(num_replicas: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m`` entry: ``STATE_DIR LOCK_FD READY_FD`` (started by ``launch``)."""
+    """``python -m`` entry: ``STATE_DIR LOCK_FD READY_FD`` (started by :class:`Handover`)."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 3:
         print(
@@ -267,31 +405,87 @@ def main(argv: list[str] | None = None) -> None:
         os._exit(0)
     code = 1
     try:
-        request = st.read_json(os.path.join(state_dir, st.REQUEST_FILE))
-        if request is None:
-            raise RuntimeError(f"no readable {st.REQUEST_FILE} in {state_dir}")
-        code = _run_supervisor(state_dir, request, lock_fd, ready_fd)
+        code = _supervise(state_dir, lock_fd, ready_fd)
     except BaseException:
-        traceback.print_exc()
+        _print_exc()
     finally:
         sys.stderr.flush()
         os._exit(code)
 
 
-def _run_supervisor(state_dir: str, request: dict[str, Any], lock_fd: int, ready_fd: int) -> int:
-    supervisor = Supervisor(state_dir, request, lock_fd)
+def _supervise(
+    state_dir: str,
+    lock_fd: int,
+    ready_fd: int,
+    *,
+    go_r: int = -1,
+    request: dict[str, Any] | None = None,
+    state: dict[str, Any] | None = None,
+) -> int:
+    """Runs the app of ``state_dir`` to completion; the process exit code.
+
+    With ``go_r`` (fork mode) it first waits for the launcher's "go"; without ``request``
+    and ``state`` (spawn mode) it reads them from ``state_dir``.
+    """
+    supervisor = Supervisor(state_dir, lock_fd, ready_fd)
+    if request is not None:  # known already: prepare while the launcher writes the files
+        supervisor.load(request, state)
+    if go_r >= 0 and not _await_go(go_r, state_dir):
+        return 0  # the launcher gave up before the app was complete: nothing to do
+    if request is None:
+        request = st.read_json(os.path.join(state_dir, st.REQUEST_FILE))
+        if request is None:
+            raise RuntimeError(f"no readable {st.REQUEST_FILE} in {state_dir}")
+        supervisor.load(request, st.read_json(os.path.join(state_dir, st.STATE_FILE)))
     try:
-        supervisor.take_over(ready_fd)
+        supervisor.take_over()
         supervisor.run()
     except BaseException as e:
-        traceback.print_exc()
+        _print_exc()
         supervisor.abort(f"the local_cwd supervisor crashed: {type(e).__name__}: {e}")
         return 1
     return 0
 
 
+def _await_go(go_r: int, state_dir: str) -> bool:
+    """Blocks until the launcher closes "go"; True if it left a complete app behind."""
+    while os.read(go_r, 64):
+        pass
+    os.close(go_r)
+    return os.path.isdir(state_dir)
+
+
 # ---------------------------------------------------------------------------------------------
 # supervising (runs in the supervisor)
+
+
+class _Poller:
+    """``epoll`` (``poll`` where there is none) over the supervisor's pipes: no per-call
+    cost for idle descriptors, and no ``selectors`` machinery per event."""
+
+    def __init__(self) -> None:
+        epoll = getattr(select, "epoll", None)
+        self._seconds = epoll is not None
+        self._impl: Any = epoll() if epoll is not None else select.poll()
+        self._data: dict[int, Any] = {}
+
+    def register(self, fd: int, data: Any) -> None:
+        self._impl.register(fd, select.POLLIN)
+        self._data[fd] = data
+
+    def unregister(self, fd: int) -> None:
+        self._impl.unregister(fd)
+        del self._data[fd]
+
+    def poll(self, timeout: float | None) -> list[Any]:
+        """The data of every descriptor that is readable (or hung up) within ``timeout``."""
+        if timeout is None:
+            events = self._impl.poll(-1)
+        elif self._seconds:
+            events = self._impl.poll(timeout)
+        else:
+            events = self._impl.poll(timeout * 1000.0)
+        return [self._data[fd] for fd, _ in events if fd in self._data]
 
 
 class _Pipe:
@@ -309,6 +503,7 @@ class _Pipe:
 
 class _Replica:
     __slots__ = (
+        "env",
         "log_fds",
         "params",
         "pid",
@@ -326,11 +521,13 @@ class _Replica:
         self.role_idx = role_idx
         self.replica_id = replica_id
         self.params = params
+        self.env: dict[str, str] = {}  # its whole environment, built once (see Supervisor.load)
         self.record = record  # this replica's entry in the state document (mutated in place)
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: subprocess.Popen[bytes] | None = None  # only when started by Popen
         self.pid = 0
         self.pipes: list[_Pipe] = []
-        self.log_fds: tuple[int, int, int] | None = None
+        # stdout, stderr, combined; opened on first write (the launcher created the files)
+        self.log_fds = [-1, -1, -1]
         self.stopping = False
 
     @property
@@ -341,24 +538,18 @@ class _Replica:
 class Supervisor:
     """Runs one app to completion; every decision is recorded in ``state.json``."""
 
-    def __init__(self, state_dir: str, request: dict[str, Any], lock_fd: int) -> None:
+    def __init__(self, state_dir: str, lock_fd: int, ready_fd: int) -> None:
+        """Sets the process up (before the app is known, in fork mode)."""
         self.state_dir = state_dir
-        self.request = request
         self.lock_fd = lock_fd
+        self.ready_fd = ready_fd
         self.state_path = os.path.join(state_dir, st.STATE_FILE)
-        state = st.read_json(self.state_path)
-        roles = request["roles"]
-        if state is None:
-            state = st.new_state([len(r["replicas"]) for r in roles])
-        self.state: dict[str, Any] = state
-        self.replicas: list[list[_Replica]] = [
-            [
-                _Replica(r, i, params, state["roles"][r][i])
-                for i, params in enumerate(role["replicas"])
-            ]
-            for r, role in enumerate(roles)
-        ]
-        self.role_restarts = [0] * len(roles)
+        os.set_inheritable(lock_fd, False)
+        os.set_inheritable(ready_fd, False)
+        self.request: dict[str, Any] = {}
+        self.state: dict[str, Any] = {}
+        self.replicas: list[list[_Replica]] = []
+        self.role_restarts: list[int] = []
         self.by_pid: dict[int, _Replica] = {}
         self.exited: list[tuple[_Replica, int]] = []
         self.pending_restart: set[_Replica] = set()
@@ -369,43 +560,76 @@ class Supervisor:
         self.unticked: list[_Replica] = []
         self.write_at: float | None = None
         self.devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-        self.selector = selectors.DefaultSelector()
+        self.poller = _Poller()
         self.base_env = dict(os.environ)
-        self.wake_r = -1
+        try:
+            self.cwd: str | None = os.getcwd()
+        except OSError:
+            self.cwd = None
+        self.use_posix_spawn = hasattr(os, "posix_spawn")
+        self.programs: dict[tuple[str, str | None], str] = {}
+        self.wake_r = self._install_signals()
+        _become_subreaper()
+
+    def load(self, request: dict[str, Any], state: dict[str, Any] | None) -> None:
+        """The app to run: its request and its current state (None: a fresh one)."""
+        self.request = request
+        roles = request["roles"]
+        if state is None:
+            state = st.new_state([len(r["replicas"]) for r in roles])
+        self.state = state
+        self.replicas = [
+            [
+                _Replica(r, i, params, state["roles"][r][i])
+                for i, params in enumerate(role["replicas"])
+            ]
+            for r, role in enumerate(roles)
+        ]
+        self.role_restarts = [0] * len(roles)
+        _raise_fd_limit(sum(len(replicas) for replicas in self.replicas))
+        # done before "go" in fork mode, in parallel with the launcher: environments and
+        # program paths (a program that is not found fails again, and is reported, at start)
+        for replicas in self.replicas:
+            for rep in replicas:
+                rep.env = {**self.base_env, **rep.params["env"]}
+                rep.env.setdefault("PYTHONUNBUFFERED", "x")
+                if self._can_posix_spawn(rep):
+                    with contextlib.suppress(OSError):
+                        self._program(rep.params["args"][0], rep.env)
+        pid = os.getpid()
+        state["supervisor"] = {"pid": pid, "start_ticks": st.proc_start_ticks(pid)}
 
     # -- setup ----------------------------------------------------------------------------------
 
-    def take_over(self, ready_fd: int) -> None:
+    def take_over(self) -> None:
         """Becomes the app's owner and starts the replicas, then lets the launcher return.
 
         The first state written already names the supervisor and the replicas' pids, so a
         ``describe`` right after ``schedule()`` sees the app RUNNING (or CANCELLED).
         """
-        os.set_inheritable(self.lock_fd, False)
-        self._install_signals()
-        _become_subreaper()
-        _raise_fd_limit(sum(len(replicas) for replicas in self.replicas))
-        pid = os.getpid()
-        self.state["supervisor"] = {"pid": pid, "start_ticks": st.proc_start_ticks(pid)}
         if os.path.exists(os.path.join(self.state_dir, st.CANCEL_FILE)):
             self._cancel("cancelled by request")
         else:
-            for replicas in self.replicas:
-                for rep in replicas:
-                    self._start(rep)
+            self._start_all([rep for replicas in self.replicas for rep in replicas])
             self.state["state"] = st.RUNNING
         self._write_state()
-        os.write(ready_fd, b"ok")
-        os.close(ready_fd)
+        with contextlib.suppress(OSError):  # a launcher that is gone does not stop the app
+            os.write(self.ready_fd, b"ok")
 
-    def _install_signals(self) -> None:
-        self.wake_r, wake_w = os.pipe()
-        os.set_blocking(self.wake_r, False)
+    def _install_signals(self) -> int:
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_r, False)
         os.set_blocking(wake_w, False)
         signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
-        for sig in (signal.SIGCHLD, *_STOP_SIGNALS):
+        # writing to a pipe whose reader left must be an error, never the end of the app
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+        handled = (signal.SIGCHLD, *_STOP_SIGNALS)
+        for sig in handled:
             signal.signal(sig, _ignore_signal)
-        self.selector.register(self.wake_r, selectors.EVENT_READ, None)
+        # a launcher may have blocked some of them; a fork inherits its signal mask
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, handled)
+        self.poller.register(wake_r, None)
+        return wake_r
 
     # -- main loop ------------------------------------------------------------------------------
 
@@ -436,12 +660,11 @@ class Supervisor:
         return min(timeouts) if timeouts else None
 
     def _wait_for_events(self, timeout: float | None) -> None:
-        events = self.selector.select(timeout)
-        for key, _ in events:
-            if key.data is None:
+        for pipe in self.poller.poll(timeout):
+            if pipe is None:
                 self._on_signals()
-            else:
-                self._pump(key.data)
+            elif pipe.fd >= 0:  # not closed by an earlier event of this batch
+                self._pump(pipe)
         if self.partials:
             too_old = time.monotonic() - _COMBINED_FLUSH_S
             for pipe in [p for p in self.partials if p.since <= too_old]:
@@ -479,52 +702,101 @@ class Supervisor:
 
     # -- replica lifecycle ----------------------------------------------------------------------
 
+    def _start_all(self, reps: list[_Replica]) -> None:
+        for rep in reps:
+            self._start(rep)
+
     def _start(self, rep: _Replica) -> None:
-        params = rep.params
         record = rep.record
-        if rep.log_fds is None:
-            rep.log_fds = (
-                _open_log(params["stdout"]),
-                _open_log(params["stderr"]),
-                _open_log(params["combined"]),
-            )
-        now = time.time()
-        record.update(state=st.RUNNING, exit_code=None, started=now, ended=None)
-        env = {**self.base_env, **params["env"]}
-        env.setdefault("PYTHONUNBUFFERED", "x")
+        record.update(state=st.RUNNING, exit_code=None, started=time.time(), ended=None)
         out_r, out_w = _pipe()
         err_r, err_w = _pipe()
         try:
-            proc = run_local_job(
-                params["args"], env, out_w, err_w, params.get("cwd"), stdin=self.devnull
-            )
+            pid = self._spawn(rep, out_w, err_w)
         except OSError as e:
             for fd in (out_r, err_r):
                 os.close(fd)
             role = self.request["roles"][rep.role_idx]["name"]
             msg = f"torchx local_cwd: cannot start replica {role}/{rep.replica_id}: {e}\n".encode()
-            _write_all(rep.log_fds[1], msg)
-            _write_all(rep.log_fds[2], msg)
+            _write_all(self._log_fd(rep, 1), msg)
+            _write_all(self._log_fd(rep, 2), msg)
             record.update(pid=None, start_ticks=None)
             self.exited.append((rep, 126 if e.errno == errno.EACCES else 127))
             return
         finally:
             os.close(out_w)
             os.close(err_w)
-        rep.proc = proc
-        rep.pid = proc.pid
+        rep.pid = pid
         rep.stopping = False
-        self.by_pid[proc.pid] = rep
+        self.by_pid[pid] = rep
         # start_ticks is read when the state is written: reading /proc/<pid>/stat now
         # would block until the child has finished its exec
-        record.update(pid=proc.pid, start_ticks=None)
+        record.update(pid=pid, start_ticks=None)
         self.unticked.append(rep)
         for fd, stream in ((out_r, 0), (err_r, 1)):
             os.set_blocking(fd, False)
             pipe = _Pipe(fd, rep, stream)
             rep.pipes.append(pipe)
-            self.selector.register(fd, selectors.EVENT_READ, pipe)
+            self.poller.register(fd, pipe)
         self.dirty = True
+
+    def _can_posix_spawn(self, rep: _Replica) -> bool:
+        cwd = rep.params.get("cwd")
+        return self.use_posix_spawn and (cwd is None or cwd == self.cwd)
+
+    def _spawn(self, rep: _Replica, out_w: int, err_w: int) -> int:
+        """Starts one replica in a new session; its pid.
+
+        ``os.posix_spawn`` (vfork + exec, no Python in between) where the replica runs in
+        the supervisor's own working directory; ``subprocess`` where it needs a ``chdir``
+        (posix_spawn cannot), which costs a little more per replica.
+        """
+        args: list[str] = rep.params["args"]
+        env = rep.env
+        rep.proc = None
+        if self._can_posix_spawn(rep):
+            program = self._program(args[0], env)
+            try:
+                return os.posix_spawn(
+                    program,
+                    args,
+                    env,
+                    file_actions=[
+                        (os.POSIX_SPAWN_DUP2, self.devnull, 0),
+                        (os.POSIX_SPAWN_DUP2, out_w, 1),
+                        (os.POSIX_SPAWN_DUP2, err_w, 2),
+                    ],
+                    setsid=True,
+                    setsigdef=_DEFAULT_FOR_REPLICAS,
+                )
+            except NotImplementedError:  # no POSIX_SPAWN_SETSID here: use subprocess
+                self.use_posix_spawn = False
+            except OSError as e:
+                if e.filename is None:
+                    raise OSError(e.errno, e.strerror, args[0]) from None
+                raise
+        proc = run_local_job(args, env, out_w, err_w, rep.params.get("cwd"), stdin=self.devnull)
+        rep.proc = proc
+        return proc.pid
+
+    def _program(self, name: str, env: dict[str, str]) -> str:
+        """The file ``subprocess`` would execute for ``name`` with ``env``'s PATH."""
+        if os.sep in name or (os.altsep and os.altsep in name):
+            return name
+        key = (name, env.get("PATH"))
+        found = self.programs.get(key)
+        if found is not None:
+            return found
+        denied = False
+        for directory in os.get_exec_path(env):
+            candidate = os.path.join(directory, name)
+            if os.path.isfile(candidate):
+                if os.access(candidate, os.X_OK):
+                    self.programs[key] = candidate
+                    return candidate
+                denied = True
+        code = errno.EACCES if denied else errno.ENOENT
+        raise OSError(code, os.strerror(code), name)
 
     def _process_exits(self) -> None:
         while self.exited:
@@ -585,7 +857,8 @@ class Supervisor:
         self.pending_restart.clear()
         for rep in group:
             rep.record["attempt"] += 1
-            self._start(rep)
+        self.programs.clear()  # resolve programs again: files or PATH may have changed
+        self._start_all(group)
 
     def _cancel(self, msg: str) -> None:
         self.state["cancel_requested"] = True
@@ -625,10 +898,25 @@ class Supervisor:
 
     # -- logs -----------------------------------------------------------------------------------
 
+    def _log_fd(self, rep: _Replica, index: int) -> int:
+        """Descriptor of the replica's stdout (0), stderr (1) or combined (2) log.
+
+        Opened on first use: a replica that writes nothing costs no ``open``.
+        """
+        fd = rep.log_fds[index]
+        if fd < 0:
+            path = rep.params[("stdout", "stderr", "combined")[index]]
+            try:
+                fd = _open_log(path)
+            except OSError as e:  # e.g. its directory was removed: keep supervising
+                print(f"torchx local_cwd: cannot open log {path}: {e}", file=sys.stderr)
+                fd = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+            rep.log_fds[index] = fd
+        return fd
+
     def _pump(self, pipe: _Pipe) -> None:
         """Moves everything readable right now from ``pipe`` into the log files."""
-        fds = pipe.replica.log_fds
-        assert fds is not None
+        rep = pipe.replica
         while True:
             try:
                 data = os.read(pipe.fd, _READ_SIZE)
@@ -638,12 +926,12 @@ class Supervisor:
                 self._flush_partial(pipe)
                 self._close_pipe(pipe)
                 return
-            _write_all(fds[pipe.stream], data)
-            self._write_combined(pipe, data, fds[2])
+            _write_all(self._log_fd(rep, pipe.stream), data)
+            self._write_combined(pipe, data)
             if len(data) < _READ_SIZE:
                 return
 
-    def _write_combined(self, pipe: _Pipe, data: bytes, fd: int) -> None:
+    def _write_combined(self, pipe: _Pipe, data: bytes) -> None:
         # whole lines only, so stdout and stderr lines never interleave mid-line
         cut = data.rfind(b"\n") + 1
         partial = pipe.partial
@@ -656,6 +944,7 @@ class Supervisor:
             else:
                 self.partials.add(pipe)
             return
+        fd = self._log_fd(pipe.replica, 2)
         if partial:
             partial += data[:cut]
             _write_all(fd, bytes(partial))
@@ -671,15 +960,14 @@ class Supervisor:
 
     def _flush_partial(self, pipe: _Pipe) -> None:
         if pipe.partial:
-            fds = pipe.replica.log_fds
-            assert fds is not None
-            _write_all(fds[2], bytes(pipe.partial))
+            _write_all(self._log_fd(pipe.replica, 2), bytes(pipe.partial))
             pipe.partial.clear()
         self.partials.discard(pipe)
 
     def _close_pipe(self, pipe: _Pipe) -> None:
-        self.selector.unregister(pipe.fd)
+        self.poller.unregister(pipe.fd)
         os.close(pipe.fd)
+        pipe.fd = -1
         pipe.replica.pipes.remove(pipe)
 
     # -- the end --------------------------------------------------------------------------------
@@ -692,13 +980,29 @@ class Supervisor:
                 for pipe in list(rep.pipes):
                     self._flush_partial(pipe)
                     self._close_pipe(pipe)
-                if rep.log_fds is not None:
-                    for fd in rep.log_fds:
+                for fd in rep.log_fds:
+                    if fd >= 0:
                         os.close(fd)
-                    rep.log_fds = None
+                rep.log_fds = [-1, -1, -1]
         if self.final is None:
             self.final = (st.SUCCEEDED, "")
         self._write_final(*self.final)
+        self._create_missing_logs()
+
+    def _create_missing_logs(self) -> None:
+        """Empty log files for the streams that wrote nothing, where nobody created them.
+
+        A forked supervisor's launcher creates them while the replicas start, but it may
+        have died meanwhile. Done after the final state is written and the launcher's
+        ``wait`` released: it costs ``wait`` nothing, and normally 3 ``stat`` per replica.
+        """
+        for replicas in self.replicas:
+            for rep in replicas:
+                for key in ("stdout", "stderr", "combined"):
+                    path = rep.params[key]
+                    if not os.path.exists(path):
+                        with contextlib.suppress(OSError):
+                            os.close(_open_log(path))
 
     def _write_final(self, state: str, msg: str) -> None:
         now = time.time()
@@ -706,6 +1010,10 @@ class Supervisor:
         # SUCCESS first: whoever sees the terminal state.json also finds the SUCCESS file
         st.write_success_file(self.request, self.state)
         self._write_state()
+        # end-of-file for a launcher waiting on the ready pipe: the app is over
+        if self.ready_fd >= 0:
+            os.close(self.ready_fd)
+            self.ready_fd = -1
 
     def _stop_leftovers(self) -> None:
         """Stops descendants that outlived their replica (daemons, ``cmd &``)."""
@@ -777,15 +1085,18 @@ def run_local_job(
     stderr: Any,
     cwd: str | None = None,
     *,
-    stdin: Any = subprocess.DEVNULL,
+    stdin: Any = None,
 ) -> subprocess.Popen[bytes]:
     """Starts one replica process in its own session (so its whole process group can be
-    signalled) with exactly the given environment; stdio as for ``subprocess.Popen``."""
+    signalled) with exactly the given environment; stdio as for ``subprocess.Popen``
+    (stdin: ``/dev/null`` unless given)."""
+    import subprocess
+
     return subprocess.Popen(
         args,
         env=env,
         cwd=cwd,
-        stdin=stdin,
+        stdin=subprocess.DEVNULL if stdin is None else stdin,
         stdout=stdout,
         stderr=stderr,
         start_new_session=True,
