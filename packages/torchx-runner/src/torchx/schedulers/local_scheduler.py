@@ -271,27 +271,9 @@ def _join_path(*parts: str | None) -> str:
     return os.pathsep.join(p.strip(os.pathsep) for p in parts if p and p.strip(os.pathsep))
 
 
-def _is_executable(path: str) -> bool:
-    return os.path.isfile(path) and os.access(path, os.X_OK)
-
-
-def _find_program(program: str, path: str, cwd: str | None) -> bool:
-    """Whether ``program`` resolves the way ``subprocess`` will resolve it for the replica."""
-    if not program:
-        return False
-    if os.sep in program:
-        full = program if os.path.isabs(program) else os.path.join(cwd or os.getcwd(), program)
-        return _is_executable(full)
-    base = cwd or os.getcwd()
-    for directory in path.split(os.pathsep):
-        if directory and _is_executable(os.path.join(base, directory, program)):
-            return True
-    return False
-
-
 def _check_program(role_name: str, program: str, env: Mapping[str, str], cwd: str | None) -> None:
     path = env.get("PATH", os.environ.get("PATH", ""))
-    if not _find_program(program, path, cwd):
+    if st.find_program(program, path, cwd or os.getcwd()) is None:
         where = cwd or os.getcwd()
         raise ValueError(
             f"entrypoint {program!r} of role {role_name!r} was not found: it is neither an"

@@ -55,7 +55,7 @@ _PR_SET_CHILD_SUBREAPER = 36
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 # ignored by the Python supervisor, restored for replicas (as ``subprocess`` does)
 _DEFAULT_FOR_REPLICAS = tuple(
-    getattr(signal, name) for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ") if hasattr(signal, name)
+    getattr(signal, name) for name in ("SIGPIPE", "SIGXFSZ") if hasattr(signal, name)
 )
 
 _forked: set[int] = set()
@@ -780,23 +780,15 @@ class Supervisor:
         return proc.pid
 
     def _program(self, name: str, env: dict[str, str]) -> str:
-        """The file ``subprocess`` would execute for ``name`` with ``env``'s PATH."""
-        if os.sep in name or (os.altsep and os.altsep in name):
-            return name
+        """The file to execute for ``name`` with ``env``'s PATH (as the launcher checked)."""
         key = (name, env.get("PATH"))
         found = self.programs.get(key)
-        if found is not None:
-            return found
-        denied = False
-        for directory in os.get_exec_path(env):
-            candidate = os.path.join(directory, name)
-            if os.path.isfile(candidate):
-                if os.access(candidate, os.X_OK):
-                    self.programs[key] = candidate
-                    return candidate
-                denied = True
-        code = errno.EACCES if denied else errno.ENOENT
-        raise OSError(code, os.strerror(code), name)
+        if found is None:
+            found = st.find_program(name, env.get("PATH", os.defpath), self.cwd or ".")
+            if found is None:
+                raise OSError(errno.ENOENT, os.strerror(errno.ENOENT), name)
+            self.programs[key] = found
+        return found
 
     def _process_exits(self) -> None:
         while self.exited:

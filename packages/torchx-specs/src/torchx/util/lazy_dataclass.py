@@ -16,6 +16,7 @@ Supported: field defaults and ``field(default=, default_factory=, init=, repr=, 
 metadata=)``; ``__post_init__``; ``eq``, ``frozen`` and ``repr`` class options.
 """
 
+import _thread
 import sys
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
@@ -313,8 +314,6 @@ def _make_repr(cls: type, ordered: "tuple[Field, ...]") -> "Callable[[Any], str]
     active: set[tuple[int, int]] = set()
 
     def __repr__(self: "Any") -> str:
-        import _thread
-
         key = (id(self), _thread.get_ident())
         if key in active:
             return "..."

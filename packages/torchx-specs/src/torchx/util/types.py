@@ -11,6 +11,8 @@ import typing
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from torchx.util.fn_params import EMPTY
+
 if TYPE_CHECKING:
     import inspect
 
@@ -296,8 +298,6 @@ def decode(encoded_value: Any, annotation: Any) -> Any:
 
 def _is_signature_empty(tp: Any) -> bool:
     """No annotation: ours or ``inspect.Parameter.empty`` (without importing inspect to ask)."""
-    from torchx.util.fn_params import EMPTY
-
     if tp is EMPTY:
         return True
     module = sys.modules.get("inspect")
