@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import abc
 import fnmatch
+import os
 import posixpath
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Generic, TypeVar
+from typing import IO, Any, Generic, TypeVar
 
 from torchx.specs import AppDef, CfgVal, Role, Workspace, runopts
 from torchx.util.lazy_dataclass import dataclass
@@ -21,6 +22,7 @@ from torchx.util.log import get_logger
 
 __all__ = [
     "TORCHX_IGNORE",
+    "LocalFileSystem",
     "PkgInfo",
     "Workspace",
     "WorkspaceBuilder",
@@ -211,6 +213,43 @@ def _is_ignored(relpath: str, patterns: Iterable[str]) -> bool:
         if fnmatch.fnmatchcase(relpath, body):
             ignored = not negated
     return ignored
+
+
+class LocalFileSystem:
+    """The fsspec calls :func:`walk_workspace` and a copy make, over local paths.
+
+    Lets workspace builders copy or pack a local directory without importing fsspec.
+    """
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def isdir(self, path: str) -> bool:
+        return os.path.isdir(path)
+
+    def open(self, path: str, mode: str = "rb") -> IO[Any]:
+        return open(path, mode, encoding="utf-8" if "t" in mode else None)
+
+    def walk(
+        self, path: str, detail: bool = True
+    ) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
+        """Top-down like ``os.walk``; names removed from the yielded ``dirs`` are pruned.
+
+        File infos carry ``name``, ``type`` and ``mode`` (permission bits to keep).
+        """
+        del detail
+        for directory, dirnames, filenames in os.walk(path):
+            dirs = {d: {"name": os.path.join(directory, d), "type": "directory"} for d in dirnames}
+            files = {}
+            for f in filenames:
+                full = os.path.join(directory, f)
+                try:
+                    mode = os.stat(full).st_mode
+                except OSError:
+                    continue  # a dangling link or a file removed meanwhile
+                files[f] = {"name": full, "type": "file", "mode": mode}
+            yield directory, dirs, files
+            dirnames[:] = sorted(dirs)
 
 
 def walk_workspace(

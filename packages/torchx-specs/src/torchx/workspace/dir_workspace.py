@@ -1,9 +1,11 @@
 """Workspaces as plain directory copies, for schedulers that run from a shared filesystem.
 
-A scheduler mixes one of these in to "build" a role's workspace by copying it (any
-fsspec URL; ``.torchxignore`` rules honoured) into a directory and pointing
-``role.image`` at that directory, which the scheduler then uses as the job's working
-directory. No container image is built.
+A scheduler mixes one of these in to "build" a role's workspace by copying it
+(``.torchxignore`` rules honoured) into a directory and pointing ``role.image`` at that
+directory, which the scheduler then uses as the job's working directory. No container
+image is built. Shared by ``local_cwd`` users (``torchx-runner``) and ``slurm``
+(``torchx-sched-slurm``), hence owned by ``torchx-specs``: local paths are copied with
+the standard library; any other fsspec URL needs ``fsspec``, imported only then.
 
 * :class:`DirWorkspaceMixin` copies into the run option ``job_dir`` (which must not
   exist yet) and does nothing when ``job_dir`` is unset — used by ``slurm``.
@@ -15,13 +17,29 @@ from __future__ import annotations
 import os
 import posixpath
 import shutil
-import tempfile
 from collections.abc import Mapping
+from typing import Any
 
 from torchx.specs import CfgVal, Role
-from torchx.workspace.api import WorkspaceMixin, walk_workspace
+from torchx.workspace.api import LocalFileSystem, WorkspaceMixin, walk_workspace
 
 __all__ = ["DirWorkspaceMixin", "TmpDirWorkspaceMixin", "copy_workspace"]
+
+
+def _filesystem(workspace: str) -> tuple[Any, str]:
+    """(filesystem, root path) for a local path or ``file://`` URL, else through fsspec."""
+    if "://" not in workspace or workspace.startswith("file://"):
+        path = workspace[len("file://") :] if workspace.startswith("file://") else workspace
+        return LocalFileSystem(), os.path.abspath(os.path.expanduser(path))
+    try:
+        import fsspec
+    except ImportError:
+        raise ValueError(
+            f"workspace {workspace!r} is a URL; copying it needs fsspec"
+            " (pip install fsspec) or use a local directory"
+        ) from None
+    fs, root = fsspec.core.url_to_fs(workspace)
+    return fs, root.rstrip("/") or "/"
 
 
 def copy_workspace(workspace: str, target: str) -> None:
@@ -31,14 +49,11 @@ def copy_workspace(workspace: str, target: str) -> None:
     permission bits are kept when the source filesystem reports them (so scripts stay
     executable).
     """
-    import fsspec
-
-    fs, root = fsspec.core.url_to_fs(workspace)
-    root = root.rstrip("/") or "/"
+    fs, root = _filesystem(workspace)
     if not fs.isdir(root):
         raise FileNotFoundError(f"workspace {workspace!r} is not a directory")
     for directory, _dirs, files in walk_workspace(fs, root):
-        relative = posixpath.relpath(directory, root)
+        relative = posixpath.relpath(directory.replace(os.sep, "/"), root.replace(os.sep, "/"))
         out_dir = target if relative == "." else os.path.join(target, *relative.split("/"))
         os.makedirs(out_dir, exist_ok=True)
         for name, info in files.items():
@@ -57,6 +72,8 @@ class TmpDirWorkspaceMixin(WorkspaceMixin[None]):
         self, role: Role, workspace: str, cfg: Mapping[str, CfgVal]
     ) -> None:
         """Copies ``workspace`` into a fresh temp dir and sets ``role.image`` to it."""
+        import tempfile
+
         job_dir = tempfile.mkdtemp(prefix="torchx_workspace")
         copy_workspace(workspace, job_dir)
         role.image = job_dir
@@ -66,8 +83,19 @@ class DirWorkspaceMixin(WorkspaceMixin[None]):
     """Builds a workspace by copying it into the run option ``job_dir``.
 
     ``job_dir`` must not exist (it is created, so two jobs never share one); when it is
-    not set the role runs from its image unchanged.
+    not set the role runs from its image unchanged. Roles sharing a workspace share the
+    copy. A failed copy removes the half-made directory; :meth:`created_job_dirs` lists
+    the directories made by this scheduler object, so that a scheduler whose submission
+    then fails can remove them too.
     """
+
+    def created_job_dirs(self) -> dict[str, object]:
+        """Job dirs this object created (absolute path -> the workspace copied there)."""
+        created: dict[str, object] | None = getattr(self, "_torchx_created_job_dirs", None)
+        if created is None:
+            created = {}
+            self._torchx_created_job_dirs = created
+        return created
 
     def build_workspace_and_update_role(
         self, role: Role, workspace: str, cfg: Mapping[str, CfgVal]
@@ -78,6 +106,11 @@ class DirWorkspaceMixin(WorkspaceMixin[None]):
             return
         if not isinstance(job_dir, str):
             raise TypeError(f"run option job_dir must be a string path, got {job_dir!r}")
+        source = role.workspace or workspace
+        created = self.created_job_dirs()
+        if created.get(os.path.abspath(job_dir), None) == source:
+            role.image = job_dir  # another role of this app with the same workspace
+            return
         try:
             os.mkdir(job_dir)
         except FileExistsError:
@@ -85,5 +118,10 @@ class DirWorkspaceMixin(WorkspaceMixin[None]):
                 f"job_dir {job_dir!r} already exists; pass a new directory (it is created"
                 " for each job)"
             ) from None
-        copy_workspace(workspace, job_dir)
+        try:
+            copy_workspace(workspace, job_dir)
+        except BaseException:
+            shutil.rmtree(job_dir, ignore_errors=True)
+            raise
+        created[os.path.abspath(job_dir)] = source
         role.image = job_dir

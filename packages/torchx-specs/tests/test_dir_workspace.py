@@ -148,3 +148,38 @@ class TestTmpDirWorkspaceMixin:
         assert stat.S_IMODE(os.stat(plain.image).st_mode) == 0o700
         assert "libs/util.py" in tree(Path(merged.image))
         assert "train.py" in tree(Path(merged.image))
+
+
+class TestSharedAndCleanup:
+    def test_local_copy_needs_no_fsspec(self, tmp_path: Path) -> None:
+        import subprocess
+        import sys
+
+        project = make_project(tmp_path / "project")
+        code = (
+            "import sys; from torchx.workspace.dir_workspace import copy_workspace;"
+            f"copy_workspace({str(project)!r}, {str(tmp_path / 'out')!r});"
+            "print('fsspec' in sys.modules)"
+        )
+        (tmp_path / "out").mkdir()
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert out.stdout.strip() == "False", out.stderr
+        assert "pkg/model.py" in tree(tmp_path / "out")
+
+    def test_roles_with_one_workspace_share_the_job_dir(self, tmp_path: Path) -> None:
+        project = make_project(tmp_path / "project")
+        job_dir = tmp_path / "job"
+        ws = Workspace({str(project): ""})
+        a = Role(name="a", image="img-a", entrypoint="python", workspace=ws)
+        b = Role(name="b", image="img-b", entrypoint="python", workspace=ws)
+        sched = DirScheduler()
+        sched.build_workspaces([a, b], {"job_dir": str(job_dir)})
+        assert a.image == b.image == str(job_dir)
+        assert list(sched.created_job_dirs()) == [str(job_dir)]
+
+    def test_failed_copy_leaves_no_job_dir(self, tmp_path: Path) -> None:
+        job_dir = tmp_path / "job"
+        role = role_with(Workspace({str(tmp_path / "missing"): ""}))
+        with pytest.raises(FileNotFoundError):
+            DirScheduler().build_workspaces([role], {"job_dir": str(job_dir)})
+        assert not job_dir.exists()

@@ -1,0 +1,66 @@
+"""The shared log-file follower: whole lines, follows while the app runs, stops after."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from torchx.schedulers.log_files import LogIterator, follow_lines, read_lines
+from torchx.specs import AppState
+
+
+class _App:
+    """Reports RUNNING until ``finish()``; the follower only asks ``describe``."""
+
+    def __init__(self) -> None:
+        self.state = AppState.RUNNING
+
+    def describe(self, app_id: str) -> Any:
+        class _Desc:
+            state = self.state
+
+        return _Desc()
+
+    def finish(self) -> None:
+        self.state = AppState.SUCCEEDED
+
+
+def test_follows_a_growing_file_until_the_app_ends(tmp_path: Path) -> None:
+    log = tmp_path / "out.log"
+    app = _App()
+    written = threading.Event()
+
+    def writer() -> None:
+        with open(log, "w") as f:
+            f.write("one\ntw")
+            f.flush()
+            written.wait(5)
+            f.write("o\nthree")
+        app.finish()
+
+    lines = follow_lines(app, "app", str(log))
+    thread = threading.Thread(target=writer)
+    thread.start()
+    assert next(lines) == "one\n"  # the partial "tw" is held back while the app runs
+    written.set()
+    assert list(lines) == ["two\n", "three"]
+    thread.join()
+
+
+def test_log_iterator_without_tail_reads_what_is_there(tmp_path: Path) -> None:
+    log = tmp_path / "out.log"
+    app = _App()
+    assert list(LogIterator("app", str(log), app, should_tail=False)) == []
+    log.write_text("a\nb\n")
+    assert list(LogIterator("app", str(log), app, should_tail=False)) == ["a\n", "b\n"]
+    assert list(read_lines(str(log), regex="b")) == ["b\n"]
+
+
+def test_a_finished_app_without_its_file_is_an_error(tmp_path: Path) -> None:
+    app = _App()
+    app.finish()
+    with pytest.raises(RuntimeError, match="without writing its log file"):
+        list(LogIterator("app", str(tmp_path / "never.log"), app))
