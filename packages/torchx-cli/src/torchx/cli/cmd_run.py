@@ -1,7 +1,7 @@
 """``torchx run``: launch a component on a scheduler (or print what would be launched).
 
 On success the app handle is the only line on stdout (scripts capture it). Apps on
-``local*`` schedulers, and any app with ``--wait``/``--log``, are waited for while every
+``local_cwd``, and any app with ``--wait``/``--log``, are waited for while every
 replica's log lines stream to stderr behind a ``role/replica`` prefix; the exit code is
 0 only if the app SUCCEEDED.
 """
@@ -369,7 +369,9 @@ class CmdRun(SubCommand):
                 f"{e} (see `torchx run {component} --help`)", exit_code=EXIT_USAGE
             ) from e
 
-        is_local = scheduler.startswith("local")
+        # local_cwd runs in the foreground as upstream's does; every other scheduler (including
+        # local_docker, whose containers outlive this command) returns once the app is started.
+        is_local = scheduler in _FOREGROUND_SCHEDULERS
         try:
             # Scripts capture the handle from stdout: keep it the only line printed there.
             print(app_handle, flush=True)
@@ -388,6 +390,9 @@ class CmdRun(SubCommand):
                 )
             print(message, file=sys.stderr, flush=True)
             raise SystemExit(_EXIT_INTERRUPTED) from None
+
+
+_FOREGROUND_SCHEDULERS = ("local_cwd", "local")
 
 
 def _print_dryrun(info: "AppDryRunInfo[Any]") -> None:

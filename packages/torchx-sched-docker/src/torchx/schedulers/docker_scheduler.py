@@ -1,0 +1,689 @@
+"""``local_docker``: runs each replica of an app as a container on a Docker host.
+
+Every replica is one container on the ``torchx`` bridge network, named (and with the
+hostname) ``<app_id>-<role>-<replica>``, so replicas reach rank 0 through
+``$TORCHX_RANK0_HOST``. Containers carry the app id, role and replica as labels: the Docker
+daemon itself holds the app's state, so ``status``, ``log``, ``cancel`` and ``delete`` work
+from any process, and an app outlives the ``torchx run`` that started it.
+
+* ``cancel`` stops the containers and keeps them for inspection; the app then reads as
+  CANCELLED (a labelled marker volume records the cancellation inside the daemon).
+* ``delete`` removes the containers (and the marker).
+* Retries use Docker's ``on-failure`` restart policy (``Role.max_retries``).
+* Images are pulled only when they are not on the host (``docker run`` does the same);
+  an image that is neither local nor pullable fails the submission before any container
+  is created. If any container cannot be created or started, the ones already created
+  are removed: no half-started app is left behind.
+* Containers run with Docker's init process, so ``cancel`` stops them promptly even when
+  the program does not handle SIGTERM as PID 1.
+
+The ``docker`` SDK is imported only when the daemon is contacted: ``--dryrun`` does not.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from torchx.schedulers.api import (
+    HELP_KEY,
+    DescribeAppResponse,
+    ListAppResponse,
+    Scheduler,
+    Stream,
+    StructuredOpts,
+)
+from torchx.specs.api import (
+    NONE,
+    AppDef,
+    AppDryRunInfo,
+    AppState,
+    BindMount,
+    CfgVal,
+    DeviceMount,
+    ReplicaStatus,
+    Role,
+    RoleStatus,
+    VolumeMount,
+    is_terminal,
+    macros,
+    runopts,
+)
+from torchx.util.lazy_dataclass import dataclass, field
+from torchx.util.log import get_logger
+from torchx.workspace.docker_workspace import DockerWorkspaceMixin, connect_docker, ensure_image
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    import docker
+
+__all__ = [
+    "CONTAINER_STATE",
+    "LABEL_APP_ID",
+    "LABEL_CANCELLED",
+    "LABEL_REPLICA_ID",
+    "LABEL_ROLE_NAME",
+    "LABEL_VERSION",
+    "NETWORK",
+    "DockerContainer",
+    "DockerJob",
+    "DockerOpts",
+    "DockerScheduler",
+    "Opts",
+    "create_scheduler",
+    "ensure_network",
+    "has_docker",
+]
+
+log = get_logger(__name__)
+
+SCHEDULER_NAME = "local_docker"
+NETWORK = "torchx"
+RANK0_ENV = "TORCHX_RANK0_HOST"
+
+LABEL_VERSION = "torchx.pytorch.org/version"
+LABEL_APP_ID = "torchx.pytorch.org/app-id"
+LABEL_ROLE_NAME = "torchx.pytorch.org/role-name"
+LABEL_REPLICA_ID = "torchx.pytorch.org/replica-id"
+LABEL_CANCELLED = "torchx.pytorch.org/cancelled"
+
+CONTAINER_STATE: dict[str, AppState] = {
+    "created": AppState.SUBMITTED,
+    "restarting": AppState.PENDING,
+    "running": AppState.RUNNING,
+    "paused": AppState.PENDING,
+    "removing": AppState.PENDING,
+    "dead": AppState.FAILED,
+}
+"""Docker container states (other than ``exited``) as replica states."""
+
+_STOP_TIMEOUT_S = 10
+_ENV_NAME = re.compile(r"^[^=\0]+$")
+_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_.-]")
+_EXITED = re.compile(r"^Exited \((-?\d+)\)")
+
+
+@dataclass
+class Opts(StructuredOpts):
+    """Run options of ``local_docker`` (the workspace adds ``image_repo``, ``quiet``,
+    ``build_args``)."""
+
+    copy_env: list[str] | None = field(
+        default=None,
+        metadata={
+            HELP_KEY: "glob patterns of launcher env vars to copy into the containers"
+            " (e.g. 'AWS_*,WANDB_API_KEY'); the role's env wins"
+        },
+    )
+    env: dict[str, str] | None = field(
+        default=None,
+        metadata={
+            HELP_KEY: "env vars to set in the containers, KEY:VALUE pairs separated by ','"
+            " or ';' (applied over copy_env; the role's env wins)"
+        },
+    )
+    privileged: bool = field(
+        default=False, metadata={HELP_KEY: "run the containers in privileged mode"}
+    )
+
+
+DockerOpts = Opts
+"""Compat name of :class:`Opts` (the options were a TypedDict called ``DockerOpts``)."""
+
+
+@dataclass
+class DockerContainer:
+    """One container to start: image, command and the ``containers.create`` keyword args.
+
+    ``kwargs`` hold plain data in the docker SDK's high-level names (``name``,
+    ``environment``, ``labels``, ``mounts`` as Engine API dicts, ...); a role's
+    ``pre_proc`` may edit them.
+    """
+
+    image: str
+    command: list[str]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class DockerJob:
+    """The request of ``local_docker``: the app id and one container per replica."""
+
+    app_id: str
+    containers: list[DockerContainer]
+
+    def __str__(self) -> str:
+        docs = [
+            {"image": c.image, "command": c.command, "kwargs": c.kwargs} for c in self.containers
+        ]
+        return json.dumps(docs, indent=2, default=str)
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def has_docker() -> bool:
+    """Whether a Docker daemon can be reached from this process (False without the SDK)."""
+    try:
+        connect_docker()
+    except Exception:
+        return False
+    return True
+
+
+def _lock_path() -> str:
+    import tempfile
+
+    return os.path.join(tempfile.gettempdir(), "torchx_docker_network_lock")
+
+
+def ensure_network(client: docker.DockerClient | None = None, network: str = NETWORK) -> None:
+    """Creates the ``torchx`` bridge network unless it exists.
+
+    Docker allows two networks of one name, so creation is serialized between processes
+    with a file lock.
+    """
+    import fcntl
+
+    client = client or connect_docker()
+    if client.api.networks(names=[network]):
+        return
+    fd = os.open(_lock_path(), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if not any(n.get("Name") == network for n in client.api.networks(names=[network])):
+            client.api.create_network(network, driver="bridge", check_duplicate=True)
+    finally:
+        os.close(fd)
+
+
+def _container_name(app_id: str, role_name: str, replica_id: int) -> str:
+    """``<app_id[-30:]>-<role[:30]>-<replica>``: a valid container name and hostname."""
+    name = _NAME_CHARS.sub("-", f"{app_id[-30:]}-{role_name[:30]}-{replica_id}")
+    return name.lstrip("_.-") or f"torchx-{replica_id}"
+
+
+def _app_id_for(name: str) -> str:
+    from torchx.schedulers.ids import make_unique
+
+    base = _NAME_CHARS.sub("-", name).strip("_.-")[:40] or "app"
+    return make_unique(base)
+
+
+def _mount_dicts(
+    mounts: Iterable[BindMount | VolumeMount | DeviceMount],
+) -> tuple[list[dict[str, Any]], list[str]]:
+    binds: list[dict[str, Any]] = []
+    devices: list[str] = []
+    for mount in mounts:
+        if isinstance(mount, BindMount):
+            binds.append(
+                {
+                    "Target": mount.dst_path,
+                    "Source": mount.src_path,
+                    "Type": "bind",
+                    "ReadOnly": mount.read_only,
+                }
+            )
+        elif isinstance(mount, VolumeMount):
+            binds.append(
+                {
+                    "Target": mount.dst_path,
+                    "Source": mount.src,
+                    "Type": "volume",
+                    "ReadOnly": mount.read_only,
+                }
+            )
+        else:
+            devices.append(f"{mount.src_path}:{mount.dst_path}:{mount.permissions}")
+    return binds, devices
+
+
+def _check_env_names(env: Mapping[str, str], where: str) -> None:
+    for key in env:
+        if not _ENV_NAME.match(key):
+            raise ValueError(
+                f"invalid env var name {key!r} in {where}; names must be non-empty and"
+                " contain no '='"
+            )
+
+
+def _base_env(opts: Opts) -> dict[str, str]:
+    env: dict[str, str] = {}
+    if opts.copy_env:
+        if isinstance(opts.copy_env, str) or not all(isinstance(p, str) for p in opts.copy_env):
+            raise ValueError(
+                f"copy_env must be a list of glob patterns, got {opts.copy_env!r};"
+                " write -cfg copy_env=PATTERN1,PATTERN2"
+            )
+        for pattern in opts.copy_env:
+            env.update({k: v for k, v in os.environ.items() if fnmatch.fnmatchcase(k, pattern)})
+    if opts.env:
+        if not isinstance(opts.env, Mapping):
+            raise ValueError(
+                f"env must be KEY:VALUE pairs, got {opts.env!r}; write -cfg env=K1:V1,K2:V2"
+            )
+        _check_env_names(opts.env, "the `env` run option")
+        env.update({str(k): str(v) for k, v in opts.env.items()})
+    return env
+
+
+class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
+    """Runs apps as containers on the Docker host of ``DOCKER_HOST`` (default: local)."""
+
+    def __init__(self, session_name: str, docker_client: docker.DockerClient | None = None) -> None:
+        super().__init__("docker", session_name, docker_client=docker_client)
+        self._describe_ns: dict[str, int] = {}
+
+    # -- options and validation ------------------------------------------------------------
+
+    def _run_opts(self) -> runopts:
+        return Opts.as_runopts()
+
+    def _validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal]) -> None:
+        """Roles need no resource: without one a container gets no limits."""
+
+    # -- dry run ---------------------------------------------------------------------------
+
+    def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[DockerJob]:
+        from torchx.schedulers.devices import get_device_mounts
+        from torchx.version import __version__
+
+        opts = Opts.from_cfg(cfg)
+        base_env = _base_env(opts)
+        app_id = _app_id_for(app.name)
+        rank0_host = _container_name(app_id, app.roles[0].name, 0)
+        containers: list[DockerContainer] = []
+        for role in app.roles:
+            _check_env_names(role.env, f"the env of role `{role.name}`")
+            resource = role.resource
+            binds, devices = _mount_dicts(
+                [*role.mounts, *get_device_mounts(resource.devices)]
+                if resource.devices
+                else role.mounts
+            )
+            role_env = {**base_env, **role.env}
+            host_limits: dict[str, Any] = {}
+            if resource.memMB >= 0:
+                host_limits["mem_limit"] = f"{int(resource.memMB)}m"
+                host_limits["shm_size"] = f"{int(resource.memMB)}m"
+            if resource.cpu >= 0:
+                host_limits["nano_cpus"] = int(resource.cpu * 1e9)
+            if resource.gpu > 0:
+                host_limits["device_requests"] = [
+                    {"count": resource.gpu, "capabilities": [["compute", "utility"]]}
+                ]
+            if role.max_retries > 0:
+                host_limits["restart_policy"] = {
+                    "Name": "on-failure",
+                    "MaximumRetryCount": role.max_retries,
+                }
+            templated_args = [i for i, a in enumerate(role.args) if "$" in a]
+            templated_env = [k for k, v in role_env.items() if "$" in v]
+            values = macros.Values(img_root="", app_id=app_id, replica_id="0", rank0_env=RANK0_ENV)
+            mapping = values.to_dict()
+            for replica_id in range(role.num_replicas):
+                rid = str(replica_id)
+                name = _container_name(app_id, role.name, replica_id)
+                args = list(role.args)
+                env = dict(role_env)
+                if templated_args or templated_env:
+                    from string import Template
+
+                    mapping["replica_id"] = rid
+                    for i in templated_args:
+                        args[i] = Template(args[i]).safe_substitute(mapping)
+                    for key in templated_env:
+                        env[key] = Template(env[key]).safe_substitute(mapping)
+                env[RANK0_ENV] = rank0_host
+                env["TORCHX_IMAGE"] = role.image
+                kwargs: dict[str, Any] = {
+                    "name": name,
+                    "hostname": name,
+                    "environment": env,
+                    "labels": {
+                        LABEL_VERSION: __version__,
+                        LABEL_APP_ID: app_id,
+                        LABEL_ROLE_NAME: role.name,
+                        LABEL_REPLICA_ID: rid,
+                    },
+                    "network": NETWORK,
+                    "privileged": bool(opts.privileged),
+                    "init": True,
+                    "mounts": [dict(b) for b in binds],
+                    "devices": list(devices),
+                    **host_limits,
+                }
+                containers.append(DockerContainer(role.image, [role.entrypoint, *args], kwargs))
+        return AppDryRunInfo(DockerJob(app_id=app_id, containers=containers), str)
+
+    # -- submit ----------------------------------------------------------------------------
+
+    def schedule(self, dryrun_info: AppDryRunInfo[DockerJob]) -> str:
+        import docker.errors
+
+        request = dryrun_info.request
+        client = self._docker_client
+        for image in dict.fromkeys(c.image for c in request.containers):
+            ensure_image(client, image)
+        networks = {c.kwargs.get("network") for c in request.containers} - {None}
+        for network in networks:
+            ensure_network(client, str(network))
+        created: list[str] = []
+        try:
+            for container in request.containers:
+                made = client.containers.create(
+                    container.image, container.command, **container.kwargs
+                )
+                created.append(str(made.id))
+            for container_id in created:
+                client.api.start(container_id)
+        except (docker.errors.DockerException, OSError) as e:
+            name = request.containers[min(len(created), len(request.containers) - 1)]
+            failed = name.kwargs.get("name", "?")
+            self._remove_containers(created)
+            reason = " ".join(str(getattr(e, "explanation", None) or e).split())
+            raise RuntimeError(
+                f"could not start container {failed} of app {request.app_id}: {reason}"
+                f" (removed the {len(created)} container(s) already created; fix the"
+                " role's image, entrypoint or mounts and run again)"
+            ) from e
+        except BaseException:
+            self._remove_containers(created)
+            raise
+        return request.app_id
+
+    def _remove_containers(self, ids: Iterable[str]) -> None:
+        for container_id in ids:
+            try:
+                self._docker_client.api.remove_container(container_id, force=True, v=True)
+            except Exception as e:  # best effort: report, keep removing the others
+                log.warning("could not remove container %s: %s", container_id, e)
+
+    # -- state -----------------------------------------------------------------------------
+
+    def _containers(self, app_id: str, *labels: str) -> list[dict[str, Any]]:
+        filters = [f"{LABEL_APP_ID}={app_id}", *labels]
+        found: list[dict[str, Any]] = self._docker_client.api.containers(
+            all=True, filters={"label": filters}
+        )
+        return found
+
+    def _is_cancelled(self, app_id: str) -> bool:
+        volumes = self._docker_client.api.volumes(
+            filters={"label": [f"{LABEL_APP_ID}={app_id}", LABEL_CANCELLED]}
+        )
+        return bool(volumes and volumes.get("Volumes"))
+
+    def _replica_state(self, summary: dict[str, Any]) -> tuple[AppState, str]:
+        """The replica state of a container summary, and Docker's error message if any."""
+        state = str(summary.get("State", ""))
+        if state != "exited":
+            return CONTAINER_STATE.get(state, AppState.UNKNOWN), ""
+        match = _EXITED.match(str(summary.get("Status", "")))
+        if match is not None and int(match.group(1)) == 0:
+            return AppState.SUCCEEDED, ""
+        info = self._docker_client.api.inspect_container(summary["Id"])
+        container_state = info.get("State") or {}
+        exit_code = int(container_state.get("ExitCode", -1))
+        if exit_code == 0:
+            return AppState.SUCCEEDED, ""
+        error = str(container_state.get("Error") or "")
+        if container_state.get("OOMKilled"):
+            error = error or "killed: out of memory (raise the role's memMB)"
+        return AppState.FAILED, error or f"exit code {exit_code}"
+
+    def describe(self, app_id: str) -> DescribeAppResponse | None:
+        self._describe_ns[app_id] = time.time_ns()
+        summaries = self._containers(app_id)
+        if not summaries:
+            return None
+        by_role: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+        for summary in summaries:
+            labels = summary.get("Labels") or {}
+            role = str(labels.get(LABEL_ROLE_NAME, ""))
+            rid = int(labels.get(LABEL_REPLICA_ID, "0") or 0)
+            by_role.setdefault(role, []).append((rid, summary))
+        roles: list[Role] = []
+        roles_statuses: list[RoleStatus] = []
+        states: list[AppState] = []
+        errors: list[str] = []
+        for role_name, replicas in by_role.items():
+            replicas.sort(key=lambda r: r[0])
+            statuses: list[ReplicaStatus] = []
+            for rid, summary in replicas:
+                state, error = self._replica_state(summary)
+                states.append(state)
+                name = str((summary.get("Names") or ["/"])[0]).lstrip("/")
+                if error:
+                    errors.append(f"{name}: {error}")
+                statuses.append(
+                    ReplicaStatus(
+                        id=rid,
+                        state=state,
+                        role=role_name,
+                        hostname=name,
+                        structured_error_msg=error or NONE,
+                    )
+                )
+            roles_statuses.append(RoleStatus(role_name, statuses))
+            image = str(replicas[0][1].get("Image", ""))
+            roles.append(Role(name=role_name, image=image, num_replicas=len(replicas)))
+        state = self._app_state(app_id, states)
+        return DescribeAppResponse(
+            app_id=app_id,
+            state=state,
+            msg="; ".join(errors) if errors else NONE,
+            roles_statuses=roles_statuses,
+            roles=roles,
+        )
+
+    def _app_state(self, app_id: str, states: list[AppState]) -> AppState:
+        if all(is_terminal(s) for s in states):
+            if all(s == AppState.SUCCEEDED for s in states):
+                return AppState.SUCCEEDED
+            return AppState.CANCELLED if self._is_cancelled(app_id) else AppState.FAILED
+        if AppState.RUNNING in states:
+            return AppState.RUNNING
+        return next(s for s in states if not is_terminal(s))
+
+    def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
+        """Every app with containers on the Docker host, one row per app."""
+        del cfg
+        summaries: list[dict[str, Any]] = self._docker_client.api.containers(
+            all=True, filters={"label": [LABEL_APP_ID]}
+        )
+        by_app: dict[str, list[AppState]] = {}
+        for summary in sorted(summaries, key=lambda s: int(s.get("Created") or 0)):
+            app_id = str((summary.get("Labels") or {}).get(LABEL_APP_ID, ""))
+            state = str(summary.get("State", ""))
+            if state == "exited":
+                match = _EXITED.match(str(summary.get("Status", "")))
+                replica = (
+                    AppState.SUCCEEDED
+                    if match is not None and int(match.group(1)) == 0
+                    else AppState.FAILED
+                )
+            else:
+                replica = CONTAINER_STATE.get(state, AppState.UNKNOWN)
+            by_app.setdefault(app_id, []).append(replica)
+        return [
+            ListAppResponse(app_id=app_id, state=self._app_state(app_id, states))
+            for app_id, states in by_app.items()
+        ]
+
+    def wait_for_change(self, app_id: str, timeout: float) -> None:
+        """Returns on the first container event of the app (or after ``timeout``)."""
+        if timeout <= 0:
+            return
+        since_ns = self._describe_ns.get(app_id) or time.time_ns()
+        until = time.time() + timeout
+        events = self._docker_client.api.events(
+            since=f"{since_ns // 1_000_000_000}.{since_ns % 1_000_000_000:09d}",
+            until=f"{until:.9f}",
+            filters={"type": ["container"], "label": [f"{LABEL_APP_ID}={app_id}"]},
+            decode=True,
+        )
+        try:
+            for event in events:
+                if int(event.get("timeNano") or 0) >= since_ns:
+                    return
+        finally:
+            events.close()
+
+    # -- cancel / delete -------------------------------------------------------------------
+
+    def _cancel_existing(self, app_id: str) -> None:
+        """Stops the app's containers (kept for inspection); the app reads CANCELLED."""
+        client = self._docker_client
+        summaries = self._containers(app_id)
+        if summaries and all(s.get("State") == "exited" for s in summaries):
+            return  # already ended: cancelling changes nothing
+        client.api.create_volume(
+            name=_container_name(app_id, "cancelled", 0),
+            labels={LABEL_APP_ID: app_id, LABEL_CANCELLED: "1"},
+        )
+        threads = [
+            threading.Thread(target=self._stop, args=(str(s["Id"]),), daemon=True)
+            for s in summaries
+            if s.get("State") != "exited"
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    def _stop(self, container_id: str) -> None:
+        import docker.errors
+
+        try:
+            self._docker_client.api.stop(container_id, timeout=_STOP_TIMEOUT_S)
+        except docker.errors.NotFound:
+            pass  # removed meanwhile
+
+    def _delete_existing(self, app_id: str) -> None:
+        """Removes the app's containers (stopping running ones) and its marker."""
+        import docker.errors
+
+        client = self._docker_client
+        self._remove_containers(str(s["Id"]) for s in self._containers(app_id))
+        volumes = client.api.volumes(filters={"label": [f"{LABEL_APP_ID}={app_id}"]})
+        for volume in (volumes or {}).get("Volumes") or []:
+            try:
+                client.api.remove_volume(volume["Name"], force=True)
+            except docker.errors.NotFound:
+                pass
+
+    # -- logs ------------------------------------------------------------------------------
+
+    def log_iter(  # noqa: PLR0917 (positional order is the public API)
+        self,
+        app_id: str,
+        role_name: str,
+        k: int = 0,
+        regex: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        should_tail: bool = False,
+        streams: Stream | None = None,
+    ) -> Iterable[str]:
+        """Lines of replica ``k`` of ``role_name`` from the container's log.
+
+        ``streams`` picks stdout, stderr or both interleaved as written (the default);
+        ``since``/``until`` bound the lines by time; ``should_tail`` follows the log
+        until the container stops.
+        """
+        found = self._containers(
+            app_id, f"{LABEL_ROLE_NAME}={role_name}", f"{LABEL_REPLICA_ID}={k}"
+        )
+        if not found:
+            self._raise_no_replica(app_id, role_name, k)
+        if len(found) > 1:
+            raise RuntimeError(
+                f"{len(found)} containers are labelled as replica {k} of role {role_name!r}"
+                f" of app {app_id}; remove the stray ones (docker ps -a --filter"
+                f" label={LABEL_APP_ID}={app_id})"
+            )
+        stream = "combined" if streams is None else str(getattr(streams, "value", streams))
+        if stream not in ("stdout", "stderr", "combined"):
+            raise ValueError(f"unknown log stream {stream!r}; use stdout, stderr or combined")
+        kwargs: dict[str, Any] = {
+            "stdout": stream != "stderr",
+            "stderr": stream != "stdout",
+            "stream": True,
+            "follow": should_tail,
+        }
+        if since is not None:
+            kwargs["since"] = since
+        if until is not None:
+            kwargs["until"] = until
+        chunks = self._docker_client.api.logs(found[0]["Id"], **kwargs)
+        lines = _lines(chunks)
+        if regex:
+            pattern = re.compile(regex)
+            return (line for line in lines if pattern.search(line))
+        return lines
+
+    def _raise_no_replica(self, app_id: str, role_name: str, k: int) -> None:
+        summaries = self._containers(app_id)
+        if not summaries:
+            raise ValueError(
+                f"unknown local_docker app {app_id!r}: no container carries it"
+                " (was it deleted, or started on another Docker host?)"
+            )
+        replicas: dict[str, list[str]] = {}
+        for s in summaries:
+            labels = s.get("Labels") or {}
+            replicas.setdefault(str(labels.get(LABEL_ROLE_NAME)), []).append(
+                str(labels.get(LABEL_REPLICA_ID))
+            )
+        if role_name not in replicas:
+            raise ValueError(
+                f"app {app_id} has no role {role_name!r}; its roles are: {', '.join(replicas)}"
+            )
+        ids = sorted(int(r) for r in replicas[role_name])
+        raise ValueError(
+            f"role {role_name!r} of app {app_id} has replicas {ids[0]}..{ids[-1]};"
+            f" there is no replica {k}"
+        )
+
+
+def _lines(chunks: Iterator[bytes]) -> Iterator[str]:
+    """Re-splits Docker's log frames (one per write of the program) into whole lines."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    pending = ""
+    try:
+        for chunk in chunks:
+            text = pending + decoder.decode(chunk)
+            if "\n" not in text:
+                pending = text
+                continue
+            end = text.rfind("\n") + 1
+            pending = text[end:]
+            for line in text[:end].split("\n")[:-1]:  # "\n" only: "\r" is no line end
+                yield line + "\n"
+        tail = pending + decoder.decode(b"", final=True)
+        if tail:
+            yield tail
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()
+
+
+def create_scheduler(
+    session_name: str, docker_client: docker.DockerClient | None = None, **kwargs: Any
+) -> DockerScheduler:
+    """Entry point of ``local_docker``; unknown ``kwargs`` (the ``TORCHX_*`` env vars the
+    runner forwards) are ignored."""
+    del kwargs
+    return DockerScheduler(session_name=session_name, docker_client=docker_client)

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Brings up what the Docker-backed tests need, reusing whatever is already running:
+#   - a Docker daemon (Debian's docker.io; started without systemd, pid kept for docker-down.sh),
+#   - the test image torchx-test/python:3.11-r2, built locally from Debian packages (no
+#     registry on the internet is reachable from CI): Python 3.11 with its standard library,
+#     bash, busybox and the C++ runtime (so a host virtualenv holding torch can be mounted),
+#   - a local image registry on 127.0.0.1:${TORCHX_TEST_REGISTRY_PORT:-5000} for push tests.
+# Prints nothing on success but one summary line. Idempotent.
+set -euo pipefail
+
+STATE="${TORCHX_CI_STATE:-/tmp/torchx-ci}/docker"
+IMAGE="${TORCHX_TEST_IMAGE:-torchx-test/python:3.11-r2}"
+REGISTRY_PORT="${TORCHX_TEST_REGISTRY_PORT:-5000}"
+mkdir -p "$STATE"
+chmod 700 "$STATE"
+
+apt_install() {
+  # Another job may hold the dpkg lock for a while: wait for it rather than fail.
+  export DEBIAN_FRONTEND=noninteractive
+  if [ ! -f "$STATE/apt-updated" ]; then
+    apt-get -o DPkg::Lock::Timeout=300 update -qq && touch "$STATE/apt-updated"
+  fi
+  apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+# --- the daemon ---------------------------------------------------------------------------
+if ! docker info >/dev/null 2>&1; then
+  if ! command -v dockerd >/dev/null 2>&1 || ! command -v docker >/dev/null 2>&1; then
+    apt_install docker.io
+  fi
+  # a previous daemon that died may have left its pid file and bind mount behind
+  rm -f /var/run/docker.pid
+  setsid nohup dockerd --storage-driver=overlay2 >>"$STATE/dockerd.log" 2>&1 </dev/null &
+  echo $! >"$STATE/dockerd.pid"
+  for _ in $(seq 1 300); do
+    docker info >/dev/null 2>&1 && break
+    if ! kill -0 "$(cat "$STATE/dockerd.pid")" 2>/dev/null; then
+      echo "docker-up: dockerd exited; see $STATE/dockerd.log" >&2
+      tail -20 "$STATE/dockerd.log" >&2
+      exit 1
+    fi
+    sleep 0.1
+  done
+  docker info >/dev/null 2>&1 || { echo "docker-up: dockerd did not answer in 30 s" >&2; exit 1; }
+fi
+
+# --- the test image -----------------------------------------------------------------------
+if ! docker image inspect "$IMAGE" >/dev/null 2>&1; then
+  build="$(mktemp -d -t torchx-image-XXXXXX)"
+  trap 'rm -rf "$build"' EXIT
+  pkgs="libc6 zlib1g libexpat1 libffi8 libssl3 libbz2-1.0 liblzma5 libuuid1 libcrypt1 media-types
+        libpython3.11-minimal libpython3.11-stdlib python3.11-minimal busybox-static libsqlite3-0
+        libncursesw6 libtinfo6 libreadline8 libdb5.3 libgdbm6 libnsl2 libtirpc3 libgssapi-krb5-2
+        libkrb5-3 libk5crypto3 libkrb5support0 libcom-err2 libkeyutils1 netbase ca-certificates
+        bash libstdc++6 libgcc-s1 libgomp1"
+  mkdir -p "$build/debs" "$build/root"
+  if ! (cd "$build/debs" && apt-get download $pkgs >/dev/null 2>&1); then
+    apt-get -o DPkg::Lock::Timeout=300 update -qq
+    (cd "$build/debs" && apt-get download $pkgs >/dev/null)
+  fi
+  for deb in "$build"/debs/*.deb; do dpkg-deb -x "$deb" "$build/root"; done
+  r="$build/root"
+  # Debian's merged /usr: the packages install under usr/lib and expect /lib, /bin, /sbin links
+  for d in bin sbin lib lib64; do
+    if [ -d "$r/$d" ] && [ ! -L "$r/$d" ]; then cp -a "$r/$d/." "$r/usr/$d/" 2>/dev/null || true; rm -rf "${r:?}/$d"; fi
+    mkdir -p "$r/usr/$d"
+    ln -sfn "usr/$d" "$r/$d"
+  done
+  ln -sf python3.11 "$r/usr/bin/python3"
+  ln -sf python3.11 "$r/usr/bin/python"
+  for applet in sh ash bash cat echo env sleep ls mkdir rm cp mv grep sed head tail wc true false \
+                hostname id kill ps sort uniq tr cut printf test date touch pwd nslookup wget stat; do
+    [ -e "$r/usr/bin/$applet" ] || ln -s busybox "$r/usr/bin/$applet"
+  done
+  mkdir -p "$r/tmp" "$r/proc" "$r/sys" "$r/dev" "$r/etc" "$r/root" "$r/workspace"
+  chmod 1777 "$r/tmp"
+  printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n' >"$r/etc/passwd"
+  printf 'root:x:0:\nnogroup:x:65534:\n' >"$r/etc/group"
+  tar -C "$r" -c . | docker import \
+    -c 'ENV PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin' \
+    -c 'ENV LANG=C.UTF-8' \
+    -c 'WORKDIR /workspace' \
+    -c 'CMD ["/bin/sh"]' - "$IMAGE" >/dev/null
+fi
+
+# --- the local registry -------------------------------------------------------------------
+if ! (exec 3<>"/dev/tcp/127.0.0.1/$REGISTRY_PORT") 2>/dev/null; then
+  command -v docker-registry >/dev/null 2>&1 || apt_install docker-registry
+  mkdir -p "$STATE/registry"
+  cat >"$STATE/registry.yml" <<CONF
+version: 0.1
+log:
+  level: warn
+storage:
+  filesystem:
+    rootdirectory: $STATE/registry
+  delete:
+    enabled: true
+http:
+  addr: 127.0.0.1:$REGISTRY_PORT
+CONF
+  setsid nohup docker-registry serve "$STATE/registry.yml" >>"$STATE/registry.log" 2>&1 </dev/null &
+  echo $! >"$STATE/registry.pid"
+  for _ in $(seq 1 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$REGISTRY_PORT") 2>/dev/null && break
+    sleep 0.1
+  done
+fi
+
+echo "docker-up: daemon $(docker version -f '{{.Server.Version}}'), image $IMAGE, registry 127.0.0.1:$REGISTRY_PORT"
