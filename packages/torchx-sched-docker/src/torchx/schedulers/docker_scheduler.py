@@ -22,6 +22,7 @@ The ``docker`` SDK is imported only when the daemon is contacted: ``--dryrun`` d
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import json
 import os
@@ -258,11 +259,6 @@ def _check_env_names(env: Mapping[str, str], where: str) -> None:
 def _base_env(opts: Opts) -> dict[str, str]:
     env: dict[str, str] = {}
     if opts.copy_env:
-        if isinstance(opts.copy_env, str) or not all(isinstance(p, str) for p in opts.copy_env):
-            raise ValueError(
-                f"copy_env must be a list of glob patterns, got {opts.copy_env!r};"
-                " write -cfg copy_env=PATTERN1,PATTERN2"
-            )
         for pattern in opts.copy_env:
             env.update({k: v for k, v in os.environ.items() if fnmatch.fnmatchcase(k, pattern)})
     if opts.env:
@@ -377,21 +373,22 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         for network in networks:
             ensure_network(client, str(network))
         created: list[str] = []
+        current = "?"
         try:
             for container in request.containers:
+                current = str(container.kwargs.get("name", container.image))
                 made = client.containers.create(
                     container.image, container.command, **container.kwargs
                 )
                 created.append(str(made.id))
-            for container_id in created:
+            for container, container_id in zip(request.containers, created, strict=True):
+                current = str(container.kwargs.get("name", container.image))
                 client.api.start(container_id)
         except (docker.errors.DockerException, OSError) as e:
-            name = request.containers[min(len(created), len(request.containers) - 1)]
-            failed = name.kwargs.get("name", "?")
             self._remove_containers(created)
             reason = " ".join(str(getattr(e, "explanation", None) or e).split())
             raise RuntimeError(
-                f"could not start container {failed} of app {request.app_id}: {reason}"
+                f"could not start container {current} of app {request.app_id}: {reason}"
                 f" (removed the {len(created)} container(s) already created; fix the"
                 " role's image, entrypoint or mounts and run again)"
             ) from e
@@ -525,7 +522,8 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             return
         since_ns = self._describe_ns.get(app_id) or time.time_ns()
         until = time.time() + timeout
-        events = self._docker_client.api.events(
+        api: Any = self._docker_client.api  # the stubs take whole seconds only
+        events = api.events(
             since=f"{since_ns // 1_000_000_000}.{since_ns % 1_000_000_000:09d}",
             until=f"{until:.9f}",
             filters={"type": ["container"], "label": [f"{LABEL_APP_ID}={app_id}"]},
@@ -563,10 +561,8 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     def _stop(self, container_id: str) -> None:
         import docker.errors
 
-        try:
+        with contextlib.suppress(docker.errors.NotFound):  # removed meanwhile
             self._docker_client.api.stop(container_id, timeout=_STOP_TIMEOUT_S)
-        except docker.errors.NotFound:
-            pass  # removed meanwhile
 
     def _delete_existing(self, app_id: str) -> None:
         """Removes the app's containers (stopping running ones) and its marker."""
@@ -576,10 +572,8 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         self._remove_containers(str(s["Id"]) for s in self._containers(app_id))
         volumes = client.api.volumes(filters={"label": [f"{LABEL_APP_ID}={app_id}"]})
         for volume in (volumes or {}).get("Volumes") or []:
-            try:
+            with contextlib.suppress(docker.errors.NotFound):
                 client.api.remove_volume(volume["Name"], force=True)
-            except docker.errors.NotFound:
-                pass
 
     # -- logs ------------------------------------------------------------------------------
 

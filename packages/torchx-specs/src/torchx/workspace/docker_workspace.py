@@ -37,7 +37,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from torchx.specs.api import AppDef, CfgVal, Role, runopts
 from torchx.util.log import get_logger
-from torchx.workspace.api import WorkspaceMixin, walk_workspace
+from torchx.workspace.api import LocalFileSystem, WorkspaceMixin, walk_workspace
 
 if TYPE_CHECKING:
     import docker
@@ -125,26 +125,6 @@ def connect_docker() -> docker.DockerClient:
     return client
 
 
-class _LocalFS:
-    """The three calls :func:`walk_workspace` makes, on the local filesystem (no fsspec)."""
-
-    def exists(self, path: str) -> bool:
-        return os.path.exists(path)
-
-    def open(self, path: str, mode: str = "rb") -> IO[Any]:
-        return open(path, mode, encoding="utf-8" if "t" in mode else None)  # noqa: SIM115
-
-    def walk(
-        self, path: str, detail: bool = True
-    ) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
-        del detail
-        for directory, dirnames, filenames in os.walk(path):
-            dirs = {d: {"name": os.path.join(directory, d), "type": "directory"} for d in dirnames}
-            files = {f: {"name": os.path.join(directory, f), "type": "file"} for f in filenames}
-            yield directory, dirs, files
-            dirnames[:] = sorted(dirs)  # walk_workspace deletes the ignored ones from `dirs`
-
-
 class _HashingWriter(io.RawIOBase):
     """Writes through to ``sink`` while hashing what passes."""
 
@@ -187,7 +167,7 @@ def build_context(workspace: str) -> tuple[IO[bytes], str, bytes]:
     writer = _HashingWriter(sink)
     dockerfile: bytes | None = None
     with tarfile.open(fileobj=writer, mode="w|", format=tarfile.PAX_FORMAT) as tar:
-        for directory, dirs, files in walk_workspace(_LocalFS(), root, DOCKER_IGNORE):
+        for directory, dirs, files in walk_workspace(LocalFileSystem(), root, DOCKER_IGNORE):
             rel_dir = os.path.relpath(directory, root)
             if rel_dir != ".":
                 tar.addfile(_reproducible(tar.gettarinfo(directory, rel_dir)))
@@ -232,7 +212,8 @@ def _image_id(client: docker.DockerClient, name: str) -> str | None:
     import docker.errors
 
     try:
-        info: dict[str, Any] = client.api.inspect_image(name)
+        api: Any = client.api  # the stubs leave inspect_image untyped
+        info: dict[str, Any] = api.inspect_image(name)
     except docker.errors.ImageNotFound:
         return None
     except docker.errors.APIError as e:
@@ -343,7 +324,13 @@ class DockerWorkspaceMixin(WorkspaceMixin[dict[str, tuple[str, str]]]):
             bases, uses_image = _base_images(dockerfile, role.image)
             if uses_image:
                 ensure_image(client, role.image)
-            build_args = {str(k): str(v) for k, v in dict(cfg.get("build_args") or {}).items()}
+            extra_args = cfg.get("build_args") or {}
+            if not isinstance(extra_args, Mapping):
+                raise ValueError(
+                    f"build_args must be KEY:VALUE pairs, got {extra_args!r};"
+                    " write -cfg build_args=K1:V1,K2:V2"
+                )
+            build_args = {str(k): str(v) for k, v in extra_args.items()}
             build_args = {"IMAGE": role.image, "WORKSPACE": workspace, **build_args}
             key_doc = {
                 "context": context_hash,
@@ -376,7 +363,7 @@ class DockerWorkspaceMixin(WorkspaceMixin[dict[str, tuple[str, str]]]):
                         message = " ".join(str(event["error"]).split())
                         raise docker.errors.BuildError(
                             f"building workspace {workspace} onto {role.image} failed: {message}",
-                            [],
+                            iter([{"error": message}]),
                         )
                     text = event.get("stream")
                     if text and not quiet:

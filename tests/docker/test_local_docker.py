@@ -1,0 +1,488 @@
+"""local_docker against a real Docker daemon: real containers, real network, real logs."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from torchx_docker_testsupport import IMAGE, REGISTRY, all_torchx_containers, app_containers
+
+from torchx import specs
+from torchx.schedulers.api import Stream
+from torchx.specs import AppState
+
+SCHED = "local_docker"
+
+
+def _app(name: str, *roles: specs.Role) -> specs.AppDef:
+    return specs.AppDef(name=name, roles=list(roles))
+
+
+def _role(name: str, script: str, **kwargs: Any) -> specs.Role:
+    """A role running ``sh -c script`` in the test image."""
+    return specs.Role(name=name, image=IMAGE, entrypoint="sh", args=["-c", script], **kwargs)
+
+
+def _py(name: str, code: str, *args: str, **kwargs: Any) -> specs.Role:
+    return specs.Role(
+        name=name, image=IMAGE, entrypoint="python", args=["-c", code, *args], **kwargs
+    )
+
+
+def _run(runner: Any, app: specs.AppDef, cfg: dict[str, Any] | None = None, **kw: Any) -> Any:
+    handle = runner.run(app, SCHED, cfg or {}, **kw)
+    status = runner.wait(handle, wait_interval=0.5)
+    return handle, status
+
+
+def _app_id(handle: str) -> str:
+    return handle.rsplit("/", 1)[-1]
+
+
+def _log(runner: Any, handle: str, role: str, k: int = 0, **kw: Any) -> list[str]:
+    return list(runner.log_lines(handle, role, k, **kw))
+
+
+def _torchx(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Any:
+    script = Path(sys.executable).parent / "torchx"
+    return subprocess.run(
+        [str(script), *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+# -- lifecycle -----------------------------------------------------------------------------
+
+
+def test_exit_codes_decide_the_state(runner: Any) -> None:
+    handle, status = _run(runner, _app("ok", _role("main", "echo fine")))
+    assert status.state == AppState.SUCCEEDED
+    handle, status = _run(runner, _app("bad", _role("main", "echo oops >&2; exit 3")))
+    assert status.state == AppState.FAILED
+    replica = status.roles[0].replicas[0]
+    assert replica.state == AppState.FAILED
+    assert "exit code 3" in status.msg
+    assert _log(runner, handle, "main") == ["oops\n"]
+
+
+def test_replicas_reach_rank0_by_hostname(runner: Any) -> None:
+    code = """
+import os, socket, sys, time
+rid = int(sys.argv[1])
+print("host", socket.gethostname(), flush=True)
+if rid == 0:
+    srv = socket.create_server(("0.0.0.0", 29555))
+    conn, _ = srv.accept()
+    print("got", conn.recv(100).decode(), flush=True)
+else:
+    deadline = time.time() + 60
+    while True:
+        try:
+            s = socket.create_connection((os.environ["TORCHX_RANK0_HOST"], 29555), timeout=5)
+            break
+        except OSError:
+            if time.time() > deadline:
+                raise
+            time.sleep(0.2)
+    s.sendall(b"hello from " + str(rid).encode())
+"""
+    app = _app("net", _py("net", code, specs.macros.replica_id, num_replicas=2))
+    handle, status = _run(runner, app)
+    assert status.state == AppState.SUCCEEDED, status
+    rank0 = _log(runner, handle, "net", 0)
+    app_id = _app_id(handle)
+    assert rank0 == [f"host {app_id}-net-0\n", "got hello from 1\n"]
+    assert _log(runner, handle, "net", 1) == [f"host {app_id}-net-1\n"]
+    hosts = [r.hostname for r in status.roles[0].replicas]
+    assert hosts == [f"{app_id}-net-0", f"{app_id}-net-1"]
+
+
+def test_env_and_macros_per_replica(runner: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TORCHX_DKT_COPIED", "from-launcher")
+    monkeypatch.setenv("TORCHX_DKT_OVERRIDDEN", "launcher-loses")
+    code = (
+        "import os, sys; keys = ['TORCHX_DKT_COPIED', 'TORCHX_DKT_OVERRIDDEN', 'FROM_CFG',"
+        " 'RID', 'TORCHX_RANK0_HOST', 'TORCHX_IMAGE'];"
+        " print(sys.argv[1:], [os.environ.get(k) for k in keys])"
+    )
+    role = _py(
+        "env",
+        code,
+        specs.macros.app_id,
+        specs.macros.replica_id,
+        num_replicas=2,
+        env={"RID": f"r{specs.macros.replica_id}", "TORCHX_DKT_OVERRIDDEN": "role-wins"},
+    )
+    cfg = {"copy_env": ["TORCHX_DKT_*"], "env": {"FROM_CFG": "cfg", "TORCHX_DKT_OVERRIDDEN": "x"}}
+    handle, status = _run(runner, _app("env", role), cfg)
+    assert status.state == AppState.SUCCEEDED
+    app_id = _app_id(handle)
+    rank0 = f"{app_id}-env-0"
+    for rid in (0, 1):
+        expected = [
+            [app_id, str(rid)],
+            ["from-launcher", "role-wins", "cfg", f"r{rid}", rank0, IMAGE],
+        ]
+        assert _log(runner, handle, "env", rid) == [f"{expected[0]} {expected[1]}\n"]
+
+
+def test_mounts_bind_volume_and_device(runner: Any, docker_client: Any, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "in.txt").write_text("from host\n")
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    volume = "torchx-dkt-volume"
+    docker_client.api.create_volume(volume)
+    try:
+        script = (
+            "cat /data/in.txt; echo written > /data/out.txt;"
+            " (echo x > /ro/f.txt) 2>/dev/null && echo ro-writable || echo ro-refused;"
+            " echo kept > /vol/v.txt; cat /vol/v.txt;"
+            " test -c /dev/torchx-null && echo device-ok"
+        )
+        role = _role(
+            "m",
+            script,
+            mounts=[
+                specs.BindMount(str(data), "/data"),
+                specs.BindMount(str(ro), "/ro", read_only=True),
+                specs.VolumeMount(volume, "/vol"),
+                specs.DeviceMount("/dev/null", "/dev/torchx-null", "rw"),
+            ],
+        )
+        handle, status = _run(runner, _app("mnt", role))
+        assert status.state == AppState.SUCCEEDED, status
+        assert _log(runner, handle, "m") == [
+            "from host\n",
+            "ro-refused\n",
+            "kept\n",
+            "device-ok\n",
+        ]
+        assert (data / "out.txt").read_text() == "written\n"
+        assert not (ro / "f.txt").exists()
+    finally:
+        for handle in runner.test_handles:  # the volume is in use until its container goes
+            runner.delete(handle)
+        docker_client.api.remove_volume(volume, force=True)
+
+
+def test_retries_use_the_restart_policy(runner: Any, tmp_path: Path) -> None:
+    script = (
+        "n=$(cat /state/count 2>/dev/null || echo 0); n=$((n+1)); echo $n > /state/count;"
+        " echo attempt $n; [ $n -ge 3 ]"
+    )
+    ok_dir = tmp_path / "ok"
+    ok_dir.mkdir()
+    role = _role("r", script, max_retries=2, mounts=[specs.BindMount(str(ok_dir), "/state")])
+    handle, status = _run(runner, _app("retry", role))
+    assert status.state == AppState.SUCCEEDED
+    assert (ok_dir / "count").read_text() == "3\n"
+    assert _log(runner, handle, "r") == ["attempt 1\n", "attempt 2\n", "attempt 3\n"]
+
+    fail_dir = tmp_path / "fail"
+    fail_dir.mkdir()
+    role = _role("r", script, max_retries=1, mounts=[specs.BindMount(str(fail_dir), "/state")])
+    handle, status = _run(runner, _app("retry", role))
+    assert status.state == AppState.FAILED
+    assert (fail_dir / "count").read_text() == "2\n"
+
+
+def test_cancel_keeps_containers_and_delete_removes_them(runner: Any, docker_client: Any) -> None:
+    handle = runner.run(_app("sleepy", _role("s", "echo started; sleep 300")), SCHED, {})
+    app_id = _app_id(handle)
+    for line in runner.log_lines(handle, "s", 0, should_tail=True):
+        assert line == "started\n"
+        break
+    assert runner.status(handle).state == AppState.RUNNING
+    runner.cancel(handle)
+    assert runner.status(handle).state == AppState.CANCELLED
+    kept = app_containers(docker_client, app_id)
+    assert [c["State"] for c in kept] == ["exited"]
+    assert _log(runner, handle, "s") == ["started\n"]  # still inspectable
+
+    runner.delete(handle)
+    assert app_containers(docker_client, app_id) == []
+    assert runner.status(handle) is None
+    volumes = docker_client.api.volumes(filters={"label": [f"torchx.pytorch.org/app-id={app_id}"]})
+    assert not volumes.get("Volumes")
+
+
+# -- logs ----------------------------------------------------------------------------------
+
+
+def test_log_streams_and_exact_lines(runner: Any) -> None:
+    code = (
+        "import sys\n"
+        "for i in range(3000):\n"
+        "    sys.stdout.write(f'out {i} ' + 'x' * (i % 700) + '\\n')\n"
+        "    if i % 500 == 0:\n"
+        "        sys.stderr.write(f'err {i}\\n'); sys.stderr.flush()\n"
+        "sys.stdout.write('no newline at end')\n"
+    )
+    handle, status = _run(runner, _app("logs", _py("p", code)))
+    assert status.state == AppState.SUCCEEDED
+    out = _log(runner, handle, "p", streams=Stream.STDOUT)
+    expected = [f"out {i} " + "x" * (i % 700) + "\n" for i in range(3000)]
+    assert out == [*expected, "no newline at end"]
+    err = _log(runner, handle, "p", streams=Stream.STDERR)
+    assert err == [f"err {i}\n" for i in range(0, 3000, 500)]
+    combined = _log(runner, handle, "p")
+    assert sorted(combined) == sorted(out + err)
+    assert _log(runner, handle, "p", regex=r"^err 1") == ["err 1000\n", "err 1500\n"]
+
+
+def test_tail_follows_and_since_until_bound_by_time(runner: Any) -> None:
+    script = "echo first; while [ ! -e /tmp/go ]; do sleep 0.05; done; echo second"
+    handle = runner.run(_app("tail", _role("t", script)), SCHED, {})
+    api = runner._scheduler(SCHED)._docker_client.api
+    container = app_containers(runner._scheduler(SCHED)._docker_client, _app_id(handle))[0]
+    followed: list[str] = []
+    boundary = None
+    for line in runner.log_lines(handle, "t", 0, should_tail=True):
+        followed.append(line)
+        if line == "first\n":
+            # Docker's since/until are whole seconds: let a second boundary pass, then make
+            # the app write its second line while this iterator follows the log.
+            boundary_ts = math.floor(time.time()) + 1
+            time.sleep(boundary_ts - time.time() + 0.05)
+            boundary = datetime.datetime.fromtimestamp(boundary_ts)
+            api.exec_start(api.exec_create(container["Id"], ["touch", "/tmp/go"]))
+    assert followed == ["first\n", "second\n"]
+    assert runner.wait(handle, wait_interval=0.5).state == AppState.SUCCEEDED
+    assert _log(runner, handle, "t", until=boundary) == ["first\n"]
+    assert _log(runner, handle, "t", since=boundary) == ["second\n"]
+
+
+def test_status_and_logs_from_another_process(runner: Any, tmp_path: Path) -> None:
+    handle, status = _run(runner, _app("second", _role("main", "echo visible everywhere")))
+    assert status.state == AppState.SUCCEEDED
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    result = _torchx("status", handle, cwd=elsewhere)
+    assert result.returncode == 0, result.stderr
+    assert "SUCCEEDED" in result.stdout
+    result = _torchx("log", handle, cwd=elsewhere)
+    assert result.returncode == 0, result.stderr
+    assert "main/0 visible everywhere" in result.stdout
+    result = _torchx("list", "-s", SCHED, cwd=elsewhere)
+    assert handle in result.stdout
+
+
+def test_cli_run_returns_once_started(runner: Any, tmp_path: Path) -> None:
+    result = _torchx(
+        "run", "-s", SCHED, "--workspace", "", "utils.sh", "--image", IMAGE, "sleep", "300",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    handle = result.stdout.strip()
+    runner.test_handles.append(handle)
+    assert runner.status(handle).state == AppState.RUNNING  # it outlived `torchx run`
+    cancel = _torchx("cancel", handle, cwd=tmp_path)
+    assert cancel.returncode == 0, cancel.stderr
+    assert runner.status(handle).state == AppState.CANCELLED
+
+
+def test_run_wait_streams_logs_and_exit_code(tmp_path: Path, docker_client: Any) -> None:
+    result = _torchx(
+        "run", "--wait", "-s", SCHED, "--workspace", "", "utils.echo", "--image", IMAGE,
+        "--msg", "hello docker", cwd=tmp_path,
+    )  # fmt: skip
+    handle = result.stdout.strip()
+    try:
+        assert result.returncode == 0, result.stderr
+        assert "echo/0 hello docker" in result.stderr
+    finally:
+        _torchx("delete", handle, cwd=tmp_path)
+
+
+# -- workspaces ----------------------------------------------------------------------------
+
+
+def test_workspace_is_built_once_and_rebuilt_on_change(
+    runner: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    ws = tmp_path / "ws"
+    (ws / "pkg").mkdir(parents=True)
+    (ws / "pkg" / "hello.txt").write_text("hello from the workspace\n")
+    (ws / "secret.txt").write_text("do not ship\n")
+    (ws / ".dockerignore").write_text("secret.txt\n")
+    role = _role("w", "cat pkg/hello.txt; test -e secret.txt && echo leaked || echo ignored")
+
+    handle, status = _run(runner, _app("ws", role), workspace=str(ws))
+    assert status.state == AppState.SUCCEEDED
+    assert _log(runner, handle, "w") == ["hello from the workspace\n", "ignored\n"]
+    first_image = runner.describe(handle).roles[0].image
+    assert "building workspace" in capfd.readouterr().err
+
+    os.utime(ws / "pkg" / "hello.txt", (1, 1))  # touched, not changed: still the same image
+    handle, status = _run(runner, _app("ws", role), workspace=str(ws))
+    assert status.state == AppState.SUCCEEDED
+    assert runner.describe(handle).roles[0].image == first_image
+    assert "building workspace" not in capfd.readouterr().err
+
+    (ws / "pkg" / "hello.txt").write_text("changed\n")
+    handle, status = _run(runner, _app("ws", role), workspace=str(ws))
+    assert _log(runner, handle, "w") == ["changed\n", "ignored\n"]
+    assert runner.describe(handle).roles[0].image != first_image
+
+
+def test_workspace_build_args_and_own_base_without_pull(runner: Any, tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    # names another base than the role's image, which does not exist anywhere (#630)
+    (ws / "Dockerfile.torchx").write_text(
+        f'FROM {IMAGE}\nARG GREETING\nRUN echo "$GREETING" > /greeting.txt\nCOPY . .\n'
+    )
+    (ws / "data.txt").write_text("d\n")
+    role = specs.Role(
+        name="b",
+        image="registry.invalid/never/pulled:1",
+        entrypoint="sh",
+        args=["-c", "cat /greeting.txt data.txt"],
+    )
+    cfg = {"build_args": {"GREETING": "hi from a build arg"}, "quiet": True}
+    handle, status = _run(runner, _app("bargs", role), cfg, workspace=str(ws))
+    assert status.state == AppState.SUCCEEDED, status
+    assert _log(runner, handle, "b") == ["hi from a build arg\n", "d\n"]
+
+
+def test_push_to_local_registry_and_run_the_pushed_image(
+    runner: Any, docker_client: Any, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "pushed.txt").write_text(f"pushed {time.time()}\n")
+    sched = runner._scheduler(SCHED)
+    role = _role("p", "cat pushed.txt")
+    role.workspace = specs.Workspace.from_str(str(ws))
+    app = _app("push", role)
+    sched.build_workspaces(app.roles, {"quiet": True})
+    local_id = role.image
+    assert local_id.startswith("sha256:")
+
+    repo = f"{REGISTRY}/torchx-dkt"
+    plan = sched.dryrun_push_images(app, {"image_repo": repo})
+    assert plan == {local_id: (repo, local_id.removeprefix("sha256:"))}
+    assert role.image == f"{repo}:{local_id.removeprefix('sha256:')}"
+    sched.push_images(plan)
+    with urllib.request.urlopen(f"http://{REGISTRY}/v2/torchx-dkt/tags/list") as resp:
+        assert local_id.removeprefix("sha256:") in json.load(resp)["tags"]
+
+    docker_client.api.remove_image(local_id, force=True)  # gone locally: the run must pull
+    role.workspace = None
+    handle, status = _run(runner, app)
+    assert status.state == AppState.SUCCEEDED, status
+    assert _log(runner, handle, "p") == [(ws / "pushed.txt").read_text()]
+
+
+def test_push_needs_an_image_repo(runner: Any) -> None:
+    sched = runner._scheduler(SCHED)
+    app = _app("nopush", specs.Role(name="r", image="sha256:abc", entrypoint="true"))
+    with pytest.raises(KeyError, match="image_repo"):
+        sched.dryrun_push_images(app, {})
+
+
+# -- bad input -----------------------------------------------------------------------------
+
+
+def _one_line_error(result: Any) -> str:
+    """The error line; besides it only progress (INFO) lines may appear, no traceback."""
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    lines = [line for line in lines if not (line.startswith("torchx ") and " INFO " in line)]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("torchx: error:"), lines[0]
+    assert "Traceback" not in result.stderr
+    return lines[0]
+
+
+def test_bad_input_gives_one_line_and_leaves_nothing(docker_client: Any, tmp_path: Path) -> None:
+    before = all_torchx_containers(docker_client)
+    run = ("run", "-s", SCHED, "--workspace", "", "utils.echo")
+    down = _torchx(
+        *run, "--image", IMAGE, cwd=tmp_path, env={"DOCKER_HOST": "unix:///tmp/no-such.sock"}
+    )
+    assert "cannot reach the Docker daemon at unix:///tmp/no-such.sock" in _one_line_error(down)
+
+    unknown = _torchx(*run, "--image", "registry.invalid/nope/nothing:1", cwd=tmp_path)
+    assert "cannot be pulled" in _one_line_error(unknown)
+
+    bad_env = _torchx(*run, "--image", IMAGE, "-cfg", "env=NOVALUE", cwd=tmp_path)
+    assert "env" in _one_line_error(bad_env)
+
+    bad_ws = _torchx(
+        "run", "-s", SCHED, "--workspace", str(tmp_path / "missing"), "utils.echo",
+        "--image", IMAGE, cwd=tmp_path,
+    )  # fmt: skip
+    assert "not a directory" in _one_line_error(bad_ws)
+
+    for command in ("status", "log", "cancel", "describe"):
+        unknown_handle = _torchx(command, "local_docker://torchx/nosuch-dkt123", cwd=tmp_path)
+        assert "nosuch-dkt123" in _one_line_error(unknown_handle), command
+
+    assert all_torchx_containers(docker_client) == before
+
+
+def test_failed_start_removes_the_containers_already_created(
+    runner: Any, docker_client: Any
+) -> None:
+    before = all_torchx_containers(docker_client)
+    good = _role("good", "sleep 300", num_replicas=2)
+    bad_device = _role("bad", "true", mounts=[specs.DeviceMount("/dev/torchx-missing", "/dev/x")])
+    with pytest.raises(RuntimeError, match=r"could not start container .*bad-0.*removed the 3"):
+        runner.run(_app("half", good, bad_device), SCHED, {})
+    bad_bind = _role("bad", "true", mounts=[specs.BindMount("/nonexistent/torchx-dkt", "/x")])
+    with pytest.raises(RuntimeError, match="bind source path does not exist"):
+        runner.run(_app("half", good, bad_bind), SCHED, {})
+    assert all_torchx_containers(docker_client) == before
+
+
+# -- distributed ---------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_ddp_across_two_containers_with_gloo(runner: Any, tmp_path: Path) -> None:
+    """torchrun in two containers rendezvous through rank 0's hostname and all-reduce."""
+    pytest.importorskip("torch")
+    venv = sys.prefix
+    base = os.path.realpath(sys.base_prefix)
+    script_dir = tmp_path / "train"
+    script_dir.mkdir()
+    (script_dir / "train.py").write_text(
+        "import torch, torch.distributed as dist\n"
+        "dist.init_process_group('gloo')\n"
+        "t = torch.tensor([dist.get_rank() + 1.0])\n"
+        "dist.all_reduce(t)\n"
+        "print('rank', dist.get_rank(), 'of', dist.get_world_size(), 'sum', t.item())\n"
+    )
+    args = [
+        "--script", "/train/train.py", "-j", "2x1", "--image", IMAGE,
+        "--env", f"PATH={venv}/bin:/usr/bin:/bin,PYTHONUNBUFFERED=1",
+        "--mounts",
+        f"type=bind,src={venv},dst={venv},readonly",
+        f"type=bind,src={base},dst={base},readonly",
+        f"type=bind,src={script_dir},dst=/train,readonly",
+    ]  # fmt: skip
+    handle = runner.run_component("dist.ddp", args, SCHED, {})
+    runner.test_handles.append(handle)
+    status = runner.wait(handle, wait_interval=1)
+    role = runner.describe(handle).roles[0].name
+    logs = [_log(runner, handle, role, k) for k in (0, 1)]
+    assert status.state == AppState.SUCCEEDED, (status, logs)
+    joined = "".join(logs[0] + logs[1])
+    assert "rank 0 of 2 sum 3.0" in joined
+    assert "rank 1 of 2 sum 3.0" in joined
