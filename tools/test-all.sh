@@ -15,6 +15,19 @@ fi
 # Keep the suite's own state out of the user's home.
 export TORCHX_HOME="${TORCHX_HOME:-$(mktemp -d -t torchx-home-XXXXXX)}"
 
+# Real backends for the cross-package tests (tests/docker, ...): started here, or reused
+# when already up, and stopped by pid at exit. Docker comes up in the background while the
+# lint, typing and unit steps run; its output is shown only if it fails.
+backend_log="$(mktemp -t torchx-backends-XXXXXX.log)"
+stop_backends() {
+  bash tools/docker-down.sh >>"$backend_log" 2>&1
+  rm -f "$backend_log"
+}
+trap stop_backends EXIT
+bash tools/docker-up.sh >>"$backend_log" 2>&1 &
+docker_up_pid=$!
+export TORCHX_REQUIRE_DOCKER=1
+
 failed=()
 step() {
   echo "=== $* ==="
@@ -28,6 +41,11 @@ step run types:check
 step run specs:test
 step run runner:test
 step run cli:test
+step run docker:test
+if ! wait "$docker_up_pid"; then
+  cat "$backend_log"
+  failed+=("tools/docker-up.sh")
+fi
 step run test tests
 
 if [ ${#failed[@]} -ne 0 ]; then
