@@ -34,6 +34,7 @@ from torchx.schedulers.api import (
     StructuredOpts,
 )
 from torchx.schedulers.local_logs import LogIterator, follow_lines, read_lines
+from torchx.schedulers.log_files import LogLines, follow_chunks, read_chunks
 from torchx.specs.api import (
     NONE,
     AppDef,
@@ -54,7 +55,6 @@ from torchx.util.log import get_logger
 if TYPE_CHECKING:
     import signal
     import subprocess
-    from collections.abc import Iterator
     from datetime import datetime
 
 __all__ = [
@@ -1054,19 +1054,23 @@ class LocalScheduler(Scheduler[Opts]):
             )
         path = replicas[k][key]
         if should_tail:
-            lines: Iterator[str] = follow_lines(self, app_id, path)
             if regex:
                 import re
 
-                return filter(re.compile(regex).search, lines)
-            return lines
+                return filter(re.compile(regex).search, follow_lines(self, app_id, path))
+            return LogLines(
+                lambda: follow_lines(self, app_id, path),
+                lambda: follow_chunks(self, app_id, path),
+            )
         if not os.path.isfile(path):
             if state["state"] not in st.TERMINAL_STATES:
                 return iter(())  # just scheduled: its launcher is still creating the files
             raise RuntimeError(
                 f"the {stream} log of {role_name}[{k}] of app {app_id} is missing: {path}"
             )
-        return read_lines(path, regex)
+        if regex:
+            return read_lines(path, regex)
+        return LogLines(lambda: read_lines(path), lambda: read_chunks(path))
 
     def close(self) -> None:
         """Releases this scheduler's descriptors; apps are durable and keep running."""

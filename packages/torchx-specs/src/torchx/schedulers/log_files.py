@@ -7,16 +7,34 @@ lives in ``torchx-specs``; ``torchx.schedulers.local_logs`` re-exports it.
 Lines keep their trailing ``"\\n"`` (the last line of a finished log may lack it). Files are
 read as UTF-8 with undecodable bytes replaced, split on ``"\\n"`` only (a ``"\\r"`` of a
 progress bar does not end a line), exactly as the replica wrote them.
+
+Full speed: iterating a 200 MiB log line by line costs a Python object and a call per
+line; copying it to a terminal or a pipe needs neither. So :py:class:`LogLines` and
+:py:class:`LogIterator` are iterators of ``str`` lines that also offer ``raw_chunks()``:
+the same log as undecoded ``bytes`` blocks, each ending at a line end (only the very last
+block of a finished log may lack its ``"\\n"``). A consumer that knows the method (the
+CLI's log streamer) uses it; anything else sees lines.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
-from typing import IO, Any, Protocol
+from collections.abc import Callable, Iterator
+from typing import IO, Any, Protocol, TypeVar
 
-__all__ = ["LogIterator", "follow_lines", "open_log", "read_lines"]
+__all__ = [
+    "LogIterator",
+    "LogLines",
+    "follow_chunks",
+    "follow_lines",
+    "open_log",
+    "read_chunks",
+    "read_lines",
+]
+
+
+_T = TypeVar("_T")
 
 
 class _AppWatcher(Protocol):
@@ -61,6 +79,41 @@ def _wait(scheduler: _AppWatcher, app_id: str, timeout: float) -> None:
 
 _MIN_WAIT_S = 0.005
 _MAX_WAIT_S = 0.1
+_BLOCK = 1 << 16  # below malloc's mmap threshold: a block's buffers are reused, not mapped
+
+
+def _wait_for_file(scheduler: _AppWatcher, app_id: str, path: str) -> None:
+    delay = _MIN_WAIT_S
+    while not os.path.isfile(path):
+        if _is_finished(scheduler, app_id):
+            raise RuntimeError(f"app {app_id} finished without writing its log file {path}")
+        _wait(scheduler, app_id, delay)
+        delay = min(delay * 2, _MAX_WAIT_S)
+
+
+def _follow(
+    scheduler: _AppWatcher, app_id: str, drain: Callable[[bool], Iterator[_T]]
+) -> Iterator[_T]:
+    """What ``drain(final)`` yields, round after round, until the app has ended.
+
+    Each round drains what the file holds now; ``final`` is true for the last round (the
+    app had ended before it began), where a partial last line is yielded too. Between
+    rounds, waits through the scheduler's ``wait_for_change`` (5 ms backing off to 100 ms).
+    """
+    delay = _MIN_WAIT_S
+    while True:
+        # check before draining: the app's final state is written after its logs
+        finished = _is_finished(scheduler, app_id)
+        got_data = False
+        for item in drain(finished):
+            got_data = True
+            yield item
+        if finished:
+            return
+        if got_data:
+            delay = _MIN_WAIT_S
+        _wait(scheduler, app_id, delay)
+        delay = min(delay * 2, _MAX_WAIT_S)
 
 
 def follow_lines(scheduler: _AppWatcher, app_id: str, path: str) -> Iterator[str]:
@@ -70,37 +123,92 @@ def follow_lines(scheduler: _AppWatcher, app_id: str, path: str) -> Iterator[str
     to 100 ms), so an idle follower costs nothing and returns as soon as the app ends.
     Only complete lines are yielded while the app runs.
     """
-    delay = _MIN_WAIT_S
-    while not os.path.isfile(path):
-        if _is_finished(scheduler, app_id):
-            raise RuntimeError(f"app {app_id} finished without writing its log file {path}")
-        _wait(scheduler, app_id, delay)
-        delay = min(delay * 2, _MAX_WAIT_S)
+    _wait_for_file(scheduler, app_id, path)
     with open_log(path) as f:
-        pending = ""
-        delay = _MIN_WAIT_S
-        while True:
-            # check before draining: the app's final state is written after its logs
-            finished = _is_finished(scheduler, app_id)
-            got_data = False
+        pending: list[str] = []
+
+        def drain(final: bool) -> Iterator[str]:
             for chunk in iter(f.readline, ""):
-                got_data = True
                 if chunk[-1] != "\n":
-                    pending += chunk
-                    continue
-                if pending:
-                    yield pending + chunk
-                    pending = ""
+                    pending.append(chunk)
+                elif pending:
+                    pending.append(chunk)
+                    yield "".join(pending)
+                    pending.clear()
                 else:
                     yield chunk
-            if finished:
-                if pending:
-                    yield pending
-                return
-            if got_data:
-                delay = _MIN_WAIT_S
-            _wait(scheduler, app_id, delay)
-            delay = min(delay * 2, _MAX_WAIT_S)
+            if final and pending:
+                yield "".join(pending)
+
+        yield from _follow(scheduler, app_id, drain)
+
+
+class LogLines(Iterator[str]):
+    """The lines of one replica log; ``raw_chunks()`` gives the same log as raw blocks.
+
+    Use one or the other: both read the file from the start, independently.
+    """
+
+    def __init__(
+        self, make_lines: Callable[[], Iterator[str]], make_chunks: Callable[[], Iterator[bytes]]
+    ) -> None:
+        self._make_lines = make_lines
+        self._make_chunks = make_chunks
+        self._lines: Iterator[str] | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        # the underlying iterator itself: a ``for`` loop then runs at its native speed
+        if self._lines is None:
+            self._lines = self._make_lines()
+        return self._lines
+
+    def __next__(self) -> str:
+        return next(iter(self))
+
+    def raw_chunks(self) -> Iterator[bytes]:
+        """Undecoded blocks of whole lines, in order (see the module docstring)."""
+        return self._make_chunks()
+
+
+def _drain(f: Any, pending: bytearray) -> Iterator[bytes]:
+    """Blocks of whole lines from what ``f`` holds now; a partial line is kept in ``pending``."""
+    while data := f.read(_BLOCK):
+        cut = data.rfind(b"\n") + 1
+        if cut == 0:
+            pending += data
+            continue
+        if pending:
+            yield bytes(pending) + data[:cut]
+            pending.clear()
+        else:
+            yield data if cut == len(data) else data[:cut]
+        pending += data[cut:]
+
+
+def read_chunks(path: str) -> Iterator[bytes]:
+    """What ``path`` holds now, as raw blocks of whole lines (the last may be partial)."""
+    with open(path, "rb") as f:
+        pending = bytearray()
+        yield from _drain(f, pending)
+        if pending:
+            yield bytes(pending)
+
+
+def follow_chunks(scheduler: _AppWatcher, app_id: str, path: str) -> Iterator[bytes]:
+    """Raw blocks of whole lines of ``path`` as they are written, until the app has ended.
+
+    :py:func:`follow_lines` in blocks: a partial line is held back while the app runs.
+    """
+    _wait_for_file(scheduler, app_id, path)
+    with open(path, "rb") as f:
+        pending = bytearray()
+
+        def drain(final: bool) -> Iterator[bytes]:
+            yield from _drain(f, pending)
+            if final and pending:
+                yield bytes(pending)
+
+        yield from _follow(scheduler, app_id, drain)
 
 
 class LogIterator:
@@ -129,13 +237,24 @@ class LogIterator:
     def _start(self) -> Iterator[str]:
         if self._should_tail:
             return follow_lines(self._scheduler, self._app_id, self._log_file)
-        if not os.path.isfile(self._log_file):
-            if _is_finished(self._scheduler, self._app_id):
-                raise RuntimeError(
-                    f"app {self._app_id} finished without writing its log file {self._log_file}"
-                )
+        if not self._exists():
             return iter(())  # nothing logged yet
         return read_lines(self._log_file)
+
+    def _exists(self) -> bool:
+        if os.path.isfile(self._log_file):
+            return True
+        if _is_finished(self._scheduler, self._app_id):
+            raise RuntimeError(
+                f"app {self._app_id} finished without writing its log file {self._log_file}"
+            )
+        return False
+
+    def raw_chunks(self) -> Iterator[bytes]:
+        """The same log as raw blocks of whole lines (see the module docstring)."""
+        if self._should_tail:
+            return follow_chunks(self._scheduler, self._app_id, self._log_file)
+        return read_chunks(self._log_file) if self._exists() else iter(())
 
     def __iter__(self) -> LogIterator:
         if self._lines is None:
