@@ -532,9 +532,25 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         try:
             for event in events:
                 if int(event.get("timeNano") or 0) >= since_ns:
+                    if event.get("Action") == "die":
+                        self._await_listed_exit(str(event.get("id", "")), until)
                     return
         finally:
             events.close()
+
+    def _await_listed_exit(self, container_id: str, deadline: float) -> None:
+        """Waits (briefly) until the container list shows a container that died as ended.
+
+        The daemon sends ``die`` a moment before its container list (which ``describe``
+        reads) leaves ``running``; returning at once would make the caller see the old
+        state and wait a whole interval more.
+        """
+        api = self._docker_client.api
+        while time.time() < deadline:
+            found = api.containers(all=True, filters={"id": [container_id]})
+            if not found or found[0].get("State") != "running":
+                return
+            time.sleep(0.002)
 
     # -- cancel / delete -------------------------------------------------------------------
 

@@ -1,0 +1,202 @@
+"""Speed of ``local_docker``, side by side with ``docker run`` and upstream torchx 0.7.0.
+
+Measures, in one run (medians; the floor and ours are interleaved so machine noise hits
+both), against a running Docker daemon with the test image of ``tools/docker-up.sh``:
+
+(a) floor: ``docker run --rm <image> echo hi``;
+(b) ours: ``torchx run --wait -s local_docker --workspace '' utils.echo --image <image>``;
+(c) upstream 0.7.0 doing (b) (it always waits on local schedulers) in ``.bench/upstream``;
+(d) ours as a user types it from a small project directory, i.e. with the default
+    workspace (the directory), unchanged since the first run: the build is skipped;
+(e) ``Runner.dryrun`` of a 10,000-replica role on ``local_docker``, ours vs upstream;
+(f) which commands import the docker SDK: none of ``--help``, ``builtins``, ``runopts``,
+    ``run --dryrun -s local_docker --workspace ''`` may.
+
+Targets: (b) <= 1.5x (a) and faster than (c); (e) >= 5x faster than upstream; (f) none.
+A report, not a test: always exits 0. Containers it starts are deleted at the end.
+
+    .venv/bin/python benchmarks/bench_docker.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Sequence
+
+from _harness import ROOT, bench_env, compile_sources, ensure_upstream_venv, verdict
+
+OURS = ROOT / ".venv" / "bin"
+IMAGE = os.environ.get("TORCHX_TEST_IMAGE", "torchx-test/python:3.11-r2")
+LABEL = "torchx.pytorch.org/app-id"
+
+DRYRUN_SCRIPT = textwrap.dedent(
+    """
+    import statistics, sys, time, warnings
+    warnings.simplefilter("ignore")
+    from torchx.runner import get_runner
+    from torchx.specs import AppDef, Resource, Role
+
+    runner = get_runner()
+    role = Role(name="w", image="img:1", entrypoint="python", args=["-m", "train"],
+                num_replicas=10_000, resource=Resource(cpu=1, gpu=0, memMB=512))
+    app = AppDef("big", [role])
+    runner.dryrun(app, "local_docker", cfg={})
+    samples = []
+    for _ in range(int(sys.argv[1])):
+        start = time.perf_counter()
+        runner.dryrun(app, "local_docker", cfg={})
+        samples.append(time.perf_counter() - start)
+    print(statistics.median(samples))
+    """
+)
+
+IMPORT_PROBE = textwrap.dedent(
+    """
+    import sys
+    from torchx.cli.main import main
+    try:
+        main(sys.argv[1:])
+    except SystemExit:
+        pass
+    loaded = sorted(m for m in sys.modules if m == "docker" or m.startswith("docker."))
+    print("DOCKER-IMPORTED" if loaded else "clean", file=sys.stderr)
+    """
+)
+
+
+def _timed(argv: Sequence[str], env: dict[str, str], cwd: str) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed: {proc.stderr.strip()[-300:]}")
+    return elapsed
+
+
+def _interleaved(
+    commands: dict[str, list[str]], runs: int, env: dict[str, str], cwd: str
+) -> dict[str, list[float]]:
+    samples: dict[str, list[float]] = {name: [] for name in commands}
+    for argv in commands.values():
+        _timed(argv, env, cwd)  # warm-up: caches, .pyc files, the first workspace build
+    for _ in range(runs):
+        for name, argv in commands.items():
+            samples[name].append(_timed(argv, env, cwd))
+    return samples
+
+
+def _cleanup() -> None:
+    ids = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", f"label={LABEL}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.split()
+    if ids:
+        subprocess.run(["docker", "rm", "-f", *ids], capture_output=True, check=False)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=11, help="timed runs per command")
+    args = parser.parse_args()
+
+    upstream = ensure_upstream_venv() / "bin"
+    compile_sources(OURS / "python")
+    env = {k: v for k, v in bench_env().items() if not k.startswith("TORCHX")}
+    with tempfile.TemporaryDirectory(prefix="bench-docker-") as tmp:
+        env.update(TORCHX_HOME=os.path.join(tmp, "home"), LOGLEVEL="WARNING")
+        project = os.path.join(tmp, "project")
+        os.makedirs(project)
+        for name in ("train.py", "model.py", "data.py"):
+            with open(os.path.join(project, name), "w") as f:
+                f.write("# a small project\n" * 200)
+        echo = ["utils.echo", "--image", IMAGE, "--msg", "hi"]
+        run = ["run", "--wait", "-s", "local_docker"]
+        commands = {
+            "docker run --rm": ["docker", "run", "--rm", IMAGE, "echo", "hi"],
+            "ours": [str(OURS / "torchx"), *run, "--workspace", "", *echo],
+            "ours, default workspace": [str(OURS / "torchx"), *run, *echo],
+            "upstream 0.7.0": [
+                str(upstream / "torchx"),
+                "run",
+                "-s",
+                "local_docker",
+                "--workspace",
+                "",
+                *echo,
+            ],  # fmt: skip
+        }
+        try:
+            samples = _interleaved(commands, args.runs, env, project)
+        finally:
+            _cleanup()
+        med = {name: statistics.median(s) for name, s in samples.items()}
+        floor = med["docker run --rm"]
+        print(f"runs per command: {args.runs} (median; fastest in brackets)\n")
+        for name, value in med.items():
+            print(
+                f"{name:<26} {value * 1e3:8.1f} ms [{min(samples[name]) * 1e3:7.1f}]"
+                f"  {value / floor:5.2f}x docker run"
+            )
+        ok_ratio = med["ours"] <= 1.5 * floor
+        ok_upstream = med["ours"] < med["upstream 0.7.0"]
+        print(
+            f"\n(b) ours / docker run = {med['ours'] / floor:.2f}x (target <= 1.5x):"
+            f" {verdict(ok_ratio)}"
+        )
+        print(
+            f"    upstream / ours = {med['upstream 0.7.0'] / med['ours']:.2f}x (target > 1x):"
+            f" {verdict(ok_upstream)}"
+        )
+        print(
+            f"(d) default workspace, unchanged: {med['ours, default workspace'] / floor:.2f}x"
+            " docker run"
+        )
+
+        dry_runs = str(max(3, args.runs // 2))
+        ours_dry = float(
+            subprocess.run(
+                [str(OURS / "python"), "-c", DRYRUN_SCRIPT, dry_runs],
+                env=env, capture_output=True, text=True, check=True,
+            ).stdout.split()[-1]
+        )  # fmt: skip
+        theirs_dry = float(
+            subprocess.run(
+                [str(upstream / "python"), "-c", DRYRUN_SCRIPT, dry_runs],
+                env=env, capture_output=True, text=True, check=True,
+            ).stdout.split()[-1]
+        )  # fmt: skip
+        speedup = theirs_dry / ours_dry
+        print(
+            f"(e) dryrun of 10,000 replicas: ours {ours_dry * 1e3:.1f} ms, upstream"
+            f" {theirs_dry * 1e3:.1f} ms: {speedup:.1f}x faster (target >= 5x):"
+            f" {verdict(speedup >= 5)}"
+        )
+
+        probes = [
+            ["--help"],
+            ["builtins"],
+            ["runopts"],
+            ["run", "--dryrun", "-s", "local_docker", "--workspace", "", *echo],
+        ]
+        for argv in probes:
+            proc = subprocess.run(
+                [str(OURS / "python"), "-c", IMPORT_PROBE, *argv],
+                env=env, cwd=project, capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            clean = proc.stderr.strip().endswith("clean")
+            print(f"(f) torchx {' '.join(argv)}: docker SDK {'not ' if clean else ''}imported:"
+                  f" {verdict(clean)}")  # fmt: skip
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
