@@ -132,7 +132,7 @@ def main() -> None:
                 "--workspace",
                 "",
                 *echo,
-            ],  # fmt: skip
+            ],
         }
         try:
             samples = _interleaved(commands, args.runs, env, project)
