@@ -21,12 +21,19 @@ export TORCHX_HOME="${TORCHX_HOME:-$(mktemp -d -t torchx-home-XXXXXX)}"
 backend_log="$(mktemp -t torchx-backends-XXXXXX.log)"
 stop_backends() {
   bash tools/docker-down.sh >>"$backend_log" 2>&1
+  [ "$slurm_was_up" = 1 ] || bash tools/slurm-down.sh >>"$backend_log" 2>&1
   rm -f "$backend_log"
 }
 trap stop_backends EXIT
 bash tools/docker-up.sh >>"$backend_log" 2>&1 &
 docker_up_pid=$!
 export TORCHX_REQUIRE_DOCKER=1
+# Slurm (tests/slurm): a 4-node cluster on localhost; left running if it already was.
+slurm_was_up=0
+bash tools/slurm-up.sh --check && slurm_was_up=1
+bash tools/slurm-up.sh >>"$backend_log" 2>&1 &
+slurm_up_pid=$!
+export TORCHX_REQUIRE_SLURM=1
 
 failed=()
 step() {
@@ -42,9 +49,14 @@ step run specs:test
 step run runner:test
 step run cli:test
 step run docker:test
+step run slurm:test
 if ! wait "$docker_up_pid"; then
   cat "$backend_log"
   failed+=("tools/docker-up.sh")
+fi
+if ! wait "$slurm_up_pid"; then
+  cat "$backend_log"
+  failed+=("tools/slurm-up.sh")
 fi
 step run test tests
 

@@ -1,0 +1,101 @@
+"""Running Slurm's client commands (``sbatch``, ``squeue``, ``sacct``, ...) cheaply.
+
+``torchx status`` is one ``squeue`` call, so the call itself must cost little more than
+the program: processes are started with ``os.posix_spawnp`` and read with ``select.poll``
+instead of importing ``subprocess`` (which pulls in threading, signal and selectors).
+A missing program is reported in one line that says what to install.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["SlurmCommandError", "SlurmNotFoundError", "run", "run_checked"]
+
+
+class SlurmCommandError(Exception):
+    """A Slurm command failed; the message is Slurm's own error, in one line."""
+
+
+class SlurmNotFoundError(SlurmCommandError):
+    """A Slurm client program is not installed on this host."""
+
+    def __init__(self, program: str) -> None:
+        super().__init__(
+            f"{program} not found: install Slurm's client tools or run on a login node"
+        )
+        self.program = program
+
+
+def run(argv: list[str], stdin: bytes | None = None) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of ``argv``; raises :class:`SlurmNotFoundError`."""
+    import select
+
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    in_r = in_w = -1
+    if stdin is not None:
+        in_r, in_w = os.pipe()
+    actions = [
+        (os.POSIX_SPAWN_DUP2, out_w, 1),
+        (os.POSIX_SPAWN_DUP2, err_w, 2),
+        (os.POSIX_SPAWN_DUP2, in_r, 0)
+        if stdin is not None
+        else (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+    ]
+    try:
+        pid = os.posix_spawnp(argv[0], argv, os.environ, file_actions=actions)
+    except FileNotFoundError:
+        raise SlurmNotFoundError(argv[0]) from None
+    finally:
+        os.close(out_w)
+        os.close(err_w)
+        if in_r >= 0:
+            os.close(in_r)
+    if in_w >= 0:
+        try:
+            os.write(in_w, stdin or b"")
+        finally:
+            os.close(in_w)
+    chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
+    poller = select.poll()
+    for fd in chunks:
+        poller.register(fd, select.POLLIN)
+    open_fds = 2
+    while open_fds:
+        for fd, _event in poller.poll():
+            data = os.read(fd, 1 << 16)
+            if data:
+                chunks[fd].append(data)
+            else:
+                poller.unregister(fd)
+                open_fds -= 1
+    os.close(out_r)
+    os.close(err_r)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    decode = b"".join
+    return (
+        code,
+        decode(chunks[out_r]).decode("utf-8", "replace"),
+        decode(chunks[err_r]).decode("utf-8", "replace"),
+    )
+
+
+def first_error_line(stderr: str) -> str:
+    """The most telling line of a Slurm error (``sbatch: error: ...`` lines first)."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if "error" in line.lower()]
+    line = (errors or lines or ["(no message)"])[-1]
+    for prefix in ("sbatch: error: ", "squeue: error: ", "sacct: error: ", "scancel: error: "):
+        if line.startswith(prefix):
+            return line[len(prefix) :]
+    return line
+
+
+def run_checked(argv: list[str], what: str) -> str:
+    """stdout of ``argv``; a non-zero exit raises :class:`SlurmCommandError` naming ``what``."""
+    code, out, err = run(argv)
+    if code != 0:
+        raise SlurmCommandError(f"{what} failed ({argv[0]} exit {code}): {first_error_line(err)}")
+    return out

@@ -1,0 +1,247 @@
+"""The slurm scheduler without a cluster: requests, scripts, quoting, checks, errors.
+
+Jobs on a real cluster are tested in the top-level tests/slurm.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from string import Template
+
+import pytest
+
+from torchx.schedulers.slurm_commands import SlurmNotFoundError
+from torchx.schedulers.slurm_scheduler import (
+    SBATCH_GROUP_OPTIONS,
+    SBATCH_JOB_OPTIONS,
+    Opts,
+    SlurmBatchRequest,
+    SlurmOpts,
+    SlurmReplicaRequest,
+    SlurmScheduler,
+    create_scheduler,
+)
+from torchx.specs import AppDef, Resource, Role, Workspace, macros
+
+NASTY = [
+    "$(touch /tmp/pwned)",
+    "`id`",
+    "it's",
+    'say "hi"',
+    "two words",
+    "line1\nline2",
+    "ünï ✓",
+    ":",
+    "$HOME ${app_id} $$x",
+    "",
+    "-",
+    "a\\b",
+]
+
+
+@pytest.fixture
+def sched() -> SlurmScheduler:
+    return create_scheduler("test")
+
+
+@pytest.fixture
+def no_slurm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A PATH with python and bash but none of Slurm's commands."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("bash", "env", "printf"):
+        os.symlink(f"/usr/bin/{tool}", bin_dir / tool)
+    os.symlink(sys.executable, bin_dir / "python3")
+    monkeypatch.setenv("PATH", str(bin_dir))
+
+
+def app_of(*roles: Role, name: str = "train") -> AppDef:
+    return AppDef(name=name, roles=list(roles))
+
+
+def role(name: str = "trainer", n: int = 1, **kwargs: object) -> Role:
+    kwargs.setdefault("entrypoint", "bash")
+    kwargs.setdefault("args", ["-c", "true"])
+    return Role(name=name, image="/img", num_replicas=n, **kwargs)  # type: ignore[arg-type]
+
+
+class TestRunOpts:
+    def test_every_upstream_option_plus_list_window(self, sched: SlurmScheduler) -> None:
+        opts = sched.run_opts()
+        keys = [k for k, _ in opts]
+        assert keys == [
+            "account",
+            "partition",
+            "time",
+            "comment",
+            "constraint",
+            "mail-user",
+            "mail-type",
+            "job_dir",
+            "qos",
+            "list_days",
+        ]
+        assert opts.get("list_days").default == 3  # type: ignore[union-attr]
+        assert SlurmOpts is Opts
+        assert set(SBATCH_JOB_OPTIONS) | set(SBATCH_GROUP_OPTIONS) <= set(keys)
+
+
+class TestRequest:
+    def test_one_het_component_per_replica(self, sched: SlurmScheduler) -> None:
+        app = app_of(
+            role("trainer", 2, resource=Resource(cpu=2, gpu=0, memMB=1024)),
+            role("ps", 1, max_retries=0),
+        )
+        app.roles[0].max_retries = 2
+        cfg = {"partition": "debug", "time": "10", "account": "acct", "comment": "c d"}
+        req = sched.submit_dryrun(app, cfg).request
+        assert isinstance(req, SlurmBatchRequest)
+        assert list(req.replicas) == ["trainer-0", "trainer-1", "ps-0"]
+        assert req.cmd == ["sbatch", "--parsable", "--account=acct", "--comment=c d"]
+        assert req.max_retries == 0  # the smallest of the roles'
+        script = req.materialize()
+        assert script.count("#SBATCH hetjob") == 2
+        first = next(line for line in script.splitlines() if line.startswith("#SBATCH --job"))
+        assert first.startswith(
+            "#SBATCH --job-name=train:trainer-0 --requeue --partition=debug --time=10"
+            " --ntasks-per-node=1 --cpus-per-task=2"
+        )
+        assert "--job-name=train:ps-0" in script
+        assert "scontrol requeue" in script and "export SLURM_UNBUFFEREDIO=1" in script
+        assert repr(req).startswith("sbatch --parsable --account=acct '--comment=c d' $SBATCH")
+
+    def test_macros_per_replica(self, sched: SlurmScheduler) -> None:
+        r = role(
+            "w",
+            2,
+            entrypoint="echo",
+            args=[macros.replica_id, macros.img_root, f"${{{macros.rank0_env[2:-1]}}}"],
+            env={"ID": f"app={macros.app_id}", "R": macros.replica_id},
+        )
+        req = sched.submit_dryrun(app_of(r), {}).request
+        one = req.replicas["w-1"]
+        assert one.args == ["1", "/img", "SLURM_JOB_NODELIST_HET_GROUP_0"]
+        assert one.env["R"] == "1"
+        _, srun = one.materialize()
+        assert 'ID=app="$SLURM_JOB_ID"' in " ".join(srun)
+
+    def test_sanitized_names_and_log_files(self, sched: SlurmScheduler, tmp_path: Path) -> None:
+        r = role("my role/x", 1)
+        req = sched.submit_dryrun(app_of(r, name="my app"), {"job_dir": str(tmp_path / "j")})
+        one = req.request.replicas["my_role_x-0"]
+        assert one.name == "my_app:my_role_x-0"
+        assert one.srun_opts["output"].startswith(f"{tmp_path}/j/slurm-")
+        assert req.request.roles == {"my role/x": 1}
+
+    def test_memory_and_gpu_flags(self) -> None:
+        replica = SlurmReplicaRequest.from_role(
+            "t-0", role(resource=Resource(cpu=4, gpu=0, memMB=2000)), {}, nomem=True
+        )
+        assert "mem" not in replica.sbatch_opts
+        assert replica.sbatch_opts["cpus-per-task"] == "4"
+
+    def test_ten_thousand_replicas(self, sched: SlurmScheduler) -> None:
+        req = sched.submit_dryrun(app_of(role("w", 10_000)), {}).request
+        assert len(req.replicas) == 10_000
+        assert req.materialize().count("#SBATCH hetjob") == 9_999
+
+
+def run_replica_locally(replica: SlurmReplicaRequest, job_id: str = "4242") -> bytes:
+    """Runs the program part of a replica's srun line with bash, as the batch script does."""
+    _, srun = replica.materialize()
+    program = srun[len(replica.srun_opts) :]
+    script = f"SLURM_JOB_ID={job_id}\n" + " ".join(program) + "\n"
+    return subprocess.run(["bash", "-c", script], capture_output=True, check=True).stdout
+
+
+class TestInjectionSafety:
+    """Arguments and env values reach the program byte for byte (srun aside)."""
+
+    DUMP = "import sys, os, json; print(json.dumps([sys.argv[1:], os.environ['V']]))"
+
+    @pytest.mark.parametrize("args", [NASTY, [a for a in NASTY if a != ":"]])
+    def test_round_trip_through_bash(self, sched: SlurmScheduler, args: list[str]) -> None:
+        value = "v $(x) `y` 'q' \"d\"\nnext ü ${app_id}"
+        r = role("w", 1, entrypoint="python3", args=["-c", self.DUMP, *args], env={"V": value})
+        replica = sched.submit_dryrun(app_of(r), {}).request.replicas["w-0"]
+        got = json.loads(run_replica_locally(replica))
+        # macros use string.Template rules: ${app_id} is the job id, $$ a literal $
+        expected = [Template(a).safe_substitute(app_id="4242") for a in args]
+        assert got == [expected, value.replace("${app_id}", "4242")]
+
+    def test_a_colon_argument_keeps_srun_from_splitting(self, sched: SlurmScheduler) -> None:
+        r = role("w", 1, entrypoint="echo", args=["a", ":", "b"])
+        _, srun = sched.submit_dryrun(app_of(r), {}).request.replicas["w-0"].materialize()
+        assert ":" not in srun  # srun would start a new het component at a ":" word
+
+    def test_option_values_cannot_break_the_header(self, sched: SlurmScheduler) -> None:
+        with pytest.raises(ValueError, match="partition="):
+            sched.submit_dryrun(app_of(role()), {"partition": "a\n#SBATCH --x"})
+
+
+class TestChecksBeforeQueueing:
+    def test_malformed_time(self, sched: SlurmScheduler) -> None:
+        with pytest.raises(ValueError, match=r"time='1h' is not a Slurm time limit"):
+            sched.submit_dryrun(app_of(role()), {"time": "1h"})
+
+    def test_missing_entrypoint(self, sched: SlurmScheduler) -> None:
+        with pytest.raises(FileNotFoundError, match="'no-such-prog' of role 'trainer'"):
+            sched.submit_dryrun(app_of(role(entrypoint="no-such-prog", args=[])), {})
+
+    def test_missing_script(
+        self, sched: SlurmScheduler, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.chdir(tmp_path)
+        for r in (
+            role(entrypoint="python3", args=["-u", "train.py", "--lr", "1"]),
+            role(args=["-c", "torchrun --nnodes 1 --rdzv_backend c10d --standalone train.py"]),
+        ):
+            with pytest.raises(FileNotFoundError, match=r"script 'train\.py'"):
+                sched.submit_dryrun(app_of(r), {})
+        (tmp_path / "train.py").write_text("")
+        sched.submit_dryrun(app_of(role(entrypoint="python3", args=["train.py"])), {})
+        # modules, -c code and scripts behind variables cannot be checked: accepted
+        sched.submit_dryrun(app_of(role(entrypoint="python3", args=["-m", "nope"])), {})
+        sched.submit_dryrun(app_of(role(entrypoint="python3", args=["$X/t.py"])), {})
+
+    def test_existing_job_dir(self, sched: SlurmScheduler, tmp_path: Path) -> None:
+        with pytest.raises(FileExistsError, match="already exists"):
+            sched._pre_build_validate(app_of(role()), "slurm", {"job_dir": str(tmp_path)})
+
+    def test_job_ids_are_numbers(self, sched: SlurmScheduler) -> None:
+        with pytest.raises(ValueError, match="'abc' is not a Slurm job id"):
+            sched.describe("abc")
+
+
+class TestWithoutSlurm:
+    @pytest.mark.usefixtures("no_slurm")
+    def test_schedule_says_sbatch_is_missing(self, sched: SlurmScheduler, tmp_path: Path) -> None:
+        project = tmp_path / "project"
+        project.mkdir()
+        (project / "run.sh").write_text("true\n")
+        job_dir = tmp_path / "job"
+        app = app_of(role(workspace=Workspace({str(project): ""})))
+        cfg = {"job_dir": str(job_dir)}
+        sched.build_workspaces(app.roles, cfg)
+        assert (job_dir / "run.sh").exists()
+        info = sched.submit_dryrun(app, cfg)
+        with pytest.raises(SlurmNotFoundError) as err:
+            sched.schedule(info)
+        assert str(err.value) == (
+            "sbatch not found: install Slurm's client tools or run on a login node"
+        )
+        assert not job_dir.exists()  # no half-made job dir
+
+    @pytest.mark.usefixtures("no_slurm")
+    def test_status_says_squeue_is_missing(self, sched: SlurmScheduler) -> None:
+        with pytest.raises(SlurmNotFoundError, match="squeue not found"):
+            sched.describe("12")
+
+    @pytest.mark.usefixtures("no_slurm")
+    def test_dryrun_works_off_cluster(self, sched: SlurmScheduler) -> None:
+        app = app_of(role(resource=Resource(cpu=1, gpu=0, memMB=512)))
+        assert "--mem=512" in sched.submit_dryrun(app, {}).request.materialize()
