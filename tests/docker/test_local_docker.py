@@ -17,6 +17,7 @@ import pytest
 from torchx_docker_testsupport import IMAGE, REGISTRY, all_torchx_containers, app_containers
 
 from torchx import specs
+from torchx.schedulers import docker_scheduler as ds
 from torchx.schedulers.api import Stream
 from torchx.specs import AppState
 
@@ -443,7 +444,9 @@ def test_failed_start_removes_the_containers_already_created(
     before = all_torchx_containers(docker_client)
     good = _role("good", "sleep 300", num_replicas=2)
     bad_device = _role("bad", "true", mounts=[specs.DeviceMount("/dev/torchx-missing", "/dev/x")])
-    with pytest.raises(RuntimeError, match=r"could not start container .*bad-0.*removed the 3"):
+    with pytest.raises(
+        ds.ContainerStartError, match=r"could not start container .*bad-0.*removed the 3"
+    ):
         runner.run(_app("half", good, bad_device), SCHED, {})
     bad_bind = _role("bad", "true", mounts=[specs.BindMount("/nonexistent/torchx-dkt", "/x")])
     with pytest.raises(RuntimeError, match="bind source path does not exist"):
@@ -486,3 +489,16 @@ def test_ddp_across_two_containers_with_gloo(runner: Any, tmp_path: Path) -> Non
     joined = "".join(logs[0] + logs[1])
     assert "rank 0 of 2 sum 3.0" in joined
     assert "rank 1 of 2 sum 3.0" in joined
+
+
+def test_failed_workspace_build_is_one_line(docker_client: Any, tmp_path: Path) -> None:
+    before = all_torchx_containers(docker_client)
+    (tmp_path / "Dockerfile.torchx").write_text("ARG IMAGE\nFROM $IMAGE\nRUN exit 7\n")
+    result = _torchx(
+        "run", "-s", SCHED, "-cfg", "quiet=True", "--workspace", str(tmp_path), "utils.echo",
+        "--image", IMAGE, cwd=tmp_path,
+    )  # fmt: skip
+    line = _one_line_error(result)
+    assert "building workspace" in line
+    assert "returned a non-zero code: 7" in line
+    assert all_torchx_containers(docker_client) == before

@@ -73,6 +73,7 @@ __all__ = [
     "LABEL_ROLE_NAME",
     "LABEL_VERSION",
     "NETWORK",
+    "ContainerStartError",
     "DockerContainer",
     "DockerJob",
     "DockerOpts",
@@ -109,6 +110,10 @@ _STOP_TIMEOUT_S = 10
 _ENV_NAME = re.compile(r"^[^=\0]+$")
 _NAME_CHARS = re.compile(r"[^a-zA-Z0-9_.-]")
 _EXITED = re.compile(r"^Exited \((-?\d+)\)")
+
+
+class ContainerStartError(RuntimeError):
+    """A container of the app could not be created or started (none is left behind)."""
 
 
 @dataclass
@@ -387,7 +392,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         except (docker.errors.DockerException, OSError) as e:
             self._remove_containers(created)
             reason = " ".join(str(getattr(e, "explanation", None) or e).split())
-            raise RuntimeError(
+            raise ContainerStartError(
                 f"could not start container {current} of app {request.app_id}: {reason}"
                 f" (removed the {len(created)} container(s) already created; fix the"
                 " role's image, entrypoint or mounts and run again)"

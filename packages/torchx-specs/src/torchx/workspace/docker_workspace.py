@@ -50,6 +50,7 @@ __all__ = [
     "DockerUnavailableError",
     "DockerWorkspaceMixin",
     "ImageUnavailableError",
+    "WorkspaceBuildError",
     "build_context",
     "connect_docker",
     "print_push_events",
@@ -77,6 +78,10 @@ class DockerUnavailableError(RuntimeError):
 
 class ImageUnavailableError(RuntimeError):
     """An image is neither present on the Docker host nor pullable."""
+
+
+class WorkspaceBuildError(RuntimeError):
+    """``docker build`` of a workspace failed (the message carries Docker's reason)."""
 
 
 def _daemon_address() -> str:
@@ -361,9 +366,8 @@ class DockerWorkspaceMixin(WorkspaceMixin[dict[str, tuple[str, str]]]):
                 ):
                     if "error" in event:
                         message = " ".join(str(event["error"]).split())
-                        raise docker.errors.BuildError(
-                            f"building workspace {workspace} onto {role.image} failed: {message}",
-                            iter([{"error": message}]),
+                        raise WorkspaceBuildError(
+                            f"building workspace {workspace} onto {role.image} failed: {message}"
                         )
                     text = event.get("stream")
                     if text and not quiet:
@@ -372,7 +376,7 @@ class DockerWorkspaceMixin(WorkspaceMixin[dict[str, tuple[str, str]]]):
                     if isinstance(aux, dict) and "ID" in aux:
                         image_id = str(aux["ID"])
             except docker.errors.APIError as e:
-                raise ImageUnavailableError(
+                raise WorkspaceBuildError(
                     f"building workspace {workspace} onto {role.image} failed:"
                     f" {' '.join(str(e.explanation or e).split())}"
                 ) from e
