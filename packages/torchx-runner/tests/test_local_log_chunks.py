@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,20 @@ def test_regex_filtered_logs_are_plain_lines(sched: LocalScheduler) -> None:
     lines = sched.log_iter(app_id, "sh", regex="^a")
     assert not hasattr(lines, "raw_chunks")
     assert list(lines) == ["a1\n", "a3\n"]
+
+
+def test_a_fast_printer_gets_a_bigger_pipe(sched: LocalScheduler) -> None:
+    """The supervisor grows a pipe it finds full, so it wakes once per MiB, not per 64 KiB."""
+    code = (
+        "import fcntl, sys, time\n"
+        "sys.stdout.buffer.write((b'x' * 99 + b'\\n') * 3000)\n"
+        "sys.stdout.flush()\n"
+        "deadline = time.monotonic() + 60\n"
+        "while fcntl.fcntl(1, fcntl.F_GETPIPE_SZ) < 1 << 20 and time.monotonic() < deadline:\n"
+        "    time.sleep(0.01)\n"
+        "print('pipe', fcntl.fcntl(1, fcntl.F_GETPIPE_SZ))\n"
+    )
+    role = Role("py", image="x", entrypoint=sys.executable, args=["-c", code])
+    app_id = sched.submit(AppDef("big", [role]), {})
+    _wait(sched, app_id)
+    assert list(sched.log_iter(app_id, "py"))[-1] == f"pipe {1 << 20}\n"
