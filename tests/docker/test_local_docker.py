@@ -476,8 +476,8 @@ def test_ddp_across_two_containers_with_gloo(runner: Any, tmp_path: Path) -> Non
         "--script", "/train/train.py", "-j", "2x1", "--image", IMAGE,
         "--env", f"PATH={venv}/bin:/usr/bin:/bin,PYTHONUNBUFFERED=1",
         "--mounts",
-        f"type=bind,src={venv},dst={venv},readonly",
-        f"type=bind,src={base},dst={base},readonly",
+        f"type=bind,src={venv},dst={venv},readonly,"
+        f"type=bind,src={base},dst={base},readonly,"
         f"type=bind,src={script_dir},dst=/train,readonly",
     ]  # fmt: skip
     handle = runner.run_component("dist.ddp", args, SCHED, {})
