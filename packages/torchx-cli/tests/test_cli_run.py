@@ -136,6 +136,23 @@ def test_double_dash_passes_arguments_to_the_app(cli: Cli) -> None:
     assert "sh/0 --foo bar" in proc.stderr
 
 
+def test_double_dash_after_a_module_component_goes_to_its_parser(cli: Cli) -> None:
+    """Seed docs: `torchx run foo.baz.trainer -- --name "test app"` (no *args)."""
+    package = cli.root / "mods" / "foo"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "baz.py").write_text(
+        "import torchx.specs as specs\n\n\n"
+        "def trainer(name: str) -> specs.AppDef:\n"
+        '    """Trains.\n\n    Args:\n        name: app name\n    """\n'
+        "    return specs.AppDef(name, [specs.Role('t', 'x', entrypoint='echo', args=[name])])\n"
+    )
+    cli.pythonpath.append(str(cli.root / "mods"))
+    proc = cli.run("run", "-s", "local_cwd", "foo.baz.trainer", "--", "--name", "test app")
+    assert proc.returncode == 0, proc.stderr
+    assert "t/0 test app" in proc.stderr
+
+
 def test_torchxconfig_supplies_scheduler_component_and_component_defaults(cli: Cli) -> None:
     (cli.cwd / ".torchxconfig").write_text(
         "[cli:run]\nscheduler = local_cwd\ncomponent = utils.echo\n\n"

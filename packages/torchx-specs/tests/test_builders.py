@@ -230,3 +230,11 @@ def test_reexports() -> None:
     assert make_app_handle("local_cwd", "torchx", "app-1") == "local_cwd://torchx/app-1"
     (mount,) = parse_mounts(["type=bind", "src=/a", "dst=/b", "readonly"])
     assert mount == specs.BindMount(src_path="/a", dst_path="/b", read_only=True)
+
+
+def test_leading_double_dash_ends_torchx_options_for_a_component_without_varargs() -> None:
+    def trainer(name: str, script: str = "train.py") -> specs.AppDef:
+        return specs.AppDef(name, [specs.Role("t", "img", entrypoint=script)])
+
+    args = component_args_from_str(trainer, ["--", "--name", "test app", "--script", "a.py"])
+    assert args.positional_args == {"name": "test app", "script": "a.py"}

@@ -194,6 +194,9 @@ def _parse(
     """Parses and merges every source; returns the parser and ``{param: raw value}``."""
     parser = _create_args_parser(cmpnt_fn, cmpnt_defaults, config, exit_on_error=exit_on_error)
     params = fn_params.parameters(cmpnt_fn)
+    if cmpnt_args[:1] == ["--"] and all(p.kind != fn_params.VAR_POSITIONAL for p in params):
+        # `torchx run comp -- --name x`: the `--` only ends torchx's own options
+        cmpnt_args = cmpnt_args[1:]
     namespace = argparse.Namespace(**{p.name: _UNSET for p in params})
     parsed = vars(parser.parse_args(cmpnt_args, namespace=namespace))
     defaults = cmpnt_defaults or {}
