@@ -935,3 +935,15 @@ def test_deprecation_helpers() -> None:
     assert any("Old" in m and "is deprecated" in m for m in messages)
     assert any("torchx.old" in m and "torchx.new" in m for m in messages)
     assert old_fn.__doc__ == "Doc." and old_fn.__name__ == "old_fn"
+
+
+def test_role_base_image_is_a_deprecated_ignored_keyword() -> None:
+    """Seed 003 documents `Role(..., base_image=...)`: such code keeps working, with a warning."""
+    with pytest.warns(UserWarning, match=r"Role\(base_image=\.\.\.\)` is ignored"):
+        role = Role("trainer", "img:1", base_image="base:1", entrypoint="train.py")
+    assert (role.image, role.entrypoint) == ("img:1", "train.py")
+    assert role == Role("trainer", "img:1", entrypoint="train.py")
+    assert "base_image" not in vars(role)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Role("trainer", "img:1", None, "train.py")  # positional order unchanged, no warning

@@ -309,12 +309,34 @@ def _run_awaitable(awaitable: Any) -> Any:
 _OVERRIDE_LOCK = _thread.RLock()
 
 
+class _RoleType(type):
+    """Accepts the deprecated ``Role(..., base_image=...)`` keyword: warns, then drops it.
+
+    Not a field (the fields are upstream's): the keyword is taken off before ``__init__``.
+    """
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if "base_image" in kwargs:
+            kwargs.pop("base_image")
+            import warnings
+
+            warnings.warn(
+                "[Deprecated] `Role(base_image=...)` is ignored by every scheduler and will"
+                " be removed; put everything the role needs in `image`",
+                UserWarning,
+                stacklevel=2,
+            )
+        return super().__call__(*args, **kwargs)
+
+
 @dataclass
-class Role:
+class Role(metaclass=_RoleType):
     """A set of identical replicas (nodes) that run the same entrypoint in the same image.
 
     ``overrides`` (deprecated) maps attribute names to callables or awaitables that are
-    evaluated once, on first read of that attribute.
+    evaluated once, on first read of that attribute. ``base_image`` (deprecated, keyword
+    only in practice) is accepted so code written against the old docs keeps working; it
+    warns and every scheduler ignores it.
     """
 
     name: str
