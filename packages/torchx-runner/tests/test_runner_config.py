@@ -89,12 +89,18 @@ class TestFindConfigs:
         with pytest.raises(FileNotFoundError, match=r"\$TORCHXCONFIG=.*missing is not a file"):
             config.find_configs()
 
-    def test_explicit_dirs_win_over_env(
+    def test_env_file_wins_over_explicit_dirs(
         self, dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     ) -> None:
+        """api-inventory 3.2: with $TORCHXCONFIG set, the directories are not searched."""
         _, cwd = dirs
         write(cwd, "[local_cwd]\n")
+        chosen = write(tmp_path, "[local_cwd]\n", name="team.ini")
+        monkeypatch.setenv("TORCHXCONFIG", str(chosen))
+        assert config.find_configs(dirs=[str(cwd)]) == [str(chosen)]
         monkeypatch.setenv("TORCHXCONFIG", "")
+        assert config.find_configs(dirs=[str(cwd)]) == []
+        monkeypatch.delenv("TORCHXCONFIG")
         assert config.find_configs(dirs=[str(cwd), str(tmp_path / "none")]) == [
             str(cwd / ".torchxconfig")
         ]

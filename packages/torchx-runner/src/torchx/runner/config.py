@@ -101,23 +101,23 @@ def _display(path: str) -> str:
 def find_configs(dirs: Iterable[str] | None = None) -> list[str]:
     """Paths of the config files to read, highest precedence first.
 
-    ``dirs`` given: ``<dir>/.torchxconfig`` for each of them. Otherwise ``$TORCHXCONFIG``
-    when set (it must name a file; empty disables config files), else
-    ``$HOME/.torchxconfig`` and ``./.torchxconfig``. Missing files are skipped and a
+    ``$TORCHXCONFIG``, when set, is the one file read, even when ``dirs`` is given (it
+    must name a file; empty disables config files). Otherwise ``<dir>/.torchxconfig`` for
+    each of ``dirs`` (default ``$HOME`` and the CWD). Missing files are skipped and a
     file reached twice (HOME is the CWD) is listed once.
     """
+    env_file = os.environ.get(ENV_TORCHXCONFIG)
+    if env_file is not None:
+        if not env_file:
+            return []
+        path = os.path.expanduser(env_file)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(
+                f"${ENV_TORCHXCONFIG}={env_file} is not a file; point it at a config"
+                f" file, or set it to an empty string to read no config files"
+            )
+        return [path]
     if dirs is None:
-        env_file = os.environ.get(ENV_TORCHXCONFIG)
-        if env_file is not None:
-            if not env_file:
-                return []
-            path = os.path.expanduser(env_file)
-            if not os.path.isfile(path):
-                raise FileNotFoundError(
-                    f"${ENV_TORCHXCONFIG}={env_file} is not a file; point it at a config"
-                    f" file, or set it to an empty string to read no config files"
-                )
-            return [path]
         dirs = default_config_dirs()
     found: list[str] = []
     seen: set[str] = set()
