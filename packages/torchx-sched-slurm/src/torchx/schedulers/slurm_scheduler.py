@@ -352,6 +352,7 @@ def _srun_opts(log_dir: str, name: str) -> dict[str, str]:
     return {
         "output": f"{base}.out",
         "error": f"{base}.err",
+        "open-mode": "append",  # a requeued job adds to its logs instead of erasing them
         "wait": "60",
         "kill-on-bad-exit": "1",
     }
@@ -805,12 +806,16 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
         return _describe(job_id, rows, _read_record(job_id))
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
-        """Jobs submitted in the last ``list_days`` days (accounting), else the queue."""
+        """Jobs of the last ``list_days`` days (accounting) and every job in the queue.
+
+        The queue (``squeue``) is fresher: accounting lags a few seconds behind, and some
+        clusters have none. A bounded window keeps ``sacct`` cheap for the database.
+        """
         import time
 
         days = Opts.from_cfg(cfg or {}).list_days
         since = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() - days * 86400))
-        rows: list[SlurmJob] = []
+        groups: dict[str, list[SlurmJob]] = {}
         try:
             code, out, _ = run(
                 [
@@ -824,14 +829,15 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
         except SlurmNotFoundError:
             code = 1
         if code == 0:
-            rows = parse_sacct_text(out)
-        else:
-            code, out, err = run(["squeue", "--json"])
-            if code != 0:
-                raise SlurmCommandError(f"squeue failed: {first_error_line(err)}")
-            rows = parse_squeue_json(out)
+            groups = leaders(parse_sacct_text(out))
+        code, out, err = run(["squeue", "--json"])
+        if code == 0:
+            groups.update(leaders(parse_squeue_json(out)))
+        elif not groups:
+            raise SlurmCommandError(f"squeue failed: {first_error_line(err)}")
         result = []
-        for leader, group in leaders(rows).items():
+        for leader in sorted(groups, key=int):
+            group = groups[leader]
             parsed = split_job_name(group[0].name)
             result.append(
                 ListAppResponse(

@@ -1,0 +1,302 @@
+"""Real jobs through `torchx run -s slurm` and the Runner on a real Slurm cluster.
+
+The cluster is Debian's Slurm 22.05 with 4 virtual nodes on localhost (tools/slurm-up.sh);
+a heterogeneous job needs one node per replica.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from torchx.specs import AppDef, AppState, Resource, Role, Workspace, macros
+
+TORCHX = str(Path(sys.executable).parent / "torchx")
+SMALL = Resource(cpu=1, gpu=0, memMB=256)
+
+
+def cli(
+    *args: str, cwd: str | Path | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [TORCHX, *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"torchx {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def wait(runner: Any, handle: str, timeout: float = 60) -> Any:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = runner.status(handle)
+        if status is not None and status.is_terminal():
+            return status
+        time.sleep(0.2)
+    raise AssertionError(f"{handle} still {status} after {timeout} s")
+
+
+def logs(runner: Any, handle: str, role: str, k: int = 0, streams: Any = None) -> str:
+    return "".join(runner.log_lines(handle, role, k, streams=streams))
+
+
+def app(*roles: Role, name: str = "t") -> AppDef:
+    return AppDef(name=name, roles=list(roles))
+
+
+def sh(script: str, name: str = "sh", n: int = 1, **kwargs: Any) -> Role:
+    return Role(
+        name=name,
+        image=os.getcwd(),
+        entrypoint="bash",
+        args=["-c", script],
+        num_replicas=n,
+        resource=SMALL,
+        **kwargs,
+    )
+
+
+def test_success_and_job_names(runner: Any, workdir: Path) -> None:
+    handle = runner.run(app(sh("echo hello; echo oops >&2"), name="greet"), "slurm")
+    status = wait(runner, handle)
+    assert status.state == AppState.SUCCEEDED
+    job_id = handle.rsplit("/", 1)[1]
+    assert (workdir / f"slurm-{job_id}-sh-0.out").read_text() == "hello\n"
+    assert logs(runner, handle, "sh") == "hello\noops\n"  # both streams by default
+    assert runner.log_lines(handle, "sh", 0, streams=None) is not None
+    name = subprocess.run(
+        ["sacct", "-n", "-X", "-P", "-j", job_id, "--format=JobName"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    squeue = json.loads(subprocess.run(["squeue", "--json"], capture_output=True).stdout)
+    names = [j["name"] for j in squeue["jobs"] if str(j["job_id"]) == job_id]
+    assert (names or name) == ["greet:sh-0"]
+
+
+def test_failure_reports_the_exit_code(runner: Any) -> None:
+    handle = runner.run(app(sh("echo dying >&2; exit 3")), "slurm")
+    status = wait(runner, handle)
+    assert status.state == AppState.FAILED
+    assert "exit code 3" in status.msg
+    assert logs(runner, handle, "sh") == "dying\n"
+
+
+def test_two_roles_het_job_with_env_and_macros(runner: Any) -> None:
+    dump = 'echo "$ROLE $RID app=$APP host=$(hostname) rank0=${!R0}"'
+    trainer = sh(dump, name="trainer", n=2)
+    trainer.env = {"ROLE": "trainer", "RID": macros.replica_id, "APP": macros.app_id}
+    trainer.env["R0"] = macros.rank0_env
+    ps = sh(dump, name="ps")
+    ps.env = {"ROLE": "ps", "RID": macros.replica_id, "APP": macros.app_id, "R0": macros.rank0_env}
+    handle = runner.run(app(trainer, ps), "slurm")
+    status = wait(runner, handle)
+    assert status.state == AppState.SUCCEEDED, status
+    job_id = handle.rsplit("/", 1)[1]
+    for role, k in (("trainer", 0), ("trainer", 1), ("ps", 0)):
+        assert logs(runner, handle, role, k).startswith(f"{role} {k} app={job_id} ")
+        assert logs(runner, handle, role, k).rstrip().endswith("rank0=n1")
+    desc = runner._scheduler("slurm").describe(job_id)
+    hosts = [r.hostname for rs in desc.roles_statuses for r in rs.replicas]
+    assert [rs.role for rs in desc.roles_statuses] == ["trainer", "ps"]
+    assert len(set(hosts)) == 3  # one node per het component
+
+
+def test_cli_wait_log_streams_and_exits_nonzero(workdir: Path, slurm_cluster: None) -> None:
+    proc = cli(
+        "run", "-s", "slurm", "--wait", "--log", "utils.sh", "bash", "-c",
+        "echo first; sleep 1; echo second >&2; exit 4",
+        check=False,
+    )  # fmt: skip
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr  # the CLI streams replica logs to stderr
+    assert "sh/0 first\nsh/0 second\n" in out
+    assert "exit code 4" in out
+
+
+def test_cancel(runner: Any) -> None:
+    handle = runner.run(app(sh("echo started; sleep 120")), "slurm")
+    for line in runner.log_lines(handle, "sh", 0, should_tail=True):
+        assert line == "started\n"
+        break
+    runner.cancel(handle)
+    assert wait(runner, handle).state == AppState.CANCELLED
+
+
+def test_second_process_in_another_directory(runner: Any, tmp_path: Path) -> None:
+    handle = runner.run(app(sh("echo from-the-job"), name="elsewhere"), "slurm")
+    assert wait(runner, handle).state == AppState.SUCCEEDED
+    other = tmp_path / "other"
+    other.mkdir()
+    status = cli("status", handle, cwd=other)
+    assert "SUCCEEDED" in status.stdout
+    assert cli("log", f"{handle}/sh/0", cwd=other).stdout == "sh/0 from-the-job\n"
+    described = cli("describe", handle, cwd=other).stdout
+    assert "sh" in described
+    job_id = handle.rsplit("/", 1)[1]
+    listed = cli("list", "-s", "slurm", cwd=other).stdout
+    assert job_id in listed
+
+
+def test_retry_by_requeue(runner: Any) -> None:
+    role = sh('echo "attempt ${SLURM_RESTART_COUNT:-0}"; test "${SLURM_RESTART_COUNT:-0}" -ge 1')
+    role.max_retries = 1
+    handle = runner.run(app(role), "slurm")
+    job_id = handle.rsplit("/", 1)[1]
+    import time
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        status = runner.status(handle)
+        # AppStatus.msg says why it waits, straight from squeue
+        if status.state == AppState.PENDING and status.msg == "pending: BeginTime":
+            break
+        assert not status.is_terminal(), status
+        time.sleep(0.2)
+    assert status.num_restarts == 1
+    # Slurm holds a requeued job for 120 s (BeginTime); release it now
+    subprocess.run(["scontrol", "update", f"jobid={job_id}", "starttime=now"], check=True)
+    final = wait(runner, handle)
+    assert (final.state, final.num_restarts) == (AppState.SUCCEEDED, 1)
+    assert logs(runner, handle, "sh") == "attempt 0\nattempt 1\n"  # nothing overwritten
+
+
+def test_job_dir_workspace(runner: Any, tmp_path: Path, workdir: Path) -> None:
+    project = tmp_path / "project"
+    (project / "data").mkdir(parents=True)
+    (project / "run.sh").write_text('echo "in $(pwd)"; ls -1\n')
+    (project / "data" / "big.bin").write_text("x")
+    (project / ".torchxignore").write_text("data\n")
+    job_dir = tmp_path / "job"
+    role = sh("bash run.sh")
+    role.workspace = Workspace({str(project): ""})
+    handle = runner.run(app(role), "slurm", cfg={"job_dir": str(job_dir)})
+    assert wait(runner, handle).state == AppState.SUCCEEDED
+    lines = logs(runner, handle, "sh").splitlines()
+    assert lines[0] == f"in {job_dir}"
+    assert "run.sh" in lines and "data" not in lines
+    job_id = handle.rsplit("/", 1)[1]
+    assert (job_dir / f"slurm-{job_id}-sh-0.out").exists()
+    assert not list(workdir.iterdir())  # nothing written to the submit directory
+
+
+NASTY = [
+    "$(touch pwned)",
+    "`touch pwned`",
+    "it's",
+    'say "hi"',
+    "two  spaces",
+    "line1\nline2",
+    "ünïcødé ✓",
+    ":",
+    "; rm -rf x",
+    "$HOME",
+    "",
+    "a\\b",
+]
+
+
+def test_injection_round_trip(runner: Any, workdir: Path) -> None:
+    value = "v $(touch pwned) `id` 'q' \"d\"\nnext ü ; :"
+    dump = "import sys, os, json; print(json.dumps([sys.argv[1:], os.environ['NASTY']]))"
+    role = Role(
+        name="py",
+        image=str(workdir),
+        entrypoint=sys.executable,
+        args=["-c", dump, *NASTY],
+        env={"NASTY": value},
+        resource=SMALL,
+    )
+    handle = runner.run(app(role), "slurm")
+    assert wait(runner, handle).state == AppState.SUCCEEDED
+    got = json.loads(logs(runner, handle, "py", streams=_stdout()))
+    assert got == [NASTY, value]
+    assert not (workdir / "pwned").exists()
+
+
+def _stdout() -> Any:
+    from torchx.schedulers.api import Stream
+
+    return Stream.STDOUT
+
+
+def test_bad_input_one_line_and_nothing_left(
+    slurm_cluster: None, workdir: Path, tmp_path: Path
+) -> None:
+    job_dir = tmp_path / "jd"
+    cases = [
+        (["-cfg", f"partition=nope,job_dir={job_dir}"], "Invalid partition name"),
+        (["-cfg", "time=1h"], "is not a Slurm time limit"),
+        (["-cfg", f"job_dir={workdir}"], "already exists"),
+    ]
+    for cfg, expected in cases:
+        proc = cli("run", "-s", "slurm", *cfg, "utils.echo", "--msg", "x", check=False)
+        assert proc.returncode != 0
+        errors = [line for line in proc.stderr.splitlines() if "error" in line.lower()]
+        assert len(errors) == 1 and expected in errors[0], proc.stderr
+        assert proc.stderr.strip().splitlines()[-1] == errors[0]  # no traceback after it
+    assert not job_dir.exists()
+    assert not os.path.exists(os.path.join(os.environ["TORCHX_HOME"], "slurm"))
+    for handle, expected in (
+        ("slurm://torchx/99999999", "not found"),
+        ("slurm://torchx/abc", "not a Slurm job id"),
+        ("slurm:/oops", "slurm:/oops"),
+    ):
+        proc = cli("status", handle, check=False)
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode != 0 and len(lines) == 1 and expected in lines[0], proc.stderr
+
+
+def test_missing_script_is_reported_before_queueing(slurm_cluster: None, workdir: Path) -> None:
+    proc = cli("run", "-s", "slurm", "utils.python", "--script", "nope.py", check=False)
+    assert proc.returncode != 0
+    assert "script 'nope.py'" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_no_sbatch_on_path(slurm_cluster: None, workdir: Path, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    os.symlink("/bin/echo", bin_dir / "echo")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{bin_dir}"}
+    proc = subprocess.run(
+        [TORCHX, "run", "-s", "slurm", "utils.echo", "--msg", "x"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert proc.returncode != 0
+    assert proc.stderr.strip() == (
+        "torchx: error: sbatch not found: install Slurm's client tools or run on a login node"
+    )
+
+
+@pytest.mark.slow
+def test_ddp_torchrun_with_gloo_on_two_nodes(workdir: Path, slurm_cluster: None) -> None:
+    pytest.importorskip("torch")
+    (workdir / "train.py").write_text(
+        "import os, torch, torch.distributed as dist\n"
+        "dist.init_process_group('gloo')\n"
+        "t = torch.tensor([dist.get_rank() + 1.0])\n"
+        "dist.all_reduce(t)\n"
+        "print(f'rank {dist.get_rank()}/{dist.get_world_size()} sum {int(t.item())}')\n"
+        "dist.destroy_process_group()\n"
+    )
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    proc = subprocess.run(
+        [TORCHX, "run", "-s", "slurm", "--wait", "--log", "dist.ddp", "-j", "2x1",
+         "--cpu", "1", "--memMB", "1024", "--script", "train.py"],
+        capture_output=True, text=True, env=env, timeout=300, check=False,
+    )  # fmt: skip
+    out = proc.stdout + proc.stderr  # replica logs are streamed to stderr
+    assert proc.returncode == 0, out
+    assert "rank 0/2 sum 3" in out and "rank 1/2 sum 3" in out
