@@ -97,3 +97,44 @@ def test_configure_unknown_scheduler(cli: Cli, one_line_error: OneLineError) -> 
     proc = cli.run("configure", "--print", "-s", "local_cwd,nope")
     assert proc.returncode == 1
     assert "unknown scheduler 'nope'" in one_line_error(proc)
+
+
+def test_configure_keeps_an_existing_torchxconfig(cli: Cli) -> None:
+    hand_written = (
+        "# my settings\n[local_cwd]\nlog_dir = /tmp/mine\n\n[cli:run]\ncomponent = utils.echo"
+    )
+    (cli.cwd / ".torchxconfig").write_text(hand_written)
+    proc = cli.run("configure", "-a", "-s", "local_cwd")
+    assert proc.returncode == 0, proc.stderr
+    assert (cli.cwd / ".torchxconfig").read_text() == hand_written
+    assert "already has a section for every scheduler; left it unchanged" in proc.stderr
+    assert "--force" in proc.stderr
+
+
+def test_configure_adds_only_the_missing_sections(cli: Cli) -> None:
+    hand_written = "# my settings\n[cli:run]\ncomponent = utils.echo\n"
+    (cli.cwd / ".torchxconfig").write_text(hand_written)
+    proc = cli.run("configure", "-a", "-s", "local_cwd")
+    assert proc.returncode == 0, proc.stderr
+    assert "added [local_cwd] to ./.torchxconfig" in proc.stderr
+    merged = (cli.cwd / ".torchxconfig").read_text()
+    assert merged.startswith(hand_written + "\n[local_cwd]\n")
+    assert "prepend_cwd = False" in merged
+    run = cli.run("run", "--dryrun", "-s", "local_cwd")  # component from [cli:run]
+    assert run.returncode == 0, run.stderr
+
+
+def test_configure_force_rewrites(cli: Cli) -> None:
+    (cli.cwd / ".torchxconfig").write_text("[local_cwd]\nlog_dir = /tmp/mine\n")
+    proc = cli.run("configure", "--force", "-a", "-s", "local_cwd")
+    assert proc.returncode == 0, proc.stderr
+    assert "log_dir = /tmp/mine" not in (cli.cwd / ".torchxconfig").read_text()
+
+
+def test_configure_refuses_to_merge_into_a_malformed_file(
+    cli: Cli, one_line_error: OneLineError
+) -> None:
+    (cli.cwd / ".torchxconfig").write_text("oops\n")
+    proc = cli.run("configure", "-s", "local_cwd")
+    assert "--force" in one_line_error(proc)
+    assert (cli.cwd / ".torchxconfig").read_text() == "oops\n"

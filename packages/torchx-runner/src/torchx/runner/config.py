@@ -473,3 +473,29 @@ def dump(
         parser[name] = _section_values(scheduler, required_only)
         scheduler.close()
     parser.write(f, space_around_delimiters=True)
+
+
+def add_missing_sections(
+    path: str, schedulers: Iterable[str], required_only: bool = False
+) -> tuple[list[str], list[str]]:
+    """Appends a :func:`dump` section for each scheduler ``path`` has none for.
+
+    Everything already in the file (hand-written sections, values, comments) is kept as
+    it is. Returns ``(added, kept)`` scheduler names. A malformed file raises
+    :class:`ConfigError` and is not touched.
+    """
+    existing = _read(path)
+    wanted = list(schedulers)
+    added = [name for name in wanted if name not in existing]
+    kept = [name for name in wanted if name in existing]
+    if added:
+        import io
+
+        text = io.StringIO()
+        dump(f=text, schedulers=added, required_only=required_only)
+        with open(path, "rb") as f:
+            current = f.read()
+        separator = "\n\n" if current and not current.endswith(b"\n") else "\n" if current else ""
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(separator + text.getvalue())
+    return added, kept
