@@ -183,16 +183,69 @@ def test_dryrun_log_dir_layout(sched: LocalScheduler, tmp_path: Path) -> None:
     assert req.role_params["r"][0].stdout == f"{logs}/test_session/{req.app_id}/r/0/stdout.log"
 
 
+# the launching interpreter's venv leads the host PATH (see test_jobs_find_the_launchers_venv)
+VENV = f"{os.path.dirname(sys.executable)}:" if sys.prefix != sys.base_prefix else ""
+
+
 def test_path_order_extra_paths_role_host_cwd(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     sched = create_scheduler("s", extra_paths=["/extra1", "/extra2"])
     role = Role("r", "i", entrypoint="sh", env={"PATH": "/role/bin"})
     cwd = os.getcwd()
     p = sched.submit_dryrun(AppDef("a", [role]), {}).request.role_params["r"][0]
-    assert p.env["PATH"] == f"/extra1:/extra2:/role/bin:/usr/bin:/bin:{cwd}"
+    assert p.env["PATH"] == f"/extra1:/extra2:/role/bin:{VENV}/usr/bin:/bin:{cwd}"
     p = sched.submit_dryrun(AppDef("a", [role]), {"prepend_cwd": True}).request.role_params["r"][0]
-    assert p.env["PATH"] == f"{cwd}:/extra1:/extra2:/role/bin:/usr/bin:/bin"
+    assert p.env["PATH"] == f"{cwd}:/extra1:/extra2:/role/bin:{VENV}/usr/bin:/bin"
     assert role.env == {"PATH": "/role/bin"}
+
+
+@pytest.mark.skipif(sys.prefix == sys.base_prefix, reason="needs to run in a venv")
+def test_jobs_find_the_launchers_venv(
+    sched: LocalScheduler, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`.venv/bin/torchx` without activation: the job's `python` is the venv's."""
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    code = "import sys; print(sys.prefix)"
+    role = Role("py", "i", entrypoint="python", args=["-c", code])
+    app_id = run_app(sched, AppDef("venv", [role]))
+    assert wait_terminal(sched, app_id) == AppState.SUCCEEDED
+    assert list(sched.log_iter(app_id, "py")) == [f"{sys.prefix}\n"]
+
+
+def test_ddp_without_torchrun_fails_before_launch(
+    sched: LocalScheduler, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dist.ddp where torch is not installed: one clear line, nothing started."""
+    from torchx.components.dist import ddp
+
+    monkeypatch.setattr(sys, "base_prefix", sys.prefix)  # as if torchx ran outside a venv
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no torch there
+    app = ddp(script="train.py", j="1x2")
+    with pytest.raises(ValueError, match=r"^torchrun not found: .*install torch into this env"):
+        sched.submit_dryrun(app, {})
+    with pytest.raises(ValueError, match=r"^torchrun not found"):
+        sched.submit(app, {})
+    assert not (home / "local_cwd").exists() or not any((home / "local_cwd").iterdir())
+
+
+@pytest.mark.parametrize(
+    ("command", "checked"),
+    [
+        ("no-such-program-xyz --flag", True),
+        ("echo hi; no-such-program-xyz", False),  # a builtin first: the shell's business
+        ("FOO=1 no-such-program-xyz", False),
+        ("exec sleep 1", False),
+    ],
+)
+def test_program_a_shell_command_starts_is_checked(
+    sched: LocalScheduler, command: str, checked: bool
+) -> None:
+    app = AppDef("a", [Role("r", "i", entrypoint="sh", args=["-c", command])])
+    if checked:
+        with pytest.raises(ValueError, match=r"no-such-program-xyz not found.*put its directory"):
+            sched.submit_dryrun(app, {})
+    else:
+        sched.submit_dryrun(app, {})
 
 
 def test_missing_entrypoint_fails_dryrun_before_any_state(

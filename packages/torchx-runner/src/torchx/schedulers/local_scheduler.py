@@ -271,14 +271,70 @@ def _join_path(*parts: str | None) -> str:
     return os.pathsep.join(p.strip(os.pathsep) for p in parts if p and p.strip(os.pathsep))
 
 
-def _check_program(role_name: str, program: str, env: Mapping[str, str], cwd: str | None) -> None:
+def _host_path() -> str:
+    """This process's PATH, led by the bin directory of its venv when it runs in one.
+
+    ``.venv/bin/torchx`` run without activating the venv must still give its jobs the
+    venv's ``python``, ``torchrun`` and ``torchx``, not whatever PATH finds first.
+    """
+    path = os.environ.get("PATH", "")
+    if sys.prefix == sys.base_prefix or not sys.executable:
+        return path
+    venv_bin = os.path.dirname(sys.executable)
+    rest = [p for p in path.split(os.pathsep) if p and os.path.normpath(p) != venv_bin]
+    return _join_path(venv_bin, *rest)
+
+
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
+_PLAIN_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-+/")
+# builtins and keywords of POSIX sh and bash: not programs looked up on PATH
+# fmt: off
+_SHELL_WORDS = frozenset({
+    ".", ":", "[", "[[", "alias", "bg", "break", "builtin", "case", "cd", "command", "continue",
+    "declare", "do", "done", "echo", "elif", "else", "enable", "esac", "eval", "exec", "exit",
+    "export", "false", "fc", "fg", "fi", "for", "function", "getopts", "hash", "if", "jobs",
+    "kill", "let", "local", "popd", "printf", "pushd", "pwd", "read", "readonly", "return",
+    "select", "set", "shift", "shopt", "source", "test", "then", "time", "times", "trap",
+    "true", "type", "typeset", "ulimit", "umask", "unalias", "unset", "until", "wait", "while",
+})
+# fmt: on
+# programs whose absence has a known remedy
+_INSTALL_HINTS = {"torchrun": "install torch into this environment (`pip install torch`)"}
+
+
+def _shell_command_program(argv: list[str]) -> str | None:
+    """The program that ``sh -c "PROGRAM ..."`` starts (``dist.ddp``'s torchrun), if plain.
+
+    None when the command starts with anything the shell itself interprets (a builtin, a
+    keyword, an assignment, quoting or expansion): only a plain program name is checked.
+    """
+    if len(argv) < 3 or os.path.basename(argv[0]) not in _SHELLS or argv[1] != "-c":
+        return None
+    word = argv[2].lstrip().split(None, 1)[0] if argv[2].strip() else ""
+    if not word or not set(word) <= _PLAIN_WORD or word.startswith("-"):
+        return None
+    return None if word in _SHELL_WORDS else word
+
+
+def _check_program(
+    role_name: str, argv: list[str], env: Mapping[str, str], cwd: str | None
+) -> None:
+    """Fails unless the replica's program (and the one its ``sh -c`` command starts) exist."""
     path = env.get("PATH", os.environ.get("PATH", ""))
-    if st.find_program(program, path, cwd or os.getcwd()) is None:
-        where = cwd or os.getcwd()
+    where = cwd or os.getcwd()
+    program = argv[0]
+    if st.find_program(program, path, where) is None:
         raise ValueError(
             f"entrypoint {program!r} of role {role_name!r} was not found: it is neither an"
             f" executable on the replica's PATH nor a path relative to its working directory"
             f" {where}; fix Role.entrypoint, install the program or give its absolute path"
+        )
+    started = _shell_command_program(argv)
+    if started is not None and st.find_program(started, path, where) is None:
+        hint = _INSTALL_HINTS.get(started, "install it or put its directory on PATH")
+        raise ValueError(
+            f"{started} not found: role {role_name!r} runs `{argv[0]} -c '{started} ...'` but"
+            f" {started!r} is not on the replica's PATH; {hint}"
         )
 
 
@@ -421,7 +477,7 @@ class LocalScheduler(Scheduler[Opts]):
         provider = self._image_provider_class(cfg)
         plain_provider = type(provider).get_replica_param is ImageProvider.get_replica_param
         cuda_plan = self._cuda_plan(app, opts)
-        host_path = os.environ.get("PATH", "")
+        host_path = _host_path()
 
         role_params: dict[str, list[ReplicaParam]] = {}
         role_log_dirs: dict[str, list[str]] = {}
@@ -480,7 +536,7 @@ class LocalScheduler(Scheduler[Opts]):
                 params.append(param)
                 log_dirs.append(replica_dir)
             if params:
-                _check_program(role.name, params[0].args[0], params[0].env, params[0].cwd)
+                _check_program(role.name, params[0].args, params[0].env, params[0].cwd)
             role_params[role.name] = params
             role_log_dirs[role.name] = log_dirs
         return PopenRequest(app_id, app_log_dir, role_params, role_log_dirs)
@@ -586,12 +642,12 @@ class LocalScheduler(Scheduler[Opts]):
         seen: set[tuple[str, str | None, str | None]] = set()
         for role_name, params in request.role_params.items():
             for p in params:
-                key = (p.args[0] if p.args else "", p.env.get("PATH"), p.cwd)
+                key = (" ".join(p.args[:3]), p.env.get("PATH"), p.cwd)
                 if key not in seen:
                     seen.add(key)
                     if not p.args:
                         raise ValueError(f"role {role_name!r} has a replica with an empty argv")
-                    _check_program(role_name, p.args[0], p.env, p.cwd)
+                    _check_program(role_name, p.args, p.env, p.cwd)
 
     def _request_document(self, request: PopenRequest, app: AppDef | None) -> dict[str, Any]:
         roles_by_name = {r.name: r for r in app.roles} if app is not None else {}
