@@ -502,3 +502,55 @@ def test_failed_workspace_build_is_one_line(docker_client: Any, tmp_path: Path) 
     assert "building workspace" in line
     assert "returned a non-zero code: 7" in line
     assert all_torchx_containers(docker_client) == before
+
+
+# -- the docker SDK path -------------------------------------------------------------------
+
+
+def test_lifecycle_through_an_explicit_docker_sdk_client(docker_client: Any) -> None:
+    """A scheduler given a docker SDK client (as upstream's create_scheduler takes) uses it
+    for every call; the light client is only the default for local and plain-TCP daemons."""
+    sched = ds.create_scheduler("sdk", docker_client=docker_client)
+    assert sched._api is docker_client.api
+    app = _app("sdk", _role("s", "echo via sdk; echo oops >&2; exit 4", num_replicas=2))
+    app_id = sched.submit(app, {})
+    try:
+        while (desc := sched.describe(app_id)).state.name not in ("SUCCEEDED", "FAILED"):
+            sched.wait_for_change(app_id, 5)
+        assert desc.state == AppState.FAILED
+        assert "exit code 4" in desc.msg
+        assert list(sched.log_iter(app_id, "s", 1, streams=Stream.STDOUT)) == ["via sdk\n"]
+        assert list(sched.log_iter(app_id, "s", 0, streams=Stream.STDERR)) == ["oops\n"]
+        assert [r.app_id for r in sched.list() if r.app_id == app_id] == [app_id]
+    finally:
+        sched.delete(app_id)
+    assert sched.describe(app_id) is None
+
+
+def test_create_kwargs_beyond_torchx_own_go_through_the_sdk(runner: Any) -> None:
+    """A role's pre_proc may add any `containers.create` keyword (here working_dir)."""
+
+    def pre_proc(scheduler: str, info: Any) -> Any:
+        for container in info.request.containers:
+            container.kwargs["working_dir"] = "/tmp"
+        return info
+
+    role = _role("w", "pwd")
+    role.pre_proc = pre_proc  # type: ignore[method-assign]
+    handle, status = _run(runner, _app("wd", role))
+    assert status.state == AppState.SUCCEEDED
+    assert _log(runner, handle, "w") == ["/tmp\n"]
+
+
+def test_status_log_cancel_do_not_import_the_docker_sdk(runner: Any, tmp_path: Path) -> None:
+    handle, _ = _run(runner, _app("light", _role("l", "echo light")))
+    probe = (
+        "import sys\nfrom torchx.cli.main import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "print('SDK' if 'docker' in sys.modules else 'no SDK', file=sys.stderr)\n"
+    )
+    for argv in (["status", handle], ["log", handle], ["cancel", handle], ["list", "-s", SCHED]):
+        proc = subprocess.run(
+            [sys.executable, "-c", probe, *argv], cwd=tmp_path, capture_output=True, text=True
+        )
+        assert proc.stderr.strip().splitlines()[-1] == "no SDK", (argv, proc.stderr)

@@ -22,7 +22,6 @@ The ``docker`` SDK is imported only when the daemon is contacted: ``--dryrun`` d
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import json
 import os
@@ -58,7 +57,12 @@ from torchx.specs.api import (
 )
 from torchx.util.lazy_dataclass import dataclass, field
 from torchx.util.log import get_logger
-from torchx.workspace.docker_workspace import DockerWorkspaceMixin, connect_docker, ensure_image
+from torchx.workspace.docker_workspace import (
+    DockerWorkspaceMixin,
+    connect_docker,
+    daemon_unavailable,
+    ensure_image,
+)
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -196,18 +200,25 @@ def ensure_network(client: docker.DockerClient | None = None, network: str = NET
     Docker allows two networks of one name, so creation is serialized between processes
     with a file lock.
     """
+    _ensure_network((client or connect_docker()).api, network)
+
+
+def _ensure_network(api: Any, network: str) -> None:
     import fcntl
 
-    client = client or connect_docker()
-    if client.api.networks(names=[network]):
+    if any(n.get("Name") == network for n in api.networks(names=[network])):
         return
     fd = os.open(_lock_path(), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        if not any(n.get("Name") == network for n in client.api.networks(names=[network])):
-            client.api.create_network(network, driver="bridge", check_duplicate=True)
+        if not any(n.get("Name") == network for n in api.networks(names=[network])):
+            api.create_network(network, driver="bridge", check_duplicate=True)
     finally:
         os.close(fd)
+
+
+def _is_not_found(error: BaseException) -> bool:
+    return getattr(error, "status_code", None) == 404
 
 
 def _container_name(app_id: str, role_name: str, replica_id: int) -> str:
@@ -281,7 +292,28 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
 
     def __init__(self, session_name: str, docker_client: docker.DockerClient | None = None) -> None:
         super().__init__("docker", session_name, docker_client=docker_client)
+        self._explicit_client = docker_client is not None
+        self._engine: Any = None
         self._describe_ns: dict[str, int] = {}
+
+    @property
+    def _api(self) -> Any:
+        """The daemon's low-level API: this package's own light client for a local or plain
+        TCP daemon (no SDK import), else (TLS/SSH daemons, an explicit ``docker_client``)
+        the SDK's ``APIClient``. Both take the same calls."""
+        if self._engine is None:
+            from torchx.schedulers import docker_engine
+
+            engine = None if self._explicit_client else docker_engine.from_env()
+            if engine is None:
+                self._engine = self._docker_client.api
+            else:
+                try:
+                    engine.ping()
+                except OSError as e:
+                    raise daemon_unavailable(e, engine.address) from e
+                self._engine = engine
+        return self._engine
 
     # -- options and validation ------------------------------------------------------------
 
@@ -368,44 +400,66 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     # -- submit ----------------------------------------------------------------------------
 
     def schedule(self, dryrun_info: AppDryRunInfo[DockerJob]) -> str:
-        import docker.errors
-
         request = dryrun_info.request
-        client = self._docker_client
+        api = self._api
         for image in dict.fromkeys(c.image for c in request.containers):
-            ensure_image(client, image)
+            self._ensure_image(image)
         networks = {c.kwargs.get("network") for c in request.containers} - {None}
         for network in networks:
-            ensure_network(client, str(network))
+            _ensure_network(api, str(network))
         created: list[str] = []
         current = "?"
         try:
             for container in request.containers:
                 current = str(container.kwargs.get("name", container.image))
-                made = client.containers.create(
-                    container.image, container.command, **container.kwargs
-                )
-                created.append(str(made.id))
+                created.append(self._create(container))
             for container, container_id in zip(request.containers, created, strict=True):
                 current = str(container.kwargs.get("name", container.image))
-                client.api.start(container_id)
-        except (docker.errors.DockerException, OSError) as e:
+                api.start(container_id)
+        except BaseException as e:
             self._remove_containers(created)
+            if not isinstance(e, Exception):
+                raise
             reason = " ".join(str(getattr(e, "explanation", None) or e).split())
             raise ContainerStartError(
                 f"could not start container {current} of app {request.app_id}: {reason}"
                 f" (removed the {len(created)} container(s) already created; fix the"
                 " role's image, entrypoint or mounts and run again)"
             ) from e
-        except BaseException:
-            self._remove_containers(created)
-            raise
         return request.app_id
+
+    def _ensure_image(self, image: str) -> None:
+        """Pulls ``image`` (through the SDK) only when the daemon does not have it."""
+        try:
+            self._api.inspect_image(image)
+        except Exception as e:
+            if not _is_not_found(e):
+                raise
+            ensure_image(self._docker_client, image)
+
+    def _create(self, container: DockerContainer) -> str:
+        from torchx.schedulers import docker_engine
+
+        api = self._api
+        if isinstance(api, docker_engine.EngineClient) and set(container.kwargs) <= (
+            docker_engine.SUPPORTED_CREATE_KWARGS
+        ):
+            body = docker_engine.container_body(
+                container.image, container.command, container.kwargs
+            )
+            created = api.create_container_from_body(str(container.kwargs["name"]), body)
+            return str(created["Id"])
+        # kwargs beyond what torchx generates (a role's pre_proc may add any): the SDK
+        # knows every keyword of `containers.create`.
+        made = self._docker_client.containers.create(
+            container.image, container.command, **container.kwargs
+        )
+        return str(made.id)
 
     def _remove_containers(self, ids: Iterable[str]) -> None:
         for container_id in ids:
             try:
-                self._docker_client.api.remove_container(container_id, force=True, v=True)
+                self._api.remove_container(container_id, force=True, v=True)
             except Exception as e:  # best effort: report, keep removing the others
                 log.warning("could not remove container %s: %s", container_id, e)
 
@@ -413,13 +467,11 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
 
     def _containers(self, app_id: str, *labels: str) -> list[dict[str, Any]]:
         filters = [f"{LABEL_APP_ID}={app_id}", *labels]
-        found: list[dict[str, Any]] = self._docker_client.api.containers(
-            all=True, filters={"label": filters}
-        )
+        found: list[dict[str, Any]] = self._api.containers(all=True, filters={"label": filters})
         return found
 
     def _is_cancelled(self, app_id: str) -> bool:
-        volumes = self._docker_client.api.volumes(
+        volumes = self._api.volumes(
             filters={"label": [f"{LABEL_APP_ID}={app_id}", LABEL_CANCELLED]}
         )
         return bool(volumes and volumes.get("Volumes"))
@@ -432,7 +484,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         match = _EXITED.match(str(summary.get("Status", "")))
         if match is not None and int(match.group(1)) == 0:
             return AppState.SUCCEEDED, ""
-        info = self._docker_client.api.inspect_container(summary["Id"])
+        info = self._api.inspect_container(summary["Id"])
         container_state = info.get("State") or {}
         exit_code = int(container_state.get("ExitCode", -1))
         if exit_code == 0:
@@ -499,7 +551,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         """Every app with containers on the Docker host, one row per app."""
         del cfg
-        summaries: list[dict[str, Any]] = self._docker_client.api.containers(
+        summaries: list[dict[str, Any]] = self._api.containers(
             all=True, filters={"label": [LABEL_APP_ID]}
         )
         by_app: dict[str, list[AppState]] = {}
@@ -527,8 +579,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             return
         since_ns = self._describe_ns.get(app_id) or time.time_ns()
         until = time.time() + timeout
-        api: Any = self._docker_client.api  # the stubs take whole seconds only
-        events = api.events(
+        events = self._api.events(
             since=f"{since_ns // 1_000_000_000}.{since_ns % 1_000_000_000:09d}",
             until=f"{until:.9f}",
             filters={"type": ["container"], "label": [f"{LABEL_APP_ID}={app_id}"]},
@@ -550,7 +601,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         reads) leaves ``running``; returning at once would make the caller see the old
         state and wait a whole interval more.
         """
-        api = self._docker_client.api
+        api = self._api
         while time.time() < deadline:
             found = api.containers(all=True, filters={"id": [container_id]})
             if not found or found[0].get("State") != "running":
@@ -561,11 +612,10 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
 
     def _cancel_existing(self, app_id: str) -> None:
         """Stops the app's containers (kept for inspection); the app reads CANCELLED."""
-        client = self._docker_client
         summaries = self._containers(app_id)
         if summaries and all(s.get("State") == "exited" for s in summaries):
             return  # already ended: cancelling changes nothing
-        client.api.create_volume(
+        self._api.create_volume(
             name=_container_name(app_id, "cancelled", 0),
             labels={LABEL_APP_ID: app_id, LABEL_CANCELLED: "1"},
         )
@@ -580,21 +630,23 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             thread.join()
 
     def _stop(self, container_id: str) -> None:
-        import docker.errors
-
-        with contextlib.suppress(docker.errors.NotFound):  # removed meanwhile
-            self._docker_client.api.stop(container_id, timeout=_STOP_TIMEOUT_S)
+        try:
+            self._api.stop(container_id, timeout=_STOP_TIMEOUT_S)
+        except Exception as e:
+            if not _is_not_found(e):  # removed meanwhile: nothing left to stop
+                raise
 
     def _delete_existing(self, app_id: str) -> None:
         """Removes the app's containers (stopping running ones) and its marker."""
-        import docker.errors
-
-        client = self._docker_client
+        api = self._api
         self._remove_containers(str(s["Id"]) for s in self._containers(app_id))
-        volumes = client.api.volumes(filters={"label": [f"{LABEL_APP_ID}={app_id}"]})
+        volumes = api.volumes(filters={"label": [f"{LABEL_APP_ID}={app_id}"]})
         for volume in (volumes or {}).get("Volumes") or []:
-            with contextlib.suppress(docker.errors.NotFound):
-                client.api.remove_volume(volume["Name"], force=True)
+            try:
+                api.remove_volume(volume["Name"], force=True)
+            except Exception as e:
+                if not _is_not_found(e):
+                    raise
 
     # -- logs ------------------------------------------------------------------------------
 
@@ -639,7 +691,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             kwargs["since"] = since
         if until is not None:
             kwargs["until"] = until
-        chunks = self._docker_client.api.logs(found[0]["Id"], **kwargs)
+        chunks = self._api.logs(found[0]["Id"], **kwargs)
         lines = _lines(chunks)
         if regex:
             pattern = re.compile(regex)

@@ -53,6 +53,7 @@ __all__ = [
     "WorkspaceBuildError",
     "build_context",
     "connect_docker",
+    "daemon_unavailable",
     "print_push_events",
 ]
 
@@ -100,6 +101,20 @@ def _short_reason(exc: BaseException) -> str:
     return text.splitlines()[0][:200] if text else type(exc).__name__
 
 
+def daemon_unavailable(exc: BaseException, address: str | None = None) -> DockerUnavailableError:
+    """The one-line error for a daemon that ``exc`` says cannot be reached at ``address``."""
+    reason = _short_reason(exc)
+    hint = (
+        "add your user to the `docker` group (or run as root)"
+        if reason == "permission denied"
+        else "start it (`sudo systemctl start docker`, or run `dockerd`)"
+    )
+    return DockerUnavailableError(
+        f"cannot reach the Docker daemon at {address or _daemon_address()} ({reason}); {hint},"
+        " or set DOCKER_HOST to a running daemon"
+    )
+
+
 def connect_docker() -> docker.DockerClient:
     """A client of the Docker daemon from the environment (``DOCKER_HOST`` & co).
 
@@ -117,16 +132,7 @@ def connect_docker() -> docker.DockerClient:
         client = docker.from_env()
         client.ping()
     except Exception as e:  # the SDK raises DockerException, requests errors or OSError
-        reason = _short_reason(e)
-        hint = (
-            "add your user to the `docker` group (or run as root)"
-            if reason == "permission denied"
-            else "start it (`sudo systemctl start docker`, or run `dockerd`)"
-        )
-        raise DockerUnavailableError(
-            f"cannot reach the Docker daemon at {_daemon_address()} ({reason}); {hint},"
-            " or set DOCKER_HOST to a running daemon"
-        ) from e
+        raise daemon_unavailable(e) from e
     return client
 
 
