@@ -13,6 +13,7 @@ from torchx.schedulers.slurm_parse import (
     parse_sacct_text,
     parse_scontrol_text,
     parse_squeue_json,
+    parse_squeue_text,
     parse_time_limit,
     split_job_name,
 )
@@ -30,6 +31,35 @@ NEW_VERSIONS = ["23.02", "23.11", "24.05", "24.11", "25.05"]
 
 def fixture(name: str) -> str:
     return (FIXTURES / name).read_text()
+
+
+class TestSqueueText:
+    """``squeue -t all -O SQUEUE_FORMAT``, the status path (recorded from 22.05)."""
+
+    def test_het_job(self) -> None:
+        rows = parse_squeue_text(fixture("squeue-22.05.txt"), leader="71")
+        assert [(r.job_id, r.het_offset, r.name, r.state, r.hosts) for r in rows] == [
+            ("71", 0, "train:trainer-0", "RUNNING", ["n1"]),
+            ("72", 1, "train:trainer-1", "RUNNING", ["n2"]),
+        ]
+        desc = _describe("71", rows, None)
+        assert desc.state == AppState.RUNNING
+        assert [len(r.replicas) for r in desc.roles_statuses] == [2]
+
+    def test_states_reasons_and_exit_codes(self) -> None:
+        by_id = {r.job_id: r for r in parse_squeue_text(fixture("squeue-22.05.txt"))}
+        assert (by_id["73"].state, by_id["73"].reason, by_id["73"].hosts) == (
+            "PENDING",
+            "JobHeldUser",
+            [],
+        )
+        assert by_id["73"].name == "held|pipe:w-0"  # the name may hold the separator
+        assert (by_id["74"].state, by_id["74"].exit_code) == ("FAILED", 3)
+        assert (by_id["75"].state, by_id["75"].signal) == ("CANCELLED", 15)
+        assert by_id["74"].workdir == "/tmp/eng10/cap"
+
+    def test_garbage_lines_are_skipped(self) -> None:
+        assert parse_squeue_text("squeue: error: something\n\n") == []
 
 
 class TestSqueue2205:

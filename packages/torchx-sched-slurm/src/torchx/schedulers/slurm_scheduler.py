@@ -5,8 +5,9 @@ batch script starts every component with one ``srun`` and, when it fails and ret
 left, puts the job back in the queue with ``scontrol requeue``. Jobs run in the submitting
 environment (virtualenv, working directory) on a shared filesystem: no containers.
 
-* ``describe``/``status`` is one ``squeue --json`` call (``scontrol show job`` when this
-  Slurm cannot print JSON, ``sacct`` once the job has left the controller's memory).
+* ``describe``/``status`` is one ``squeue -j`` call (text: 22.05's ``--json`` ignores
+  ``-j`` and lists the whole cluster); ``squeue --json`` and ``scontrol show job`` if
+  that fails, ``sacct`` once the job has left the controller's memory.
 * Replica logs are ``slurm-<job id>-<role>-<replica>.{out,err}`` in the job's directory
   (``job_dir`` or the submit directory); where that was is recorded under
   ``$TORCHX_HOME/slurm/<job id>.json`` so ``torchx log`` works from any directory.
@@ -37,11 +38,13 @@ from torchx.schedulers.slurm_commands import (
     run,
 )
 from torchx.schedulers.slurm_parse import (
+    SQUEUE_FORMAT,
     SlurmJob,
     leaders,
     parse_sacct_text,
     parse_scontrol_text,
     parse_squeue_json,
+    parse_squeue_text,
     parse_time_limit,
     split_job_name,
 )
@@ -769,12 +772,23 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
     # -- status -----------------------------------------------------------------------------
 
     def _query(self, job_id: str) -> list[SlurmJob]:
-        """The job's components: squeue (JSON, else text), then accounting."""
-        code, out, _ = run(["squeue", "--json", "-j", job_id])
-        if code == 0 and out.lstrip().startswith("{"):
-            return parse_squeue_json(out, leader=job_id)
-        if code != 0:
-            # squeue of this Slurm may lack JSON support; ask scontrol (text)
+        """The job's components, from one ``squeue`` call in the usual case.
+
+        ``squeue -t all -j`` in text form: Slurm 22.05 ignores ``-j`` with ``--json`` and
+        prints every job in the cluster. If this Slurm rejects the format, ``--json`` and
+        then ``scontrol`` are asked; a job the controller no longer holds (``Invalid job
+        id``) is looked up in accounting.
+        """
+        code, out, err = run(["squeue", "-h", "-t", "all", "-j", job_id, "-O", SQUEUE_FORMAT])
+        if code == 0:
+            rows = parse_squeue_text(out, leader=job_id)
+            return rows or self._sacct(job_id)
+        if "invalid job id" not in err.lower():
+            code, out, _ = run(["squeue", "--json", "-j", job_id])
+            if code == 0 and out.lstrip().startswith("{"):
+                rows = parse_squeue_json(out, leader=job_id)
+                if rows:
+                    return rows
             code, out, _ = run(["scontrol", "show", "job", "-o", job_id])
             if code == 0:
                 rows = parse_scontrol_text(out, leader=job_id)

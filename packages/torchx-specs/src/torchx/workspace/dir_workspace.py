@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import posixpath
-import shutil
 from collections.abc import Mapping
 from typing import Any
 
@@ -49,6 +48,8 @@ def copy_workspace(workspace: str, target: str) -> None:
     permission bits are kept when the source filesystem reports them (so scripts stay
     executable).
     """
+    import shutil
+
     fs, root = _filesystem(workspace)
     if not fs.isdir(root):
         raise FileNotFoundError(f"workspace {workspace!r} is not a directory")
@@ -121,6 +122,8 @@ class DirWorkspaceMixin(WorkspaceMixin[None]):
         try:
             copy_workspace(workspace, job_dir)
         except BaseException:
+            import shutil
+
             shutil.rmtree(job_dir, ignore_errors=True)
             raise
         created[os.path.abspath(job_dir)] = source

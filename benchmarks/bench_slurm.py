@@ -1,0 +1,157 @@
+"""Speed of the ``slurm`` scheduler, side by side with ``squeue`` and upstream torchx 0.7.0.
+
+Measures, in one run (medians; floor and ours interleaved so machine noise hits both),
+against the Slurm cluster of ``tools/slurm-up.sh`` with one finished job submitted here:
+
+(a) floor: a bare ``squeue --json`` (Slurm 22.05 prints every job it holds);
+(b) ours: ``torchx status slurm://torchx/<job>`` (a Python start, the CLI, one squeue);
+(c) upstream 0.7.0 doing (b) in its own venv (``.bench/upstream``);
+(d) ``Runner.dryrun`` of a 10,000-replica role on ``slurm``, ours vs upstream (off the
+    submit path: nothing is queued).
+
+Targets: (b) <= 4x (a) and >= 8x faster than (c); (d) >= 5x faster than upstream.
+Ours is the ``torchx`` next to the interpreter running this script (every distribution
+installed, e.g. the hatch default env). A report, not a test: always exits 0.
+
+    python benchmarks/bench_slurm.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from _harness import bench_env, compile_sources, ensure_upstream_venv, verdict
+
+OURS = Path(sys.executable).parent
+MAX_STATUS_RATIO = 4.0
+MIN_STATUS_SPEEDUP = 8.0
+MIN_DRYRUN_SPEEDUP = 5.0
+
+DRYRUN_SCRIPT = textwrap.dedent(
+    """
+    import statistics, sys, time, warnings
+    warnings.simplefilter("ignore")
+    from torchx.runner import get_runner
+    from torchx.specs import AppDef, Resource, Role
+
+    runner = get_runner()
+    role = Role(name="w", image="/tmp", entrypoint="python", args=["-m", "train", "${replica_id}"],
+                num_replicas=10_000, resource=Resource(cpu=1, gpu=0, memMB=512))
+    app = AppDef("big", [role])
+    runner.dryrun(app, "slurm", cfg={})
+    samples = []
+    for _ in range(int(sys.argv[1])):
+        start = time.perf_counter()
+        runner.dryrun(app, "slurm", cfg={})
+        samples.append(time.perf_counter() - start)
+    print(statistics.median(samples))
+    """
+)
+
+
+def _timed(argv: Sequence[str], env: dict[str, str], cwd: str) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, env=env, cwd=cwd, capture_output=True, check=False)
+    return time.perf_counter() - start
+
+
+def interleaved(cmds: list[Callable[[], float]], runs: int) -> list[float]:
+    """Median of each command, the commands taking turns (after one warm-up each)."""
+    for cmd in cmds:
+        cmd()
+    samples: list[list[float]] = [[] for _ in cmds]
+    for _ in range(runs):
+        for i, cmd in enumerate(cmds):
+            samples[i].append(cmd())
+    return [statistics.median(s) for s in samples]
+
+
+def submit_job(env: dict[str, str], cwd: str) -> str:
+    """A finished job (kept by the controller for MinJobAge) to ask about."""
+    proc = subprocess.run(
+        [str(OURS / "torchx"), "run", "-s", "slurm", "--wait", "utils.sh", "true"],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return next(line for line in proc.stdout.splitlines() if line.startswith("slurm://"))
+
+
+def dryrun_median(python: Path, runs: int, env: dict[str, str], cwd: str) -> float | None:
+    proc = subprocess.run(
+        [str(python), "-c", DRYRUN_SCRIPT, str(runs)],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        print(f"  ({python.parent.parent.name}: dryrun failed: {proc.stderr.strip()[-200:]})")
+        return None
+    return float(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15, help="timed runs per command")
+    args = parser.parse_args()
+
+    upstream = ensure_upstream_venv() / "bin"
+    compile_sources(OURS / "python")
+    with tempfile.TemporaryDirectory(prefix="bench-slurm-") as tmp:
+        env = {k: v for k, v in bench_env().items() if not k.startswith("TORCHX")}
+        env["TORCHX_HOME"] = os.path.join(tmp, "torchx_home")
+        env["PATH"] = f"{OURS}:{env.get('PATH', '')}"
+        handle = submit_job(env, tmp)
+        print(f"job: {handle}; runs per command: {args.runs} (median, interleaved)\n")
+
+        floor, ours, theirs = interleaved(
+            [
+                lambda: _timed(["squeue", "--json"], env, tmp),
+                lambda: _timed([str(OURS / "torchx"), "status", handle], env, tmp),
+                lambda: _timed([str(upstream / "torchx"), "status", handle], env, tmp),
+            ],
+            args.runs,
+        )
+        ratio, speedup = ours / floor, theirs / ours
+        print(f"(a) squeue --json                       {floor * 1e3:8.1f} ms")
+        print(
+            f"(b) torchx status (ours)                {ours * 1e3:8.1f} ms  {ratio:5.2f}x (a)"
+            f"  target <= {MAX_STATUS_RATIO:g}x: {verdict(ratio <= MAX_STATUS_RATIO)}"
+        )
+        print(
+            f"(c) torchx status (upstream 0.7.0)      {theirs * 1e3:8.1f} ms"
+            f"  ours {speedup:5.1f}x faster, target >= {MIN_STATUS_SPEEDUP:g}x:"
+            f" {verdict(speedup >= MIN_STATUS_SPEEDUP)}"
+        )
+
+        dry_runs = max(3, args.runs // 3)
+        ours_dry = dryrun_median(OURS / "python", dry_runs, env, tmp)
+        up_dry = dryrun_median(upstream / "python", dry_runs, env, tmp)
+        if ours_dry is not None and up_dry is not None:
+            dry_speedup = up_dry / ours_dry
+            print(
+                f"(d) dryrun 10,000 replicas: ours {ours_dry * 1e3:.1f} ms, upstream"
+                f" {up_dry * 1e3:.1f} ms, {dry_speedup:.1f}x faster, target >="
+                f" {MIN_DRYRUN_SPEEDUP:g}x: {verdict(dry_speedup >= MIN_DRYRUN_SPEEDUP)}"
+            )
+        subprocess.run(
+            [str(OURS / "torchx"), "delete", handle], env=env, cwd=tmp, capture_output=True
+        )
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
