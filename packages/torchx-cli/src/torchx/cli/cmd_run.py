@@ -444,19 +444,18 @@ def _wait_and_exit(runner: "Runner", app_handle: str, tee: bool) -> None:
     finally:
         app_done.set()
 
+    problems: list[str] = []
     try:
-        # A lambda, not logger.warning: reading that attribute would import logging.
-        join_streamers(
-            streamers,
-            threads,
-            timeout=_LOG_JOIN_TIMEOUT_S,
-            on_error=lambda message: logger.warning("%s", message),
-        )
+        join_streamers(streamers, threads, timeout=_LOG_JOIN_TIMEOUT_S, on_error=problems.append)
     except Exception as e:
-        logger.warning("could not stream the logs of %s: %s: %s", app_handle, type(e).__name__, e)
-
-    if status is None:
-        raise CliError(f"app {app_handle} disappeared while waiting for it to finish")
+        problems.insert(0, f"{type(e).__name__}: {e}")
+    # `torchx delete` of the app (it cancels, then removes the app and its logs): the
+    # logs could not be read to the end, which is no news to whoever deleted it
+    deleted = status is None or (bool(problems) and runner.status(app_handle) is None)
+    if deleted:
+        raise CliError(f"app {app_handle} was cancelled and deleted while torchx waited for it")
+    for problem in problems:
+        logger.warning("could not stream the logs of %s: %s", app_handle, problem)
     if status.state != AppState.SUCCEEDED:
         print(status.format(), file=sys.stderr, flush=True)
         raise CliError(f"app {app_handle} finished {status.state}")

@@ -29,9 +29,29 @@ class CmdStatus(AppHandleSubCommand):
         if status is None:
             self.exit_missing_app(args.app_handle)
         filter_roles = [r.strip() for r in args.roles.split(",") if r.strip()] or None
+        if filter_roles:
+            _check_roles(runner, args.app_handle, [r.role for r in status.roles], filter_roles)
         if args.json:
             from torchx.cli._json import print_json
 
             print_json(status.to_json(filter_roles))
         else:
             print(status.format(filter_roles))
+
+
+def _check_roles(
+    runner: "Runner", app_handle: str, roles: "list[str]", wanted: "list[str]"
+) -> None:
+    """Fails, as ``torchx log`` does, for a role the app does not have."""
+    if not roles:  # some schedulers report no roles in the status: ask for the AppDef
+        app = runner.describe(app_handle)
+        roles = [role.name for role in app.roles] if app is not None else []
+        if not roles:
+            return
+    unknown = [name for name in wanted if name not in roles]
+    if unknown:
+        from torchx.cli._errors import CliError
+
+        raise CliError(
+            f"app {app_handle} has no role '{unknown[0]}'; its roles: {', '.join(roles)}"
+        )

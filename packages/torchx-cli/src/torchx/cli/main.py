@@ -196,10 +196,11 @@ def _add_command(
     name: str,
     cmd: "SubCommand",
     help_text: "str | None" = None,
-) -> None:
+) -> "ArgumentParser":
     subparser = subparsers.add_parser(name, help=help_text, description=help_text)
     cmd.add_arguments(subparser)
     subparser.set_defaults(func=cmd.run)
+    return subparser
 
 
 def create_parser(subcmds: "dict[str, SubCommand]") -> "ArgumentParser":
@@ -421,13 +422,16 @@ def run_main(
         cmd = _resolve(name, plugins)
         parser = _root_parser()
         help_text = BUILTIN_SUBCOMMANDS[name][1] if name in BUILTIN_SUBCOMMANDS else None
-        _add_command(_add_subparsers(parser), name, cmd, help_text)
+        subparser = _add_command(_add_subparsers(parser), name, cmd, help_text)
     except Exception as e:
         # Building the parser may read .torchxconfig or scheduler registries.
         from torchx.cli._errors import report_exception
 
         raise SystemExit(report_exception(e, debug=_early_debug(root_flags))) from None
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # point at the help of the command whose options were wrong
+        wrong = parser if any(arg in root_flags for arg in unknown) else subparser
+        wrong.error(f"unrecognized arguments: {' '.join(unknown)}")
     code = _dispatch(args)
     if code:
         raise SystemExit(code)

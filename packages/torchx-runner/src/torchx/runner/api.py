@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
     from torchx.schedulers import SchedulerFactory
     from torchx.schedulers.api import ListAppResponse, Scheduler, Stream
+    from torchx.specs.api import Role
 
 __all__ = ["Runner", "get_configured_trackers", "get_runner"]
 
@@ -554,7 +555,9 @@ class Runner:
             desc = scheduler.describe(app_id)
             if desc is None:
                 return None
-            return AppDef(name=app_id, roles=desc.roles, metadata=desc.metadata)
+            return AppDef(
+                name=app_id, roles=_with_app_id(desc.roles, app_id), metadata=desc.metadata
+            )
 
     def log_lines(  # noqa: PLR0917 (positional order is the public API)
         self,
@@ -601,6 +604,15 @@ class Runner:
             for app in apps:
                 app.app_handle = make_app_handle(scheduler, self._name, app.app_id)
             return apps
+
+
+def _with_app_id(roles: list[Role], app_id: str) -> list[Role]:
+    """``roles`` with the ``${app_id}`` macro of their args and env filled in (it is known
+    once the app exists, e.g. in ``TORCHX_JOB_ID``); per-replica macros stay as they are."""
+    for role in roles:
+        role.args = [a.replace(macros.app_id, app_id) for a in role.args]
+        role.env = {k: v.replace(macros.app_id, app_id) for k, v in role.env.items()}
+    return roles
 
 
 def _str_or_none(value: object) -> str | None:

@@ -316,6 +316,45 @@ def _shell_command_program(argv: list[str]) -> str | None:
     return None if word in _SHELL_WORDS else word
 
 
+def _check_log_dir(given: str, path: str) -> None:
+    """Fails unless ``path`` is, or can be created as, a directory."""
+    existing = path
+    while not os.path.lexists(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        what = "is not a directory" if existing == path else f"is under {existing}, a file"
+        raise ValueError(
+            f"log_dir {given!r} {what}; set log_dir to a directory (it is created if missing)"
+        )
+
+
+def _check_roles(app: AppDef) -> None:
+    """Rejects what cannot work on this host; warns about what local_cwd ignores."""
+    from torchx.specs.api import BindMount
+
+    for role in app.roles:
+        res = role.resource
+        unset = (res.cpu, res.gpu, res.memMB) == (-1, -1, -1)  # NULL_RESOURCE's values
+        for name, value in (("cpu", res.cpu), ("gpu", res.gpu), ("memMB", res.memMB)):
+            if value < 0 and not unset:
+                raise ValueError(
+                    f"role {role.name!r} asks for {name}={value}; a resource count cannot be"
+                    f" negative: give {name} >= 0"
+                )
+        for mount in role.mounts:
+            if isinstance(mount, BindMount) and not os.path.exists(mount.src_path):
+                raise ValueError(
+                    f"bind mount source {mount.src_path!r} of role {role.name!r} does not"
+                    " exist; create it or fix the mount's source path"
+                )
+        if role.mounts:
+            log.warning(
+                "local_cwd ignores the mounts of role %s: its processes see this host's"
+                " files at their own paths",
+                role.name,
+            )
+
+
 def _check_program(
     role_name: str, argv: list[str], env: Mapping[str, str], cwd: str | None
 ) -> None:
@@ -465,12 +504,14 @@ class LocalScheduler(Scheduler[Opts]):
     def _app_log_dir(self, app_id: str, opts: Opts) -> str:
         if opts.log_dir:
             base = os.path.abspath(os.path.expanduser(opts.log_dir))
+            _check_log_dir(opts.log_dir, base)
             return os.path.join(base, self.session_name, app_id)
         return os.path.abspath(st.app_state_dir(app_id))
 
     def _to_popen_request(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> PopenRequest:
         from torchx.schedulers.ids import make_unique
 
+        _check_roles(app)
         opts = Opts.from_cfg(cfg)
         app_id = make_unique(app.name)
         app_log_dir = self._app_log_dir(app_id, opts)

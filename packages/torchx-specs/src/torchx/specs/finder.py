@@ -603,7 +603,27 @@ def _not_found(name: str, discovery: _Discovery) -> ComponentNotFoundException:
         " Run `torchx builtins` to list the available components, or name a function in a"
         " file as `path/to/file.py:function`."
     )
+    if name.endswith(".py") and os.path.isfile(name):
+        message = _file_without_function(name)
     return ComponentNotFoundException(message)
+
+
+def _file_without_function(path: str) -> str:
+    """The error for ``torchx run ./comp.py``: the file exists, the function is not named."""
+    import ast
+
+    try:
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read(), filename=path)
+        functions = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+    except (OSError, SyntaxError, ValueError):
+        functions = []
+    example = functions[0] if functions else "FUNCTION"
+    found = f" (its functions: {', '.join(functions)})" if functions else ""
+    return (
+        f"`{path}` is a file, not a component: name the component function in it as"
+        f" `{path}:{example}`{found}"
+    )
 
 
 def _check_valid(component: _Component) -> _Component:

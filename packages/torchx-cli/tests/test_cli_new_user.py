@@ -1,0 +1,94 @@
+"""What a new user trips over: each bad input gets one clear line, no noise."""
+
+from __future__ import annotations
+
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from conftest import Cli, OneLineError
+
+
+def _echo(cli: Cli) -> str:
+    run = cli.run("run", "-s", "local_cwd", "utils.echo", "--msg", "hi")
+    assert run.returncode == 0, run.stderr
+    return run.stdout.strip()
+
+
+def test_status_of_an_unknown_role_fails_like_log(cli: Cli, one_line_error: OneLineError) -> None:
+    handle = _echo(cli)
+    status = cli.run("status", "--roles", "nosuch", handle)
+    log = cli.run("log", f"{handle}/nosuch")
+    assert status.returncode == log.returncode == 1
+    expected = f"torchx: error: app {handle} has no role 'nosuch'; its roles: echo"
+    assert one_line_error(status) == one_line_error(log) == expected
+    assert cli.run("status", "--roles", "echo", handle).returncode == 0
+
+
+def test_describe_fills_in_the_app_id(cli: Cli) -> None:
+    handle = _echo(cli)
+    described = cli.run("describe", handle)
+    assert described.returncode == 0, described.stderr
+    assert f"'TORCHX_JOB_ID': '{handle}'" in described.stdout
+    assert "${app_id}" not in described.stdout
+
+
+def test_log_dir_that_is_a_file(cli: Cli, one_line_error: OneLineError) -> None:
+    run = cli.run("run", "-s", "local_cwd", "-cfg", "log_dir=/etc/passwd", "utils.echo")
+    assert "log_dir '/etc/passwd' is not a directory" in one_line_error(run)
+
+
+def test_impossible_local_settings_are_rejected(cli: Cli, one_line_error: OneLineError) -> None:
+    cpu = cli.run("run", "-s", "local_cwd", "utils.binary", "--cpu", "-2", "--entrypoint", "true")
+    assert "cpu=-2; a resource count cannot be negative" in one_line_error(cpu)
+    mount = cli.run(
+        "run", "-s", "local_cwd", "utils.python", "--mounts",
+        "type=bind,src=/no/such/dir,dst=/data", "-c", "print(1)",
+    )  # fmt: skip
+    assert "bind mount source '/no/such/dir' of role 'python' does not exist" in one_line_error(
+        mount
+    )
+    assert not list((cli.root / "home" / ".torchx").glob("local_cwd/*"))
+
+
+def test_ignored_mounts_are_warned_about(cli: Cli) -> None:
+    run = cli.run(
+        "run", "-s", "local_cwd", "utils.python", "--mounts",
+        f"type=bind,src={cli.cwd},dst=/data", "-c", "print(1)",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "local_cwd ignores the mounts of role python" in run.stderr
+
+
+def test_run_of_a_file_without_a_function_names_the_form(
+    cli: Cli, one_line_error: OneLineError
+) -> None:
+    (cli.cwd / "comp.py").write_text("def trainer(name: str) -> None: ...\n")
+    run = cli.run("run", "./comp.py")
+    assert "name the component function in it as `./comp.py:trainer`" in one_line_error(run)
+
+
+def test_unknown_run_option_points_at_run_help(cli: Cli, one_line_error: OneLineError) -> None:
+    run = cli.run("run", "--dryrun", "--json", "utils.echo")
+    assert run.returncode == 2
+    assert one_line_error(run).endswith("(see `torchx run --help`)")
+    root = cli.run("--bogus", "status", "x")
+    assert one_line_error(root).endswith("(see `torchx --help`)")
+
+
+def test_deleting_a_watched_app_is_reported_without_noise(cli: Cli) -> None:
+    for _ in range(3):  # the delete races the watcher's last log read
+        watcher = cli.popen("run", "--wait", "-s", "local_cwd", "utils.sh", "sleep", "60")
+        assert watcher.stdout is not None and watcher.stderr is not None
+        handle = watcher.stdout.readline().strip()
+        while "RUNNING" not in cli.run("status", handle).stdout:
+            time.sleep(0.05)
+        deleted = cli.run("delete", handle)
+        assert deleted.returncode == 0, deleted.stderr
+        assert watcher.wait(timeout=60) == 1
+        err = watcher.stderr.read()
+        watcher.stdout.close()
+        watcher.stderr.close()
+        for noise in ("UnknownApp", "Traceback", "could not stream", "unknown local_cwd app"):
+            assert noise not in err, err
+        assert "cancelled and deleted" in err or "finished CANCELLED" in err, err
