@@ -221,10 +221,14 @@ def _is_not_found(error: BaseException) -> bool:
     return getattr(error, "status_code", None) == 404
 
 
+def _container_name_prefix(app_id: str, role_name: str) -> str:
+    """``<app_id[-30:]>-<role[:30]>``, made a valid start of a container name/hostname."""
+    return _NAME_CHARS.sub("-", f"{app_id[-30:]}-{role_name[:30]}").lstrip("_.-") or "torchx"
+
+
 def _container_name(app_id: str, role_name: str, replica_id: int) -> str:
     """``<app_id[-30:]>-<role[:30]>-<replica>``: a valid container name and hostname."""
-    name = _NAME_CHARS.sub("-", f"{app_id[-30:]}-{role_name[:30]}-{replica_id}")
-    return name.lstrip("_.-") or f"torchx-{replica_id}"
+    return f"{_container_name_prefix(app_id, role_name)}-{replica_id}"
 
 
 def _app_id_for(name: str) -> str:
@@ -358,25 +362,35 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                     "Name": "on-failure",
                     "MaximumRetryCount": role.max_retries,
                 }
-            templated_args = [i for i, a in enumerate(role.args) if "$" in a]
-            templated_env = [k for k, v in role_env.items() if "$" in v]
-            values = macros.Values(img_root="", app_id=app_id, replica_id="0", rank0_env=RANK0_ENV)
+            # Values without ${replica_id} are the same for every replica: substitute their
+            # macros once; the others are substituted (from the original text) per replica.
+            values = macros.Values(img_root="", app_id=app_id, replica_id="", rank0_env=RANK0_ENV)
             mapping = values.to_dict()
+            per_replica_args = [i for i, a in enumerate(role.args) if "replica_id" in a]
+            per_replica_env = [k for k, v in role_env.items() if "replica_id" in v]
+            role_args = [values.substitute(a) if "$" in a else a for a in role.args]
+            original_args = list(role.args)
+            original_env = dict(role_env)
+            role_env = {k: values.substitute(v) if "$" in v else v for k, v in role_env.items()}
+            role_env[RANK0_ENV] = rank0_host
+            role_env["TORCHX_IMAGE"] = image = role.image
+            entrypoint, role_name = role.entrypoint, role.name
+            name_prefix = _container_name_prefix(app_id, role_name)
+            privileged = bool(opts.privileged)
             for replica_id in range(role.num_replicas):
                 rid = str(replica_id)
-                name = _container_name(app_id, role.name, replica_id)
-                args = list(role.args)
+                name = f"{name_prefix}-{rid}"
+                args = role_args
                 env = dict(role_env)
-                if templated_args or templated_env:
+                if per_replica_args or per_replica_env:
                     from string import Template
 
                     mapping["replica_id"] = rid
-                    for i in templated_args:
-                        args[i] = Template(args[i]).safe_substitute(mapping)
-                    for key in templated_env:
-                        env[key] = Template(env[key]).safe_substitute(mapping)
-                env[RANK0_ENV] = rank0_host
-                env["TORCHX_IMAGE"] = role.image
+                    args = list(role_args)
+                    for i in per_replica_args:
+                        args[i] = Template(original_args[i]).safe_substitute(mapping)
+                    for key in per_replica_env:
+                        env[key] = Template(original_env[key]).safe_substitute(mapping)
                 kwargs: dict[str, Any] = {
                     "name": name,
                     "hostname": name,
@@ -384,17 +398,17 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                     "labels": {
                         LABEL_VERSION: __version__,
                         LABEL_APP_ID: app_id,
-                        LABEL_ROLE_NAME: role.name,
+                        LABEL_ROLE_NAME: role_name,
                         LABEL_REPLICA_ID: rid,
                     },
                     "network": NETWORK,
-                    "privileged": bool(opts.privileged),
+                    "privileged": privileged,
                     "init": True,
                     "mounts": [dict(b) for b in binds],
                     "devices": list(devices),
                     **host_limits,
                 }
-                containers.append(DockerContainer(role.image, [role.entrypoint, *args], kwargs))
+                containers.append(DockerContainer(image, [entrypoint, *args], kwargs))
         return AppDryRunInfo(DockerJob(app_id=app_id, containers=containers), str)
 
     # -- submit ----------------------------------------------------------------------------
