@@ -12,17 +12,26 @@ fi
 if [ -d /opt/wheels ] && [ -z "${UV_FIND_LINKS:-}" ]; then
   export UV_FIND_LINKS=/opt/wheels
 fi
-# Keep the suite's own state out of the user's home.
-export TORCHX_HOME="${TORCHX_HOME:-$(mktemp -d -t torchx-home-XXXXXX)}"
+# Keep the suite's own state out of the user's home (a home made here is removed at exit).
+own_home=""
+if [ -z "${TORCHX_HOME:-}" ]; then
+  own_home="$(mktemp -d -t torchx-home-XXXXXX)"
+  export TORCHX_HOME="$own_home"
+fi
 
 # Real backends for the cross-package tests (tests/docker, ...): started here, or reused
 # when already up, and stopped by pid at exit. Docker comes up in the background while the
 # lint, typing and unit steps run; its output is shown only if it fails.
 backend_log="$(mktemp -t torchx-backends-XXXXXX.log)"
+# Everything the tests put in the temp dir (pytest's own dirs, workspace copies, ...) goes
+# into one directory, exported as TMPDIR for the test steps only and removed at exit.
+test_tmp="$(mktemp -d -t torchx-tests-XXXXXX)"
 stop_backends() {
   bash tools/docker-down.sh >>"$backend_log" 2>&1
   [ "$slurm_was_up" = 1 ] || bash tools/slurm-down.sh >>"$backend_log" 2>&1
   rm -f "$backend_log"
+  rm -rf "$test_tmp"
+  [ -z "$own_home" ] || rm -rf "$own_home"
 }
 trap stop_backends EXIT
 bash tools/docker-up.sh >>"$backend_log" 2>&1 &
@@ -38,7 +47,7 @@ export TORCHX_REQUIRE_SLURM=1
 failed=()
 step() {
   echo "=== $* ==="
-  if ! python3 -m hatch "$@"; then
+  if ! TMPDIR="$test_tmp" python3 -m hatch "$@"; then
     failed+=("$*")
   fi
 }

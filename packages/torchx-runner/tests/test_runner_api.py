@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -127,6 +128,8 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("TORCHX_HOME", str(tmp_path / "torchx_home"))
     monkeypatch.chdir(tmp_path)
+    # workspace copies (TmpDirWorkspaceMixin) land here, not in the system temp dir
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     return tmp_path
 
 

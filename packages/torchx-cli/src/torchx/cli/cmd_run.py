@@ -451,8 +451,7 @@ def _wait_and_exit(runner: "Runner", app_handle: str, tee: bool) -> None:
         problems.insert(0, f"{type(e).__name__}: {e}")
     # `torchx delete` of the app (it cancels, then removes the app and its logs): the
     # logs could not be read to the end, which is no news to whoever deleted it
-    deleted = status is None or (bool(problems) and runner.status(app_handle) is None)
-    if deleted:
+    if status is None or (problems and runner.status(app_handle) is None):
         raise CliError(f"app {app_handle} was cancelled and deleted while torchx waited for it")
     for problem in problems:
         logger.warning("could not stream the logs of %s: %s", app_handle, problem)
