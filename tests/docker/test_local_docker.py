@@ -554,3 +554,28 @@ def test_status_log_cancel_do_not_import_the_docker_sdk(runner: Any, tmp_path: P
             [sys.executable, "-c", probe, *argv], cwd=tmp_path, capture_output=True, text=True
         )
         assert proc.stderr.strip().splitlines()[-1] == "no SDK", (argv, proc.stderr)
+
+
+def test_unchanged_workspace_run_does_not_import_the_docker_sdk(
+    runner: Any, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "train.py").write_text("print('trained')\n")
+    role = _role("w", "cat train.py")
+    _run(runner, _app("wsl", role), {"quiet": True}, workspace=str(ws))  # builds (SDK)
+    probe = (
+        "import sys\nfrom torchx.cli.main import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "print('SDK' if 'docker' in sys.modules else 'no SDK', file=sys.stderr)\n"
+    )
+    argv = ["run", "--wait", "-s", SCHED, "-cfg", "quiet=True", "utils.sh", "--image", IMAGE]
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, *argv, "cat", "train.py"],
+        cwd=ws,  # the default workspace: the current directory
+        capture_output=True,
+        text=True,
+    )
+    runner.test_handles.append(proc.stdout.strip())
+    assert "trained" in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "no SDK", proc.stderr

@@ -151,13 +151,21 @@ class EngineClient:
         finally:
             conn.close()
 
+    def images(self, filters: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = self._json(
+            "GET", "/images/json", params={"filters": _filters(filters)}
+        )
+        return found
+
     def inspect_image(self, image: str) -> dict[str, Any]:
         found: dict[str, Any] = self._json("GET", f"/images/{quote(image, safe='/:@')}/json")
         return found
 
     def networks(self, names: list[str] | None = None) -> list[dict[str, Any]]:
         filters = {"name": names} if names else None
-        found: list[dict[str, Any]] = self._json("GET", "/networks", params={"filters": filters})
+        found: list[dict[str, Any]] = self._json(
+            "GET", "/networks", params={"filters": _filters(filters)}
+        )
         return found
 
     def create_network(
@@ -195,7 +203,7 @@ class EngineClient:
         self, all: bool = False, filters: Mapping[str, Any] | None = None
     ) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = self._json(
-            "GET", "/containers/json", params={"all": all, "filters": filters}
+            "GET", "/containers/json", params={"all": all, "filters": _filters(filters)}
         )
         return found
 
@@ -204,7 +212,7 @@ class EngineClient:
         return found
 
     def volumes(self, filters: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        found: dict[str, Any] = self._json("GET", "/volumes", params={"filters": filters})
+        found: dict[str, Any] = self._json("GET", "/volumes", params={"filters": _filters(filters)})
         return found
 
     def create_volume(
@@ -229,7 +237,7 @@ class EngineClient:
         conn, response = self._request(
             "GET",
             "/events",
-            params={"since": since, "until": until, "filters": filters},
+            params={"since": since, "until": until, "filters": _filters(filters)},
             timeout=None,
         )
         return _json_lines(conn, response)
@@ -259,6 +267,13 @@ class EngineClient:
             timeout=None,
         )
         return _frames(conn, response)
+
+
+def _filters(filters: Mapping[str, Any] | None) -> dict[str, list[str]] | None:
+    """Filters as the API takes them: every value a list (the SDK accepts a bare string)."""
+    if not filters:
+        return None
+    return {k: [v] if isinstance(v, str) else list(v) for k, v in filters.items()}
 
 
 def _param(value: Any) -> str:

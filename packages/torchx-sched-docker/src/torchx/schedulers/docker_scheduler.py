@@ -442,6 +442,10 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             ) from e
         return request.app_id
 
+    @property
+    def _image_api(self) -> Any:
+        return self._api
+
     def _ensure_image(self, image: str) -> None:
         """Pulls ``image`` (through the SDK) only when the daemon does not have it."""
         try:

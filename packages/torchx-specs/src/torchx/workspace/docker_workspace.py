@@ -219,16 +219,13 @@ def _base_images(dockerfile: bytes, image: str) -> tuple[list[str], bool]:
     return bases, uses_image
 
 
-def _image_id(client: docker.DockerClient, name: str) -> str | None:
-    import docker.errors
-
+def _image_id(api: Any, name: str) -> str | None:
+    """The id of image ``name`` on the daemon, or ``None``; ``api`` is the SDK's low-level
+    ``APIClient`` or any client with the same ``inspect_image``."""
     try:
-        api: Any = client.api  # the stubs leave inspect_image untyped
         info: dict[str, Any] = api.inspect_image(name)
-    except docker.errors.ImageNotFound:
-        return None
-    except docker.errors.APIError as e:
-        if e.status_code == 404:
+    except Exception as e:  # the SDK's ImageNotFound/APIError, or a light client's error
+        if getattr(e, "status_code", None) == 404:
             return None
         raise
     return str(info["Id"])
@@ -239,7 +236,7 @@ def ensure_image(client: docker.DockerClient, image: str) -> str:
 
     Raises :class:`ImageUnavailableError` (one line) when it is neither local nor pullable.
     """
-    found = _image_id(client, image)
+    found = _image_id(client.api, image)
     if found is not None:
         return found
     import docker.errors
@@ -254,7 +251,7 @@ def ensure_image(client: docker.DockerClient, image: str) -> str:
             " build or load it locally (`docker build`/`docker load`), fix the name, or"
             " `docker login` to its registry"
         ) from e
-    pulled = _image_id(client, image)
+    pulled = _image_id(client.api, image)
     if pulled is None:
         raise ImageUnavailableError(f"image {image!r} was pulled but is not on the Docker host")
     return pulled
@@ -325,16 +322,12 @@ class DockerWorkspaceMixin(WorkspaceMixin[dict[str, tuple[str, str]]]):
         self, role: Role, workspace: str, cfg: Mapping[str, CfgVal]
     ) -> None:
         """Builds ``workspace`` on top of ``role.image`` and points the role at the result."""
-        import docker.errors
-
-        from torchx.version import __version__
-
-        client = self._docker_client
+        api = self._image_api
         context, context_hash, dockerfile = build_context(workspace)
         with context:
             bases, uses_image = _base_images(dockerfile, role.image)
-            if uses_image:
-                ensure_image(client, role.image)
+            if uses_image and _image_id(api, role.image) is None:
+                ensure_image(self._docker_client, role.image)
             extra_args = cfg.get("build_args") or {}
             if not isinstance(extra_args, Mapping):
                 raise ValueError(
@@ -345,7 +338,7 @@ class DockerWorkspaceMixin(WorkspaceMixin[dict[str, tuple[str, str]]]):
             build_args = {"IMAGE": role.image, "WORKSPACE": workspace, **build_args}
             key_doc = {
                 "context": context_hash,
-                "bases": [(b, _image_id(client, b)) for b in bases],
+                "bases": [(b, _image_id(api, b)) for b in bases],
                 "build_args": sorted(build_args.items()),
             }
             key = hashlib.sha256(json.dumps(key_doc, sort_keys=True).encode()).hexdigest()
@@ -355,43 +348,65 @@ class DockerWorkspaceMixin(WorkspaceMixin[dict[str, tuple[str, str]]]):
                 role.image = cached
                 return
             quiet = bool(cfg.get("quiet"))
-            if not quiet:
-                print(f"torchx: building workspace {workspace} onto {role.image}", file=sys.stderr)
-            image_id: str | None = None
-            try:
-                for event in client.api.build(
-                    fileobj=context,
-                    custom_context=True,
-                    dockerfile=TORCHX_DOCKERFILE,
-                    buildargs=build_args,
-                    labels={LABEL_VERSION: __version__, LABEL_WORKSPACE_HASH: key},
-                    pull=False,
-                    rm=True,
-                    forcerm=True,
-                    decode=True,
-                ):
-                    if "error" in event:
-                        message = " ".join(str(event["error"]).split())
-                        raise WorkspaceBuildError(
-                            f"building workspace {workspace} onto {role.image} failed: {message}"
-                        )
-                    text = event.get("stream")
-                    if text and not quiet:
-                        sys.stderr.write(text)
-                    aux = event.get("aux")
-                    if isinstance(aux, dict) and "ID" in aux:
-                        image_id = str(aux["ID"])
-            except docker.errors.APIError as e:
-                raise WorkspaceBuildError(
-                    f"building workspace {workspace} onto {role.image} failed:"
-                    f" {' '.join(str(e.explanation or e).split())}"
-                ) from e
-            if image_id is None:
-                raise RuntimeError(f"building workspace {workspace} finished without an image id")
+            image_id = self._build(context, workspace, role.image, build_args, key, quiet)
         role.image = image_id
 
+    def _build(  # noqa: PLR0917
+        self,
+        context: IO[bytes],
+        workspace: str,
+        image: str,
+        build_args: dict[str, str],
+        key: str,
+        quiet: bool,
+    ) -> str:
+        """Runs ``docker build`` of ``context`` (through the SDK); returns the image id."""
+        import docker.errors
+
+        from torchx.version import __version__
+
+        if not quiet:
+            print(f"torchx: building workspace {workspace} onto {image}", file=sys.stderr)
+        failed = f"building workspace {workspace} onto {image} failed"
+        image_id: str | None = None
+        try:
+            for event in self._docker_client.api.build(
+                fileobj=context,
+                custom_context=True,
+                dockerfile=TORCHX_DOCKERFILE,
+                buildargs=build_args,
+                labels={LABEL_VERSION: __version__, LABEL_WORKSPACE_HASH: key},
+                pull=False,
+                rm=True,
+                forcerm=True,
+                decode=True,
+            ):
+                if "error" in event:
+                    raise WorkspaceBuildError(f"{failed}: {' '.join(str(event['error']).split())}")
+                text = event.get("stream")
+                if text and not quiet:
+                    sys.stderr.write(text)
+                aux = event.get("aux")
+                if isinstance(aux, dict) and "ID" in aux:
+                    image_id = str(aux["ID"])
+        except docker.errors.APIError as e:
+            reason = " ".join(str(e.explanation or e).split())
+            raise WorkspaceBuildError(f"{failed}: {reason}") from e
+        if image_id is None:
+            raise RuntimeError(f"building workspace {workspace} finished without an image id")
+        return image_id
+
+    @property
+    def _image_api(self) -> Any:
+        """The low-level API used to look images up (``inspect_image``, ``images``).
+
+        The SDK's ``APIClient`` here; a scheduler with a lighter client of the same calls
+        overrides this, so an unchanged workspace costs no SDK import.
+        """
+        return self._docker_client.api
+
     def _find_built_image(self, key: str) -> str | None:
-        images: list[dict[str, Any]] = self._docker_client.api.images(
+        images: list[dict[str, Any]] = self._image_api.images(
             filters={"label": f"{LABEL_WORKSPACE_HASH}={key}"}
         )
         for image in sorted(images, key=lambda i: int(i.get("Created") or 0), reverse=True):
