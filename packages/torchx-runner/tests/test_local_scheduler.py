@@ -288,7 +288,7 @@ def test_unwritable_log_dir_is_reported_and_leaves_nothing(
     with pytest.raises(ValueError, match="log_dir") as err:
         sched.submit(app, {"log_dir": bad})
     assert bad in str(err.value)
-    assert os.listdir(home / "local_cwd") == []
+    assert not (home / "local_cwd").exists() or os.listdir(home / "local_cwd") == []
 
 
 def test_custom_image_provider_get_replica_param_is_used(home: Path, tmp_path: Path) -> None:
@@ -735,11 +735,13 @@ def test_a_failed_schedule_leaves_no_supervisor_behind(
 ) -> None:
     # the supervisor is forked before the log files are created; when creating them fails
     # it must exit on its own instead of waiting for an app that will never exist
-    blocker = tmp_path / "a-file"
-    blocker.write_text("not a directory")
+    # log_dir itself is a directory (so the dry run accepts it), its session subdir is not
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    (log_dir / sched.session_name).write_text("not a directory")
     before = _children_of_this_process()
     with pytest.raises(ValueError, match="log_dir"):
-        sched.submit(AppDef("a", [Role("r", "i", entrypoint="true")]), {"log_dir": str(blocker)})
+        sched.submit(AppDef("a", [Role("r", "i", entrypoint="true")]), {"log_dir": str(log_dir)})
     started = _children_of_this_process() - before
     wait_until(
         lambda: all(st.proc_start_ticks(pid) is None for pid in started),
