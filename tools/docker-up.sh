@@ -15,12 +15,25 @@ mkdir -p "$STATE"
 chmod 700 "$STATE"
 
 apt_install() {
-  # Another job may hold the dpkg lock for a while: wait for it rather than fail.
+  # Another job (tools/slurm-up.sh runs beside this one) may hold the apt/dpkg lock for a
+  # while: wait for it, and retry a failed update/install a few times.
   export DEBIAN_FRONTEND=noninteractive
-  if [ ! -f "$STATE/apt-updated" ]; then
-    apt-get -o DPkg::Lock::Timeout=300 update -qq && touch "$STATE/apt-updated"
-  fi
-  apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "$@" >/dev/null
+  local try
+  for try in 1 2 3 4 5; do
+    if [ ! -f "$STATE/apt-updated" ]; then
+      apt-get -o DPkg::Lock::Timeout=300 update -qq >"$STATE/apt.log" 2>&1 \
+        && touch "$STATE/apt-updated"
+    fi
+    if apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "$@" \
+      >>"$STATE/apt.log" 2>&1; then
+      return 0
+    fi
+    rm -f "$STATE/apt-updated"
+    sleep $((try * 2))
+  done
+  echo "docker-up: apt-get install $* failed:" >&2
+  cat "$STATE/apt.log" >&2
+  return 1
 }
 
 # --- the daemon ---------------------------------------------------------------------------
@@ -54,10 +67,11 @@ if ! docker image inspect "$IMAGE" >/dev/null 2>&1; then
         libkrb5-3 libk5crypto3 libkrb5support0 libcom-err2 libkeyutils1 netbase ca-certificates
         bash libstdc++6 libgcc-s1 libgomp1"
   mkdir -p "$build/debs" "$build/root"
-  if ! (cd "$build/debs" && apt-get download $pkgs >/dev/null 2>&1); then
-    apt-get -o DPkg::Lock::Timeout=300 update -qq
-    (cd "$build/debs" && apt-get download $pkgs >/dev/null)
-  fi
+  for try in 1 2 3 4 5; do
+    (cd "$build/debs" && apt-get download $pkgs >/dev/null 2>&1) && break
+    [ "$try" = 5 ] && { echo "docker-up: apt-get download of the image packages failed" >&2; exit 1; }
+    apt-get -o DPkg::Lock::Timeout=300 update -qq >/dev/null 2>&1 || sleep $((try * 2))
+  done
   for deb in "$build"/debs/*.deb; do dpkg-deb -x "$deb" "$build/root"; done
   r="$build/root"
   # Debian's merged /usr: the packages install under usr/lib and expect /lib, /bin, /sbin links
