@@ -162,18 +162,16 @@ def main() -> None:
         )
 
         dry_runs = str(max(3, args.runs // 2))
-        ours_dry = float(
-            subprocess.run(
-                [str(OURS / "python"), "-c", DRYRUN_SCRIPT, dry_runs],
+
+        def dryrun_median(python: str) -> float:
+            proc = subprocess.run(
+                [python, "-c", DRYRUN_SCRIPT, dry_runs],
                 env=env, capture_output=True, text=True, check=True,
-            ).stdout.split()[-1]
-        )  # fmt: skip
-        theirs_dry = float(
-            subprocess.run(
-                [str(upstream / "python"), "-c", DRYRUN_SCRIPT, dry_runs],
-                env=env, capture_output=True, text=True, check=True,
-            ).stdout.split()[-1]
-        )  # fmt: skip
+            )  # fmt: skip
+            return float(proc.stdout.split()[-1])
+
+        ours_dry = dryrun_median(str(OURS / "python"))
+        theirs_dry = dryrun_median(str(upstream / "python"))
         speedup = theirs_dry / ours_dry
         print(
             f"(e) dryrun of 10,000 replicas: ours {ours_dry * 1e3:.1f} ms, upstream"
