@@ -47,8 +47,10 @@ def test_lifecycle(
     as_json = json.loads(cli.run("status", "--json", handle).stdout)
     assert as_json["state"] == "RUNNING"
     assert [r["role"] for r in as_json["roles"]] == ["sh"]
-    filtered = json.loads(cli.run("status", "--json", "--roles", "other", handle).stdout)
-    assert filtered["roles"] == []
+    filtered = json.loads(cli.run("status", "--json", "--roles", "sh", handle).stdout)
+    assert [r["role"] for r in filtered["roles"]] == ["sh"]
+    unknown = cli.run("status", "--json", "--roles", "other", handle)
+    assert "has no role 'other'; its roles: sh" in one_line_error(unknown)
 
     described = cli.run("describe", handle)
     assert described.returncode == 0, described.stderr
