@@ -1,0 +1,282 @@
+"""Turns an ``AppDef`` into an AWS Batch multi-node job definition (pure data, no boto3).
+
+One node range per role, never one per replica: Batch limits a job definition to five node
+ranges (upstream TorchX issue #700), so a role of any size is one ``"start:end"`` range and
+the app may have at most five roles. Every node of a role runs the same container
+properties; what differs per node is resolved on the node:
+
+* ``${replica_id}`` is the node's index within its role. A role of one replica gets ``0``;
+  in a larger role the command is wrapped in ``/bin/sh -c`` and the index is computed from
+  ``$AWS_BATCH_JOB_NODE_INDEX`` (set by Batch on every node) minus the role's first node.
+  Arguments and env values are shell-quoted, so nothing the user wrote is ever evaluated.
+* ``${rank0_env}`` names ``AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS`` (unset on the main
+  node itself, hence ``${...:=localhost}`` in ``dist.ddp``); ``${app_id}`` is the job name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from enum import Enum
+from typing import Any
+
+from torchx.specs.api import (
+    AppDef,
+    BindMount,
+    DeviceMount,
+    Resource,
+    Role,
+    VolumeMount,
+    macros,
+)
+
+__all__ = [
+    "DEFAULT_ROLE_NAME",
+    "ENV_TORCHX_IMAGE",
+    "ENV_TORCHX_ROLE_IDX",
+    "ENV_TORCHX_ROLE_NAME",
+    "MAX_NODE_RANGES",
+    "MAX_RETRY_ATTEMPTS",
+    "RANK0_ENV",
+    "ResourceType",
+    "job_name_for",
+    "node_range",
+    "node_ranges",
+    "parse_target_nodes",
+    "parse_ulimits",
+    "resource_from_resource_requirements",
+    "resource_requirements_from_resource",
+    "retry_strategy",
+]
+
+ENV_TORCHX_ROLE_IDX = "TORCHX_ROLE_IDX"
+ENV_TORCHX_ROLE_NAME = "TORCHX_ROLE_NAME"
+ENV_TORCHX_IMAGE = "TORCHX_IMAGE"
+DEFAULT_ROLE_NAME = "node"
+RANK0_ENV = "AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS"
+MAX_NODE_RANGES = 5
+"""Batch accepts at most five node ranges (``nodeRangeProperties``) per job definition."""
+MAX_RETRY_ATTEMPTS = 10
+"""Batch's ``retryStrategy.attempts`` is 1..10 (so at most 9 retries)."""
+
+_NAME_BAD_CHARS = re.compile(r"[^A-Za-z0-9_-]+")
+_NAME_MAX = 100  # Batch allows 128; leave room for make_unique's "-<id>"
+_REPLICA_MARK = "\0torchx-replica-id\0"
+_NODE_INDEX_VAR = "AWS_BATCH_JOB_NODE_INDEX"
+_ULIMIT = re.compile(r"^\s*([A-Za-z_]+)\s*:\s*(-?\d+)\s*:\s*(-?\d+)\s*$")
+
+
+class ResourceType(str, Enum):
+    """The ``type`` of a Batch ``resourceRequirements`` entry."""
+
+    VCPU = "VCPU"
+    GPU = "GPU"
+    MEMORY = "MEMORY"
+
+    @staticmethod
+    def from_str(value: str) -> ResourceType:
+        for member in ResourceType:
+            if member.value == value.upper():
+                return member
+        raise ValueError(
+            f"unknown AWS Batch resource type {value!r}; expected one of VCPU, GPU, MEMORY"
+        )
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def resource_requirements_from_resource(resource: Resource) -> list[dict[str, str]]:
+    """Batch ``resourceRequirements`` of ``resource``: VCPU (1 when unset), MEMORY, and GPU
+    when it asks for any. Memory must be set: Batch requires it."""
+    if resource.memMB <= 0:
+        raise ValueError(
+            f"resource {resource} has no memory (memMB={resource.memMB}); AWS Batch needs a"
+            " MEMORY requirement: set memMB or use a named resource (-h/--h)"
+        )
+    reqs = [
+        {"type": ResourceType.VCPU.value, "value": _number(resource.cpu if resource.cpu > 0 else 1)},
+        {"type": ResourceType.MEMORY.value, "value": _number(resource.memMB)},
+    ]
+    if resource.gpu > 0:
+        reqs.append({"type": ResourceType.GPU.value, "value": _number(resource.gpu)})
+    return reqs
+
+
+def resource_from_resource_requirements(reqs: Iterable[Mapping[str, str]]) -> Resource:
+    """The ``Resource`` that :func:`resource_requirements_from_resource` was given (the
+    capabilities and devices are not recoverable from Batch's requirements)."""
+    values = {ResourceType.from_str(r["type"]): float(r["value"]) for r in reqs}
+    return Resource(
+        cpu=int(values.get(ResourceType.VCPU, 0)),
+        gpu=int(values.get(ResourceType.GPU, 0)),
+        memMB=int(values.get(ResourceType.MEMORY, 0)),
+    )
+
+
+def parse_ulimits(ulimits_list: Sequence[str]) -> list[dict[str, Any]]:
+    """``["nofile:65536:65536", "memlock:-1:-1"]`` as Batch container ``ulimits``.
+
+    Each item is ``name:soft:hard`` with integer limits (``-1``: unlimited).
+    """
+    ulimits: list[dict[str, Any]] = []
+    for item in ulimits_list:
+        match = _ULIMIT.match(str(item))
+        if match is None:
+            raise ValueError(
+                f"malformed ulimit {item!r}; write each as name:soft:hard with integer"
+                " limits, e.g. -cfg ulimits=nofile:65536:65536,memlock:-1:-1"
+            )
+        name, soft, hard = match.groups()
+        ulimits.append({"name": name, "softLimit": int(soft), "hardLimit": int(hard)})
+    return ulimits
+
+
+def job_name_for(app_name: str, share_id: str | None = None) -> str:
+    """A unique Batch job (and job definition) name for an app: letters, digits, ``-``
+    and ``_`` only, starting with a letter or digit, at most 128 characters."""
+    from torchx.schedulers.ids import make_unique
+
+    base = app_name + (f"-{share_id}" if share_id else "")
+    base = _NAME_BAD_CHARS.sub("-", base).strip("-_")[:_NAME_MAX].rstrip("-_") or "app"
+    return make_unique(base)
+
+
+def parse_target_nodes(target: str, num_nodes: int) -> tuple[int, int]:
+    """The first and last node of a ``targetNodes`` value (``"a:b"``, ``":b"``, ``"a:"``
+    or ``"n"``)."""
+    start, sep, end = target.partition(":")
+    if not sep:
+        return int(start), int(start)
+    return (int(start) if start else 0), (int(end) if end else num_nodes - 1)
+
+
+def retry_strategy(app: AppDef) -> dict[str, Any]:
+    """``max_retries`` retries (the most any role asks for): ``max_retries + 1`` attempts,
+    a successful exit never retried."""
+    retries = max(role.max_retries for role in app.roles)
+    attempts = retries + 1
+    if attempts > MAX_RETRY_ATTEMPTS:
+        raise ValueError(
+            f"max_retries={retries} is more than AWS Batch allows ({MAX_RETRY_ATTEMPTS - 1}"
+            " retries per job); lower the role's max_retries"
+        )
+    return {"attempts": attempts, "evaluateOnExit": [{"onExitCode": "0", "action": "EXIT"}]}
+
+
+def _mounts(
+    mounts: Iterable[BindMount | VolumeMount | DeviceMount],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """(volumes, mountPoints, devices) for the container properties."""
+    volumes: list[dict[str, Any]] = []
+    points: list[dict[str, Any]] = []
+    devices: list[dict[str, Any]] = []
+    for mount in mounts:
+        if isinstance(mount, DeviceMount):
+            permissions = [
+                name for flag, name in (("r", "READ"), ("w", "WRITE"), ("m", "MKNOD"))
+                if flag in mount.permissions
+            ]  # fmt: skip
+            devices.append(
+                {
+                    "hostPath": mount.src_path,
+                    "containerPath": mount.dst_path,
+                    "permissions": permissions,
+                }
+            )
+            continue
+        name = f"mount_{len(volumes)}"
+        if isinstance(mount, BindMount):
+            volumes.append({"name": name, "host": {"sourcePath": mount.src_path}})
+        else:  # an EFS file system, by id
+            volumes.append({"name": name, "efsVolumeConfiguration": {"fileSystemId": mount.src}})
+        points.append(
+            {"containerPath": mount.dst_path, "readOnly": mount.read_only, "sourceVolume": name}
+        )
+    return volumes, points, devices
+
+
+def _shell_word(arg: str) -> str:
+    """``arg`` quoted for ``sh`` with each replica-id mark turned into ``"$r"``."""
+    import shlex
+
+    return '"$r"'.join(shlex.quote(part) if part else "" for part in arg.split(_REPLICA_MARK)) or "''"
+
+
+def _per_node_command(
+    command: list[str], env: dict[str, str], first_node: int
+) -> tuple[list[str], dict[str, str]]:
+    """``command`` and ``env`` with the replica-id marks resolved on the node by ``sh``."""
+    marked_env = {k: v for k, v in env.items() if _REPLICA_MARK in v}
+    if not marked_env and not any(_REPLICA_MARK in a for a in command):
+        return command, env
+    lines = [f"r=$((${{{_NODE_INDEX_VAR}:?is not set by AWS Batch}} - {first_node}))"]
+    lines += [f"export {k}={_shell_word(v)}" for k, v in marked_env.items()]
+    lines.append("exec " + " ".join(_shell_word(a) for a in command))
+    plain_env = {k: v for k, v in env.items() if k not in marked_env}
+    return ["/bin/sh", "-c", "; ".join(lines)], plain_env
+
+
+def node_range(
+    role: Role,
+    role_idx: int,
+    first_node: int,
+    app_id: str,
+    container_extra: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The ``nodeRangeProperties`` entry of one role (nodes ``first_node`` and up)."""
+    from torchx.schedulers.devices import get_device_mounts
+    from torchx.specs.named_resources_aws import K8S_ITYPE
+
+    replica = "0" if role.num_replicas == 1 else _REPLICA_MARK
+    values = macros.Values(img_root="", app_id=app_id, replica_id=replica, rank0_env=RANK0_ENV)
+    resolved = values.apply(role)
+    env = dict(resolved.env)
+    env[ENV_TORCHX_ROLE_IDX] = str(role_idx)
+    env[ENV_TORCHX_ROLE_NAME] = role.name
+    env[ENV_TORCHX_IMAGE] = role.image
+    command, env = _per_node_command([resolved.entrypoint, *resolved.args], env, first_node)
+
+    resource = role.resource
+    mounts = [*role.mounts, *get_device_mounts(resource.devices)]
+    volumes, points, devices = _mounts(mounts)
+    linux: dict[str, Any] = {}
+    if resource.memMB > 0:
+        linux["sharedMemorySize"] = int(resource.memMB)
+    if devices:
+        linux["devices"] = devices
+    container: dict[str, Any] = {
+        "command": command,
+        "image": role.image,
+        "environment": [{"name": k, "value": v} for k, v in env.items()],
+        "resourceRequirements": resource_requirements_from_resource(resource),
+        "linuxParameters": linux,
+        "logConfiguration": {"logDriver": "awslogs"},
+        "mountPoints": points,
+        "volumes": volumes,
+    }
+    instance_type = resource.capabilities.get(K8S_ITYPE)
+    if instance_type:
+        container["instanceType"] = str(instance_type)
+    container.update(container_extra)
+    last = first_node + role.num_replicas - 1
+    return {"targetNodes": f"{first_node}:{last}", "container": container}
+
+
+def node_ranges(
+    app: AppDef, app_id: str, container_extra: Mapping[str, Any]
+) -> tuple[int, list[dict[str, Any]]]:
+    """(number of nodes, one node range per role), roles on consecutive nodes from 0."""
+    if len(app.roles) > MAX_NODE_RANGES:
+        raise ValueError(
+            f"app {app.name!r} has {len(app.roles)} roles; an AWS Batch multi-node job takes"
+            f" at most {MAX_NODE_RANGES} (one node range per role): merge roles or submit"
+            " several apps"
+        )
+    ranges: list[dict[str, Any]] = []
+    next_node = 0
+    for idx, role in enumerate(app.roles):
+        ranges.append(node_range(role, idx, next_node, app_id, container_extra))
+        next_node += role.num_replicas
+    return next_node, ranges

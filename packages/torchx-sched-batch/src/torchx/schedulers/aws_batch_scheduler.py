@@ -1,0 +1,595 @@
+"""``aws_batch``: runs TorchX apps as AWS Batch multi-node jobs.
+
+An app is one multi-node job with one node range per role (any number of replicas per role,
+at most five roles); its id is ``<queue>:<job name>``. Job and job definition share a unique
+name derived from the app name and carry the TorchX tags, so ``status``, ``log``, ``list``,
+``cancel`` and ``delete`` work from any machine with access to the account.
+
+* ``describe``/``status`` find the job by name in its queue and report Batch's
+  ``statusReason`` (why it failed, was terminated, or still waits) and, where Batch gives
+  node jobs, each replica's own state.
+* ``cancel`` terminates the job (queued or running); it then reads CANCELLED with the
+  reason. ``delete`` also deregisters the job's definition (Batch keeps finished jobs).
+* ``log_iter`` reads each node's CloudWatch Logs stream and can follow it while it runs.
+* Workspaces are built into an image and pushed to ``image_repo`` (needs the ``docker``
+  extra: ``pip install torchx-sched-batch[workspace]``).
+* Before anything is pushed or registered, ``schedule`` checks the region, the credentials
+  and the queue, so a mistake costs one clear error line and leaves nothing behind.
+
+boto3 is imported only when AWS is contacted: ``--dryrun``, ``runopts`` and ``--help`` never
+import it.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from torchx.schedulers.api import (
+    HELP_KEY,
+    DescribeAppResponse,
+    ListAppResponse,
+    Scheduler,
+    Stream,
+    StructuredOpts,
+)
+from torchx.schedulers.aws_batch_clients import (
+    AWSBatchError,
+    AWSCredentialsError,
+    AWSRegionError,
+    BatchQueueError,
+    api_call,
+    thread_client,
+)
+from torchx.schedulers.aws_batch_jobdef import (
+    DEFAULT_ROLE_NAME,
+    ENV_TORCHX_ROLE_IDX,
+    ENV_TORCHX_ROLE_NAME,
+    ResourceType,
+    job_name_for,
+    node_ranges,
+    parse_target_nodes,
+    parse_ulimits,
+    resource_from_resource_requirements,
+    resource_requirements_from_resource,
+    retry_strategy,
+)
+from torchx.schedulers.aws_batch_logs import to_datetime, to_millis_since_epoch
+from torchx.schedulers.aws_batch_state import (
+    CANCEL_REASON,
+    JOB_STATE,
+    app_state,
+    describe_response,
+    log_stream_of,
+)
+from torchx.specs.api import AppDef, AppDryRunInfo, AppState, CfgVal, is_terminal, runopts
+from torchx.util.lazy_dataclass import asdict, dataclass, field
+from torchx.workspace.docker_workspace import DockerWorkspaceMixin
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    import docker
+
+__all__ = [
+    "CANCEL_REASON",
+    "DEFAULT_ROLE_NAME",
+    "ENV_TORCHX_ROLE_IDX",
+    "ENV_TORCHX_ROLE_NAME",
+    "JOB_STATE",
+    "TAG_TORCHX_APPNAME",
+    "TAG_TORCHX_USER",
+    "TAG_TORCHX_VER",
+    "AWSBatchError",
+    "AWSBatchOpts",
+    "AWSBatchScheduler",
+    "AWSCredentialsError",
+    "AWSRegionError",
+    "BatchJob",
+    "BatchQueueError",
+    "Opts",
+    "ResourceType",
+    "create_scheduler",
+    "parse_ulimits",
+    "resource_from_resource_requirements",
+    "resource_requirements_from_resource",
+    "to_datetime",
+    "to_millis_since_epoch",
+]
+
+TAG_TORCHX_VER = "torchx.pytorch.org/version"
+TAG_TORCHX_APPNAME = "torchx.pytorch.org/app-name"
+TAG_TORCHX_USER = "torchx.pytorch.org/user"
+
+_LIST_PER_QUEUE = 100
+"""``list`` reads the newest 100 jobs of each queue: one ListJobs call per queue."""
+_DESCRIBE_BATCH = 100
+"""DescribeJobs takes at most 100 job ids per call."""
+
+
+def _default_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry and no LOGNAME/USER
+        return "unknown"
+
+
+@dataclass
+class Opts(StructuredOpts):
+    """Run options of ``aws_batch`` (the workspace adds ``image_repo``, ``quiet``,
+    ``build_args``)."""
+
+    queue: str = field(metadata={HELP_KEY: "the AWS Batch job queue to submit to"})
+    user: str = field(
+        default=_default_user(),
+        metadata={HELP_KEY: "the user recorded in the job's torchx.pytorch.org/user tag"},
+    )
+    privileged: bool = field(
+        default=False,
+        metadata={HELP_KEY: "run the containers privileged (needed for EFA devices)"},
+    )
+    share_id: str | None = field(
+        default=None,
+        metadata={
+            HELP_KEY: "fair-share identifier; required by (and only allowed on) queues with a"
+            " scheduling policy"
+        },
+    )
+    priority: int = field(
+        default=0,
+        metadata={HELP_KEY: "scheduling priority 0-9999 within the share (needs share_id)"},
+    )
+    job_role_arn: str | None = field(
+        default=None,
+        metadata={HELP_KEY: "IAM role the job's containers assume (AWS API access)"},
+    )
+    execution_role_arn: str | None = field(
+        default=None,
+        metadata={HELP_KEY: "IAM role the container agent uses (image pulls, logs)"},
+    )
+    ulimits: list[str] | None = field(
+        default=None,
+        metadata={
+            HELP_KEY: "container ulimits as name:soft:hard items (-1: unlimited), e.g."
+            " nofile:65536:65536,memlock:-1:-1"
+        },
+    )
+
+
+AWSBatchOpts = Opts
+"""Compat name of :class:`Opts` (upstream's options were a TypedDict ``AWSBatchOpts``)."""
+
+
+@dataclass
+class BatchJob:
+    """The request of ``aws_batch``: the job definition to register and the job to submit.
+
+    ``str()`` is JSON (which is also valid YAML): the same document upstream printed.
+    """
+
+    name: str
+    queue: str
+    share_id: str | None
+    job_def: dict[str, Any]
+    images_to_push: dict[str, tuple[str, str]]
+
+    def __str__(self) -> str:
+        return json.dumps(asdict(self), indent=2, default=str)
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _split_app_id(app_id: str) -> tuple[str, str]:
+    queue, sep, name = app_id.partition(":")
+    if not sep or not queue or not name:
+        raise ValueError(
+            f"malformed aws_batch app id {app_id!r}; expected <queue>:<job name>, as in"
+            " aws_batch://torchx/my-queue:trainer-bx3k9"
+        )
+    return queue, name
+
+
+def _job_def_name(job: Mapping[str, Any]) -> str:
+    """``arn:...:job-definition/<name>:<revision>`` -> ``<name>``."""
+    return str(job.get("jobDefinition", "")).rpartition("/")[2].rpartition(":")[0]
+
+
+class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
+    """Submits apps to AWS Batch as multi-node jobs (see the module docstring).
+
+    ``client`` (Batch) and ``log_client`` (CloudWatch Logs) are used when given; otherwise
+    each thread gets its own clients from the standard boto3 chain.
+    """
+
+    def __init__(
+        self,
+        session_name: str,
+        client: Any | None = None,
+        log_client: Any | None = None,
+        docker_client: docker.DockerClient | None = None,
+    ) -> None:
+        super().__init__("aws_batch", session_name, docker_client=docker_client)
+        self.__client = client
+        self.__log_client = log_client
+
+    @property
+    def _client(self) -> Any:
+        return self.__client if self.__client is not None else thread_client("batch")
+
+    @property
+    def _log_client(self) -> Any:
+        return self.__log_client if self.__log_client is not None else thread_client("logs")
+
+    # -- options and validation ------------------------------------------------------------
+
+    def _run_opts(self) -> runopts:
+        return Opts.as_runopts()
+
+    def _pre_build_validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal]) -> None:
+        """Checks what needs no AWS call, before a workspace is built."""
+        opts = Opts.from_cfg(cfg)
+        if not str(opts.queue or "").strip():
+            raise ValueError(
+                "no AWS Batch job queue given; set it with -cfg queue=<name> (or `queue` in"
+                " the [aws_batch] section of .torchxconfig)"
+            )
+        if len(app.roles) > 5:
+            node_ranges(app, app.name, {})  # raises the "at most 5 roles" error
+        if opts.ulimits:
+            parse_ulimits(opts.ulimits)
+        if not 0 <= int(opts.priority) <= 9999:
+            raise ValueError(f"priority={opts.priority} is out of range; use 0 to 9999")
+        retry_strategy(app)
+
+    # -- dry run ---------------------------------------------------------------------------
+
+    def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[BatchJob]:
+        from torchx.version import __version__
+
+        opts = Opts.from_cfg(cfg)
+        name = job_name_for(app.name, opts.share_id)
+        images_to_push = self.dryrun_push_images(app, cfg)
+        container_extra: dict[str, Any] = {"privileged": bool(opts.privileged)}
+        if opts.ulimits:
+            container_extra["ulimits"] = parse_ulimits(opts.ulimits)
+        if opts.job_role_arn:
+            container_extra["jobRoleArn"] = opts.job_role_arn
+        if opts.execution_role_arn:
+            container_extra["executionRoleArn"] = opts.execution_role_arn
+        num_nodes, ranges = node_ranges(app, name, container_extra)
+        tags = {
+            TAG_TORCHX_VER: __version__,
+            TAG_TORCHX_APPNAME: app.name,
+            TAG_TORCHX_USER: str(opts.user),
+            **{str(k): str(v) for k, v in app.metadata.items()},
+        }
+        job_def: dict[str, Any] = {
+            "jobDefinitionName": name,
+            "type": "multinode",
+            "nodeProperties": {
+                "numNodes": num_nodes,
+                "mainNode": 0,
+                "nodeRangeProperties": ranges,
+            },
+            "retryStrategy": retry_strategy(app),
+            "tags": tags,
+        }
+        if opts.share_id:
+            job_def["schedulingPriority"] = int(opts.priority)
+        request = BatchJob(
+            name=name,
+            queue=str(opts.queue),
+            share_id=opts.share_id,
+            job_def=job_def,
+            images_to_push=images_to_push,
+        )
+        return AppDryRunInfo(request, str)
+
+    # -- submit ----------------------------------------------------------------------------
+
+    def _check_queue(self, request: BatchJob) -> None:
+        """Fails with one line unless ``request.queue`` exists, is enabled and matches the
+        share id (a fair-share queue needs one, a plain queue refuses one)."""
+        client = self._client
+        found = api_call(
+            f"look up the AWS Batch job queue {request.queue}",
+            client.describe_job_queues,
+            jobQueues=[request.queue],
+        )["jobQueues"]
+        if not found:
+            region = client.meta.region_name
+            names = [
+                str(q["jobQueueName"])
+                for q in api_call(
+                    "list the AWS Batch job queues", client.describe_job_queues, maxResults=20
+                )["jobQueues"]
+            ]
+            known = f"queues there: {', '.join(names)}" if names else "it has no queues"
+            raise BatchQueueError(
+                f"AWS Batch job queue {request.queue!r} does not exist in region {region}"
+                f" ({known}); set -cfg queue=<name>, or the region with AWS_DEFAULT_REGION"
+            )
+        queue = found[0]
+        if queue.get("state") == "DISABLED":
+            raise BatchQueueError(
+                f"AWS Batch job queue {request.queue!r} is DISABLED and takes no jobs;"
+                " enable it or pick another queue with -cfg queue=<name>"
+            )
+        fair_share = bool(queue.get("schedulingPolicyArn"))
+        if fair_share and not request.share_id:
+            raise BatchQueueError(
+                f"AWS Batch job queue {request.queue!r} has a fair-share scheduling policy;"
+                " set the share with -cfg share_id=<identifier>"
+            )
+        if request.share_id and not fair_share:
+            raise BatchQueueError(
+                f"AWS Batch job queue {request.queue!r} has no scheduling policy, so it takes"
+                " no share identifier; drop -cfg share_id"
+            )
+
+    def schedule(self, dryrun_info: AppDryRunInfo[BatchJob]) -> str:
+        request = dryrun_info.request
+        self._check_queue(request)
+        if request.images_to_push:
+            self.push_images(request.images_to_push)
+        client = self._client
+        job_def_arn = api_call(
+            f"register the job definition {request.name}",
+            client.register_job_definition,
+            **request.job_def,
+        )["jobDefinitionArn"]
+        submit: dict[str, Any] = {
+            "jobName": request.name,
+            "jobQueue": request.queue,
+            "jobDefinition": job_def_arn,
+            "tags": request.job_def["tags"],
+        }
+        if request.share_id:
+            submit["shareIdentifier"] = request.share_id
+        try:
+            api_call(f"submit the job {request.name}", client.submit_job, **submit)
+        except BaseException:
+            try:  # leave nothing behind: the definition exists only for this job
+                client.deregister_job_definition(jobDefinition=job_def_arn)
+            except Exception:  # noqa: S110 (the submit error is the one to report)
+                pass
+            raise
+        return f"{request.queue}:{request.name}"
+
+    # -- finding and describing jobs -------------------------------------------------------
+
+    def _find_job(self, app_id: str) -> dict[str, Any] | None:
+        """The newest job summary named like the app in its queue (None if none)."""
+        queue, name = _split_app_id(app_id)
+        client = self._client
+        summaries: list[dict[str, Any]] = []
+        kwargs: dict[str, Any] = {
+            "jobQueue": queue,
+            "filters": [{"name": "JOB_NAME", "values": [name]}],
+        }
+        while True:
+            try:
+                page = api_call(f"list the jobs of queue {queue}", client.list_jobs, **kwargs)
+            except AWSBatchError as e:
+                if e.code == "ClientException" and "queue" in str(e).lower():
+                    return None  # no such queue: no such app
+                raise
+            summaries += [s for s in page.get("jobSummaryList") or [] if s["jobName"] == name]
+            token = page.get("nextToken")
+            if not token:
+                break
+            kwargs["nextToken"] = token
+        if not summaries:
+            return None
+        return max(summaries, key=lambda s: int(s.get("createdAt") or 0))
+
+    def _describe_jobs(self, ids: list[str]) -> list[dict[str, Any]]:
+        jobs: list[dict[str, Any]] = []
+        for start in range(0, len(ids), _DESCRIBE_BATCH):
+            chunk = ids[start : start + _DESCRIBE_BATCH]
+            jobs += api_call("describe jobs", self._client.describe_jobs, jobs=chunk)["jobs"]
+        return jobs
+
+    def _job_and_nodes(
+        self, app_id: str
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+        summary = self._find_job(app_id)
+        if summary is None:
+            return None
+        job_id = str(summary["jobId"])
+        num_nodes = int((summary.get("nodeProperties") or {}).get("numNodes") or 0)
+        if num_nodes:  # Batch tells the node count up front: one call for all
+            found = self._describe_jobs([job_id, *(f"{job_id}#{i}" for i in range(num_nodes))])
+        else:
+            found = self._describe_jobs([job_id])
+            if found:
+                num_nodes = int((found[0].get("nodeProperties") or {}).get("numNodes") or 0)
+                if num_nodes and found[0].get("status") not in ("SUBMITTED", "PENDING"):
+                    found += self._describe_jobs([f"{job_id}#{i}" for i in range(num_nodes)])
+        parent = next((j for j in found if j.get("jobId") == job_id), None)
+        if parent is None:
+            return None
+        exit_code = (summary.get("container") or {}).get("exitCode")
+        if exit_code is not None and "exitCode" not in (parent.get("container") or {}):
+            # some answers (emulators) keep the exit code on the summary only
+            parent = {**parent, "container": {**(parent.get("container") or {}), "exitCode": exit_code}}
+        return parent, [j for j in found if j.get("jobId") != job_id]
+
+    def describe(self, app_id: str) -> DescribeAppResponse | None:
+        found = self._job_and_nodes(app_id)
+        if found is None:
+            return None
+        return describe_response(app_id, *found)
+
+    def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
+        """TorchX's jobs (by tag, every status) among the newest 100 of each queue, or of
+        the ``queue`` in ``cfg``: one ListJobs call per queue plus one DescribeJobs call
+        per 100 candidates."""
+        client = self._client
+        queue = (cfg or {}).get("queue")
+        if queue:
+            queues = [str(queue)]
+        else:
+            queues = []
+            kwargs: dict[str, Any] = {}
+            while True:
+                page = api_call(
+                    "list the AWS Batch job queues", client.describe_job_queues, **kwargs
+                )
+                queues += [str(q["jobQueueName"]) for q in page.get("jobQueues") or []]
+                if not page.get("nextToken"):
+                    break
+                kwargs["nextToken"] = page["nextToken"]
+        candidates: dict[str, str] = {}  # job id -> queue
+        for name in queues:
+            page = api_call(
+                f"list the jobs of queue {name}",
+                client.list_jobs,
+                jobQueue=name,
+                filters=[{"name": "AFTER_CREATED_AT", "values": ["0"]}],  # every status
+                maxResults=_LIST_PER_QUEUE,
+            )
+            for summary in page.get("jobSummaryList") or []:
+                # TorchX names the job definition like the job: skip others unread
+                if _job_def_name(summary) == summary.get("jobName"):
+                    candidates[str(summary["jobId"])] = name
+        apps: list[ListAppResponse] = []
+        for job in sorted(
+            self._describe_jobs(list(candidates)), key=lambda j: int(j.get("createdAt") or 0)
+        ):
+            tags = job.get("tags") or {}
+            if TAG_TORCHX_VER not in tags:
+                continue
+            apps.append(
+                ListAppResponse(
+                    app_id=f"{candidates[str(job['jobId'])]}:{job['jobName']}",
+                    state=app_state(job),
+                    name=str(tags.get(TAG_TORCHX_APPNAME, "")),
+                )
+            )
+        return apps
+
+    # -- cancel / delete -------------------------------------------------------------------
+
+    def _cancel_existing(self, app_id: str) -> None:
+        """Terminates the job (queued or running); Batch ends it FAILED with our reason,
+        which reads as CANCELLED."""
+        summary = self._find_job(app_id)
+        if summary is None or is_terminal(JOB_STATE.get(str(summary.get("status")), AppState.UNKNOWN)):
+            return
+        api_call(
+            f"terminate the job of {app_id}",
+            self._client.terminate_job,
+            jobId=str(summary["jobId"]),  # the id: some emulators ignore an ARN here
+            reason=f"{CANCEL_REASON} (user {_default_user()})",
+        )
+
+    def _delete_existing(self, app_id: str) -> None:
+        """Terminates the job if it still runs and deregisters its job definition (Batch
+        itself keeps a record of finished jobs for a while)."""
+        self._cancel_existing(app_id)
+        summary = self._find_job(app_id)
+        if summary is None or not summary.get("jobDefinition"):
+            return
+        api_call(
+            f"deregister the job definition of {app_id}",
+            self._client.deregister_job_definition,
+            jobDefinition=str(summary["jobDefinition"]),
+        )
+
+    # -- logs ------------------------------------------------------------------------------
+
+    def log_iter(  # noqa: PLR0917 (positional order is the public API)
+        self,
+        app_id: str,
+        role_name: str,
+        k: int = 0,
+        regex: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        should_tail: bool = False,
+        streams: Stream | None = None,
+    ) -> Iterable[str]:
+        """Lines of replica ``k`` of ``role_name`` from its node's CloudWatch Logs stream.
+
+        Batch writes stdout and stderr to one stream, so only the combined stream exists.
+        Where Batch reports no node jobs (emulators), the job's own stream is the main
+        node's.
+        """
+        from torchx.schedulers.aws_batch_logs import iter_log_events
+
+        stream = "combined" if streams is None else str(getattr(streams, "value", streams))
+        if stream != "combined":
+            raise ValueError(
+                f"aws_batch has no separate {stream} log: Batch writes stdout and stderr of"
+                " a node to one CloudWatch stream; use the combined stream"
+            )
+        found = self._job_and_nodes(app_id)
+        if found is None:
+            raise ValueError(f"unknown aws_batch app {app_id!r}: no such job in the queue")
+        job, _nodes = found
+        node_index = self._node_index(app_id, job, role_name, k)
+        job_id = str(job["jobId"])
+        node_job_id = f"{job_id}#{node_index}"
+        main_node = int((job.get("nodeProperties") or {}).get("mainNode") or 0)
+
+        def locate() -> tuple[str | None, bool]:
+            """(the node's stream, whether it has ended): one DescribeJobs call."""
+            found = {j.get("jobId"): j for j in self._describe_jobs([job_id, node_job_id])}
+            parent, node = found.get(job_id), found.get(node_job_id)
+            parent_ended = parent is None or is_terminal(app_state(parent))
+            if node is not None:
+                return log_stream_of(node), is_terminal(app_state(node)) or parent_ended
+            if parent is not None and parent_ended and node_index == main_node:
+                return log_stream_of(parent), True
+            return None, parent_ended
+
+        lines = iter_log_events(self._log_client, locate, since, until, should_tail)
+        if regex:
+            from torchx.schedulers.api import filter_regex
+
+            return filter_regex(regex, lines)
+        return lines
+
+    @staticmethod
+    def _node_index(app_id: str, job: Mapping[str, Any], role_name: str, k: int) -> int:
+        properties = job.get("nodeProperties") or {}
+        num_nodes = int(properties.get("numNodes") or 0)
+        roles: list[str] = []
+        for node_range in properties.get("nodeRangeProperties") or []:
+            container = node_range.get("container") or {}
+            env = {e["name"]: e.get("value") for e in container.get("environment") or []}
+            name = str(env.get(ENV_TORCHX_ROLE_NAME, DEFAULT_ROLE_NAME))
+            roles.append(name)
+            if name != role_name:
+                continue
+            first, last = parse_target_nodes(str(node_range.get("targetNodes", "0")), num_nodes)
+            if not 0 <= k <= last - first:
+                raise ValueError(
+                    f"role {role_name!r} of app {app_id} has replicas 0..{last - first};"
+                    f" there is no replica {k}"
+                )
+            return first + k
+        raise ValueError(
+            f"app {app_id} has no role {role_name!r}; its roles are: {', '.join(roles)}"
+        )
+
+
+def create_scheduler(
+    session_name: str,
+    client: Any | None = None,
+    log_client: Any | None = None,
+    docker_client: docker.DockerClient | None = None,
+    **kwargs: Any,
+) -> AWSBatchScheduler:
+    """Entry point of ``aws_batch``; unknown ``kwargs`` are ignored."""
+    del kwargs
+    return AWSBatchScheduler(
+        session_name=session_name,
+        client=client,
+        log_client=log_client,
+        docker_client=docker_client,
+    )

@@ -1,0 +1,188 @@
+"""Reads an app's state out of Batch's ``DescribeJobs`` answers (pure data, no boto3).
+
+The multi-node job (the parent) gives the app's state, its ``statusReason`` and the node
+ranges the roles are rebuilt from. Where Batch reports the node jobs (``<job id>#<node>``)
+each replica gets its own state, host and failure reason; otherwise (before the nodes
+start, or on emulators without node jobs) every replica shows the parent's state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from torchx.schedulers.api import DescribeAppResponse
+from torchx.schedulers.aws_batch_jobdef import (
+    DEFAULT_ROLE_NAME,
+    ENV_TORCHX_ROLE_NAME,
+    parse_target_nodes,
+    resource_from_resource_requirements,
+)
+from torchx.specs.api import NONE, AppState, ReplicaStatus, Role, RoleStatus
+
+__all__ = [
+    "CANCEL_REASON",
+    "JOB_STATE",
+    "app_state",
+    "console_url",
+    "describe_response",
+    "failure_message",
+    "log_stream_of",
+]
+
+JOB_STATE: dict[str, AppState] = {
+    "SUBMITTED": AppState.PENDING,
+    "PENDING": AppState.PENDING,
+    "RUNNABLE": AppState.PENDING,
+    "STARTING": AppState.PENDING,
+    "RUNNING": AppState.RUNNING,
+    "SUCCEEDED": AppState.SUCCEEDED,
+    "FAILED": AppState.FAILED,
+}
+"""Batch job status -> TorchX app state (a terminated job is FAILED in Batch)."""
+
+CANCEL_REASON = "cancelled via torchx"
+"""The reason ``cancel`` gives ``TerminateJob``; a job failed with it reads CANCELLED."""
+_UPSTREAM_CANCEL_REASON = "killed via torchx CLI"
+
+_PULL_HINT = (
+    "the compute environment could not pull the image: push it to a registry its"
+    " instances can reach (with a workspace: -cfg image_repo=<ECR repository>), check the"
+    " name, and give the execution role pull access"
+)
+
+
+def app_state(job: Mapping[str, Any]) -> AppState:
+    """The TorchX state of a Batch job (CANCELLED when TorchX terminated it)."""
+    status = str(job.get("status", ""))
+    state = JOB_STATE.get(status, AppState.UNKNOWN)
+    if state == AppState.FAILED:
+        reason = str(job.get("statusReason") or "")
+        if reason.startswith((CANCEL_REASON, _UPSTREAM_CANCEL_REASON)):
+            return AppState.CANCELLED
+    return state
+
+
+def console_url(job_arn: str, job_id: str) -> str:
+    """The AWS console page of a multi-node job (the region is read from its ARN)."""
+    parts = job_arn.split(":")
+    region = parts[3] if len(parts) > 3 and parts[3] else "us-east-1"
+    return (
+        f"https://{region}.console.aws.amazon.com/batch/home?region={region}"
+        f"#jobs/mnp-job/{job_id}"
+    )
+
+
+def _last_container(job: Mapping[str, Any]) -> Mapping[str, Any]:
+    attempts = job.get("attempts") or []
+    if attempts:
+        return attempts[-1].get("container") or {}
+    return job.get("container") or {}
+
+
+def log_stream_of(job: Mapping[str, Any]) -> str | None:
+    """The CloudWatch stream of a (node) job: its running container's, else its last
+    attempt's; None before Batch has created one."""
+    container = job.get("container") or {}
+    stream = container.get("logStreamName")
+    if stream and job.get("status") == "RUNNING":
+        return str(stream)
+    stream = _last_container(job).get("logStreamName") or stream
+    return str(stream) if stream else None
+
+
+def failure_message(job: Mapping[str, Any]) -> str:
+    """Why the job is where it is: Batch's ``statusReason`` plus the last attempt's
+    container reason and exit code; a hint when the image could not be pulled."""
+    parts: list[str] = []
+    reason = " ".join(str(job.get("statusReason") or "").split())
+    if reason:
+        parts.append(reason)
+    container = _last_container(job)
+    container_reason = " ".join(str(container.get("reason") or "").split())
+    if container_reason and container_reason not in reason:
+        parts.append(container_reason)
+    exit_code = container.get("exitCode", (job.get("container") or {}).get("exitCode"))
+    if exit_code not in (None, 0) and job.get("status") == "FAILED":
+        parts.append(f"exit code {exit_code}")
+    message = "; ".join(parts)
+    if "CannotPullContainer" in message:
+        message = f"{message} ({_PULL_HINT})"
+    return message
+
+
+def _env(container: Mapping[str, Any]) -> dict[str, str]:
+    return {str(e["name"]): str(e.get("value", "")) for e in container.get("environment") or []}
+
+
+def _node_host(node: Mapping[str, Any]) -> str:
+    container = node.get("container") or {}
+    for interface in container.get("networkInterfaces") or []:
+        address = interface.get("privateIpv4Address")
+        if address:
+            return str(address)
+    return ""
+
+
+def describe_response(
+    app_id: str, job: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]]
+) -> DescribeAppResponse:
+    """The app of the multi-node ``job``; ``nodes`` are its node jobs Batch reported."""
+    state = app_state(job)
+    by_index: dict[int, Mapping[str, Any]] = {}
+    for node in nodes:
+        details = node.get("nodeDetails") or {}
+        index = details.get("nodeIndex")
+        if index is None:
+            index = int(str(node.get("jobId", "")).rpartition("#")[2] or -1)
+        by_index[int(index)] = node
+    properties = job.get("nodeProperties") or {}
+    num_nodes = int(properties.get("numNodes") or 0)
+    roles: list[Role] = []
+    roles_statuses: list[RoleStatus] = []
+    for node_range in properties.get("nodeRangeProperties") or []:
+        container = node_range.get("container") or {}
+        env = _env(container)
+        first, last = parse_target_nodes(str(node_range.get("targetNodes", "0")), num_nodes)
+        command = [str(c) for c in container.get("command") or []]
+        name = env.get(ENV_TORCHX_ROLE_NAME, DEFAULT_ROLE_NAME)
+        requirements = container.get("resourceRequirements") or []
+        role = Role(
+            name=name,
+            image=str(container.get("image", "")),
+            entrypoint=command[0] if command else "",
+            args=command[1:],
+            num_replicas=last - first + 1,
+            env=env,
+        )
+        if requirements:
+            role.resource = resource_from_resource_requirements(requirements)
+        roles.append(role)
+        replicas: list[ReplicaStatus] = []
+        for replica_id, node_index in enumerate(range(first, last + 1)):
+            node = by_index.get(node_index)
+            if node is None:
+                replicas.append(ReplicaStatus(replica_id, state, name, ""))
+                continue
+            error = failure_message(node) if node.get("status") == "FAILED" else ""
+            replicas.append(
+                ReplicaStatus(
+                    replica_id,
+                    app_state(node) if state != AppState.CANCELLED else state,
+                    name,
+                    _node_host(node),
+                    structured_error_msg=error or NONE,
+                )
+            )
+        roles_statuses.append(RoleStatus(name, replicas))
+    attempts = job.get("attempts") or []
+    return DescribeAppResponse(
+        app_id=app_id,
+        state=state,
+        num_restarts=max(0, len(attempts) - 1),
+        msg=failure_message(job) or NONE,
+        ui_url=console_url(str(job.get("jobArn", "")), str(job.get("jobId", ""))),
+        metadata={str(k): str(v) for k, v in (job.get("tags") or {}).items()},
+        roles_statuses=roles_statuses,
+        roles=roles,
+    )

@@ -1,0 +1,91 @@
+"""What the aws_batch tests share: the local AWS emulator (moto_server of tools/moto-up.sh)
+and a Batch job queue in it.
+
+The tests talk to the emulator through real boto3 clients configured the way a user's
+shell is: the endpoint, a region and (fake) keys in the environment.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.request
+from typing import Any
+
+PORT = int(os.environ.get("TORCHX_TEST_MOTO_PORT", "4566"))
+ENDPOINT = f"http://127.0.0.1:{PORT}"
+REGION = "us-west-2"
+
+AWS_ENV = {
+    "AWS_ENDPOINT_URL": ENDPOINT,
+    "AWS_DEFAULT_REGION": REGION,
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",  # noqa: S105 (moto accepts any key)
+}
+"""The environment of a user pointed at the emulator (no real AWS is reachable)."""
+
+
+def emulator_answers() -> bool:
+    """Whether a moto_server answers at :data:`ENDPOINT`."""
+    try:
+        with urllib.request.urlopen(f"{ENDPOINT}/moto-api/data.json", timeout=2) as resp:
+            return bool(resp.status == 200)
+    except OSError:
+        return False
+
+
+def set_state_transition(seconds: float | None) -> None:
+    """Makes each Batch job state last ``seconds`` in the emulator (None: moto's default,
+    where the states before RUNNING flash by)."""
+    import json
+
+    if seconds is None:
+        body: dict[str, Any] = {"model_name": "batch::job"}
+        path = "/moto-api/state-manager/unset-transition"
+    else:
+        body = {
+            "model_name": "batch::job",
+            "transition": {"progression": "time", "seconds": seconds},
+        }
+        path = "/moto-api/state-manager/set-transition"
+    request = urllib.request.Request(
+        ENDPOINT + path, data=json.dumps(body).encode(), method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=10):
+        pass
+
+
+def create_queue(name: str, session: Any = None) -> str:
+    """Creates (or reuses) a Batch job queue ``name`` with an unmanaged compute environment
+    in the emulator and returns its ARN. Needs :data:`AWS_ENV` in the environment."""
+    import boto3
+
+    session = session or boto3.session.Session()
+    batch = session.client("batch")
+    found = batch.describe_job_queues(jobQueues=[name])["jobQueues"]
+    if found:
+        return str(found[0]["jobQueueArn"])
+    iam = session.client("iam")
+    role_name = "torchx-test-batch"
+    try:
+        role_arn = iam.get_role(RoleName=role_name)["Role"]["Arn"]
+    except iam.exceptions.NoSuchEntityException:
+        role_arn = iam.create_role(
+            RoleName=role_name,
+            AssumeRolePolicyDocument="{}",
+            Path="/",
+        )["Role"]["Arn"]
+    env_name = f"{name}-ce"
+    env_arn = batch.create_compute_environment(
+        computeEnvironmentName=env_name,
+        type="UNMANAGED",
+        state="ENABLED",
+        serviceRole=role_arn,
+    )["computeEnvironmentArn"]
+    return str(
+        batch.create_job_queue(
+            jobQueueName=name,
+            state="ENABLED",
+            priority=1,
+            computeEnvironmentOrder=[{"order": 1, "computeEnvironment": env_arn}],
+        )["jobQueueArn"]
+    )
