@@ -166,7 +166,9 @@ def test_retry_by_requeue(runner: Any) -> None:
     # Slurm holds a requeued job for 120 s (BeginTime); release it now
     subprocess.run(["scontrol", "update", f"jobid={job_id}", "starttime=now"], check=True)
     final = wait(runner, handle)
-    assert (final.state, final.num_restarts) == (AppState.SUCCEEDED, 1)
+    batch_log = Path(f"slurm-{job_id}.out")
+    detail = f"{final}\n{logs(runner, handle, 'sh')}\n{batch_log.read_text()}"
+    assert (final.state, final.num_restarts) == (AppState.SUCCEEDED, 1), detail
     assert logs(runner, handle, "sh") == "attempt 0\nattempt 1\n"  # nothing overwritten
 
 

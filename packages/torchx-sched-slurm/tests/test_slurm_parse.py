@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from torchx.schedulers.slurm_describe import describe_rows
 from torchx.schedulers.slurm_parse import (
     base_state,
     leaders,
@@ -19,7 +20,6 @@ from torchx.schedulers.slurm_parse import (
 )
 from torchx.schedulers.slurm_scheduler import (
     SLURM_STATES,
-    _describe,
     appstate_from_slurm_state,
     get_appstate_from_job,
 )
@@ -42,7 +42,7 @@ class TestSqueueText:
             ("71", 0, "train:trainer-0", "RUNNING", ["n1"]),
             ("72", 1, "train:trainer-1", "RUNNING", ["n2"]),
         ]
-        desc = _describe("71", rows, None)
+        desc = describe_rows("71", rows, None)
         assert desc.state == AppState.RUNNING
         assert [len(r.replicas) for r in desc.roles_statuses] == [2]
 
@@ -82,20 +82,20 @@ class TestSqueue2205:
     def test_held_job_without_job_resources(self) -> None:
         (row,) = parse_squeue_json(fixture("squeue-22.05.json"), leader="12")
         assert (row.state, row.reason, row.hosts) == ("PENDING", "JobHeldUser", [])
-        desc = _describe("12", [row], None)
+        desc = describe_rows("12", [row], None)
         assert desc.state == AppState.PENDING
         assert desc.msg == "pending: JobHeldUser"
 
     def test_raw_wait_status_is_decoded(self) -> None:
         (row,) = parse_squeue_json(fixture("squeue-22.05.json"), leader="13")
         assert (row.state, row.exit_code, row.signal) == ("FAILED", 3, 0)
-        desc = _describe("13", [row], None)
+        desc = describe_rows("13", [row], None)
         assert desc.state == AppState.FAILED
         assert "exit code 3" in desc.msg
 
     def test_foreign_job_is_described_not_rejected(self) -> None:
         (row,) = parse_squeue_json(fixture("squeue-22.05.json"), leader="15")
-        desc = _describe("15", [row], None)
+        desc = describe_rows("15", [row], None)
         assert desc.state == AppState.SUCCEEDED
         assert [r.role for r in desc.roles_statuses] == ["not torchx"]
 
@@ -114,7 +114,7 @@ class TestSqueueNewer:
         ]
         assert [r.hosts for r in rows] == [["n1"], ["n2"], ["n3"]]
         assert rows[0].cpus == 2 and rows[0].mem_mb == 4096
-        desc = _describe("40", rows, None)
+        desc = describe_rows("40", rows, None)
         assert desc.state == AppState.RUNNING
         assert [(r.role, [x.id for x in r.replicas]) for r in desc.roles_statuses] == [
             ("trainer", [0, 1]),
@@ -125,11 +125,11 @@ class TestSqueueNewer:
     def test_pending_reason_and_no_resources(self, version: str) -> None:
         (row,) = self.rows(version, "50")
         assert (row.state, row.reason) == ("PENDING", "Priority")
-        assert _describe("50", [row], None).msg == "pending: Priority"
+        assert describe_rows("50", [row], None).msg == "pending: Priority"
 
     def test_requeued_is_pending_with_restarts(self, version: str) -> None:
         (row,) = self.rows(version, "51")
-        desc = _describe("51", [row], None)
+        desc = describe_rows("51", [row], None)
         assert (desc.state, desc.num_restarts, desc.msg) == (
             AppState.PENDING,
             1,
@@ -143,12 +143,12 @@ class TestSqueueNewer:
         assert (failed.exit_code, failed.signal) == (3, 0)
         assert cancelled.signal == 15
         assert appstate_from_slurm_state(cancelled.state) == AppState.CANCELLED
-        assert _describe("54", [oom], None).state == AppState.FAILED
-        assert "signal 9" in _describe("54", [oom], None).msg
+        assert describe_rows("54", [oom], None).state == AppState.FAILED
+        assert "signal 9" in describe_rows("54", [oom], None).msg
 
     def test_unknown_state_is_unknown_not_an_error(self, version: str) -> None:
         (row,) = self.rows(version, "56")
-        desc = _describe("56", [row], None)
+        desc = describe_rows("56", [row], None)
         assert desc.state == AppState.UNKNOWN
         assert desc.msg == "slurm state SOME_FUTURE_STATE"
 
@@ -156,7 +156,7 @@ class TestSqueueNewer:
 def test_the_record_names_roles_even_when_names_were_sanitized() -> None:
     rows = parse_squeue_json(fixture("squeue-24.11.json"), leader="40")
     record = {"roles": [["my trainer", 2], ["ps", 1]]}
-    desc = _describe("40", rows, record)
+    desc = describe_rows("40", rows, record)
     assert [r.role for r in desc.roles_statuses] == ["my trainer", "ps"]
 
 

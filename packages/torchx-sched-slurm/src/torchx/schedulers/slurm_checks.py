@@ -1,0 +1,116 @@
+"""Checks made on the submit host before anything is queued.
+
+A wrong script path or a malformed time limit is otherwise found only when the job
+starts, possibly hours later (upstream #405).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+
+from torchx.schedulers.slurm_parse import parse_time_limit
+from torchx.specs.api import Role
+
+__all__ = ["check_option", "check_role_files", "check_time"]
+
+_PYTHONS = ("python", "python3")
+_PYTHON_OPTS_WITH_VALUE = frozenset({"-W", "-X", "-Q"})
+_TORCHRUN_FLAGS = frozenset(
+    {
+        "--standalone",
+        "--no-python",
+        "--no_python",
+        "--run-path",
+        "--run_path",
+        "--module",
+        "-m",
+        "--virtual-local-rank",
+        "--virtual_local_rank",
+    }
+)
+
+
+def _is_python(program: str) -> bool:
+    name = os.path.basename(program)
+    return name in _PYTHONS or (name.startswith("python3.") and name[8:].isdigit())
+
+
+def _script_of(program: str, args: list[str]) -> str | None:
+    """The script file a ``python``/``torchrun`` command runs, if it names one."""
+    name = os.path.basename(program)
+    if name in ("bash", "sh") and len(args) >= 2 and args[0] == "-c":
+        try:
+            words = shlex.split(args[1])
+        except ValueError:
+            return None
+        return _script_of(words[0], words[1:]) if words else None
+    if _is_python(program):
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            if arg in ("-m", "-c", "-"):
+                return None
+            if arg in _PYTHON_OPTS_WITH_VALUE:
+                i += 2
+                continue
+            if arg.startswith("-"):
+                i += 1
+                continue
+            return arg
+        return None
+    if name == "torchrun":
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            if arg in ("-m", "--module", "--no-python", "--no_python"):
+                return None
+            if arg.startswith("-"):
+                i += 1 if ("=" in arg or arg in _TORCHRUN_FLAGS) else 2
+                continue
+            return arg
+    return None
+
+
+def check_role_files(role: Role, workdir: str) -> None:
+    """Reports a missing entrypoint or script now rather than when the job starts."""
+    import shutil
+
+    entrypoint = role.entrypoint
+    if "$" not in entrypoint:
+        if "/" in entrypoint:
+            path = os.path.join(workdir, entrypoint)
+            if not os.path.exists(path):
+                raise FileNotFoundError(
+                    f"entrypoint {entrypoint!r} of role {role.name!r} does not exist (looked in"
+                    f" {workdir}); fix the path before the job is queued"
+                )
+        elif shutil.which(entrypoint, path=role.env.get("PATH", os.environ.get("PATH"))) is None:
+            raise FileNotFoundError(
+                f"entrypoint {entrypoint!r} of role {role.name!r} is not on this host's PATH;"
+                " install it, activate its environment or give its full path"
+            )
+    script = _script_of(entrypoint, role.args)
+    checkable = script and "$" not in script and script.endswith(".py")
+    if checkable and not os.path.exists(os.path.join(workdir, str(script))):
+        raise FileNotFoundError(
+            f"script {script!r} of role {role.name!r} does not exist (looked in {workdir});"
+            " fix --script before the job is queued"
+        )
+
+
+def check_time(value: str | None) -> None:
+    if value is not None and parse_time_limit(value) is None:
+        raise ValueError(
+            f"run option time={value!r} is not a Slurm time limit; use minutes, MM:SS,"
+            " HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS (e.g. time=1:30:00)"
+        )
+
+
+def check_option(key: str, value: str) -> str:
+    if not value or any(c.isspace() or c in "\"'\\" for c in value):
+        raise ValueError(
+            f"run option {key}={value!r} is not a valid Slurm value: it must be non-empty"
+            " without spaces or quotes"
+        )
+    return value

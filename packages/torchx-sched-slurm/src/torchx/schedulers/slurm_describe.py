@@ -1,0 +1,161 @@
+"""From Slurm's rows of a job to TorchX's ``DescribeAppResponse`` (states, reasons, roles)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from torchx.schedulers.api import DescribeAppResponse
+from torchx.schedulers.slurm_parse import SlurmJob, split_job_name
+from torchx.specs.api import NONE, AppState, Resource, Role
+
+if TYPE_CHECKING:
+    from torchx.specs import ReplicaStatus, RoleStatus
+
+__all__ = [
+    "SLURM_STATES",
+    "app_state",
+    "appstate_from_slurm_state",
+    "describe_rows",
+    "get_appstate_from_job",
+]
+
+SLURM_STATES: dict[str, AppState] = {
+    "BOOT_FAIL": AppState.FAILED,
+    "CANCELLED": AppState.CANCELLED,
+    "COMPLETED": AppState.SUCCEEDED,
+    "DEADLINE": AppState.FAILED,
+    "FAILED": AppState.FAILED,
+    "NODE_FAIL": AppState.FAILED,
+    "OUT_OF_MEMORY": AppState.FAILED,
+    "PENDING": AppState.PENDING,
+    "PREEMPTED": AppState.FAILED,
+    "RUNNING": AppState.RUNNING,
+    "REQUEUED": AppState.PENDING,
+    "RESIZING": AppState.PENDING,
+    "REVOKED": AppState.FAILED,
+    "SUSPENDED": AppState.PENDING,
+    "TIMEOUT": AppState.FAILED,
+}
+"""Slurm job state -> TorchX app state; states not listed (``COMPLETING``, ...) are UNKNOWN."""
+
+
+def appstate_from_slurm_state(slurm_state: str) -> AppState:
+    """The app state of a Slurm state string; UNKNOWN for one TorchX does not know."""
+    return SLURM_STATES.get(slurm_state, AppState.UNKNOWN)
+
+
+def get_appstate_from_job(job: Mapping[str, Any]) -> AppState:
+    """The app state of one job entry of ``squeue --json`` (any Slurm version)."""
+    from torchx.schedulers.slurm_parse import base_state
+
+    return appstate_from_slurm_state(base_state(job.get("job_state", job.get("state"))))
+
+
+_STATE_ORDER = (
+    AppState.FAILED,
+    AppState.CANCELLED,
+    AppState.RUNNING,
+    AppState.PENDING,
+    AppState.UNKNOWN,
+    AppState.SUCCEEDED,
+)
+
+
+def app_state(rows: list[SlurmJob]) -> AppState:
+    """One state for the components of a job (they normally agree).
+
+    Disagreeing components: any still pending or running decides (RUNNING over PENDING),
+    else a failure, else a cancellation.
+    """
+    states = {appstate_from_slurm_state(r.state) for r in rows}
+    if len(states) == 1:
+        return states.pop()
+    if AppState.RUNNING in states:
+        return AppState.RUNNING
+    if AppState.PENDING in states:
+        return AppState.PENDING
+    for state in _STATE_ORDER:
+        if state in states:
+            return state
+    return AppState.UNKNOWN
+
+
+def _message(state: AppState, rows: list[SlurmJob]) -> str:
+    """Why the job is where it is: the pending reason, or how it ended."""
+    leader = rows[0]
+    reasons = [r.reason for r in rows if r.reason]
+    if state == AppState.PENDING:
+        return f"pending: {reasons[0]}" if reasons else "pending"
+    if state == AppState.FAILED:
+        codes = [r for r in rows if r.exit_code or r.signal]
+        detail = leader.state.lower() if leader.state else "failed"
+        if codes:
+            first = codes[0]
+            detail += (
+                f", exit code {first.exit_code}" if first.exit_code else f", signal {first.signal}"
+            )
+        if reasons:
+            detail += f" ({reasons[0]})"
+        return detail
+    if state == AppState.UNKNOWN and leader.state:
+        return f"slurm state {leader.state}"
+    return NONE
+
+
+def describe_rows(
+    job_id: str, rows: list[SlurmJob], record: dict[str, Any] | None
+) -> DescribeAppResponse:
+    from torchx.specs import ReplicaStatus, RoleStatus
+
+    names: list[tuple[str, int]] = []
+    if record is not None:
+        for name, count in record.get("roles", []):
+            names += [(str(name), i) for i in range(int(count))]
+    state = app_state(rows)
+    role_replicas: dict[str, list[ReplicaStatus]] = {}
+    role_info: dict[str, SlurmJob] = {}
+    for row in rows:
+        if row.het_offset < len(names):
+            role, replica = names[row.het_offset]
+        else:
+            parsed = split_job_name(row.name)
+            if parsed is None:
+                role, replica = row.name or "job", row.het_offset
+            else:
+                role, replica = parsed[1], parsed[2]
+        role_replicas.setdefault(role, []).append(
+            ReplicaStatus(
+                id=replica,
+                state=appstate_from_slurm_state(row.state),
+                role=role,
+                hostname=row.hosts[0] if row.hosts else "",
+            )
+        )
+        role_info.setdefault(role, row)
+    roles_statuses: list[RoleStatus] = []
+    roles: list[Role] = []
+    for role, replicas in role_replicas.items():
+        replicas.sort(key=lambda r: r.id)
+        roles_statuses.append(RoleStatus(role, replicas))
+        row = role_info[role]
+        resource = Resource(cpu=row.cpus or -1, gpu=-1, memMB=row.mem_mb or -1)
+        roles.append(
+            Role(
+                name=role,
+                image=row.workdir,
+                entrypoint=row.command,
+                num_replicas=len(replicas),
+                resource=resource,
+            )
+        )
+    log_dir = record.get("log_dir") if record is not None else None
+    return DescribeAppResponse(
+        app_id=job_id,
+        state=state,
+        num_restarts=max(r.restarts for r in rows),
+        msg=_message(state, rows),
+        ui_url=f"file://{log_dir}" if log_dir else None,
+        roles_statuses=roles_statuses,
+        roles=roles,
+    )

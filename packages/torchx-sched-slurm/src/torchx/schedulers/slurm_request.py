@@ -1,0 +1,355 @@
+"""The ``sbatch`` request of an app: run options, het components and the batch script.
+
+One het component per replica; each gets an ``#SBATCH`` line (job name
+``<app>:<role>-<i>``, per-replica options, resources) and a part of the one ``srun`` line
+that starts them all. Arguments and env values are shell-quoted so they reach the program
+byte for byte; the job id, unknown until ``sbatch`` answers, is a mark that the script
+turns into ``"$SLURM_JOB_ID"``.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+
+from torchx.schedulers.api import HELP_KEY, StructuredOpts
+from torchx.schedulers.slurm_commands import SlurmCommandError, run
+from torchx.specs.api import CfgVal, Resource, Role
+from torchx.util.lazy_dataclass import dataclass, field
+
+__all__ = [
+    "SBATCH_GROUP_OPTIONS",
+    "SBATCH_JOB_OPTIONS",
+    "Opts",
+    "SlurmBatchRequest",
+    "SlurmOpts",
+    "SlurmReplicaRequest",
+    "version",
+]
+
+SBATCH_JOB_OPTIONS = ("account", "comment", "mail-user", "mail-type")
+"""Run options passed once, on the ``sbatch`` command line (in this order)."""
+
+SBATCH_GROUP_OPTIONS = ("partition", "time", "constraint", "qos")
+"""Run options repeated on the ``#SBATCH`` line of every het component."""
+
+RANK0_ENV = "SLURM_JOB_NODELIST_HET_GROUP_0"
+_JOB_ID = '"$SLURM_JOB_ID"'
+APP_ID_MARK = "\0app_id\0"
+"""Stands for the job id in a request until the script is written."""
+
+
+_VERSION: list[tuple[int, int]] = []
+
+
+def version() -> tuple[int, int]:
+    """(major, minor) of the Slurm on this host (``sinfo --version``), asked once.
+
+    Without a usable ``sinfo`` (e.g. a dry run off-cluster) assumes 24.05 and warns.
+    """
+    if _VERSION:
+        return _VERSION[0]
+    found = (24, 5)
+    try:
+        code, out, _ = run(["sinfo", "--version"])
+        words = out.split()
+        if code == 0 and len(words) >= 2:
+            major, minor = words[1].split(".")[:2]
+            found = (int(major), int(minor))
+        else:
+            raise ValueError(out)
+    except (SlurmCommandError, ValueError, OSError):
+        import warnings
+
+        warnings.warn(
+            "could not read the Slurm version with `sinfo --version`; assuming 24.05",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    _VERSION.append(found)
+    return found
+
+
+def partition_memory() -> dict[str, int]:
+    """``{partition: RealMemory MB}`` from ``sinfo`` (``"*"`` maps the default partition)."""
+    try:
+        code, out, _ = run(["sinfo", "--format", "%P,%m", "--noconvert", "--noheader"])
+    except SlurmCommandError:
+        return {}
+    if code != 0:
+        return {}
+    memory: dict[str, int] = {}
+    for line in out.splitlines():
+        name, _, mem = line.strip().partition(",")
+        digits = mem.rstrip("+M")
+        if not name or not digits.isdigit():
+            continue
+        if name.endswith("*"):
+            name = name[:-1]
+            memory.setdefault("*", int(digits))
+        memory[name] = min(memory.get(name, int(digits)), int(digits))
+    return memory
+
+
+@dataclass
+class Opts(StructuredOpts):
+    """Run options of ``slurm`` (help in field metadata: read on every ``torchx run``)."""
+
+    account: str | None = field(
+        default=None, metadata={HELP_KEY: "account to charge the job to (sbatch --account)"}
+    )
+    partition: str | None = field(
+        default=None,
+        metadata={HELP_KEY: "partition to run in (default: the cluster's default partition)"},
+    )
+    time: str | None = field(
+        default=None,
+        metadata={
+            HELP_KEY: "time limit per replica: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or"
+            " D-HH:MM:SS"
+        },
+    )
+    comment: str | None = field(
+        default=None, metadata={HELP_KEY: "comment shown in squeue/sacct (sbatch --comment)"}
+    )
+    constraint: str | None = field(
+        default=None, metadata={HELP_KEY: "node features required (sbatch --constraint)"}
+    )
+    mail_user: str | None = field(
+        default=None,
+        metadata={"cfg_key": "mail-user", HELP_KEY: "who to mail job events to"},
+    )
+    mail_type: str | None = field(
+        default=None,
+        metadata={
+            "cfg_key": "mail-type",
+            HELP_KEY: "which events to mail (e.g. END,FAIL; sbatch --mail-type)",
+        },
+    )
+    job_dir: str | None = field(
+        default=None,
+        metadata={
+            HELP_KEY: "new directory to copy the workspace into and run the job from (must"
+            " not exist); logs are written there"
+        },
+    )
+    qos: str | None = field(default=None, metadata={HELP_KEY: "quality of service (sbatch --qos)"})
+    list_days: int = field(
+        default=3,
+        metadata={HELP_KEY: "how many days back `torchx list` looks in Slurm's accounting"},
+    )
+
+
+SlurmOpts = Opts
+"""Compat name of :class:`Opts`."""
+
+
+def _shell_word(value: str) -> str:
+    """``value`` quoted for bash; the job-id mark becomes ``"$SLURM_JOB_ID"``."""
+    if APP_ID_MARK not in value:
+        return shlex.quote(value)
+    return _JOB_ID.join(shlex.quote(part) if part else "" for part in value.split(APP_ID_MARK))
+
+
+def safe_name(value: str) -> str:
+    """``value`` with everything but letters, digits, ``_``, ``.`` and ``-`` made ``_``."""
+    return "".join(c if (c.isalnum() and c.isascii()) or c in "_.-" else "_" for c in value)
+
+
+@dataclass
+class SlurmReplicaRequest:
+    """One het component: the ``#SBATCH`` options and the ``srun`` command of a replica."""
+
+    name: str
+    entrypoint: str
+    args: list[str]
+    srun_opts: dict[str, str]
+    sbatch_opts: dict[str, str | None]
+    env: dict[str, str]
+
+    @classmethod
+    def from_role(
+        cls,
+        name: str,
+        role: Role,
+        cfg: Mapping[str, CfgVal],
+        nomem: bool,
+        log_dir: str = "",
+    ) -> SlurmReplicaRequest:
+        """The request of replica ``name`` (``<role>-<i>``) of an already-substituted role."""
+        sbatch_opts = group_opts(Opts.from_cfg(cfg), role.resource, nomem)
+        return cls(
+            name=name,
+            entrypoint=role.entrypoint,
+            args=list(role.args),
+            srun_opts=_srun_opts(log_dir, name),
+            sbatch_opts=sbatch_opts,
+            env=dict(role.env),
+        )
+
+    def materialize(self) -> tuple[list[str], list[str]]:
+        """(``#SBATCH`` arguments, ``srun`` arguments) of this component, shell-quoted."""
+        sbatch_args = [f"--job-name={self.name}"]
+        for key, value in self.sbatch_opts.items():
+            sbatch_args.append(f"--{key}" if value is None else f"--{key}={value}")
+        srun_args = [
+            f"--{key}={_shell_word(value)}" if value else f"--{key}"
+            for key, value in self.srun_opts.items()
+        ]
+        # `env` sets the replica's variables byte for byte (any name, any value). srun
+        # splits its arguments at every ":" (het components), so a command holding a ":"
+        # word runs under `bash -c`, quoted twice, and srun never sees its words.
+        words = ["env", "--", *(f"{k}={v}" for k, v in self.env.items())]
+        words += [self.entrypoint, *self.args]
+        if ":" in words:
+            # the job id mark becomes "$SLURM_JOB_ID" in the outer quoting: the batch
+            # script splices the job id's digits into the inner text
+            inner = " ".join(shlex.quote(word) for word in ["exec", *words])
+            srun_args += ["/bin/bash", "-c", _shell_word(inner)]
+        else:
+            srun_args += [_shell_word(word) for word in words]
+        return sbatch_args, srun_args
+
+
+def group_opts(opts: Opts, resource: Resource, nomem: bool) -> dict[str, str | None]:
+    """The ``#SBATCH`` options of one het component (in upstream's order)."""
+    group: dict[str, str | None] = {"requeue": None}
+    for key in SBATCH_GROUP_OPTIONS:
+        value = opts.get(key)
+        if value is not None:
+            group[key] = str(value)
+    _resource_opts(group, resource, nomem)
+    return group
+
+
+def _resource_opts(opts: dict[str, str | None], resource: Resource, nomem: bool) -> None:
+    opts.setdefault("ntasks-per-node", "1")
+    if resource.cpu > 0:
+        opts.setdefault("cpus-per-task", str(int(resource.cpu)))
+    if resource.memMB > 0 and not nomem:
+        opts.setdefault("mem", str(int(resource.memMB)))
+    if resource.gpu > 0:
+        if version() >= (24, 11):
+            opts.setdefault("gpus-per-node", str(resource.gpu))
+        else:
+            opts.setdefault("gpus-per-task", str(resource.gpu))
+            opts.setdefault("ntasks", "1")
+
+
+def _srun_opts(log_dir: str, name: str) -> dict[str, str]:
+    # srun expands %-patterns in file names: double any % of the directory
+    prefix = f"{log_dir.replace('%', '%%')}/" if log_dir else ""
+    base = f"{prefix}slurm-{APP_ID_MARK}-{name}"
+    return {
+        "output": f"{base}.out",
+        "error": f"{base}.err",
+        "open-mode": "append",  # a requeued job adds to its logs instead of erasing them
+        "wait": "60",
+        "kill-on-bad-exit": "1",
+    }
+
+
+@dataclass
+class SlurmBatchRequest:
+    """The ``sbatch`` command and the het components of one app.
+
+    ``log_dir`` is where the replicas' logs go (the job's directory), ``app_name`` and
+    ``roles`` (role name -> replica count) are recorded for ``describe`` and ``log``.
+    """
+
+    cmd: list[str]
+    replicas: dict[str, SlurmReplicaRequest]
+    job_dir: str | None
+    max_retries: int = 0
+    log_dir: str = ""
+    app_name: str = ""
+    roles: dict[str, int] = field(default_factory=dict)
+
+    def materialize(self) -> str:
+        """The batch script."""
+        from torchx.version import __version__
+
+        lines = [
+            "#!/bin/bash",
+            "#",
+            f"# Generated by TorchX {__version__}",
+            f"# Run with: {shlex.join(self.cmd)}",
+            "#",
+        ]
+        groups: list[list[str]] = []
+        for i, replica in enumerate(self.replicas.values()):
+            sbatch_args, srun_args = replica.materialize()
+            if i == 0:
+                batch_log = f"{self.log_dir.replace('%', '%%')}/" if self.log_dir else ""
+                sbatch_args.append(f"--output={batch_log}slurm-%j.out")
+            else:
+                lines.append("#SBATCH hetjob")
+            lines.append("#SBATCH " + " ".join(sbatch_args))
+            groups.append(srun_args)
+        lines += [
+            "set -e",
+            "",
+            "export PYTHONUNBUFFERED=1",
+            "export SLURM_UNBUFFEREDIO=1",
+            f"export TORCHX_MAX_RETRIES={int(self.max_retries)}",
+            "",
+            "set +e",
+            "srun " + " :\\\n    ".join(" ".join(group) for group in groups),
+            "exitcode=$?",
+            "set -e",
+            "",
+            'echo "job exited with code $exitcode"',
+            "if [ $exitcode -ne 0 ]; then",
+            '    if [ "$TORCHX_MAX_RETRIES" -gt "${SLURM_RESTART_COUNT:-0}" ]; then',
+            '        scontrol requeue "$SLURM_JOB_ID"',
+            "    fi",
+            "    exit $exitcode",
+            "fi",
+            "",
+        ]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return (
+            f"{shlex.join(self.cmd)} $SBATCH_SCRIPT\n"
+            "#----------------\n# SBATCH_SCRIPT\n#----------------\n" + self.materialize()
+        )
+
+
+class RoleTemplate:
+    """What all replicas of a role share; :meth:`for_replica` fills in the macros.
+
+    Only arguments and env values holding a ``$`` are substituted per replica, so a
+    10,000-replica role costs little more than 10,000 small objects.
+    """
+
+    __slots__ = ("args", "entrypoint", "env", "log_dir", "sbatch_opts", "templated")
+
+    def __init__(self, role: Role, sbatch_opts: dict[str, str | None], log_dir: str) -> None:
+        self.entrypoint = role.entrypoint
+        self.args = list(role.args)
+        self.env = dict(role.env)
+        self.sbatch_opts = sbatch_opts
+        self.log_dir = log_dir
+        self.templated = any("$" in a for a in self.args) or any(
+            "$" in v for v in self.env.values()
+        )
+
+    def for_replica(self, name: str, job_name: str, values: dict[str, str]) -> SlurmReplicaRequest:
+        args = self.args
+        env = self.env
+        if self.templated:
+            from string import Template
+
+            args = [Template(a).safe_substitute(values) if "$" in a else a for a in args]
+            env = {
+                k: Template(v).safe_substitute(values) if "$" in v else v for k, v in env.items()
+            }
+        return SlurmReplicaRequest(
+            name=job_name,
+            entrypoint=self.entrypoint,
+            args=args,
+            srun_opts=_srun_opts(self.log_dir, name),
+            sbatch_opts=dict(self.sbatch_opts),
+            env=env,
+        )
