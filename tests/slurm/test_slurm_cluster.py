@@ -130,6 +130,11 @@ def test_cancel(runner: Any) -> None:
         break
     runner.cancel(handle)
     assert wait(runner, handle).state == AppState.CANCELLED
+    job_id = handle.rsplit("/", 1)[1]
+    record = Path(os.environ["TORCHX_HOME"], "slurm", f"{job_id}.json")
+    assert record.exists()
+    runner.delete(handle)  # forgets the record; Slurm keeps its accounting
+    assert not record.exists()
 
 
 def test_second_process_in_another_directory(runner: Any, tmp_path: Path) -> None:
