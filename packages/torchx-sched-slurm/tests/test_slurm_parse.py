@@ -37,26 +37,30 @@ class TestSqueueText:
     """``squeue -t all -O SQUEUE_FORMAT``, the status path (recorded from 22.05)."""
 
     def test_het_job(self) -> None:
-        rows = parse_squeue_text(fixture("squeue-22.05.txt"), leader="71")
+        rows = parse_squeue_text(fixture("squeue-22.05.txt"), leader="163")
         assert [(r.job_id, r.het_offset, r.name, r.state, r.hosts) for r in rows] == [
-            ("71", 0, "train:trainer-0", "RUNNING", ["n1"]),
-            ("72", 1, "train:trainer-1", "RUNNING", ["n2"]),
+            ("163", 0, "train:trainer-0", "RUNNING", ["n3"]),
+            ("164", 1, "train:trainer-1", "RUNNING", ["n1"]),
         ]
-        desc = describe_rows("71", rows, None)
+        assert rows[0].command == "/tmp/eng10/cap/het.sh"
+        desc = describe_rows("163", rows, None)
         assert desc.state == AppState.RUNNING
         assert [len(r.replicas) for r in desc.roles_statuses] == [2]
 
-    def test_states_reasons_and_exit_codes(self) -> None:
+    def test_states_reasons_exit_codes_and_resources(self) -> None:
         by_id = {r.job_id: r for r in parse_squeue_text(fixture("squeue-22.05.txt"))}
-        assert (by_id["73"].state, by_id["73"].reason, by_id["73"].hosts) == (
+        held, failed, cancelled = by_id["165"], by_id["166"], by_id["167"]
+        assert (held.state, held.reason, held.hosts, held.mem_mb) == (
             "PENDING",
             "JobHeldUser",
             [],
+            300,
         )
-        assert by_id["73"].name == "held|pipe:w-0"  # the name may hold the separator
-        assert (by_id["74"].state, by_id["74"].exit_code) == ("FAILED", 3)
-        assert (by_id["75"].state, by_id["75"].signal) == ("CANCELLED", 15)
-        assert by_id["74"].workdir == "/tmp/eng10/cap"
+        assert held.name == "held|pipe:w-0"  # the name may hold the separator
+        assert held.command == ""  # a script sent on stdin
+        assert (failed.state, failed.exit_code) == ("FAILED", 3)
+        assert (cancelled.state, cancelled.signal, cancelled.cpus) == ("CANCELLED", 15, 2)
+        assert failed.workdir == "/tmp/eng10/cap"
 
     def test_garbage_lines_are_skipped(self) -> None:
         assert parse_squeue_text("squeue: error: something\n\n") == []

@@ -385,12 +385,30 @@ SQUEUE_FIELDS = (
     "NodeList",
     "RestartCnt",
     "exit_code",
+    "NumCPUs",
+    "MinMemory",
+    "Command",
     "WorkDir",
     "Name",
 )
 SQUEUE_FORMAT = ",".join(f"{name}:|" for name in SQUEUE_FIELDS)
 """``squeue -O`` format read by :func:`parse_squeue_text` (``|`` after each field; the
 name, which may hold anything, comes last)."""
+
+
+_UNITS_MB = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
+
+
+def _memory_mb(value: str) -> int | None:
+    """MB of a Slurm memory size such as ``256M``, ``4G`` or ``1000`` (MB)."""
+    text = value.strip().upper()
+    factor = _UNITS_MB.get(text[-1:])
+    digits = text[:-1] if factor is not None else text
+    try:
+        number = float(digits)
+    except ValueError:
+        return None
+    return int(number * (factor or 1)) or None
 
 
 def parse_squeue_text(text: str, leader: str | None = None) -> list[SlurmJob]:
@@ -403,7 +421,8 @@ def parse_squeue_text(text: str, leader: str | None = None) -> list[SlurmJob]:
         parts = line.split("|", len(SQUEUE_FIELDS) - 1)
         if len(parts) < len(SQUEUE_FIELDS) or not parts[0].strip().isdigit():
             continue
-        job_id, het, offset, state, reason, nodes, restarts, exit_code, workdir, name = parts
+        job_id, het, offset, state, reason, nodes, restarts, exit_code = parts[:8]
+        cpus, memory, command, workdir, name = parts[8:]
         row = SlurmJob(job_id.strip())
         if het.strip().isdigit() and het.strip() != "0":
             row.het_leader = het.strip()
@@ -417,6 +436,9 @@ def parse_squeue_text(text: str, leader: str | None = None) -> list[SlurmJob]:
         raw = _number(exit_code)
         if raw is not None:  # the raw wait status, as in 22.05's JSON
             row.exit_code, row.signal = _exit_status(raw)
+        row.cpus = _number(cpus)
+        row.mem_mb = _memory_mb(memory)
+        row.command = "" if command.strip() == "(null)" else command.strip()
         row.workdir = workdir.strip()
         row.name = name.rstrip("|").strip()
         rows.append(row)
