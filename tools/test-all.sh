@@ -29,6 +29,7 @@ test_tmp="$(mktemp -d -t torchx-tests-XXXXXX)"
 stop_backends() {
   bash tools/docker-down.sh >>"$backend_log" 2>&1
   [ "$slurm_was_up" = 1 ] || bash tools/slurm-down.sh >>"$backend_log" 2>&1
+  [ "$moto_was_up" = 1 ] || bash tools/moto-down.sh >>"$backend_log" 2>&1
   rm -f "$backend_log"
   rm -rf "$test_tmp"
   [ -z "$own_home" ] || rm -rf "$own_home"
@@ -43,6 +44,13 @@ bash tools/slurm-up.sh --check && slurm_was_up=1
 bash tools/slurm-up.sh >>"$backend_log" 2>&1 &
 slurm_up_pid=$!
 export TORCHX_REQUIRE_SLURM=1
+# AWS Batch (tests/batch): moto's emulator on localhost, running jobs in the Docker daemon
+# above; left running if it already was.
+moto_was_up=0
+bash tools/moto-up.sh --check && moto_was_up=1
+bash tools/moto-up.sh >>"$backend_log" 2>&1 &
+moto_up_pid=$!
+export TORCHX_REQUIRE_MOTO=1
 
 failed=()
 step() {
@@ -59,6 +67,7 @@ step run runner:test
 step run cli:test
 step run docker:test
 step run slurm:test
+step run batch:test
 if ! wait "$docker_up_pid"; then
   cat "$backend_log"
   failed+=("tools/docker-up.sh")
@@ -66,6 +75,10 @@ fi
 if ! wait "$slurm_up_pid"; then
   cat "$backend_log"
   failed+=("tools/slurm-up.sh")
+fi
+if ! wait "$moto_up_pid"; then
+  cat "$backend_log"
+  failed+=("tools/moto-up.sh")
 fi
 step run test tests
 

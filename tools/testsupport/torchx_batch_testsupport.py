@@ -19,7 +19,7 @@ AWS_ENV = {
     "AWS_ENDPOINT_URL": ENDPOINT,
     "AWS_DEFAULT_REGION": REGION,
     "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",  # noqa: S105 (moto accepts any key)
+    "AWS_SECRET_ACCESS_KEY": "testing",  # moto accepts any key
 }
 """The environment of a user pointed at the emulator (no real AWS is reachable)."""
 
@@ -47,9 +47,7 @@ def set_state_transition(seconds: float | None) -> None:
             "transition": {"progression": "time", "seconds": seconds},
         }
         path = "/moto-api/state-manager/set-transition"
-    request = urllib.request.Request(
-        ENDPOINT + path, data=json.dumps(body).encode(), method="POST"
-    )
+    request = urllib.request.Request(ENDPOINT + path, data=json.dumps(body).encode(), method="POST")
     with urllib.request.urlopen(request, timeout=10):
         pass
 

@@ -96,7 +96,10 @@ def resource_requirements_from_resource(resource: Resource) -> list[dict[str, st
             " MEMORY requirement: set memMB or use a named resource (-h/--h)"
         )
     reqs = [
-        {"type": ResourceType.VCPU.value, "value": _number(resource.cpu if resource.cpu > 0 else 1)},
+        {
+            "type": ResourceType.VCPU.value,
+            "value": _number(resource.cpu if resource.cpu > 0 else 1),
+        },
         {"type": ResourceType.MEMORY.value, "value": _number(resource.memMB)},
     ]
     if resource.gpu > 0:
@@ -201,7 +204,9 @@ def _shell_word(arg: str) -> str:
     """``arg`` quoted for ``sh`` with each replica-id mark turned into ``"$r"``."""
     import shlex
 
-    return '"$r"'.join(shlex.quote(part) if part else "" for part in arg.split(_REPLICA_MARK)) or "''"
+    return (
+        '"$r"'.join(shlex.quote(part) if part else "" for part in arg.split(_REPLICA_MARK)) or "''"
+    )
 
 
 def _per_node_command(

@@ -22,6 +22,7 @@ import it.
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import json
 from collections.abc import Iterable, Mapping
@@ -352,10 +353,10 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         try:
             api_call(f"submit the job {request.name}", client.submit_job, **submit)
         except BaseException:
-            try:  # leave nothing behind: the definition exists only for this job
+            # leave nothing behind: the definition exists only for this job (the submit
+            # error is the one to report)
+            with contextlib.suppress(Exception):
                 client.deregister_job_definition(jobDefinition=job_def_arn)
-            except Exception:  # noqa: S110 (the submit error is the one to report)
-                pass
             raise
         return f"{request.queue}:{request.name}"
 
@@ -393,9 +394,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             jobs += api_call("describe jobs", self._client.describe_jobs, jobs=chunk)["jobs"]
         return jobs
 
-    def _job_and_nodes(
-        self, app_id: str
-    ) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+    def _job_and_nodes(self, app_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
         summary = self._find_job(app_id)
         if summary is None:
             return None
@@ -415,7 +414,10 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         exit_code = (summary.get("container") or {}).get("exitCode")
         if exit_code is not None and "exitCode" not in (parent.get("container") or {}):
             # some answers (emulators) keep the exit code on the summary only
-            parent = {**parent, "container": {**(parent.get("container") or {}), "exitCode": exit_code}}
+            parent = {
+                **parent,
+                "container": {**(parent.get("container") or {}), "exitCode": exit_code},
+            }
         return parent, [j for j in found if j.get("jobId") != job_id]
 
     def describe(self, app_id: str) -> DescribeAppResponse | None:
@@ -478,7 +480,9 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         """Terminates the job (queued or running); Batch ends it FAILED with our reason,
         which reads as CANCELLED."""
         summary = self._find_job(app_id)
-        if summary is None or is_terminal(JOB_STATE.get(str(summary.get("status")), AppState.UNKNOWN)):
+        if summary is None or is_terminal(
+            JOB_STATE.get(str(summary.get("status")), AppState.UNKNOWN)
+        ):
             return
         api_call(
             f"terminate the job of {app_id}",

@@ -68,8 +68,7 @@ def console_url(job_arn: str, job_id: str) -> str:
     parts = job_arn.split(":")
     region = parts[3] if len(parts) > 3 and parts[3] else "us-east-1"
     return (
-        f"https://{region}.console.aws.amazon.com/batch/home?region={region}"
-        f"#jobs/mnp-job/{job_id}"
+        f"https://{region}.console.aws.amazon.com/batch/home?region={region}#jobs/mnp-job/{job_id}"
     )
 
 
@@ -160,17 +159,17 @@ def describe_response(
         roles.append(role)
         replicas: list[ReplicaStatus] = []
         for replica_id, node_index in enumerate(range(first, last + 1)):
-            node = by_index.get(node_index)
-            if node is None:
+            node_job = by_index.get(node_index)
+            if node_job is None:
                 replicas.append(ReplicaStatus(replica_id, state, name, ""))
                 continue
-            error = failure_message(node) if node.get("status") == "FAILED" else ""
+            error = failure_message(node_job) if node_job.get("status") == "FAILED" else ""
             replicas.append(
                 ReplicaStatus(
                     replica_id,
-                    app_state(node) if state != AppState.CANCELLED else state,
+                    app_state(node_job) if state != AppState.CANCELLED else state,
                     name,
-                    _node_host(node),
+                    _node_host(node_job),
                     structured_error_msg=error or NONE,
                 )
             )

@@ -1,0 +1,177 @@
+"""What the moto emulator cannot show, against AWS-shaped answers (see fixtures/
+aws_responses.json: written from the AWS API reference, not captured from an account).
+
+Real boto3 clients answer through botocore's Stubber, which checks every request against
+the Batch/Logs API model and every answer against the documented response shape.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from torchx.schedulers.aws_batch_scheduler import AWSBatchScheduler, create_scheduler
+from torchx.specs import AppState
+
+RESPONSES: dict[str, Any] = json.loads(
+    (Path(__file__).parent / "fixtures" / "aws_responses.json").read_text()
+)
+JOB = "5f5bd1d6-0d5c-4f4f-9c31-6b1b5c1e9a10"
+
+
+@pytest.fixture
+def stubbed() -> Iterator[tuple[AWSBatchScheduler, Any, Any]]:
+    import boto3
+    from botocore.stub import Stubber
+
+    session = boto3.session.Session(
+        aws_access_key_id="x", aws_secret_access_key="x", region_name="eu-west-1"
+    )
+    batch, logs = session.client("batch"), session.client("logs")
+    with Stubber(batch) as batch_stub, Stubber(logs) as logs_stub:
+        yield create_scheduler("t", client=batch, log_client=logs), batch_stub, logs_stub
+        batch_stub.assert_no_pending_responses()
+        logs_stub.assert_no_pending_responses()
+
+
+def _find(stub: Any, queue: str, name: str, listing: str) -> None:
+    stub.add_response(
+        "list_jobs",
+        RESPONSES[listing],
+        {"jobQueue": queue, "filters": [{"name": "JOB_NAME", "values": [name]}]},
+    )
+
+
+def test_per_node_states_from_node_jobs_in_two_calls(stubbed: Any) -> None:
+    sched, batch, _ = stubbed
+    _find(batch, "gpu", "trainer-bx3k9", "list_mnp")
+    batch.add_response(
+        "describe_jobs",
+        RESPONSES["describe_mnp"],
+        {"jobs": [JOB, f"{JOB}#0", f"{JOB}#1", f"{JOB}#2"]},
+    )
+    desc = sched.describe("gpu:trainer-bx3k9")
+    assert desc is not None
+    assert desc.state == AppState.RUNNING
+    assert [r.name for r in desc.roles] == ["master", "worker"]
+    assert [r.num_replicas for r in desc.roles] == [1, 2]
+    assert desc.roles[1].resource.gpu == 1
+    master, worker = desc.roles_statuses
+    assert [(r.id, r.state, r.hostname) for r in master.replicas] == [
+        (0, AppState.RUNNING, "10.0.1.17")
+    ]
+    assert [(r.id, r.state) for r in worker.replicas] == [
+        (0, AppState.SUCCEEDED),
+        (1, AppState.FAILED),
+    ]
+    assert "OutOfMemoryError" in worker.replicas[1].structured_error_msg
+    assert "exit code 137" in worker.replicas[1].structured_error_msg
+    assert desc.ui_url == (
+        f"https://eu-west-1.console.aws.amazon.com/batch/home?region=eu-west-1#jobs/mnp-job/{JOB}"
+    )
+
+
+def test_unpullable_image_says_what_to_fix(stubbed: Any) -> None:
+    sched, batch, _ = stubbed
+    _find(batch, "q", "echo-k3j2", "list_pull_failed")
+    batch.add_response(
+        "describe_jobs", RESPONSES["describe_pull_failed"], {"jobs": ["7a1e", "7a1e#0"]}
+    )
+    desc = sched.describe("q:echo-k3j2")
+    assert desc is not None and desc.state == AppState.FAILED
+    assert desc.msg.startswith("Task failed to start; CannotPullContainerError")
+    assert "push it to a registry" in desc.msg and "image_repo" in desc.msg
+    assert "\n" not in desc.msg
+
+
+def test_waiting_job_reports_why(stubbed: Any) -> None:
+    sched, batch, _ = stubbed
+    summary = {
+        "jobSummaryList": [
+            {"jobArn": "arn:aws:batch:us-east-1:1:job/9b2f", "jobId": "9b2f", "jobName": "big-x1",
+             "status": "RUNNABLE", "createdAt": 1}
+        ]
+    }  # fmt: skip
+    batch.add_response(
+        "list_jobs",
+        summary,
+        {"jobQueue": "q", "filters": [{"name": "JOB_NAME", "values": ["big-x1"]}]},
+    )
+    batch.add_response("describe_jobs", RESPONSES["describe_runnable"], {"jobs": ["9b2f"]})
+    batch.add_response("describe_jobs", {"jobs": []}, {"jobs": ["9b2f#0", "9b2f#1"]})
+    desc = sched.describe("q:big-x1")
+    assert desc is not None and desc.state == AppState.PENDING
+    assert desc.msg.startswith("MISCONFIGURATION:JOB_RESOURCE_REQUIREMENT")
+    assert [r.state for r in desc.roles_statuses[0].replicas] == [AppState.PENDING] * 2
+
+
+def test_logs_read_the_node_stream(stubbed: Any) -> None:
+    sched, batch, logs = stubbed
+    _find(batch, "gpu", "trainer-bx3k9", "list_mnp")
+    batch.add_response(
+        "describe_jobs",
+        RESPONSES["describe_mnp"],
+        {"jobs": [JOB, f"{JOB}#0", f"{JOB}#1", f"{JOB}#2"]},
+    )
+    batch.add_response(
+        "describe_jobs",
+        {"jobs": [RESPONSES["describe_mnp"]["jobs"][0], RESPONSES["describe_mnp"]["jobs"][1]]},
+        {"jobs": [JOB, f"{JOB}#0"]},
+    )
+    stream = {
+        "logGroupName": "/aws/batch/job",
+        "logStreamName": "trainer-bx3k9/default/0a1b2c3d4e5f",
+        "limit": 10000,
+        "startFromHead": True,
+    }
+    logs.add_response("get_log_events", RESPONSES["log_node0_page1"], stream)
+    logs.add_response(
+        "get_log_events", RESPONSES["log_node0_end"], {**stream, "nextToken": "f/0001"}
+    )
+    lines = list(sched.log_iter("gpu:trainer-bx3k9", "master", 0, regex="loss 0\\.5"))
+    assert lines == ["epoch 2 loss 0.5\n"]
+
+
+def test_log_of_unknown_role_or_replica(stubbed: Any) -> None:
+    sched, batch, _ = stubbed
+    for _ in range(2):
+        _find(batch, "gpu", "trainer-bx3k9", "list_mnp")
+        batch.add_response(
+            "describe_jobs",
+            RESPONSES["describe_mnp"],
+            {"jobs": [JOB, f"{JOB}#0", f"{JOB}#1", f"{JOB}#2"]},
+        )
+    with pytest.raises(ValueError, match="no role 'ps'; its roles are: master, worker"):
+        list(sched.log_iter("gpu:trainer-bx3k9", "ps"))
+    with pytest.raises(ValueError, match=r"replicas 0\.\.1; there is no replica 5"):
+        list(sched.log_iter("gpu:trainer-bx3k9", "worker", 5))
+
+
+def test_separate_streams_are_refused(stubbed: Any) -> None:
+    from torchx.schedulers.api import Stream
+
+    sched, _, _ = stubbed
+    with pytest.raises(ValueError, match="one CloudWatch stream"):
+        sched.log_iter("gpu:x", "master", streams=Stream.STDERR)
+
+
+def test_fair_share_queue_needs_a_share_id_and_nothing_is_registered(stubbed: Any) -> None:
+    from torchx import specs
+    from torchx.schedulers.aws_batch_clients import BatchQueueError
+
+    sched, batch, _ = stubbed
+    queue = {"jobQueueName": "fs", "jobQueueArn": "arn:aws:batch:eu-west-1:1:job-queue/fs",
+             "state": "ENABLED", "status": "VALID", "priority": 1, "computeEnvironmentOrder": [],
+             "schedulingPolicyArn": "arn:aws:batch:eu-west-1:1:scheduling-policy/p"}  # fmt: skip
+    batch.add_response("describe_job_queues", {"jobQueues": [queue]}, {"jobQueues": ["fs"]})
+    role = specs.Role(
+        "r", "img", entrypoint="true", resource=specs.Resource(cpu=1, gpu=0, memMB=64)
+    )
+    app = specs.AppDef("a", [role])
+    info = sched.submit_dryrun(app, {"queue": "fs"})
+    with pytest.raises(BatchQueueError, match=r"fair-share.*share_id"):
+        sched.schedule(info)  # no register_job_definition answer is queued: none was made
