@@ -34,8 +34,9 @@ print(sorted(m for m in sys.modules if m.split(".")[0] in sdks), file=sys.stderr
         ["builtins"],
         ["runopts"],
         ["run", "--dryrun", "-s", "local_docker", "--workspace", "", "utils.echo", "--msg", "x"],
+        ["run", "--dryrun", "-s", "aws_batch", "-cfg", "queue=q", "--workspace", "", "utils.echo"],
     ],
-    ids=["help", "builtins", "runopts", "dryrun-local_docker"],
+    ids=["help", "builtins", "runopts", "dryrun-local_docker", "dryrun-aws_batch"],
 )
 def test_light_commands_import_no_sdk(argv: list[str], tmp_path: Path) -> None:
     proc = subprocess.run(

@@ -65,7 +65,15 @@ from torchx.schedulers.aws_batch_state import (
     describe_response,
     log_stream_of,
 )
-from torchx.specs.api import AppDef, AppDryRunInfo, AppState, CfgVal, is_terminal, runopts
+from torchx.specs.api import (
+    AppDef,
+    AppDryRunInfo,
+    AppState,
+    CfgVal,
+    Role,
+    is_terminal,
+    runopts,
+)
 from torchx.util.lazy_dataclass import asdict, dataclass, field
 from torchx.workspace.docker_workspace import DockerWorkspaceMixin
 
@@ -244,6 +252,16 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         if not 0 <= int(opts.priority) <= 9999:
             raise ValueError(f"priority={opts.priority} is out of range; use 0 to 9999")
         retry_strategy(app)
+
+    def build_workspaces(self, roles: list[Role], cfg: Mapping[str, CfgVal]) -> None:
+        """Builds the roles' workspaces, once it is sure the images can be pushed."""
+        if any(role.workspace for role in roles) and not cfg.get("image_repo"):
+            raise ValueError(
+                "a workspace is built into an image that AWS Batch must pull; set the"
+                " repository to push it to with -cfg image_repo=<registry/repo> (e.g. an ECR"
+                " repository), or run without a workspace (--workspace '')"
+            )
+        super().build_workspaces(roles, cfg)
 
     # -- dry run ---------------------------------------------------------------------------
 

@@ -1,0 +1,70 @@
+"""Fixtures for the aws_batch tests against moto's AWS emulator.
+
+`tools/moto-up.sh` starts moto_server on localhost; moto runs each Batch job as real
+containers in the Docker daemon of `tools/docker-up.sh`, from the local test image. The
+tests reach it through real boto3 clients configured by the environment, as a user's shell
+would be (endpoint, region, fake keys). Without the emulator these tests are skipped, unless
+TORCHX_REQUIRE_MOTO=1 (set by tools/test-all.sh) turns that into a failure.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+from unittest import mock
+
+import pytest
+from torchx_batch_testsupport import AWS_ENV, create_queue, emulator_answers
+from torchx_docker_testsupport import IMAGE
+
+
+def _require(message: str) -> None:
+    if os.environ.get("TORCHX_REQUIRE_MOTO") == "1":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def batch_queue() -> Iterator[str]:
+    """A job queue in the emulator for this test session; jobs still running at the end
+    are terminated (moto then removes their containers)."""
+    if not emulator_answers():
+        _require("no AWS emulator answers; run tools/moto-up.sh")
+    try:
+        from torchx.workspace.docker_workspace import connect_docker
+
+        connect_docker().api.inspect_image(IMAGE)
+    except Exception as e:
+        _require(f"no Docker daemon with the test image {IMAGE} ({e}); run tools/docker-up.sh")
+    from torchx.schedulers.ids import random_id
+
+    name = f"torchx-test-{random_id(8)}"
+    with mock.patch.dict(os.environ, AWS_ENV):
+        import boto3
+
+        create_queue(name)
+        yield name
+        batch = boto3.session.Session().client("batch")
+        for summary in batch.list_jobs(jobQueue=name)["jobSummaryList"]:
+            if summary["status"] not in ("SUCCEEDED", "FAILED"):
+                batch.terminate_job(jobId=summary["jobId"], reason="test session over")
+
+
+@pytest.fixture(autouse=True)
+def aws_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The shell of a user pointed at the emulator (no profile, no instance metadata)."""
+    for key in ("AWS_PROFILE", "AWS_REGION", "AWS_SESSION_TOKEN", "AWS_CONFIG_FILE"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in AWS_ENV.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    return dict(AWS_ENV)
+
+
+@pytest.fixture
+def batch() -> Any:
+    """A plain boto3 Batch client of the emulator, to look behind torchx's back."""
+    import boto3
+
+    return boto3.session.Session().client("batch")

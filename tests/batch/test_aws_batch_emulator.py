@@ -1,0 +1,309 @@
+"""aws_batch through moto's emulator: real boto3, real containers in a real Docker daemon.
+
+What moto does not emulate (node jobs ``<id>#<n>``, one log stream per node,
+``AWS_BATCH_JOB_NODE_INDEX``, exit codes on multi-node job details) is covered in
+packages/torchx-sched-batch/tests with AWS-shaped answers. Here, all nodes of a job write
+one stream, which torchx reads as the main node's log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from torchx_docker_testsupport import IMAGE, REGISTRY
+
+from torchx.specs import AppState
+
+TORCHX = str(Path(sys.executable).parent / "torchx")
+
+COMPONENT = textwrap.dedent(
+    """
+    from torchx import specs
+
+    def two_roles(image: str, workers: int = 6, fail: bool = False) -> specs.AppDef:
+        \"\"\"A main node and a role of workers that check the main node's address var.
+
+        Args:
+            image: image to run
+            workers: worker replicas
+            fail: make the workers exit 4
+        \"\"\"
+        res = specs.Resource(cpu=1, gpu=0, memMB=128)
+        say = "echo $TORCHX_ROLE_NAME idx=$TORCHX_ROLE_IDX"
+        main_var = "main=$${" + specs.macros.rank0_env + "+set}"
+        return specs.AppDef(
+            name="pair",
+            roles=[
+                specs.Role(name="master", image=image, entrypoint="sh",
+                           args=["-c", f"{say} app={specs.macros.app_id}"], resource=res),
+                specs.Role(name="worker", image=image, entrypoint="sh",
+                           args=["-c", f"{say} {main_var}" + ("; exit 4" if fail else "")],
+                           num_replicas=workers, resource=res),
+            ],
+        )
+
+    def six_roles(image: str) -> specs.AppDef:
+        \"\"\"One role too many for a Batch job.
+
+        Args:
+            image: image to run
+        \"\"\"
+        res = specs.Resource(cpu=1, gpu=0, memMB=64)
+        return specs.AppDef(name="six", roles=[
+            specs.Role(name=f"r{i}", image=image, entrypoint="true", resource=res)
+            for i in range(6)
+        ])
+    """
+)
+
+
+def _torchx(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Any:
+    return subprocess.run(
+        [TORCHX, *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "comps.py").write_text(COMPONENT)
+    return tmp_path
+
+
+def _run(queue: str, *component: str, cwd: Path, extra: tuple[str, ...] = ()) -> Any:
+    return _torchx(
+        "run", "--wait", *extra, "-s", "aws_batch", "-cfg", f"queue={queue}",
+        "--workspace", "", *component, cwd=cwd,
+    )  # fmt: skip
+
+
+def _sh(*script: str) -> list[str]:
+    return ["utils.sh", "--image", IMAGE, "--memMB", "128", "sh", "-c", "; ".join(script)]
+
+
+def _handle(proc: Any) -> str:
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("aws_batch://")]
+    assert len(lines) == 1, (proc.stdout, proc.stderr)
+    return lines[0]
+
+
+def _job_definitions(batch: Any) -> list[dict[str, Any]]:
+    return list(batch.describe_job_definitions()["jobDefinitions"])
+
+
+# -- lifecycle -------------------------------------------------------------------------------
+
+
+def test_single_node_success_logs_and_a_second_process(batch_queue: str, project: Path) -> None:
+    proc = _run(batch_queue, *_sh("echo hello from $TORCHX_ROLE_NAME", "echo oops >&2"),
+                cwd=project, extra=("--log",))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    handle = _handle(proc)
+    assert handle.startswith(f"aws_batch://torchx/{batch_queue}:sh-")
+    assert "hello from sh" in proc.stderr + proc.stdout
+    assert "Found credentials" not in proc.stderr  # botocore's INFO chatter stays quiet
+
+    status = _torchx("status", "--json", handle, cwd=project)
+    assert status.returncode == 0, status.stderr
+    doc = json.loads(status.stdout)
+    assert doc["state"] == "SUCCEEDED"
+    assert "console.aws.amazon.com/batch" in doc["url"]
+    log = _torchx("log", f"{handle}/sh/0", cwd=project)
+    assert log.returncode == 0, log.stderr
+    assert "hello from sh" in log.stdout and "oops" in log.stdout
+    describe = _torchx("describe", handle, cwd=project)
+    assert describe.returncode == 0 and "'name': 'sh'" in describe.stdout
+
+
+def test_failure_reports_the_exit_code(batch_queue: str, project: Path) -> None:
+    proc = _run(batch_queue, *_sh("echo bye", "exit 3"), cwd=project)
+    assert proc.returncode == 1
+    status = _torchx("status", "--json", _handle(proc), cwd=project)
+    doc = json.loads(status.stdout)
+    assert doc["state"] == "FAILED"
+    assert "exit code 3" in doc["msg"]
+
+
+def test_two_roles_with_more_than_five_nodes(batch_queue: str, project: Path, batch: Any) -> None:
+    proc = _run(batch_queue, "comps.py:two_roles", "--image", IMAGE, cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    handle = _handle(proc)
+    job_name = handle.rpartition(":")[2]
+    (summary,) = batch.list_jobs(
+        jobQueue=batch_queue, filters=[{"name": "JOB_NAME", "values": [job_name]}]
+    )["jobSummaryList"]
+    (job,) = batch.describe_jobs(jobs=[summary["jobId"]])["jobs"]
+    ranges = job["nodeProperties"]["nodeRangeProperties"]
+    assert job["nodeProperties"]["numNodes"] == 7
+    assert [r["targetNodes"] for r in ranges] == ["0:0", "1:6"]  # one range per role
+
+    desc = _torchx("describe", handle, cwd=project).stdout
+    assert "'name': 'master'" in desc and "'num_replicas': 6" in desc
+    # moto writes every node to one stream (read as the main node's)
+    lines = _torchx("log", f"{handle}/master/0", cwd=project).stdout.splitlines()
+    assert sum(f"master idx=0 app={job_name}" in line for line in lines) == 1
+    assert sum("worker idx=1 main=set" in line for line in lines) == 6
+    status = json.loads(_torchx("status", "--json", handle, cwd=project).stdout)
+    assert [len(r["replicas"]) for r in status["roles"]] == [1, 6]
+
+
+def test_multinode_failure(batch_queue: str, project: Path) -> None:
+    proc = _run(batch_queue, "comps.py:two_roles", "--image", IMAGE, "--workers", "2",
+                "--fail", "True", cwd=project)  # fmt: skip
+    assert proc.returncode == 1
+    assert (
+        json.loads(_torchx("status", "--json", _handle(proc), cwd=project).stdout)["state"]
+        == "FAILED"
+    )
+
+
+def test_cancel_terminates_with_a_reason(batch_queue: str, project: Path) -> None:
+    from torchx.runner import get_runner
+
+    proc = _torchx(
+        "run", "-s", "aws_batch", "-cfg", f"queue={batch_queue}", "--workspace", "",
+        *_sh("echo started", "sleep 120"), cwd=project,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    handle = _handle(proc)
+    with get_runner() as runner:
+        deadline = time.monotonic() + 60
+        while (status := runner.status(handle)) is not None and status.state != AppState.RUNNING:
+            assert time.monotonic() < deadline, status
+            time.sleep(0.2)
+        cancel = _torchx("cancel", handle, cwd=project)
+        assert cancel.returncode == 0, cancel.stderr
+        final = runner.wait(handle, wait_interval=0.5)
+    assert final is not None
+    assert final.state == AppState.CANCELLED
+    assert final.msg.startswith("cancelled via torchx")
+    again = json.loads(_torchx("status", "--json", handle, cwd=project).stdout)
+    assert again["state"] == "CANCELLED"
+
+
+def test_list_shows_torchx_jobs_only_and_delete_deregisters(
+    batch_queue: str, project: Path, batch: Any
+) -> None:
+    proc = _run(batch_queue, *_sh("true"), cwd=project)
+    handle = _handle(proc)
+    name = handle.rpartition(":")[2]
+    # a job that is not TorchX's: no tags
+    batch.register_job_definition(
+        jobDefinitionName="plain-def", type="container",
+        containerProperties={"image": IMAGE, "command": ["true"], "resourceRequirements": [
+            {"type": "VCPU", "value": "1"}, {"type": "MEMORY", "value": "64"}]},
+    )  # fmt: skip
+    batch.submit_job(jobName="plain-def", jobQueue=batch_queue, jobDefinition="plain-def")
+    listed = _torchx("list", "-s", "aws_batch", cwd=project)
+    assert listed.returncode == 0, listed.stderr
+    rows = [line.split() for line in listed.stdout.splitlines() if "aws_batch://" in line]
+    assert [handle, "sh", "SUCCEEDED"] in rows
+    assert not any("plain-def" in row[0] for row in rows)
+
+    deleted = _torchx("delete", handle, cwd=project)
+    assert deleted.returncode == 0, deleted.stderr
+    (job_def,) = batch.describe_job_definitions(jobDefinitionName=name)["jobDefinitions"]
+    assert job_def["status"] == "INACTIVE"
+
+
+def test_workspace_is_built_pushed_and_run(batch_queue: str, project: Path) -> None:
+    ws = project / "ws"
+    ws.mkdir()
+    (ws / "data.txt").write_text("from the workspace\n")
+    repo = f"{REGISTRY}/torchx-batch-test"
+    proc = _torchx(
+        "run", "--wait", "--log", "-s", "aws_batch", "-cfg",
+        f"queue={batch_queue},image_repo={repo},quiet=True", "--workspace", str(ws),
+        "utils.sh", "--image", IMAGE, "--memMB", "128", "cat", "data.txt", cwd=project,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    handle = _handle(proc)
+    desc = _torchx("describe", handle, cwd=project).stdout
+    assert f"'image': '{repo}:" in desc
+    log = _torchx("log", f"{handle}/sh/0", cwd=project).stdout
+    assert "from the workspace" in log
+
+
+# -- bad input: one line, non-zero exit, nothing registered ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "expected"),
+    [
+        (("-cfg", "user=x"), {}, "Required run option: queue"),
+        (("-cfg", "queue=no-such-queue"), {}, "job queue 'no-such-queue' does not exist"),
+        (("-cfg", "queue={queue},ulimits=nofile:1"), {}, "malformed ulimit 'nofile:1'"),
+        (("-cfg", "queue={queue}"), {"AWS_DEFAULT_REGION": ""}, "no AWS region is configured"),
+        (
+            ("-cfg", "queue={queue}"),
+            {"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": ""},
+            "no AWS credentials found",
+        ),
+        (("-cfg", "queue={queue}", "comps.py:six_roles"), {}, "has 6 roles"),
+        (("-cfg", "queue={queue},image_repo="), {"__workspace": "1"}, "image_repo"),
+    ],
+    ids=[
+        "no-queue",
+        "unknown-queue",
+        "ulimits",
+        "no-region",
+        "no-credentials",
+        "six-roles",
+        "workspace-without-repo",
+    ],
+)
+def test_bad_input(
+    batch_queue: str,
+    project: Path,
+    batch: Any,
+    args: tuple[str, ...],
+    env: dict[str, str],
+    expected: str,
+) -> None:
+    before = len(_job_definitions(batch))
+    jobs_before = len(batch.list_jobs(jobQueue=batch_queue)["jobSummaryList"])
+    argv = [a.format(queue=batch_queue) for a in args]
+    component = (
+        ["comps.py:six_roles", "--image", IMAGE] if "comps.py:six_roles" in argv else _sh("true")
+    )
+    argv = [a for a in argv if a != "comps.py:six_roles"]
+    ws = ["--workspace", str(project)] if env.pop("__workspace", None) else ["--workspace", ""]
+    run_env = {k: v for k, v in os.environ.items() if k not in env}
+    run_env.update({k: v for k, v in env.items() if v})
+    proc = subprocess.run(
+        [TORCHX, "run", "-s", "aws_batch", *argv, *ws, *component],
+        cwd=project, env=run_env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode != 0
+    errors = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1, proc.stderr
+    assert errors[0].startswith("torchx: error: ") and expected in errors[0], errors
+    assert "Traceback" not in proc.stderr
+    assert not proc.stdout.strip()
+    assert len(_job_definitions(batch)) == before
+    assert len(batch.list_jobs(jobQueue=batch_queue)["jobSummaryList"]) == jobs_before
+
+
+def test_dryrun_prints_the_request_without_aws(project: Path) -> None:
+    proc = _torchx(
+        "run", "--dryrun", "-s", "aws_batch", "-cfg", "queue=some-queue",
+        "--workspace", "", "comps.py:two_roles", "--image", IMAGE, cwd=project,
+        env={"AWS_DEFAULT_REGION": "", "AWS_ACCESS_KEY_ID": ""},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    request = json.loads(proc.stdout.split("=== SCHEDULER REQUEST ===", 1)[1])
+    assert request["queue"] == "some-queue"
+    ranges = request["job_def"]["nodeProperties"]["nodeRangeProperties"]
+    assert [r["targetNodes"] for r in ranges] == ["0:0", "1:6"]
