@@ -74,6 +74,14 @@ def test_no_tracker_configured(cli: Cli, one_line_error: OneLineError) -> None:
     assert "no tracker configured" in one_line_error(proc)
 
 
+def test_unknown_tracker_is_one_line(cli: Cli, one_line_error: OneLineError) -> None:
+    proc = cli.run("tracker", "list", "jobs", env={"TORCHX_TRACKERS": "no_such_tracker"})
+    assert proc.returncode == 1
+    assert "tracker `no_such_tracker` is neither a `torchx.tracker` entry point" in one_line_error(
+        proc
+    )
+
+
 def test_tracker_without_command_prints_help(cli: Cli) -> None:
     proc = cli.run("tracker")
     assert proc.returncode == 0

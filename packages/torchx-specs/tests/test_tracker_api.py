@@ -187,6 +187,16 @@ def test_build_trackers_from_module_paths_skips_bad_ones(
     assert list(build_trackers({})) == []
 
 
+def test_build_tracker_says_why_in_one_line(tracker_module: str) -> None:
+    from torchx.tracker.api import TrackerLoadError, build_tracker
+
+    assert build_tracker(f"{tracker_module}:create", "cfg").config == "cfg"  # type: ignore[attr-defined]
+    with pytest.raises(TrackerLoadError, match="`no-such-tracker` is neither"):
+        build_tracker("no-such-tracker", None)
+    with pytest.raises(TrackerLoadError, match=r"cannot be created: .*tracker backend is down"):
+        build_tracker(f"{tracker_module}:broken", None)
+
+
 def test_trackers_from_environ(tracker_module: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TORCHX_TRACKERS", raising=False)
     assert list(trackers_from_environ()) == []

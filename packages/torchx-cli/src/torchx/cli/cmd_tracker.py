@@ -29,17 +29,25 @@ class CmdTracker(SubCommand):
     def tracker(self) -> "TrackerBase":
         """The first configured tracker; none configured is a one-line error."""
         from torchx.runner.api import get_configured_trackers
-        from torchx.tracker.api import build_trackers
+        from torchx.tracker.api import TrackerLoadError, build_tracker
 
-        trackers = list(build_trackers(get_configured_trackers()))
-        if not trackers:
+        configured = get_configured_trackers()
+        if not configured:
             raise CliError(
                 "no tracker configured; set TORCHX_TRACKERS=NAME (and"
                 " TORCHX_TRACKER_<NAME>_CONFIG) or add a [torchx:tracker] section to"
                 " .torchxconfig (see `torchx plugins` for installed trackers)"
             )
-        logger.debug("querying tracker %s", trackers[0])
-        return trackers[0]
+        problems: list[str] = []
+        for name, config in configured.items():
+            try:
+                tracker = build_tracker(name, config)
+            except TrackerLoadError as e:
+                problems.append(str(e))
+                continue
+            logger.debug("querying tracker %s", tracker)
+            return tracker
+        raise CliError("; ".join(problems))
 
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
         self._parser = subparser

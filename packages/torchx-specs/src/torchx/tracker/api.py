@@ -26,7 +26,9 @@ __all__ = [
     "Lineage",
     "TrackerArtifact",
     "TrackerBase",
+    "TrackerLoadError",
     "TrackerSource",
+    "build_tracker",
     "build_trackers",
     "tracker_config_env_var_name",
     "trackers_from_environ",
@@ -125,42 +127,43 @@ def _extract_tracker_name_and_config_from_environ() -> Mapping[str, str | None]:
     }
 
 
-def build_trackers(factory_and_config: Mapping[str, str | None]) -> Iterable[TrackerBase]:
-    """Creates one backend per ``name -> config`` entry.
+class TrackerLoadError(ValueError):
+    """A configured tracker could not be created (unknown name, or its factory failed)."""
 
-    ``name`` is a ``torchx.tracker`` entry point, else a ``pkg.module:factory`` path. A name
-    that cannot be resolved, or whose factory fails, is reported and skipped so that one
-    broken tracker never disables the others.
-    """
-    if not factory_and_config:
-        return []
+
+def build_tracker(name: str, config: str | None) -> TrackerBase:
+    """Creates the tracker ``name`` (a ``torchx.tracker`` entry point, else a
+    ``package.module:factory`` path) from its config; :class:`TrackerLoadError` says why not."""
     from torchx.util.entrypoints import load_group
     from torchx.util.modules import load_module
 
     registered = load_group(TRACKER_ENTRYPOINT_GROUP)
+    factory = registered.get(name) or load_module(name)
+    if factory is None or not callable(factory):
+        raise TrackerLoadError(
+            f"tracker `{name}` is neither a `{TRACKER_ENTRYPOINT_GROUP}` entry point"
+            f" (installed: {', '.join(sorted(registered)) or '<none>'}) nor a"
+            " `package.module:factory` path"
+        )
+    try:
+        return factory(config)  # type: ignore[no-any-return]
+    except Exception as e:
+        message = " ".join(str(e).split()) or type(e).__name__
+        raise TrackerLoadError(f"tracker `{name}` cannot be created: {message}") from e
+
+
+def build_trackers(factory_and_config: Mapping[str, str | None]) -> Iterable[TrackerBase]:
+    """Creates one backend per ``name -> config`` entry (see :func:`build_tracker`).
+
+    A name that cannot be resolved, or whose factory fails, is reported and skipped so that
+    one broken tracker never disables the others.
+    """
     trackers: list[TrackerBase] = []
     for name, config in factory_and_config.items():
-        factory = registered.get(name) or load_module(name)
-        if factory is None or not callable(factory):
-            logger.warning(
-                "Tracker `%s` is skipped: it is neither a `%s` entry point (registered: %s)"
-                " nor a `package.module:factory` path",
-                name,
-                TRACKER_ENTRYPOINT_GROUP,
-                ", ".join(sorted(registered)) or "<none>",
-            )
-            continue
         try:
-            tracker = factory(config)
-        except Exception as e:
-            logger.warning(
-                "Tracker `%s` is skipped: its factory failed with %s: %s",
-                name,
-                type(e).__name__,
-                e,
-            )
-            continue
-        trackers.append(tracker)
+            trackers.append(build_tracker(name, config))
+        except TrackerLoadError as e:
+            logger.warning("%s; it is skipped", e)
     return trackers
 
 
