@@ -127,6 +127,17 @@ def test_single_node_success_logs_and_a_second_process(batch_queue: str, project
     assert describe.returncode == 0 and "'name': 'sh'" in describe.stdout
 
 
+def test_unknown_apps_are_not_found(batch_queue: str, project: Path) -> None:
+    for handle in (
+        f"aws_batch://torchx/{batch_queue}:no-such-job",
+        "aws_batch://torchx/no-such-queue:job",
+    ):
+        proc = _torchx("status", handle, cwd=project)
+        assert proc.returncode == 1
+        assert proc.stderr.strip().endswith("(see `torchx list -s aws_batch`)"), proc.stderr
+        assert "not found" in proc.stderr
+
+
 def test_failure_reports_the_exit_code(batch_queue: str, project: Path) -> None:
     proc = _run(batch_queue, *_sh("echo bye", "exit 3"), cwd=project)
     assert proc.returncode == 1

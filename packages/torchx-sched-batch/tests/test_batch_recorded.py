@@ -175,3 +175,94 @@ def test_fair_share_queue_needs_a_share_id_and_nothing_is_registered(stubbed: An
     info = sched.submit_dryrun(app, {"queue": "fs"})
     with pytest.raises(BatchQueueError, match=r"fair-share.*share_id"):
         sched.schedule(info)  # no register_job_definition answer is queued: none was made
+
+
+def _node_job(status: str, stream: str) -> dict[str, Any]:
+    job = dict(RESPONSES["describe_mnp"]["jobs"][1])
+    job["status"] = status
+    job["container"] = {**job["container"], "logStreamName": stream}
+    return job
+
+
+def test_following_a_running_node_until_it_ends(stubbed: Any) -> None:
+    """Lines that arrive while the node runs are yielded; the end of the node ends it."""
+    sched, batch, logs = stubbed
+    _find(batch, "gpu", "trainer-bx3k9", "list_mnp")
+    batch.add_response(
+        "describe_jobs",
+        RESPONSES["describe_mnp"],
+        {"jobs": [JOB, f"{JOB}#0", f"{JOB}#1", f"{JOB}#2"]},
+    )
+    parent = RESPONSES["describe_mnp"]["jobs"][0]
+    stream = "trainer-bx3k9/default/0a1b2c3d4e5f"
+    base = {"logGroupName": "/aws/batch/job", "logStreamName": stream, "limit": 10000,
+            "startFromHead": True}  # fmt: skip
+    ids = {"jobs": [JOB, f"{JOB}#0"]}
+
+    def events(token: str, *messages: str) -> dict[str, Any]:
+        return {
+            "events": [{"timestamp": 1, "message": m, "ingestionTime": 2} for m in messages],
+            "nextForwardToken": token,
+            "nextBackwardToken": "b/0",
+        }
+
+    # first locate: running; read "a", then nothing new
+    batch.add_response("describe_jobs", {"jobs": [parent, _node_job("RUNNING", stream)]}, ids)
+    logs.add_response("get_log_events", events("f/1", "a"), base)
+    logs.add_response("get_log_events", events("f/1"), {**base, "nextToken": "f/1"})
+    # poll: still running, "b" arrived
+    batch.add_response("describe_jobs", {"jobs": [parent, _node_job("RUNNING", stream)]}, ids)
+    logs.add_response("get_log_events", events("f/2", "b"), {**base, "nextToken": "f/1"})
+    logs.add_response("get_log_events", events("f/2"), {**base, "nextToken": "f/2"})
+    # poll: the node ended; the rest is drained and following stops
+    batch.add_response("describe_jobs", {"jobs": [parent, _node_job("SUCCEEDED", stream)]}, ids)
+    logs.add_response("get_log_events", events("f/3", "c"), {**base, "nextToken": "f/2"})
+    logs.add_response("get_log_events", events("f/3"), {**base, "nextToken": "f/3"})
+    lines = list(sched.log_iter("gpu:trainer-bx3k9", "master", 0, should_tail=True))
+    assert lines == ["a\n", "b\n", "c\n"]
+
+
+def test_list_makes_a_bounded_number_of_calls(stubbed: Any) -> None:
+    """Two queues: one DescribeJobQueues, one ListJobs per queue, one DescribeJobs for the
+    candidates (jobs whose definition is named like them); only tagged jobs are listed."""
+    sched, batch, _ = stubbed
+    queues = [
+        {"jobQueueName": name, "jobQueueArn": f"arn:aws:batch:eu-west-1:1:job-queue/{name}",
+         "state": "ENABLED", "status": "VALID", "priority": 1, "computeEnvironmentOrder": []}
+        for name in ("gpu", "cpu")
+    ]  # fmt: skip
+    batch.add_response("describe_job_queues", {"jobQueues": queues}, {})
+
+    def summary(job_id: str, name: str, job_def: str) -> dict[str, Any]:
+        return {
+            "jobArn": f"arn:aws:batch:eu-west-1:1:job/{job_id}",
+            "jobId": job_id,
+            "jobName": name,
+            "status": "SUCCEEDED",
+            "createdAt": 1,
+            "jobDefinition": f"arn:aws:batch:eu-west-1:1:job-definition/{job_def}:3",
+        }
+
+    listing = {"filters": [{"name": "AFTER_CREATED_AT", "values": ["0"]}], "maxResults": 100}
+    batch.add_response(
+        "list_jobs",
+        {
+            "jobSummaryList": [
+                summary("j1", "trainer-bx3k9", "trainer-bx3k9"),
+                summary("j2", "nightly", "etl-def"),
+            ]
+        },
+        {"jobQueue": "gpu", **listing},
+    )
+    batch.add_response(
+        "list_jobs",
+        {"jobSummaryList": [summary("j3", "lookalike", "lookalike")]},
+        {"jobQueue": "cpu", **listing},
+    )
+    tagged = dict(RESPONSES["describe_mnp"]["jobs"][0], jobId="j1", jobName="trainer-bx3k9")
+    untagged = dict(tagged, jobId="j3", jobName="lookalike", tags={"team": "x"})
+    batch.add_response("describe_jobs", {"jobs": [tagged, untagged]}, {"jobs": ["j1", "j3"]})
+    apps = sched.list()
+    assert [(a.app_id, a.state, a.name) for a in apps] == [
+        ("gpu:trainer-bx3k9", AppState.RUNNING, "trainer")
+    ]
