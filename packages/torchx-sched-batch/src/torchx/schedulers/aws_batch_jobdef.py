@@ -39,6 +39,7 @@ __all__ = [
     "MAX_RETRY_ATTEMPTS",
     "RANK0_ENV",
     "ResourceType",
+    "check_role_count",
     "job_name_for",
     "node_range",
     "node_ranges",
@@ -269,16 +270,21 @@ def node_range(
     return {"targetNodes": f"{first_node}:{last}", "container": container}
 
 
-def node_ranges(
-    app: AppDef, app_id: str, container_extra: Mapping[str, Any]
-) -> tuple[int, list[dict[str, Any]]]:
-    """(number of nodes, one node range per role), roles on consecutive nodes from 0."""
+def check_role_count(app: AppDef) -> None:
+    """Refuses apps with more roles than a job definition has node ranges."""
     if len(app.roles) > MAX_NODE_RANGES:
         raise ValueError(
             f"app {app.name!r} has {len(app.roles)} roles; an AWS Batch multi-node job takes"
             f" at most {MAX_NODE_RANGES} (one node range per role): merge roles or submit"
             " several apps"
         )
+
+
+def node_ranges(
+    app: AppDef, app_id: str, container_extra: Mapping[str, Any]
+) -> tuple[int, list[dict[str, Any]]]:
+    """(number of nodes, one node range per role), roles on consecutive nodes from 0."""
+    check_role_count(app)
     ranges: list[dict[str, Any]] = []
     next_node = 0
     for idx, role in enumerate(app.roles):

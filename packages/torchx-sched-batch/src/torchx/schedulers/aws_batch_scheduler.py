@@ -49,6 +49,7 @@ from torchx.schedulers.aws_batch_jobdef import (
     ENV_TORCHX_ROLE_IDX,
     ENV_TORCHX_ROLE_NAME,
     ResourceType,
+    check_role_count,
     job_name_for,
     node_ranges,
     parse_target_nodes,
@@ -245,8 +246,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                 "no AWS Batch job queue given; set it with -cfg queue=<name> (or `queue` in"
                 " the [aws_batch] section of .torchxconfig)"
             )
-        if len(app.roles) > 5:
-            node_ranges(app, app.name, {})  # raises the "at most 5 roles" error
+        check_role_count(app)
         if opts.ulimits:
             parse_ulimits(opts.ulimits)
         if not 0 <= int(opts.priority) <= 9999:
