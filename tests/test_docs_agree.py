@@ -26,6 +26,6 @@ def _declared(dist: str) -> set[str]:
     return {n for n in names if not n.startswith("torchx")}
 
 
-@pytest.mark.parametrize("dist", ["torchx-runner"])
+@pytest.mark.parametrize("dist", ["torchx-runner", "torchx-tracker-mlflow"])
 def test_design_lists_the_declared_dependencies(dist: str) -> None:
     assert _documented(dist) == _declared(dist)

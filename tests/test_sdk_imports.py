@@ -35,10 +35,15 @@ print(sorted(m for m in sys.modules if m.split(".")[0] in sdks), file=sys.stderr
         ["runopts"],
         ["run", "--dryrun", "-s", "local_docker", "--workspace", "", "utils.echo", "--msg", "x"],
         ["run", "--dryrun", "-s", "aws_batch", "-cfg", "queue=q", "--workspace", "", "utils.echo"],
+        ["run", "-s", "local_cwd", "--wait", "utils.echo", "--msg", "x"],
     ],
-    ids=["help", "builtins", "runopts", "dryrun-local_docker", "dryrun-aws_batch"],
+    ids=["help", "builtins", "runopts", "dryrun-local_docker", "dryrun-aws_batch", "run-local_cwd"],
 )
 def test_light_commands_import_no_sdk(argv: list[str], tmp_path: Path) -> None:
+    # With the MLflow tracker configured too: the launcher only passes it on to the job.
+    (tmp_path / ".torchxconfig").write_text(
+        "[torchx:tracker]\nmlflow =\n\n[tracker:mlflow]\nconfig = http://127.0.0.1:9\n"
+    )
     proc = subprocess.run(
         [sys.executable, "-c", PROBE.format(sdks=SDKS), *argv],
         cwd=tmp_path,

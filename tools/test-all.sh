@@ -30,6 +30,7 @@ stop_backends() {
   bash tools/docker-down.sh >>"$backend_log" 2>&1
   [ "$slurm_was_up" = 1 ] || bash tools/slurm-down.sh >>"$backend_log" 2>&1
   [ "$moto_was_up" = 1 ] || bash tools/moto-down.sh >>"$backend_log" 2>&1
+  [ "$mlflow_was_up" = 1 ] || bash tools/mlflow-down.sh >>"$backend_log" 2>&1
   rm -f "$backend_log"
   rm -rf "$test_tmp"
   [ -z "$own_home" ] || rm -rf "$own_home"
@@ -51,6 +52,13 @@ bash tools/moto-up.sh --check && moto_was_up=1
 bash tools/moto-up.sh >>"$backend_log" 2>&1 &
 moto_up_pid=$!
 export TORCHX_REQUIRE_MOTO=1
+# MLflow (tests/mlflow): `mlflow server` with a SQLite store on localhost; left running if
+# it already was.
+mlflow_was_up=0
+bash tools/mlflow-up.sh --check && mlflow_was_up=1
+bash tools/mlflow-up.sh >>"$backend_log" 2>&1 &
+mlflow_up_pid=$!
+export TORCHX_REQUIRE_MLFLOW=1
 
 failed=()
 step() {
@@ -68,6 +76,7 @@ step run cli:test
 step run docker:test
 step run slurm:test
 step run batch:test
+step run mlflow:test
 if ! wait "$docker_up_pid"; then
   cat "$backend_log"
   failed+=("tools/docker-up.sh")
@@ -79,6 +88,10 @@ fi
 if ! wait "$moto_up_pid"; then
   cat "$backend_log"
   failed+=("tools/moto-up.sh")
+fi
+if ! wait "$mlflow_up_pid"; then
+  cat "$backend_log"
+  failed+=("tools/mlflow-up.sh")
 fi
 step run test tests
 

@@ -1,0 +1,29 @@
+"""Fixtures for the tests that track real jobs in a real MLflow server.
+
+`tools/mlflow-up.sh` starts `mlflow server` (SQLite store) on 127.0.0.1:5055, or the port in
+TORCHX_TEST_MLFLOW_PORT. Without one these tests are skipped, unless TORCHX_REQUIRE_MLFLOW=1
+(set by tools/test-all.sh) turns that into a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.request
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def mlflow_uri() -> str:
+    uri = f"http://127.0.0.1:{os.environ.get('TORCHX_TEST_MLFLOW_PORT', '5055')}"
+    try:
+        with urllib.request.urlopen(f"{uri}/health", timeout=5) as response:
+            ok, reason = response.status == 200, f"HTTP {response.status}"
+    except OSError as e:
+        ok, reason = False, str(e)
+    if not ok:
+        message = f"no MLflow server at {uri} ({reason}); run tools/mlflow-up.sh"
+        if os.environ.get("TORCHX_REQUIRE_MLFLOW") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return uri
