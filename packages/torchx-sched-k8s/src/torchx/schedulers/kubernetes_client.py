@@ -1,0 +1,237 @@
+"""Talking to the Kubernetes API server: credentials, calls, and errors a user can act on.
+
+The ``kubernetes`` client is imported here only, and only when the cluster is contacted
+(its import costs about a second). Reads ask for the raw JSON (``_preload_content=False``)
+and parse it with ``json``: turning a list of 10,000 pods into client models would cost
+seconds and is not needed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
+__all__ = [
+    "KubernetesApiError",
+    "KubernetesConfigError",
+    "NotFound",
+    "call",
+    "cluster_configured",
+    "connect",
+    "read_json",
+]
+
+VOLCANO = ("batch.volcano.sh", "v1alpha1", "jobs")
+SERVICE_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+REQUEST_TIMEOUT_S = 60
+
+R = TypeVar("R")
+
+
+class KubernetesConfigError(RuntimeError):
+    """No usable cluster configuration (no kubeconfig, unknown context, not in a pod)."""
+
+
+class KubernetesApiError(RuntimeError):
+    """The API server refused a request; the message says what to do about it."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class NotFound(KubernetesApiError):
+    """A 404 from the API server (the object or the API itself does not exist)."""
+
+
+def _kubeconfig_paths() -> list[str]:
+    value = os.environ.get("KUBECONFIG")
+    paths = value.split(os.pathsep) if value else ["~/.kube/config"]
+    return [os.path.expanduser(p) for p in paths if p]
+
+
+def _in_cluster() -> bool:
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and os.path.exists(SERVICE_TOKEN)
+
+
+def cluster_configured() -> bool:
+    """Whether this process could reach a cluster config (a cheap check, no import)."""
+    return _in_cluster() or any(os.path.isfile(p) for p in _kubeconfig_paths())
+
+
+def connect(context: str | None = None) -> ApiClient:
+    """An API client: the pod's service account when in a cluster, else the kubeconfig.
+
+    ``context`` picks a kubeconfig context (default: its current context). Raises
+    :class:`KubernetesConfigError` with the fix when neither works.
+    """
+    from kubernetes import client, config
+    from kubernetes.config.config_exception import ConfigException
+
+    configuration = client.Configuration()
+    if _in_cluster() and not context:
+        try:
+            config.load_incluster_config(client_configuration=configuration)
+            return client.ApiClient(configuration)
+        except ConfigException:
+            pass  # a broken service account mount: try the kubeconfig next
+    paths = _kubeconfig_paths()
+    if not any(os.path.isfile(p) for p in paths):
+        raise KubernetesConfigError(
+            "no Kubernetes cluster configured: not running in a pod and no kubeconfig at"
+            f" {os.pathsep.join(paths)}; point KUBECONFIG at your cluster's config (e.g."
+            " `aws eks update-kubeconfig`, `gcloud container clusters get-credentials`)"
+        )
+    try:
+        config.load_kube_config(context=context, client_configuration=configuration)
+    except ConfigException as e:
+        raise KubernetesConfigError(_config_problem(str(e), context)) from e
+    except (OSError, ValueError) as e:
+        raise KubernetesConfigError(
+            f"cannot read the kubeconfig {os.pathsep.join(paths)}: {_first_line(e)}; fix the"
+            " file or point KUBECONFIG at a valid one"
+        ) from e
+    return client.ApiClient(configuration)
+
+
+def _config_problem(message: str, context: str | None) -> str:
+    from kubernetes import config
+
+    try:
+        contexts, active = config.list_kube_config_contexts()
+        names = [str(c.get("name")) for c in contexts or ()]
+        current = str((active or {}).get("name", ""))
+    except Exception:
+        names, current = [], ""
+    wanted = context or current
+    if wanted and wanted not in names:
+        where = "TORCHX_KUBE_CONTEXT" if context else "the kubeconfig's current-context"
+        known = ", ".join(names) or "<none>"
+        return (
+            f"Kubernetes context {wanted!r} (from {where}) is not in the kubeconfig; its"
+            f" contexts are: {known}. Pick one with `kubectl config use-context NAME` or"
+            " TORCHX_KUBE_CONTEXT=NAME"
+        )
+    if not wanted:
+        return (
+            "the kubeconfig has no current-context; pick one with"
+            " `kubectl config use-context NAME` or set TORCHX_KUBE_CONTEXT=NAME"
+        )
+    return f"invalid kubeconfig: {_first_line(message)}; fix it (see `kubectl config view`)"
+
+
+def _first_line(e: object) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0][:300] if text else type(e).__name__
+
+
+def _server_message(body: Any) -> str:
+    try:
+        status = json.loads(body)
+    except (TypeError, ValueError):
+        return _first_line(body) if body else ""
+    if isinstance(status, dict):
+        return str(status.get("message") or status.get("reason") or "")
+    return ""
+
+
+def api_error(e: Exception, action: str, namespace: str) -> KubernetesApiError:
+    """A one-line error for an ``ApiException`` (or connection failure) while ``action``."""
+    from kubernetes.client.exceptions import ApiException
+
+    if not isinstance(e, ApiException):
+        host = _host_of(e)
+        return KubernetesApiError(
+            f"cannot reach the Kubernetes API server{host} while {action}: {_short(e)};"
+            " check that the cluster is up and the kubeconfig points at it"
+            " (`kubectl cluster-info`)"
+        )
+    status = int(e.status or 0)
+    message = _server_message(e.body) or str(e.reason or "")
+    if status == 401:
+        text = (
+            f"the API server rejected the credentials while {action} ({message}); refresh"
+            " them (log in again or renew the kubeconfig token)"
+        )
+    elif status == 403:
+        text = (
+            f"forbidden while {action}: {message}; ask a cluster admin for RBAC permission"
+            f" in namespace {namespace!r}, or pick a namespace you may use (-cfg namespace=...)"
+        )
+    elif status == 404:
+        if "namespaces" in message and "not found" in message:
+            text = (
+                f"namespace {namespace!r} does not exist ({message}); create it"
+                f" (`kubectl create namespace {namespace}`) or pass -cfg namespace=..."
+            )
+        else:
+            text = f"not found while {action}: {message or 'no such object or API'}"
+        return NotFound(text, status)
+    elif status == 409:
+        text = (
+            f"conflict while {action}: {message}; the name is taken, run again (a new"
+            " name is generated) or delete the old app with `torchx delete`"
+        )
+    elif status == 422:
+        text = f"invalid job spec, rejected by the API server: {message}; fix the role or run option"
+    else:
+        text = f"the Kubernetes API server answered {status} while {action}: {message}"
+    return KubernetesApiError(" ".join(text.split()), status)
+
+
+def _short(e: Exception) -> str:
+    reason = getattr(e, "reason", None)
+    text = str(reason or e)
+    for needle, short in (
+        ("Connection refused", "connection refused"),
+        ("Name or service not known", "unknown host"),
+        ("timed out", "timed out"),
+        ("CERTIFICATE_VERIFY_FAILED", "TLS certificate not trusted"),
+    ):
+        if needle in text:
+            return short
+    return _first_line(text)
+
+
+def _host_of(e: Exception) -> str:
+    pool = getattr(e, "pool", None)
+    host = getattr(pool, "host", None)
+    port = getattr(pool, "port", None)
+    return f" at {host}:{port}" if host else ""
+
+
+def call(fn: Callable[[], R], action: str, namespace: str) -> R:
+    """Runs one API call, turning client failures into :class:`KubernetesApiError`."""
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
+
+    try:
+        return fn()
+    except (ApiException, HTTPError, OSError) as e:
+        raise api_error(e, action, namespace) from e
+
+
+def read_json(fn: Callable[..., Any], action: str, namespace: str, /, *args: Any, **kw: Any) -> Any:
+    """Calls an API method for its raw response and returns the parsed JSON body."""
+    response = call(
+        lambda: fn(*args, _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S, **kw),
+        action,
+        namespace,
+    )
+    try:
+        return json.loads(response.data)
+    finally:
+        response.release_conn()
+
+
+def iter_chunks(response: Any) -> Iterator[bytes]:
+    """The body of a streamed response as it arrives (one chunk per server write)."""
+    try:
+        yield from response.stream(64 * 1024, decode_content=True)
+    finally:
+        response.release_conn()

@@ -1,0 +1,800 @@
+"""``kubernetes``: runs TorchX apps on a Kubernetes cluster, with or without Volcano.
+
+* ``job_type=volcano`` (default, as upstream): one Volcano Job (``batch.volcano.sh``) with one
+  task per replica, gang-scheduled in ``queue``. App id ``<namespace>:<job>``.
+* ``job_type=batch`` (clusters without Volcano, e.g. with cluster autoscalers): per role an
+  Indexed ``batch/v1`` Job and a headless Service, scheduled by the default scheduler.
+  Replicas reach rank 0 as ``$TORCHX_RANK0_HOST`` (``<job>-0.<job>``). App id
+  ``<namespace>:batch:<app>``.
+
+Both kinds answer ``status`` (with why pods are pending), ``log`` (every container, follow
+keeps line breaks), ``list``, ``cancel`` (Volcano: abort; batch: suspend; the objects stay
+for inspection) and ``delete``. Credentials: the pod's service account when running in a
+cluster, else the kubeconfig (``KUBECONFIG``; context from ``TORCHX_KUBE_CONTEXT`` or the
+current one).
+
+Requests are rendered as plain JSON dicts (see :mod:`torchx.schedulers.kubernetes_render`);
+the ``kubernetes`` client is imported only to talk to the cluster. With no cluster
+configured, ``--dryrun`` skips the server-side validation with a note unless
+``validate_spec=True`` asks for it.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from torchx.schedulers.api import (
+    HELP_KEY,
+    DescribeAppResponse,
+    ListAppResponse,
+    Scheduler,
+    Stream,
+    StructuredOpts,
+)
+from torchx.schedulers.kubernetes_render import (
+    ANNOTATION_ISTIO_SIDECAR,
+    LABEL_APP_NAME,
+    LABEL_INSTANCE,
+    LABEL_INSTANCE_TYPE,
+    LABEL_KIND,
+    LABEL_KUBE_APP_NAME,
+    LABEL_MANAGED_BY,
+    LABEL_REPLICA_ID,
+    LABEL_ROLE_INDEX,
+    LABEL_ROLE_NAME,
+    LABEL_VERSION,
+    MANAGED_BY,
+    PLACEHOLDER_FIELD_PATH,
+    RESERVED_MEMMB,
+    RESERVED_MILLICPU,
+    RETRY_POLICIES,
+    RenderOptions,
+    SpecError,
+    batch_job_name,
+    batch_objects,
+    check_namespace,
+    pod_labels,
+    unique_app_id,
+    volcano_job,
+)
+from torchx.schedulers.kubernetes_status import JOB_STATE, TASK_STATE
+from torchx.specs.api import AppDef, AppDryRunInfo, CfgVal, Role, runopts
+from torchx.util.lazy_dataclass import dataclass, field
+from torchx.util.log import get_logger
+from torchx.workspace.docker_workspace import DockerWorkspaceMixin
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    import docker
+    from kubernetes.client import ApiClient, V1Pod
+
+__all__ = [
+    "ANNOTATION_ISTIO_SIDECAR",
+    "JOB_STATE",
+    "LABEL_APP_NAME",
+    "LABEL_INSTANCE",
+    "LABEL_INSTANCE_TYPE",
+    "LABEL_KIND",
+    "LABEL_KUBE_APP_NAME",
+    "LABEL_MANAGED_BY",
+    "LABEL_REPLICA_ID",
+    "LABEL_ROLE_INDEX",
+    "LABEL_ROLE_NAME",
+    "LABEL_VERSION",
+    "PLACEHOLDER_FIELD_PATH",
+    "RESERVED_MEMMB",
+    "RESERVED_MILLICPU",
+    "RETRY_POLICIES",
+    "TASK_STATE",
+    "KubernetesJob",
+    "KubernetesOpts",
+    "KubernetesScheduler",
+    "Opts",
+    "app_to_resource",
+    "create_scheduler",
+    "pod_labels",
+    "role_to_pod",
+    "sanitize_for_serialization",
+]
+
+log = get_logger(__name__)
+
+JOB_TYPES = ("volcano", "batch")
+_VOLCANO_GROUP, _VOLCANO_VERSION, _VOLCANO_PLURAL = "batch.volcano.sh", "v1alpha1", "jobs"
+_TIMESTAMP = re.compile(rb"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)")
+
+
+@dataclass
+class Opts(StructuredOpts):
+    """Run options of ``kubernetes`` (the workspace adds ``quiet`` and ``build_args``)."""
+
+    queue: str = field(
+        metadata={
+            HELP_KEY: "Volcano queue to schedule job in (job_type=batch: the Kueue LocalQueue,"
+            " set as label kueue.x-k8s.io/queue-name; inert without Kueue)"
+        }
+    )
+    namespace: str = field(
+        default="default", metadata={HELP_KEY: "Kubernetes namespace to schedule job in"}
+    )
+    service_account: str | None = field(
+        default=None, metadata={HELP_KEY: "service account of the pods (serviceAccountName)"}
+    )
+    priority_class: str | None = field(
+        default=None, metadata={HELP_KEY: "priority class of the job (priorityClassName)"}
+    )
+    validate_spec: bool | None = field(
+        default=None,
+        metadata={
+            HELP_KEY: "check the objects with a server-side dry run before submitting and on"
+            " --dryrun, and that pod names fit 63 characters; default: when a cluster is"
+            " configured (else skipped with a note); True requires it"
+        },
+    )
+    reserved_millicpu: int = field(
+        default=RESERVED_MILLICPU,
+        metadata={HELP_KEY: "CPU (millicores) left out of each pod's request for system daemons"},
+    )
+    reserved_memmb: int = field(
+        default=RESERVED_MEMMB,
+        metadata={HELP_KEY: "memory (MB) left out of each pod's request for system daemons"},
+    )
+    efa_device_count: int | None = field(
+        default=None,
+        metadata={
+            HELP_KEY: "EFA devices per pod (vpc.amazonaws.com/efa): unset keeps the resource's,"
+            " 0 removes them, N sets N"
+        },
+    )
+    job_type: str = field(
+        default="volcano",
+        metadata={
+            HELP_KEY: "volcano (a Volcano Job, gang-scheduled) or batch (per role an Indexed"
+            " batch/v1 Job + headless Service; no Volcano needed, autoscalers work)"
+        },
+    )
+    node_selector: dict[str, str] | None = field(
+        default=None, metadata={HELP_KEY: "node labels the pods must match, KEY:VALUE pairs"}
+    )
+    tolerations: list[str] | None = field(
+        default=None,
+        metadata={
+            HELP_KEY: "taints the pods tolerate: KEY[=VALUE][:EFFECT] entries"
+            " (e.g. nvidia.com/gpu:NoSchedule); * tolerates every taint"
+        },
+    )
+    image_pull_secrets: list[str] | None = field(
+        default=None, metadata={HELP_KEY: "secrets with registry credentials to pull the images"}
+    )
+    secret_mounts: dict[str, str] | None = field(
+        default=None,
+        metadata={HELP_KEY: "secrets mounted read-only into every pod, SECRET:/mount/path pairs"},
+    )
+    labels: dict[str, str] | None = field(
+        default=None, metadata={HELP_KEY: "extra labels of the job and its pods, KEY:VALUE pairs"}
+    )
+    annotations: dict[str, str] | None = field(
+        default=None,
+        metadata={HELP_KEY: "extra annotations of the job and its pods, KEY:VALUE pairs"},
+    )
+    image_repo: str | None = field(
+        default=None,
+        metadata={HELP_KEY: "the image repository to push workspace images to"},
+    )
+
+
+KubernetesOpts = Opts
+"""Compat name of :class:`Opts` (the options were a TypedDict called ``KubernetesOpts``)."""
+
+
+@dataclass
+class KubernetesJob:
+    """The request of ``kubernetes``: the objects to create and the images to push first.
+
+    ``resource`` is the Volcano Job, or for ``job_type=batch`` a ``v1`` ``List`` of the
+    Services and Jobs. ``str()`` is YAML that ``kubectl apply -f`` accepts.
+    """
+
+    images_to_push: dict[str, tuple[str, str]]
+    resource: dict[str, Any]
+    namespace: str = "default"
+
+    def __str__(self) -> str:
+        from torchx.schedulers.kubernetes_yaml import dump
+
+        return dump(self.resource)
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def sanitize_for_serialization(resource: Any) -> Any:
+    """``resource`` as JSON-ready data; client models (``V1Pod``...) are converted."""
+    if isinstance(resource, dict):
+        return {k: sanitize_for_serialization(v) for k, v in resource.items() if v is not None}
+    if isinstance(resource, (list, tuple)):
+        return [sanitize_for_serialization(v) for v in resource]
+    if resource is None or isinstance(resource, (str, int, float, bool)):
+        return resource
+    from kubernetes.client import ApiClient
+
+    return ApiClient().sanitize_for_serialization(resource)
+
+
+def app_to_resource(
+    app: AppDef,
+    queue: str,
+    service_account: str | None,
+    priority_class: str | None = None,
+    reserved_millicpu: int = RESERVED_MILLICPU,
+    reserved_memmb: int = RESERVED_MEMMB,
+    efa_device_count: int | None = None,
+) -> dict[str, Any]:
+    """The Volcano Job (a JSON dict) for ``app`` under a newly generated name."""
+    options = RenderOptions(
+        queue=queue,
+        service_account=service_account,
+        priority_class=priority_class,
+        reserved_millicpu=reserved_millicpu,
+        reserved_memmb=reserved_memmb,
+        efa_device_count=efa_device_count,
+    )
+    return volcano_job(app, unique_app_id(app.name), options)
+
+
+def role_to_pod(
+    name: str,
+    role: Role,
+    service_account: str | None,
+    reserved_millicpu: int = RESERVED_MILLICPU,
+    reserved_memmb: int = RESERVED_MEMMB,
+    efa_device_count: int | None = None,
+) -> V1Pod:
+    """The pod of one replica of ``role`` as a client ``V1Pod`` (imports ``kubernetes``)."""
+    from torchx.schedulers.kubernetes_render import _env_entry, _RoleParts, pod_spec
+
+    options = RenderOptions(
+        service_account=service_account,
+        reserved_millicpu=reserved_millicpu,
+        reserved_memmb=reserved_memmb,
+        efa_device_count=efa_device_count,
+    )
+    parts = _RoleParts(role, options)
+    env = [_env_entry(k, v) for k, v in role.env.items()]
+    env.append({"name": "TORCHX_IMAGE", "value": role.image})
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"annotations": dict(parts.annotations)},
+        "spec": pod_spec(role, name, role.image, [role.entrypoint, *role.args], env, parts),
+    }
+    return _to_model(body, "V1Pod")
+
+
+def _to_model(body: dict[str, Any], klass: str) -> Any:
+    import json
+
+    from kubernetes.client import ApiClient
+
+    class _Response:
+        data = json.dumps(body)
+
+    return ApiClient().deserialize(_Response(), klass)
+
+
+def _parse_app_id(app_id: str) -> tuple[str, str, str]:
+    """``(namespace, job_type, name)`` of ``ns:name`` (Volcano) or ``ns:batch:name``."""
+    parts = app_id.split(":")
+    if len(parts) == 2 and all(parts):
+        return parts[0], "volcano", parts[1]
+    if len(parts) == 3 and parts[1] == "batch" and parts[0] and parts[2]:
+        return parts[0], "batch", parts[2]
+    raise ValueError(
+        f"invalid kubernetes app id {app_id!r}: expected NAMESPACE:NAME (Volcano) or"
+        " NAMESPACE:batch:NAME, as printed by `torchx run`"
+    )
+
+
+class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
+    """Submits apps to the cluster of the kubeconfig (or the one this pod runs in)."""
+
+    def __init__(
+        self,
+        session_name: str,
+        client: ApiClient | None = None,
+        docker_client: docker.DockerClient | None = None,
+        kube_context: str | None = None,
+    ) -> None:
+        super().__init__("kubernetes", session_name, docker_client=docker_client)
+        self._client = client
+        self._kube_context = kube_context or None
+
+    # -- client ----------------------------------------------------------------------------
+
+    def _api_client(self) -> ApiClient:
+        if self._client is None:
+            from torchx.schedulers.kubernetes_client import connect
+
+            self._client = connect(self._kube_context)
+        return self._client
+
+    def _custom(self) -> Any:
+        from kubernetes.client import CustomObjectsApi
+
+        return CustomObjectsApi(self._api_client())
+
+    def _core(self) -> Any:
+        from kubernetes.client import CoreV1Api
+
+        return CoreV1Api(self._api_client())
+
+    def _batch(self) -> Any:
+        from kubernetes.client import BatchV1Api
+
+        return BatchV1Api(self._api_client())
+
+    # -- options and validation ------------------------------------------------------------
+
+    def _run_opts(self) -> runopts:
+        return Opts.as_runopts()
+
+    def _validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal]) -> None:
+        """Roles need no resource: a pod without one gets no requests or limits."""
+
+    # -- dry run ---------------------------------------------------------------------------
+
+    def _submit_dryrun(
+        self, app: AppDef, cfg: Mapping[str, CfgVal]
+    ) -> AppDryRunInfo[KubernetesJob]:
+        opts = Opts.from_cfg(cfg)
+        if not isinstance(opts.queue, str):
+            raise TypeError(f"run option `queue` must be a string, got {opts.queue!r}")
+        check_namespace(opts.namespace)
+        if opts.job_type not in JOB_TYPES:
+            raise SpecError(
+                f"unknown job_type {opts.job_type!r}; use -cfg job_type=volcano (Volcano Job)"
+                " or job_type=batch (Indexed batch/v1 Jobs, no Volcano needed)"
+            )
+        images_to_push = self.dryrun_push_images(app, cfg)
+        render = RenderOptions(
+            queue=opts.queue,
+            namespace=opts.namespace,
+            service_account=opts.service_account,
+            priority_class=opts.priority_class,
+            reserved_millicpu=opts.reserved_millicpu,
+            reserved_memmb=opts.reserved_memmb,
+            efa_device_count=opts.efa_device_count,
+            job_type=opts.job_type,
+            node_selector=opts.node_selector,
+            tolerations=opts.tolerations,
+            image_pull_secrets=opts.image_pull_secrets,
+            secret_mounts=opts.secret_mounts,
+            labels=opts.labels,
+            annotations=opts.annotations,
+        )
+        app_id = unique_app_id(app.name)
+        if opts.job_type == "volcano":
+            resource = volcano_job(app, app_id, render)
+        else:
+            resource = {"apiVersion": "v1", "kind": "List", "items": batch_objects(app, app_id, render)}
+        job = KubernetesJob(images_to_push, resource, opts.namespace)
+        self._validate_on_server(job, opts.validate_spec)
+        return AppDryRunInfo(job, repr)
+
+    def _validate_on_server(self, job: KubernetesJob, wanted: bool | None) -> None:
+        from torchx.schedulers.kubernetes_client import (
+            KubernetesApiError,
+            KubernetesConfigError,
+            cluster_configured,
+        )
+
+        if wanted is False:
+            return
+        if wanted is None and not cluster_configured():
+            log.warning(
+                "kubernetes: no cluster configured, skipped the server-side check of the job"
+                " spec (-cfg validate_spec=True requires it)"
+            )
+            return
+        try:
+            self._create(job, dry_run=True)
+        except (KubernetesConfigError, KubernetesApiError) as e:
+            unreachable = isinstance(e, KubernetesConfigError) or e.status is None
+            if wanted or not unreachable:
+                raise
+            log.warning("kubernetes: skipped the server-side check of the job spec: %s", e)
+
+    # -- submit ----------------------------------------------------------------------------
+
+    def _create(self, job: KubernetesJob, dry_run: bool = False) -> str:
+        """Creates the job's objects (or checks them, ``dry_run``); returns the app id.
+
+        ``job_type=batch`` creates several objects: if one fails, the ones already created
+        are deleted again, so a failed submission leaves nothing behind.
+        """
+        from torchx.schedulers.kubernetes_client import call
+
+        ns = job.namespace
+        kw: dict[str, Any] = {"dry_run": "All"} if dry_run else {}
+        verb = "checking (server-side dry run)" if dry_run else "creating"
+        resource = job.resource
+        if resource.get("kind") != "List":
+            name = resource["metadata"]["name"]
+            custom = self._custom()
+            call(
+                lambda: custom.create_namespaced_custom_object(
+                    _VOLCANO_GROUP, _VOLCANO_VERSION, ns, _VOLCANO_PLURAL, resource, **kw
+                ),
+                f"{verb} Volcano job {name!r}",
+                ns,
+            )
+            return f"{ns}:{name}"
+        core, batch = self._core(), self._batch()
+        created: list[tuple[str, str]] = []
+        app_id = ""
+        try:
+            for obj in resource["items"]:
+                kind, name = obj["kind"], obj["metadata"]["name"]
+                app_id = obj["metadata"]["labels"][LABEL_INSTANCE]
+                create = (
+                    core.create_namespaced_service
+                    if kind == "Service"
+                    else batch.create_namespaced_job
+                )
+                call(lambda c=create, o=obj: c(ns, o, **kw), f"{verb} {kind} {name!r}", ns)
+                created.append((kind, name))
+        except BaseException:
+            if not dry_run:
+                self._remove_created(ns, created)
+            raise
+        return f"{ns}:batch:{app_id}"
+
+    def _remove_created(self, ns: str, created: list[tuple[str, str]]) -> None:
+        core, batch = self._core(), self._batch()
+        for kind, name in reversed(created):
+            try:
+                if kind == "Service":
+                    core.delete_namespaced_service(name, ns)
+                else:
+                    batch.delete_namespaced_job(name, ns, propagation_policy="Background")
+            except Exception as e:  # best effort: report and go on with the others
+                log.warning("could not remove %s %s/%s again: %s", kind, ns, name, e)
+
+    def schedule(self, dryrun_info: AppDryRunInfo[KubernetesJob]) -> str:
+        job = dryrun_info.request
+        if job.images_to_push:
+            self.push_images(job.images_to_push)
+        return self._create(job)
+
+    # -- state -----------------------------------------------------------------------------
+
+    def _pods(self, ns: str, selector: str) -> list[dict[str, Any]]:
+        from torchx.schedulers.kubernetes_client import read_json
+
+        core = self._core()
+        found = read_json(core.list_namespaced_pod, "listing pods", ns, ns, label_selector=selector)
+        return list(found.get("items") or [])
+
+    def _batch_jobs(self, ns: str, selector: str) -> list[dict[str, Any]]:
+        from torchx.schedulers.kubernetes_client import read_json
+
+        batch = self._batch()
+        found = read_json(batch.list_namespaced_job, "listing jobs", ns, ns, label_selector=selector)
+        return list(found.get("items") or [])
+
+    def _volcano_job(self, ns: str, name: str) -> dict[str, Any] | None:
+        from torchx.schedulers.kubernetes_client import NotFound, read_json
+
+        custom = self._custom()
+        try:
+            job: dict[str, Any] = read_json(
+                custom.get_namespaced_custom_object,
+                f"reading Volcano job {name!r}",
+                ns,
+                _VOLCANO_GROUP,
+                _VOLCANO_VERSION,
+                ns,
+                _VOLCANO_PLURAL,
+                name,
+            )
+        except NotFound:
+            return None
+        return job
+
+    def describe(self, app_id: str) -> DescribeAppResponse | None:
+        """The app's state in two API calls (its job(s) and its pods), or None if gone."""
+        from torchx.schedulers.kubernetes_status import describe_batch, describe_volcano
+
+        ns, job_type, name = _parse_app_id(app_id)
+        if job_type == "volcano":
+            job = self._volcano_job(ns, name)
+            if job is None:
+                return None
+            return describe_volcano(app_id, ns, job, self._pods(ns, f"{LABEL_INSTANCE}={name}"))
+        jobs = self._batch_jobs(ns, f"{LABEL_INSTANCE}={name}")
+        if not jobs:
+            return None
+        return describe_batch(app_id, ns, jobs, self._pods(ns, f"{LABEL_INSTANCE}={name}"))
+
+    def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
+        """TorchX apps in ``cfg["namespace"]`` (else the kube context's, else default)."""
+        from torchx.schedulers.kubernetes_client import NotFound, read_json
+        from torchx.schedulers.kubernetes_status import list_rows
+
+        ns = str((cfg or {}).get("namespace") or self._default_namespace())
+        check_namespace(ns)
+        selector = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
+        custom = self._custom()
+        try:
+            volcano = read_json(
+                custom.list_namespaced_custom_object,
+                "listing Volcano jobs",
+                ns,
+                _VOLCANO_GROUP,
+                _VOLCANO_VERSION,
+                ns,
+                _VOLCANO_PLURAL,
+                label_selector=selector,
+            ).get("items") or []
+        except NotFound:  # no Volcano on this cluster
+            volcano = []
+        batch = self._batch_jobs(ns, f"{selector},{LABEL_KIND}=batch")
+        return list_rows(ns, list(volcano), batch)
+
+    def _default_namespace(self) -> str:
+        import os
+
+        from torchx.schedulers.kubernetes_client import _in_cluster
+
+        if _in_cluster() and not self._kube_context:
+            path = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+            if os.path.exists(path):
+                with open(path) as f:
+                    return f.read().strip() or "default"
+        try:
+            from kubernetes import config
+
+            _, active = config.list_kube_config_contexts()
+            if self._kube_context:
+                contexts, _ = config.list_kube_config_contexts()
+                active = next((c for c in contexts if c.get("name") == self._kube_context), active)
+            return str(((active or {}).get("context") or {}).get("namespace") or "default")
+        except Exception:
+            return "default"
+
+    # -- cancel / delete -------------------------------------------------------------------
+
+    def _cancel_existing(self, app_id: str) -> None:
+        """Volcano: aborts the job; batch: suspends the Jobs. Both are kept for inspection."""
+        from torchx.schedulers.kubernetes_client import call
+
+        ns, job_type, name = _parse_app_id(app_id)
+        if job_type == "volcano":
+            job = self._volcano_job(ns, name)
+            if job is None:
+                return
+            status = job.setdefault("status", {})
+            status.setdefault("state", {})["phase"] = "Aborted"
+            custom = self._custom()
+            call(
+                lambda: custom.replace_namespaced_custom_object_status(
+                    _VOLCANO_GROUP, _VOLCANO_VERSION, ns, _VOLCANO_PLURAL, name, job
+                ),
+                f"aborting Volcano job {name!r}",
+                ns,
+            )
+            return
+        batch = self._batch()
+        for job in self._batch_jobs(ns, f"{LABEL_INSTANCE}={name}"):
+            job_name = job["metadata"]["name"]
+            call(
+                lambda n=job_name: batch.patch_namespaced_job(n, ns, {"spec": {"suspend": True}}),
+                f"suspending Job {job_name!r}",
+                ns,
+            )
+
+    def _delete_existing(self, app_id: str) -> None:
+        """Deletes the job(s) (and Services); their pods go with them."""
+        from torchx.schedulers.kubernetes_client import NotFound, call
+
+        ns, job_type, name = _parse_app_id(app_id)
+        if job_type == "volcano":
+            custom = self._custom()
+            try:
+                call(
+                    lambda: custom.delete_namespaced_custom_object(
+                        _VOLCANO_GROUP, _VOLCANO_VERSION, ns, _VOLCANO_PLURAL, name,
+                        propagation_policy="Background",
+                    ),
+                    f"deleting Volcano job {name!r}",
+                    ns,
+                )  # fmt: skip
+            except NotFound:
+                pass
+            return
+        selector = f"{LABEL_INSTANCE}={name}"
+        batch, core = self._batch(), self._core()
+        call(
+            lambda: batch.delete_collection_namespaced_job(
+                ns, label_selector=selector, propagation_policy="Background"
+            ),
+            f"deleting the Jobs of {name!r}",
+            ns,
+        )
+        call(
+            lambda: core.delete_collection_namespaced_service(ns, label_selector=selector),
+            f"deleting the Services of {name!r}",
+            ns,
+        )
+
+    # -- logs ------------------------------------------------------------------------------
+
+    def _replica_pod(self, app_id: str, role_name: str, k: int) -> tuple[str, dict[str, Any]]:
+        from torchx.schedulers.kubernetes_client import NotFound, read_json
+        from torchx.util.strings import normalize_str
+
+        ns, job_type, name = _parse_app_id(app_id)
+        if job_type == "volcano":
+            pod_name = normalize_str(f"{name}-{role_name}-{k}-0")
+            core = self._core()
+            try:
+                pod = read_json(
+                    core.read_namespaced_pod, f"reading pod {pod_name!r}", ns, pod_name, ns
+                )
+            except NotFound:
+                pod = None
+        else:
+            job = batch_job_name(name, role_name)
+            from torchx.schedulers.kubernetes_render import LABEL_COMPLETION_INDEX
+
+            pods = self._pods(ns, f"job-name={job},{LABEL_COMPLETION_INDEX}={k}")
+            pod = (
+                max(pods, key=lambda p: str(p["metadata"].get("creationTimestamp") or ""))
+                if pods
+                else None
+            )
+        if pod is None:
+            raise ValueError(
+                f"no pod for replica {k} of role {role_name!r} of app {app_id} (not started"
+                " yet, or deleted); check `torchx status` for the role names and replica ids"
+            )
+        return ns, pod
+
+    def log_iter(  # noqa: PLR0917 (positional order is the public API)
+        self,
+        app_id: str,
+        role_name: str,
+        k: int = 0,
+        regex: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        should_tail: bool = False,
+        streams: Stream | None = None,
+    ) -> Iterable[str]:
+        """Lines (timestamped by Kubernetes) of every container of replica ``k``.
+
+        Lines of containers other than the first are prefixed with ``[container]``.
+        ``should_tail`` follows the log until the containers end, keeping line breaks.
+        """
+        if streams not in (None, Stream.COMBINED):
+            raise ValueError(
+                "kubernetes keeps one combined log per container; use streams=combined"
+                " (the default) instead of stdout/stderr"
+            )
+        ns, pod = self._replica_pod(app_id, role_name, k)
+        pod_name = pod["metadata"]["name"]
+        containers = [c["name"] for c in (pod.get("spec") or {}).get("containers") or ()]
+        kw: dict[str, Any] = {"timestamps": True, "follow": should_tail}
+        if since is not None:
+            import datetime as dt
+            import math
+
+            now = dt.datetime.now(dt.timezone.utc)
+            start = since if since.tzinfo else since.astimezone()
+            kw["since_seconds"] = max(1, math.ceil((now - start).total_seconds()))
+        sources = [
+            self._container_lines(ns, pod_name, c, i > 0, kw, until)
+            for i, c in enumerate(containers)
+        ]
+        lines = _merge(sources) if should_tail and len(sources) > 1 else _chain(sources)
+        if regex:
+            pattern = re.compile(regex)
+            return (line for line in lines if pattern.search(line))
+        return lines
+
+    def _container_lines(
+        self,
+        ns: str,
+        pod_name: str,
+        container: str,
+        prefixed: bool,
+        kw: dict[str, Any],
+        until: datetime | None,
+    ) -> Iterator[str]:
+        from torchx.schedulers.kubernetes_client import call, iter_chunks
+
+        core = self._core()
+        response = call(
+            lambda: core.read_namespaced_pod_log(
+                pod_name, ns, container=container, _preload_content=False, **kw
+            ),
+            f"reading the log of {pod_name}/{container}",
+            ns,
+        )
+        prefix = f"[{container}] " if prefixed else ""
+        limit = None
+        if until is not None:
+            limit = (until if until.tzinfo else until.astimezone()).strftime("%Y-%m-%dT%H:%M:%S")
+        for raw in _split_lines(iter_chunks(response)):
+            if limit is not None:
+                stamp = _TIMESTAMP.match(raw)
+                if stamp and stamp.group(1).decode() > limit:
+                    response.close()
+                    return
+            yield prefix + raw.decode("utf-8", errors="replace")
+
+
+def _split_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """Whole lines (with their ``\\n``) from a byte stream; a last partial line too."""
+    buffer = b""
+    for chunk in chunks:
+        buffer += chunk
+        if b"\n" not in chunk:
+            continue
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            yield line + b"\n"
+    if buffer:
+        yield buffer
+
+
+def _chain(sources: list[Iterator[str]]) -> Iterator[str]:
+    for source in sources:
+        yield from source
+
+
+def _merge(sources: list[Iterator[str]]) -> Iterator[str]:
+    """Lines of several followed logs, in the order they arrive (one thread per log)."""
+    import queue
+
+    lines: queue.Queue[tuple[int, str | BaseException | None]] = queue.Queue(maxsize=1024)
+
+    def pump(i: int, source: Iterator[str]) -> None:
+        try:
+            for line in source:
+                lines.put((i, line))
+        except BaseException as e:  # handed to the reader, which re-raises it
+            lines.put((i, e))
+        lines.put((i, None))
+
+    for i, source in enumerate(sources):
+        threading.Thread(target=pump, args=(i, source), daemon=True).start()
+    open_count = len(sources)
+    while open_count:
+        _, item = lines.get()
+        if item is None:
+            open_count -= 1
+        elif isinstance(item, BaseException):
+            raise item
+        else:
+            yield item
+
+
+def create_scheduler(
+    session_name: str,
+    client: ApiClient | None = None,
+    docker_client: docker.DockerClient | None = None,
+    kube_context: str | None = None,
+    **kwargs: Any,
+) -> KubernetesScheduler:
+    """Entry point of ``kubernetes``. ``kube_context`` (env ``TORCHX_KUBE_CONTEXT``) picks a
+    kubeconfig context; other ``kwargs`` (``TORCHX_*`` env vars the runner forwards) are
+    ignored."""
+    del kwargs
+    return KubernetesScheduler(
+        session_name, client=client, docker_client=docker_client, kube_context=kube_context
+    )

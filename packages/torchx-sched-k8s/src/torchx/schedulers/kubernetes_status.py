@@ -1,0 +1,326 @@
+"""Reads app state from the objects the API server returns (plain JSON dicts).
+
+One status check is a fixed number of API calls whatever the replica count: the Volcano
+Job (or the role Jobs, for ``job_type=batch``) and one label-selected list of the app's
+pods. Pods say which replicas run, where, and why a pending one is not scheduled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from torchx.schedulers.api import DescribeAppResponse, ListAppResponse
+from torchx.schedulers.kubernetes_render import (
+    LABEL_COMPLETION_INDEX,
+    LABEL_REPLICA_ID,
+    LABEL_ROLE_INDEX,
+    LABEL_ROLE_NAME,
+)
+from torchx.specs.api import NONE, AppState, ReplicaStatus, Role, RoleStatus, is_terminal
+
+__all__ = [
+    "JOB_STATE",
+    "TASK_STATE",
+    "batch_app_state",
+    "describe_batch",
+    "describe_volcano",
+    "volcano_app_state",
+]
+
+JOB_STATE: dict[str, AppState] = {
+    "Pending": AppState.PENDING,
+    "Aborting": AppState.RUNNING,
+    "Aborted": AppState.CANCELLED,
+    "Running": AppState.RUNNING,
+    "Restarting": AppState.RUNNING,
+    "Completing": AppState.RUNNING,
+    "Completed": AppState.SUCCEEDED,
+    "Terminating": AppState.RUNNING,
+    "Terminated": AppState.FAILED,
+    "Failed": AppState.FAILED,
+}
+"""Volcano Job phase -> app state."""
+
+TASK_STATE: dict[str, AppState] = {
+    "Pending": AppState.PENDING,
+    "Allocated": AppState.PENDING,
+    "Pipelined": AppState.PENDING,
+    "Binding": AppState.PENDING,
+    "Bound": AppState.PENDING,
+    "Running": AppState.RUNNING,
+    "Releasing": AppState.RUNNING,
+    "Succeeded": AppState.SUCCEEDED,
+    "Failed": AppState.FAILED,
+    "Unknown": AppState.UNKNOWN,
+}
+"""Volcano task / pod phase -> replica state."""
+
+_QUIET_WAITING = frozenset({"ContainerCreating", "PodInitializing"})
+
+
+def _labels(obj: dict[str, Any]) -> dict[str, str]:
+    labels: dict[str, str] = (obj.get("metadata") or {}).get("labels") or {}
+    return labels
+
+
+def _newest(pods: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    return max(pods, key=lambda p: str((p.get("metadata") or {}).get("creationTimestamp") or ""))
+
+
+def pending_reason(pod: dict[str, Any]) -> str:
+    """Why a pending pod does not run yet (the scheduler's or kubelet's words), or ``""``."""
+    status = pod.get("status") or {}
+    for condition in status.get("conditions") or ():
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+            reason = condition.get("reason") or "Unschedulable"
+            return f"{reason}: {condition.get('message') or 'not scheduled yet'}"
+    for container in status.get("containerStatuses") or ():
+        waiting = (container.get("state") or {}).get("waiting") or {}
+        reason = waiting.get("reason")
+        if reason and reason not in _QUIET_WAITING:
+            message = waiting.get("message")
+            return f"{reason}: {message}" if message else str(reason)
+    return ""
+
+
+def failure_reason(pod: dict[str, Any]) -> str:
+    """How a failed pod ended (exit code and reason of its failed containers)."""
+    status = pod.get("status") or {}
+    found = []
+    for container in status.get("containerStatuses") or ():
+        done = (container.get("state") or {}).get("terminated") or {}
+        code = done.get("exitCode")
+        if done and code not in (0, None):
+            reason = done.get("reason") or "Error"
+            detail = f": {done['message'].strip()}" if done.get("message") else ""
+            found.append(f"container {container.get('name')} exited with {code} ({reason}){detail}")
+    if found:
+        return "; ".join(found)
+    reason = status.get("reason")
+    return f"{reason}: {status.get('message') or ''}".rstrip(": ") if reason else ""
+
+
+def _hostname(pod: dict[str, Any] | None, namespace: str) -> str:
+    ip = ((pod or {}).get("status") or {}).get("podIP")
+    return f"{ip.replace('.', '-').replace(':', '-')}.{namespace}.pod.cluster.local" if ip else ""
+
+
+def _summarize(problems: list[tuple[str, str]]) -> str:
+    """``pod: reason`` lines folded: one entry per distinct reason, with a pod count."""
+    by_reason: dict[str, list[str]] = {}
+    for pod, reason in problems:
+        by_reason.setdefault(reason, []).append(pod)
+    parts = []
+    for reason, pods in by_reason.items():
+        who = pods[0] if len(pods) == 1 else f"{pods[0]} and {len(pods) - 1} more pods"
+        parts.append(f"{who}: {reason}")
+    return "; ".join(parts)
+
+
+class _Replicas:
+    """Collects replica statuses and the messages explaining pending/failed pods."""
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self.pending: list[tuple[str, str]] = []
+        self.failed: list[tuple[str, str]] = []
+        self.any_running = False
+
+    def status(
+        self, role: str, rid: int, pod: dict[str, Any] | None, default: AppState
+    ) -> ReplicaStatus:
+        error = NONE
+        if pod is None:
+            state = default
+        else:
+            phase = str((pod.get("status") or {}).get("phase") or "Pending")
+            state = TASK_STATE.get(phase, AppState.UNKNOWN)
+            name = str((pod.get("metadata") or {}).get("name"))
+            if state == AppState.PENDING:
+                reason = pending_reason(pod)
+                if reason:
+                    self.pending.append((name, reason))
+            elif state == AppState.FAILED:
+                reason = failure_reason(pod)
+                if reason:
+                    error = reason
+                    self.failed.append((name, reason))
+            elif state == AppState.RUNNING:
+                self.any_running = True
+        return ReplicaStatus(
+            id=rid,
+            state=state,
+            role=role,
+            hostname=_hostname(pod, self.namespace),
+            structured_error_msg=error,
+        )
+
+    def message(self, state: AppState) -> str:
+        if state == AppState.FAILED and self.failed:
+            return _summarize(self.failed)
+        if self.pending and not is_terminal(state):
+            return "pending: " + _summarize(self.pending)
+        return NONE
+
+
+def volcano_app_state(job: dict[str, Any]) -> AppState:
+    phase = ((job.get("status") or {}).get("state") or {}).get("phase")
+    if not phase:
+        return AppState.SUBMITTED
+    return JOB_STATE.get(str(phase), AppState.UNKNOWN)
+
+
+def describe_volcano(
+    app_id: str, namespace: str, job: dict[str, Any], pods: list[dict[str, Any]]
+) -> DescribeAppResponse:
+    """The app's state from its Volcano Job and its pods."""
+    state = volcano_app_state(job)
+    by_replica: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for pod in pods:
+        labels = _labels(pod)
+        key = (labels.get(LABEL_ROLE_INDEX, ""), labels.get(LABEL_REPLICA_ID, ""))
+        by_replica.setdefault(key, []).append(pod)
+    default = state if is_terminal(state) else AppState.PENDING
+    collect = _Replicas(namespace)
+    roles: dict[str, tuple[Role, list[ReplicaStatus]]] = {}
+    for task in (job.get("spec") or {}).get("tasks") or ():
+        labels = _labels(task.get("template") or {})
+        role_name = labels.get(LABEL_ROLE_NAME) or str(task.get("name", "")).rpartition("-")[0]
+        rid = labels.get(LABEL_REPLICA_ID) or str(task.get("name", "")).rpartition("-")[2]
+        found = by_replica.get((labels.get(LABEL_ROLE_INDEX, ""), rid))
+        pod = _newest(found) if found else None
+        if role_name not in roles:
+            roles[role_name] = (Role(name=role_name, image="", num_replicas=0), [])
+        role, statuses = roles[role_name]
+        role.num_replicas += 1
+        containers = ((task.get("template") or {}).get("spec") or {}).get("containers") or [{}]
+        role.image = str(containers[0].get("image", ""))
+        statuses.append(collect.status(role_name, int(rid) if rid.isdigit() else 0, pod, default))
+    restarts = int((job.get("status") or {}).get("retryCount") or 0)
+    return DescribeAppResponse(
+        app_id=app_id,
+        state=state,
+        num_restarts=restarts,
+        msg=collect.message(state),
+        roles_statuses=[RoleStatus(name, statuses) for name, (_, statuses) in roles.items()],
+        roles=[role for role, _ in roles.values()],
+    )
+
+
+def _condition(job: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    for condition in (job.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == kind and condition.get("status") == "True":
+            return dict(condition)
+    return None
+
+
+def _job_state(job: dict[str, Any]) -> AppState:
+    if _condition(job, "Failed") is not None:
+        return AppState.FAILED
+    if _condition(job, "Complete") is not None:
+        return AppState.SUCCEEDED
+    if (job.get("spec") or {}).get("suspend"):
+        return AppState.CANCELLED
+    return AppState.PENDING
+
+
+def batch_app_state(jobs: list[dict[str, Any]], any_running: bool | None = None) -> AppState:
+    """The app state of a ``job_type=batch`` app from its role Jobs."""
+    states = [_job_state(j) for j in jobs]
+    if AppState.FAILED in states:
+        return AppState.FAILED
+    if all(s == AppState.SUCCEEDED for s in states):
+        return AppState.SUCCEEDED
+    if AppState.CANCELLED in states:
+        return AppState.CANCELLED
+    if any_running is None:  # no pods at hand (list): ready pods, else active ones
+        any_running = any(
+            int((j.get("status") or {}).get("ready", (j.get("status") or {}).get("active")) or 0)
+            > 0
+            for j in jobs
+        )
+    return AppState.RUNNING if any_running else AppState.PENDING
+
+
+def _completion_index(pod: dict[str, Any]) -> str:
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    annotations = meta.get("annotations") or {}
+    return str(labels.get(LABEL_COMPLETION_INDEX) or annotations.get(LABEL_COMPLETION_INDEX) or "")
+
+
+def describe_batch(
+    app_id: str, namespace: str, jobs: list[dict[str, Any]], pods: list[dict[str, Any]]
+) -> DescribeAppResponse:
+    """The app's state from its role Jobs (``job_type=batch``) and their pods."""
+    jobs = sorted(jobs, key=lambda j: int(_labels(j).get(LABEL_ROLE_INDEX, "0") or 0))
+    by_replica: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for pod in pods:
+        job_name = _labels(pod).get("job-name") or _labels(pod).get("batch.kubernetes.io/job-name")
+        by_replica.setdefault((str(job_name), _completion_index(pod)), []).append(pod)
+    collect = _Replicas(namespace)
+    roles: list[Role] = []
+    roles_statuses: list[RoleStatus] = []
+    failures: list[tuple[str, str]] = []
+    for job in jobs:
+        meta = job.get("metadata") or {}
+        name = str(meta.get("name"))
+        role_name = _labels(job).get(LABEL_ROLE_NAME, name)
+        spec = job.get("spec") or {}
+        count = int(spec.get("completions") or spec.get("parallelism") or 1)
+        job_state = _job_state(job)
+        default = job_state if is_terminal(job_state) else AppState.PENDING
+        statuses = []
+        for index in range(count):
+            found = by_replica.get((name, str(index)))
+            pod = _newest(found) if found else None
+            statuses.append(collect.status(role_name, index, pod, default))
+        failed = _condition(job, "Failed")
+        if failed is not None:
+            failures.append((name, f"{failed.get('reason')}: {failed.get('message') or ''}"))
+        containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or [{}]
+        roles.append(
+            Role(name=role_name, image=str(containers[0].get("image", "")), num_replicas=count)
+        )
+        roles_statuses.append(RoleStatus(role_name, statuses))
+    state = batch_app_state(jobs, collect.any_running)
+    message = collect.message(state)
+    if state == AppState.FAILED and failures:
+        job_msg = _summarize(failures)
+        message = job_msg if message == NONE else f"{message}; {job_msg}"
+    elif state == AppState.CANCELLED:
+        message = "cancelled: the Jobs are suspended (resume with kubectl patch ... suspend=false)"
+    restarts = sum(int((j.get("status") or {}).get("failed") or 0) for j in jobs)
+    return DescribeAppResponse(
+        app_id=app_id,
+        state=state,
+        num_restarts=restarts,
+        msg=message,
+        roles_statuses=roles_statuses,
+        roles=roles,
+    )
+
+
+def list_rows(
+    namespace: str, volcano_jobs: list[dict[str, Any]], batch_jobs: list[dict[str, Any]]
+) -> list[ListAppResponse]:
+    """One row per app: Volcano jobs as ``ns:name``, batch apps as ``ns:batch:name``."""
+    from torchx.schedulers.kubernetes_render import LABEL_INSTANCE
+
+    rows = [
+        ListAppResponse(
+            app_id=f"{namespace}:{(j.get('metadata') or {}).get('name')}",
+            state=volcano_app_state(j),
+        )
+        for j in volcano_jobs
+    ]
+    apps: dict[str, list[dict[str, Any]]] = {}
+    for job in batch_jobs:
+        apps.setdefault(_labels(job).get(LABEL_INSTANCE, ""), []).append(job)
+    rows += [
+        ListAppResponse(app_id=f"{namespace}:batch:{app}", state=batch_app_state(jobs))
+        for app, jobs in apps.items()
+        if app
+    ]
+    return rows
