@@ -55,6 +55,11 @@ def _kubeconfig_paths() -> list[str]:
     return [os.path.expanduser(p) for p in paths if p]
 
 
+def kubeconfig_arg() -> str:
+    """``KUBECONFIG`` as read now (the client reads it once, when it is imported)."""
+    return os.pathsep.join(_kubeconfig_paths())
+
+
 def _in_cluster() -> bool:
     return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and os.path.exists(SERVICE_TOKEN)
 
@@ -88,7 +93,9 @@ def connect(context: str | None = None) -> ApiClient:
             " `aws eks update-kubeconfig`, `gcloud container clusters get-credentials`)"
         )
     try:
-        config.load_kube_config(context=context, client_configuration=configuration)
+        config.load_kube_config(
+            config_file=kubeconfig_arg(), context=context, client_configuration=configuration
+        )
     except ConfigException as e:
         raise KubernetesConfigError(_config_problem(str(e), context)) from e
     except (OSError, ValueError) as e:
@@ -103,7 +110,7 @@ def _config_problem(message: str, context: str | None) -> str:
     from kubernetes import config
 
     try:
-        contexts, active = config.list_kube_config_contexts()
+        contexts, active = config.list_kube_config_contexts(config_file=kubeconfig_arg())
         names = [str(c.get("name")) for c in contexts or ()]
         current = str((active or {}).get("name", ""))
     except Exception:
@@ -169,6 +176,12 @@ def api_error(e: Exception, action: str, namespace: str) -> KubernetesApiError:
                 f"namespace {namespace!r} does not exist ({message}); create it"
                 f" (`kubectl create namespace {namespace}`) or pass -cfg namespace=..."
             )
+        elif "Volcano" in action and "could not find the requested resource" in message:
+            text = (
+                f"the Volcano Job API (batch.volcano.sh/v1alpha1) is not served by this cluster"
+                f" while {action}; install Volcano, or use -cfg job_type=batch (plain"
+                " Kubernetes Jobs)"
+            )
         else:
             text = f"not found while {action}: {message or 'no such object or API'}"
         return NotFound(text, status)
@@ -214,6 +227,18 @@ def call(fn: Callable[[], R], action: str, namespace: str) -> R:
         return fn()
     except (ApiException, HTTPError, OSError) as e:
         raise api_error(e, action, namespace) from e
+    except ValueError as e:
+        errors = getattr(e, "errors", None)
+        if not callable(errors):
+            raise
+        # kubernetes >= 37 checks request bodies against its models (pydantic) first
+        first = errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())[1:] if not str(p).isdigit() or p)
+        raise KubernetesApiError(
+            f"invalid job spec, rejected by the kubernetes client while {action}: {where}:"
+            f" {first.get('msg')}; fix the role, run option or pod overlay",
+            422,
+        ) from e
 
 
 def read_json(fn: Callable[..., Any], action: str, namespace: str, /, *args: Any, **kw: Any) -> Any:

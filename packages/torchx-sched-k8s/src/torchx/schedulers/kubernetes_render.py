@@ -455,7 +455,11 @@ def _apply_pod_overlay(pod: dict[str, Any], overlay: dict[str, Any]) -> None:
 
 def _check_retry_policy(app: AppDef) -> None:
     for role in app.roles:
-        if role.max_retries > 0 and role.retry_policy == RetryPolicy.ROLE and len(app.roles) > 1:
+        if (
+            role.max_retries > 0
+            and RetryPolicy(role.retry_policy) == RetryPolicy.ROLE
+            and len(app.roles) > 1
+        ):
             raise SpecError(
                 f"role {role.name!r} asks for retry_policy ROLE, which Volcano cannot express"
                 " for one role of several (each replica is its own task); use REPLICA or"
@@ -503,7 +507,7 @@ def volcano_job(app: AppDef, app_id: str, opts: RenderOptions) -> dict[str, Any]
         image_env = {"name": "TORCHX_IMAGE", "value": role.image}
         retries: dict[str, Any] = {}
         if role.max_retries > 0:
-            policy = role.retry_policy.value
+            policy = RetryPolicy(role.retry_policy).value
             if policy == RetryPolicy.ROLE.value:
                 policy = RetryPolicy.APPLICATION.value
             retries = {"maxRetry": role.max_retries, "policies": RETRY_POLICIES[policy]}
@@ -611,7 +615,8 @@ def batch_objects(app: AppDef, app_id: str, opts: RenderOptions) -> list[dict[st
         labels = pod_labels(app, role_idx, role, None, app_id)
         labels[LABEL_KIND] = "batch"
         labels.update(opts.labels)
-        if opts.queue:
+        if opts.queue and opts.queue != "-":
+            check_label(LABEL_KUEUE_QUEUE, opts.queue)
             labels[LABEL_KUEUE_QUEUE] = opts.queue
         spec = pod_spec(role, normalize_str(role.name) or "main", role.image,
                         [role.entrypoint, *args], env, parts=parts)  # fmt: skip
@@ -642,7 +647,7 @@ def batch_objects(app: AppDef, app_id: str, opts: RenderOptions) -> list[dict[st
             "backoffLimit": role.max_retries * role.num_replicas,
             "template": pod,
         }
-        if role.max_retries > 0 and role.retry_policy == RetryPolicy.REPLICA:
+        if role.max_retries > 0 and RetryPolicy(role.retry_policy) == RetryPolicy.REPLICA:
             job_spec["backoffLimitPerIndex"] = role.max_retries
             del job_spec["backoffLimit"]
         if opts.priority_class:

@@ -115,7 +115,7 @@ class Opts(StructuredOpts):
     queue: str = field(
         metadata={
             HELP_KEY: "Volcano queue to schedule job in (job_type=batch: the Kueue LocalQueue,"
-            " set as label kueue.x-k8s.io/queue-name; inert without Kueue)"
+            " set as label kueue.x-k8s.io/queue-name, inert without Kueue; - for none)"
         }
     )
     namespace: str = field(
@@ -276,14 +276,19 @@ def role_to_pod(
 
 
 def _to_model(body: dict[str, Any], klass: str) -> Any:
+    """``body`` as the client model ``klass`` (pydantic models from kubernetes 37 on)."""
     import json
 
-    from kubernetes.client import ApiClient
+    import kubernetes.client
 
-    class _Response:
+    model = getattr(kubernetes.client, klass)
+    if hasattr(model, "from_dict"):
+        return model.from_dict(body)
+
+    class _Response:  # kubernetes < 37 deserialises a response object
         data = json.dumps(body)
 
-    return ApiClient().deserialize(_Response(), klass)
+    return kubernetes.client.ApiClient().deserialize(_Response(), klass)
 
 
 def _parse_app_id(app_id: str) -> tuple[str, str, str]:
@@ -558,9 +563,10 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         try:
             from kubernetes import config
 
-            _, active = config.list_kube_config_contexts()
+            from torchx.schedulers.kubernetes_client import kubeconfig_arg
+
+            contexts, active = config.list_kube_config_contexts(config_file=kubeconfig_arg())
             if self._kube_context:
-                contexts, _ = config.list_kube_config_contexts()
                 active = next((c for c in contexts if c.get("name") == self._kube_context), active)
             return str(((active or {}).get("context") or {}).get("namespace") or "default")
         except Exception:

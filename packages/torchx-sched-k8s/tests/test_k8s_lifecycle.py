@@ -1,0 +1,322 @@
+"""The kubernetes scheduler against a Kubernetes API stand-in on localhost, through the
+real ``kubernetes`` client (see tools/testsupport/torchx_k8s_testsupport.py): both job
+types from submission to deletion, logs, listing, and the API's refusals."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from torchx_k8s_testsupport import FakeKubernetes
+
+from torchx.schedulers.kubernetes_client import KubernetesApiError, KubernetesConfigError
+from torchx.schedulers.kubernetes_scheduler import KubernetesScheduler, create_scheduler
+from torchx.specs import AppDef, AppState, Resource, Role
+from torchx.specs.overlays import set_overlay
+
+NS = "default"
+
+
+@pytest.fixture
+def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeKubernetes]:
+    server = FakeKubernetes().start()
+    monkeypatch.setenv("KUBECONFIG", server.write_kubeconfig(str(tmp_path / "config")))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def sched(fake: FakeKubernetes) -> KubernetesScheduler:
+    return create_scheduler("torchx")
+
+
+def app(replicas: int = 2, name: str = "trainer") -> AppDef:
+    role = Role("train", "img:1", entrypoint="python", args=["-m", "train"],
+                num_replicas=replicas, resource=Resource(cpu=1, gpu=0, memMB=2048))  # fmt: skip
+    return AppDef(name, [role])
+
+
+def cfg(job_type: str, **extra: object) -> dict[str, object]:
+    return {"queue": "default", "job_type": job_type, **extra}
+
+
+def replica_pod(fake: FakeKubernetes, app_id: str, replica: int) -> str:
+    name = app_id.rpartition(":")[2]
+    pods = fake.pod_names(NS, f"app.kubernetes.io/instance={name}")
+    mine = [p for p in pods if f"-train-{replica}-" in p]
+    assert len(mine) == 1, pods
+    return mine[0]
+
+
+JOB_TYPES = pytest.mark.parametrize("job_type", ["volcano", "batch"])
+
+
+@JOB_TYPES
+def test_lifecycle_success(fake: FakeKubernetes, sched: KubernetesScheduler, job_type: str) -> None:
+    app_id = sched.submit(app(), cfg(job_type))
+    assert app_id.startswith(f"{NS}:batch:trainer-" if job_type == "batch" else f"{NS}:trainer-")
+    status = sched.describe(app_id)
+    assert status is not None and status.state == AppState.PENDING
+    assert [r.num_replicas for r in status.roles] == [2] and status.roles[0].image == "img:1"
+
+    pod0 = replica_pod(fake, app_id, 0)
+    fake.set_pod(NS, pod0, "Pending", unschedulable="0/3 nodes are available: 3 Insufficient cpu.")
+    status = sched.describe(app_id)
+    assert status is not None and status.state == AppState.PENDING
+    assert "Unschedulable: 0/3 nodes are available: 3 Insufficient cpu." in status.msg
+    assert pod0 in status.msg
+
+    fake.set_pod(NS, replica_pod(fake, app_id, 1), "Pending", waiting=("ImagePullBackOff", "no img:1"))
+    assert "ImagePullBackOff: no img:1" in (sched.describe(app_id) or status).msg
+
+    fake.set_all(NS, "torchx.pytorch.org/role-name=train", "Running")
+    status = sched.describe(app_id)
+    assert status is not None and status.state == AppState.RUNNING
+    replicas = status.roles_statuses[0].replicas
+    assert [r.id for r in replicas] == [0, 1]
+    assert all(r.state == AppState.RUNNING for r in replicas)
+    assert replicas[0].hostname.endswith(f".{NS}.pod.cluster.local")
+
+    fake.set_all(NS, "torchx.pytorch.org/role-name=train", "Succeeded")
+    status = sched.describe(app_id)
+    assert status is not None and status.state == AppState.SUCCEEDED
+    assert [r.state for r in status.roles_statuses[0].replicas] == [AppState.SUCCEEDED] * 2
+
+
+@JOB_TYPES
+def test_failure_says_how_the_pod_ended(
+    fake: FakeKubernetes, sched: KubernetesScheduler, job_type: str
+) -> None:
+    app_id = sched.submit(app(), cfg(job_type))
+    fake.set_pod(NS, replica_pod(fake, app_id, 1), "Failed", exit_code=137, reason="OOMKilled")
+    status = sched.describe(app_id)
+    assert status is not None and status.state == AppState.FAILED
+    assert "exited with 137 (OOMKilled)" in status.msg
+    failed = status.roles_statuses[0].replicas[1]
+    assert failed.state == AppState.FAILED and "OOMKilled" in failed.structured_error_msg
+
+
+@JOB_TYPES
+def test_status_costs_two_calls_whatever_the_size(
+    fake: FakeKubernetes, sched: KubernetesScheduler, job_type: str
+) -> None:
+    costs = []
+    for n in (1, 40):
+        app_id = sched.submit(app(n), cfg(job_type))
+        before = fake.calls()
+        status = sched.describe(app_id)
+        costs.append(fake.calls() - before)
+        assert status is not None and len(status.roles_statuses[0].replicas) == n
+    assert costs == [2, 2]
+
+
+@JOB_TYPES
+def test_cancel_keeps_the_job_delete_removes_it(
+    fake: FakeKubernetes, sched: KubernetesScheduler, job_type: str
+) -> None:
+    app_id = sched.submit(app(), cfg(job_type))
+    fake.set_all(NS, "torchx.pytorch.org/role-name=train", "Running")
+    sched.cancel(app_id)
+    status = sched.describe(app_id)
+    assert status is not None and status.state == AppState.CANCELLED
+    assert fake.pod_names(NS) == []  # the pods were stopped...
+    kind = "jobs" if job_type == "batch" else "vcjobs"
+    assert len(fake.store[kind]) == 1  # ...the job is kept for inspection
+    assert [r.app_id for r in sched.list({"namespace": NS})] == [app_id]
+
+    sched.delete(app_id)
+    assert sched.describe(app_id) is None
+    assert fake.store[kind] == {} and fake.store["services"] == {} and fake.store["pods"] == {}
+    sched.delete(app_id)  # deleting what is gone is fine
+    sched.cancel(app_id)
+
+
+def test_list_shows_both_kinds_with_states(fake: FakeKubernetes, sched: KubernetesScheduler) -> None:
+    volcano = sched.submit(app(), cfg("volcano"))
+    batch = sched.submit(app(), cfg("batch"))
+    fake.set_all(NS, f"app.kubernetes.io/instance={batch.rpartition(':')[2]}", "Succeeded")
+    rows = {r.app_id: r.state for r in sched.list({"namespace": NS})}
+    assert rows == {volcano: AppState.PENDING, batch: AppState.SUCCEEDED}
+    assert sched.list({"namespace": "team"}) == []
+
+
+def test_list_uses_the_context_namespace(
+    fake: FakeKubernetes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", fake.write_kubeconfig(str(tmp_path / "c2"), namespace="team"))
+    sched = create_scheduler("torchx")
+    app_id = sched.submit(app(), cfg("volcano", namespace="team"))
+    assert app_id.startswith("team:")
+    assert [r.app_id for r in sched.list()] == [app_id]
+
+
+@JOB_TYPES
+def test_logs_follow_keeps_line_breaks(
+    fake: FakeKubernetes, sched: KubernetesScheduler, job_type: str
+) -> None:
+    app_id = sched.submit(app(), cfg(job_type))
+    pod = replica_pod(fake, app_id, 1)
+    fake.set_pod(NS, pod, "Running")
+    fake.log(NS, pod, "epoch 1\n")
+    fake.log(NS, pod, "loss=0.")
+
+    def finish() -> None:
+        time.sleep(0.2)
+        fake.log(NS, pod, "5\ndone\n")
+        fake.set_pod(NS, pod, "Succeeded")
+
+    writer = threading.Thread(target=finish)
+    writer.start()
+    lines = list(sched.log_iter(app_id, "train", 1, should_tail=True))
+    writer.join()
+    assert [line.split(" ", 1)[1] for line in lines] == ["epoch 1\n", "loss=0.5\n", "done\n"]
+    assert all(line[:4].isdigit() and line.split(" ", 1)[0].endswith("Z") for line in lines)
+    assert list(sched.log_iter(app_id, "train", 1, regex="loss")) == [lines[1]]
+
+
+def test_logs_every_container_since_and_until(fake: FakeKubernetes, sched: KubernetesScheduler) -> None:
+    a = app(1)
+    set_overlay(a.roles[0], "kubernetes", "V1Pod",
+                {"spec": {"containers": [{"name": "sidecar", "image": "busybox"}]}})  # fmt: skip
+    app_id = sched.submit(a, cfg("volcano"))
+    pod = replica_pod(fake, app_id, 0)
+    now = time.time()
+    fake.log(NS, pod, "old\n", at=now - 3600)
+    fake.log(NS, pod, "new\n", at=now - 5)
+    fake.log(NS, pod, "side\n", container="sidecar", at=now - 5)
+    fake.log(NS, pod, "future\n", at=now + 3600)
+    fake.end_log(NS, pod)
+    since = dt.datetime.now() - dt.timedelta(minutes=1)
+    until = dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=1)
+    lines = list(sched.log_iter(app_id, "train", 0, since=since, until=until))
+    assert [line.removeprefix("[sidecar] ").split(" ", 1)[1] for line in lines] == [
+        "new\n",
+        "side\n",
+    ]
+    assert lines[1].startswith("[sidecar] ")
+    followed = list(sched.log_iter(app_id, "train", 0, should_tail=True))
+    assert len(followed) == 4 and any(line.startswith("[sidecar] ") for line in followed)
+    with pytest.raises(ValueError, match="streams=combined"):
+        sched.log_iter(app_id, "train", 0, streams="stderr")  # type: ignore[arg-type]
+
+
+@JOB_TYPES
+def test_missing_app(fake: FakeKubernetes, sched: KubernetesScheduler, job_type: str) -> None:
+    app_id = f"{NS}:batch:nope-123" if job_type == "batch" else f"{NS}:nope-123"
+    assert sched.describe(app_id) is None
+    assert not sched.exists(app_id)
+    with pytest.raises(ValueError, match="no pod for replica 0 of role 'train'"):
+        list(sched.log_iter(app_id, "train", 0))
+    with pytest.raises(ValueError, match="invalid kubernetes app id"):
+        sched.describe("no-namespace")
+
+
+@JOB_TYPES
+def test_conflict_409(fake: FakeKubernetes, sched: KubernetesScheduler, job_type: str) -> None:
+    info = sched.submit_dryrun(app(), cfg(job_type))
+    sched.schedule(info)
+    created = {k: dict(v) for k, v in fake.store.items()}
+    with pytest.raises(KubernetesApiError, match="already exists.*torchx delete") as e:
+        sched.schedule(info)
+    assert e.value.status == 409
+    assert {k: dict(v) for k, v in fake.store.items()} == created  # nothing added or lost
+
+
+@JOB_TYPES
+def test_forbidden_403_creates_nothing(
+    fake: FakeKubernetes, sched: KubernetesScheduler, job_type: str
+) -> None:
+    # batch: the Service is allowed, the Job is not: the Service is removed again
+    fake.forbid("create", "jobs.batch" if job_type == "batch" else "jobs.batch.volcano.sh")
+    with pytest.raises(KubernetesApiError, match="forbidden.*RBAC permission in namespace 'default'"):
+        sched.submit(app(), cfg(job_type))
+    assert all(not objects for objects in fake.store.values())
+
+
+@JOB_TYPES
+def test_invalid_spec_rejected_by_dry_run(
+    fake: FakeKubernetes, sched: KubernetesScheduler, job_type: str
+) -> None:
+    a = app()
+    set_overlay(a.roles[0], "kubernetes", "V1Pod",
+                {"spec": {"containers": [{"name": "Bad_Sidecar", "image": "busybox"}]}})  # fmt: skip
+    with pytest.raises(KubernetesApiError, match="invalid job spec.*Bad_Sidecar") as e:
+        sched.submit_dryrun(a, cfg(job_type))
+    assert e.value.status == 422
+    unknown = app()
+    set_overlay(unknown.roles[0], "kubernetes", "V1Pod", {"spec": {"nodeSelectr": {"a": "b"}}})
+    with pytest.raises(KubernetesApiError, match="invalid job spec.*nodeSelectr"):
+        sched.submit(unknown, cfg(job_type))
+    assert all(not objects for objects in fake.store.values())
+    assert any("POST" == m for m, _ in fake.requests)  # the checks did reach the server
+
+
+def test_volcano_rejects_unknown_queue_and_missing_volcano(
+    fake: FakeKubernetes, sched: KubernetesScheduler
+) -> None:
+    with pytest.raises(KubernetesApiError, match="unable to find job queue: gpu"):
+        sched.submit(app(), cfg("volcano", queue="gpu"))
+    fake.volcano = False
+    with pytest.raises(KubernetesApiError, match="Volcano.*not served.*job_type=batch"):
+        sched.submit(app(), cfg("volcano"))
+    assert sched.submit(app(), cfg("batch"))  # plain Jobs still work there
+    assert len(sched.list({"namespace": NS})) == 1
+
+
+def test_unknown_namespace(fake: FakeKubernetes, sched: KubernetesScheduler) -> None:
+    with pytest.raises(KubernetesApiError, match="namespace 'prod' does not exist.*kubectl create"):
+        sched.submit(app(), cfg("volcano", namespace="prod"))
+
+
+def test_volcano_retries_restart_the_job(fake: FakeKubernetes, sched: KubernetesScheduler) -> None:
+    a = app()
+    a.roles[0].max_retries = 1
+    app_id = sched.submit(a, cfg("volcano"))
+    fake.set_pod(NS, replica_pod(fake, app_id, 0), "Failed", exit_code=1)
+    status = sched.describe(app_id)
+    assert status is not None and status.state == AppState.RUNNING and status.num_restarts == 1
+    fake.set_pod(NS, replica_pod(fake, app_id, 0), "Failed", exit_code=1)
+    status = sched.describe(app_id)
+    assert status is not None and status.state == AppState.FAILED
+
+
+def test_batch_retries_replace_the_pod(fake: FakeKubernetes, sched: KubernetesScheduler) -> None:
+    a = app()
+    a.roles[0].max_retries = 1
+    app_id = sched.submit(a, cfg("batch"))
+    first = replica_pod(fake, app_id, 0)
+    fake.set_pod(NS, first, "Failed", exit_code=1)
+    status = sched.describe(app_id)
+    assert status is not None and status.state == AppState.PENDING and status.num_restarts == 1
+    assert status.roles_statuses[0].replicas[0].state == AppState.PENDING  # the new pod
+
+
+def test_credentials_and_contexts(
+    fake: FakeKubernetes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")  # no token mounted: kubeconfig
+    assert create_scheduler("torchx").list({"namespace": NS}) == []
+    with pytest.raises(KubernetesConfigError, match="context 'prod'.*contexts are: fake"):
+        create_scheduler("torchx", kube_context="prod").list({"namespace": NS})
+    monkeypatch.setenv("KUBECONFIG", fake.write_kubeconfig(str(tmp_path / "bad"), token="wrong"))
+    with pytest.raises(KubernetesApiError, match="rejected the credentials"):
+        create_scheduler("torchx").list({"namespace": NS})
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
+    with pytest.raises(KubernetesConfigError, match="no Kubernetes cluster configured"):
+        create_scheduler("torchx").describe(f"{NS}:x")
+
+
+def test_unreachable_server_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    server = FakeKubernetes().start()
+    monkeypatch.setenv("KUBECONFIG", server.write_kubeconfig(str(tmp_path / "config")))
+    server.stop()
+    sched = create_scheduler("torchx")
+    with pytest.raises(KubernetesApiError, match="cannot reach the Kubernetes API server"):
+        sched.describe(f"{NS}:x")
+    # a --dryrun with an unreachable cluster still renders, with a note
+    assert sched.submit_dryrun(app(), cfg("volcano")).request.resource["kind"] == "Job"
