@@ -75,6 +75,7 @@ step run runner:test
 step run cli:test
 step run docker:test
 step run slurm:test
+step run k8s:test
 step run batch:test
 step run mlflow:test
 if ! wait "$docker_up_pid"; then
