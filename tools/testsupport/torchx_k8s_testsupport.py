@@ -81,8 +81,9 @@ def _diff(sent: Any, back: Any, path: str = "") -> str | None:
 
 def check_model(body: dict[str, Any], klass: str, what: str) -> None:
     """Raises a 422 unless ``body`` deserialises into the client model ``klass`` unchanged."""
-    import kubernetes.client as k8s
+    import kubernetes.client
 
+    k8s: Any = kubernetes.client
     model_type = getattr(k8s, klass)
     try:
         if hasattr(model_type, "from_dict"):
@@ -117,9 +118,11 @@ def check_pod_spec(template: dict[str, Any], what: str) -> None:
         name = container.get("name") or ""
         if not _DNS_LABEL.match(name):
             raise ApiError(
-                422, "Invalid", f"{what}: spec.containers.name: Invalid value: {name!r}: a"
-                " lowercase RFC 1123 label must consist of lower case alphanumeric characters"
-            )  # fmt: skip
+                422,
+                "Invalid",
+                f"{what}: spec.containers.name: Invalid value: {name!r}: a"
+                " lowercase RFC 1123 label must consist of lower case alphanumeric characters",
+            )
         for kind in ("limits", "requests"):
             for res, qty in ((container.get("resources") or {}).get(kind) or {}).items():
                 if not _QUANTITY.match(str(qty)):
@@ -133,7 +136,7 @@ def check_pod_spec(template: dict[str, Any], what: str) -> None:
 
 
 def parse_selector(selector: str) -> list[tuple[str, str, str | None]]:
-    terms = []
+    terms: list[tuple[str, str, str | None]] = []
     for term in filter(None, (t.strip() for t in selector.split(","))):
         if "!=" in term:
             key, value = term.split("!=", 1)
@@ -213,7 +216,9 @@ class FakeKubernetes:
         assert self._server is not None
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
-    def write_kubeconfig(self, path: str, *, namespace: str | None = None, token: str = TOKEN) -> str:
+    def write_kubeconfig(
+        self, path: str, *, namespace: str | None = None, token: str = TOKEN
+    ) -> str:
         context: dict[str, Any] = {"cluster": "fake", "user": "tester"}
         if namespace:
             context["namespace"] = namespace
@@ -272,9 +277,13 @@ class FakeKubernetes:
             containers = [c["name"] for c in pod["spec"]["containers"]]
             if unschedulable is not None:
                 status["conditions"] = [
-                    {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                     "message": unschedulable}
-                ]  # fmt: skip
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": "Unschedulable",
+                        "message": unschedulable,
+                    }
+                ]
             elif phase != "Pending" or waiting is not None:
                 status["conditions"] = [{"type": "PodScheduled", "status": "True"}]
                 self._ip += 1
@@ -290,8 +299,10 @@ class FakeKubernetes:
                 ]
             elif phase in ("Succeeded", "Failed"):
                 code = exit_code if exit_code is not None else (0 if phase == "Succeeded" else 1)
-                terminated: dict[str, Any] = {"exitCode": code, "reason": reason or (
-                    "Completed" if code == 0 else "Error")}  # fmt: skip
+                terminated: dict[str, Any] = {
+                    "exitCode": code,
+                    "reason": reason or ("Completed" if code == 0 else "Error"),
+                }
                 if message:
                     terminated["message"] = message
                 status["containerStatuses"] = [
@@ -332,10 +343,15 @@ class FakeKubernetes:
 
     # -- the controllers ------------------------------------------------------------------
 
-    def _new_pod(
-        self, ns: str, name: str, template: dict[str, Any], labels: dict[str, str],
-        annotations: dict[str, str] | None = None, owner: str = "",
-    ) -> None:  # fmt: skip
+    def _new_pod(  # noqa: PLR0917
+        self,
+        ns: str,
+        name: str,
+        template: dict[str, Any],
+        labels: dict[str, str],
+        annotations: dict[str, str] | None = None,
+        owner: str = "",
+    ) -> None:
         meta = json.loads(json.dumps(template.get("metadata") or {}))
         meta.update(name=name, namespace=ns, creationTimestamp=_now(), uid=secrets.token_hex(8))
         meta.setdefault("labels", {}).update(labels)
@@ -371,8 +387,13 @@ class FakeKubernetes:
         for task in job["spec"]["tasks"]:
             for i in range(int(task.get("replicas", 1))):
                 pod = f"{name}-{task['name']}-{i}"
-                self._new_pod(ns, pod, task["template"], {"volcano.sh/job-name": name,
-                              "volcano.sh/task-spec": task["name"]}, owner=name)  # fmt: skip
+                self._new_pod(
+                    ns,
+                    pod,
+                    task["template"],
+                    {"volcano.sh/job-name": name, "volcano.sh/task-spec": task["name"]},
+                    owner=name,
+                )
 
     def _start_index(self, ns: str, job: dict[str, Any], index: int) -> None:
         name = job["metadata"]["name"]
@@ -439,14 +460,21 @@ class FakeKubernetes:
         status["ready"] = sum(p["status"]["phase"] == "Running" for p in pods)
         if failed > int(spec.get("backoffLimit", 6)):
             self._delete_pods(p for p in pods if p["status"]["phase"] in ("Pending", "Running"))
-            conditions.append({"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
-                               "message": "Job has reached the specified backoff limit"})  # fmt: skip
+            conditions.append(
+                {
+                    "type": "Failed",
+                    "status": "True",
+                    "reason": "BackoffLimitExceeded",
+                    "message": "Job has reached the specified backoff limit",
+                }
+            )
             status.update(active=0, ready=0)
             return
         by_index: dict[str, list[dict[str, Any]]] = {}
         for p in pods:
-            by_index.setdefault(p["metadata"]["annotations"][
-                "batch.kubernetes.io/job-completion-index"], []).append(p)  # fmt: skip
+            by_index.setdefault(
+                p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"], []
+            ).append(p)
         done = 0
         for index in range(int(spec["completions"])):
             mine = by_index.get(str(index), [])
@@ -474,15 +502,21 @@ class FakeKubernetes:
         kind = {"batch.volcano.sh": "vcjobs", "batch": "jobs", "": plural}[group]
         resource = f"{plural}.{group}" if group else plural
         verb = {
-            ("GET", False): "list", ("GET", True): "get", ("POST", False): "create",
-            ("PUT", True): "update", ("PATCH", True): "patch", ("DELETE", True): "delete",
+            ("GET", False): "list",
+            ("GET", True): "get",
+            ("POST", False): "create",
+            ("PUT", True): "update",
+            ("PATCH", True): "patch",
+            ("DELETE", True): "delete",
             ("DELETE", False): "deletecollection",
-        }[(method, name is not None)]  # fmt: skip
+        }[(method, name is not None)]
         if (verb, resource) in self.forbidden:
             raise ApiError(
-                403, "Forbidden", f'{resource} is forbidden: User "tester" cannot {verb} resource'
-                f' "{plural}" in API group "{group}" in the namespace "{ns}"'
-            )  # fmt: skip
+                403,
+                "Forbidden",
+                f'{resource} is forbidden: User "tester" cannot {verb} resource'
+                f' "{plural}" in API group "{group}" in the namespace "{ns}"',
+            )
         if ns not in self.namespaces:
             raise ApiError(404, "NotFound", f'namespaces "{ns}" not found')
         with self.cond:
@@ -491,9 +525,10 @@ class FakeKubernetes:
             if verb == "list":
                 terms = parse_selector(query.get("labelSelector", ""))
                 items = [
-                    o for (ons, _), o in sorted(self.store[kind].items())
+                    o
+                    for (ons, _), o in sorted(self.store[kind].items())
                     if ons == ns and matches(o, terms)
-                ]  # fmt: skip
+                ]
                 return {"kind": "List", "apiVersion": "v1", "metadata": {}, "items": items}
             if verb == "deletecollection":
                 terms = parse_selector(query.get("labelSelector", ""))
@@ -502,9 +537,10 @@ class FakeKubernetes:
                         self._delete(kind, ns, key[1], query)
                 return {"kind": "Status", "status": "Success"}
             assert name is not None
-            obj = self.store[kind].get((ns, name))
-            if obj is None:
+            found = self.store[kind].get((ns, name))
+            if found is None:
                 raise ApiError(404, "NotFound", f'{resource} "{name}" not found')
+            obj = found
             if sub == "log":
                 return _LogRequest(ns, name, obj, query)
             if verb == "get":
@@ -537,20 +573,24 @@ class FakeKubernetes:
         name = str(meta.get("name") or "")
         what = {"vcjobs": "Job.batch.volcano.sh", "jobs": "Job.batch", "services": "Service"}[kind]
         if not _DNS_SUBDOMAIN.match(name) or len(name) > 63:
-            raise ApiError(422, "Invalid", f'{what} "{name}" is invalid: metadata.name: Invalid value')
+            raise ApiError(
+                422, "Invalid", f'{what} "{name}" is invalid: metadata.name: Invalid value'
+            )
         _check_labels(meta, f'{what} "{name}"')
         if kind == "vcjobs":
             self._admit_volcano(name, body)
         elif kind == "jobs":
             check_model(body, "V1Job", f'{what} "{name}"')
             check_pod_spec(body["spec"]["template"], f'{what} "{name}"')
-            if body["spec"].get("completionMode") == "Indexed" and not body["spec"].get("completions"):
+            if body["spec"].get("completionMode") == "Indexed" and not body["spec"].get(
+                "completions"
+            ):
                 raise ApiError(422, "Invalid", f'{what} "{name}": spec.completions: Required value')
         else:
             check_model(body, "V1Service", f'{what} "{name}"')
         if (ns, name) in self.store[kind]:
             raise ApiError(409, "AlreadyExists", f'{what} "{name}" already exists')
-        stored = json.loads(json.dumps(body))
+        stored: dict[str, Any] = json.loads(json.dumps(body))
         stored["metadata"].update(namespace=ns, uid=secrets.token_hex(8), creationTimestamp=_now())
         if dry_run:
             return stored
@@ -605,12 +645,16 @@ class _LogRequest:
         container = query.get("container")
         if container is None and len(names) > 1:
             raise ApiError(
-                400, "BadRequest", f"a container name must be specified for pod {pod}, choose"
-                f" one of: [{' '.join(names)}]"
-            )  # fmt: skip
+                400,
+                "BadRequest",
+                f"a container name must be specified for pod {pod}, choose"
+                f" one of: [{' '.join(names)}]",
+            )
         self.container = container or names[0]
         if self.container not in names:
-            raise ApiError(400, "BadRequest", f"container {self.container} is not valid for pod {pod}")
+            raise ApiError(
+                400, "BadRequest", f"container {self.container} is not valid for pod {pod}"
+            )
 
 
 def _stamp(at: float) -> bytes:
@@ -638,8 +682,15 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw) if raw else None
             result = self.fake.handle(method, split.path, query, body)
         except ApiError as e:
-            status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                      "message": e.message, "reason": e.reason, "code": e.code}  # fmt: skip
+            status = {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Failure",
+                "message": e.message,
+                "reason": e.reason,
+                "code": e.code,
+            }
             self._send(e.code, json.dumps(status).encode())
             return
         if isinstance(result, _LogRequest):

@@ -36,8 +36,14 @@ def sched(fake: FakeKubernetes) -> KubernetesScheduler:
 
 
 def app(replicas: int = 2, name: str = "trainer") -> AppDef:
-    role = Role("train", "img:1", entrypoint="python", args=["-m", "train"],
-                num_replicas=replicas, resource=Resource(cpu=1, gpu=0, memMB=2048))  # fmt: skip
+    role = Role(
+        "train",
+        "img:1",
+        entrypoint="python",
+        args=["-m", "train"],
+        num_replicas=replicas,
+        resource=Resource(cpu=1, gpu=0, memMB=2048),
+    )
     return AppDef(name, [role])
 
 
@@ -71,7 +77,9 @@ def test_lifecycle_success(fake: FakeKubernetes, sched: KubernetesScheduler, job
     assert "Unschedulable: 0/3 nodes are available: 3 Insufficient cpu." in status.msg
     assert pod0 in status.msg
 
-    fake.set_pod(NS, replica_pod(fake, app_id, 1), "Pending", waiting=("ImagePullBackOff", "no img:1"))
+    fake.set_pod(
+        NS, replica_pod(fake, app_id, 1), "Pending", waiting=("ImagePullBackOff", "no img:1")
+    )
     assert "ImagePullBackOff: no img:1" in (sched.describe(app_id) or status).msg
 
     fake.set_all(NS, "torchx.pytorch.org/role-name=train", "Running")
@@ -136,7 +144,9 @@ def test_cancel_keeps_the_job_delete_removes_it(
     sched.cancel(app_id)
 
 
-def test_list_shows_both_kinds_with_states(fake: FakeKubernetes, sched: KubernetesScheduler) -> None:
+def test_list_shows_both_kinds_with_states(
+    fake: FakeKubernetes, sched: KubernetesScheduler
+) -> None:
     volcano = sched.submit(app(), cfg("volcano"))
     batch = sched.submit(app(), cfg("batch"))
     fake.set_all(NS, f"app.kubernetes.io/instance={batch.rpartition(':')[2]}", "Succeeded")
@@ -179,10 +189,16 @@ def test_logs_follow_keeps_line_breaks(
     assert list(sched.log_iter(app_id, "train", 1, regex="loss")) == [lines[1]]
 
 
-def test_logs_every_container_since_and_until(fake: FakeKubernetes, sched: KubernetesScheduler) -> None:
+def test_logs_every_container_since_and_until(
+    fake: FakeKubernetes, sched: KubernetesScheduler
+) -> None:
     a = app(1)
-    set_overlay(a.roles[0], "kubernetes", "V1Pod",
-                {"spec": {"containers": [{"name": "sidecar", "image": "busybox"}]}})  # fmt: skip
+    set_overlay(
+        a.roles[0],
+        "kubernetes",
+        "V1Pod",
+        {"spec": {"containers": [{"name": "sidecar", "image": "busybox"}]}},
+    )
     app_id = sched.submit(a, cfg("volcano"))
     pod = replica_pod(fake, app_id, 0)
     now = time.time()
@@ -201,7 +217,7 @@ def test_logs_every_container_since_and_until(fake: FakeKubernetes, sched: Kuber
     assert lines[1].startswith("[sidecar] ")
     followed = list(sched.log_iter(app_id, "train", 0, should_tail=True))
     assert len(followed) == 4 and any(line.startswith("[sidecar] ") for line in followed)
-    with pytest.raises(ValueError, match="streams=combined"):
+    with pytest.raises(ValueError, match=r"streams=combined"):
         sched.log_iter(app_id, "train", 0, streams="stderr")  # type: ignore[arg-type]
 
 
@@ -210,9 +226,9 @@ def test_missing_app(fake: FakeKubernetes, sched: KubernetesScheduler, job_type:
     app_id = f"{NS}:batch:nope-123" if job_type == "batch" else f"{NS}:nope-123"
     assert sched.describe(app_id) is None
     assert not sched.exists(app_id)
-    with pytest.raises(ValueError, match="no pod for replica 0 of role 'train'"):
+    with pytest.raises(ValueError, match=r"no pod for replica 0 of role 'train'"):
         list(sched.log_iter(app_id, "train", 0))
-    with pytest.raises(ValueError, match="invalid kubernetes app id"):
+    with pytest.raises(ValueError, match=r"invalid kubernetes app id"):
         sched.describe("no-namespace")
 
 
@@ -221,7 +237,7 @@ def test_conflict_409(fake: FakeKubernetes, sched: KubernetesScheduler, job_type
     info = sched.submit_dryrun(app(), cfg(job_type))
     sched.schedule(info)
     created = {k: dict(v) for k, v in fake.store.items()}
-    with pytest.raises(KubernetesApiError, match="already exists.*torchx delete") as e:
+    with pytest.raises(KubernetesApiError, match=r"already exists.*torchx delete") as e:
         sched.schedule(info)
     assert e.value.status == 409
     assert {k: dict(v) for k, v in fake.store.items()} == created  # nothing added or lost
@@ -233,7 +249,9 @@ def test_forbidden_403_creates_nothing(
 ) -> None:
     # batch: the Service is allowed, the Job is not: the Service is removed again
     fake.forbid("create", "jobs.batch" if job_type == "batch" else "jobs.batch.volcano.sh")
-    with pytest.raises(KubernetesApiError, match="forbidden.*RBAC permission in namespace 'default'"):
+    with pytest.raises(
+        KubernetesApiError, match=r"forbidden.*RBAC permission in namespace 'default'"
+    ):
         sched.submit(app(), cfg(job_type))
     assert all(not objects for objects in fake.store.values())
 
@@ -243,33 +261,39 @@ def test_invalid_spec_rejected_by_dry_run(
     fake: FakeKubernetes, sched: KubernetesScheduler, job_type: str
 ) -> None:
     a = app()
-    set_overlay(a.roles[0], "kubernetes", "V1Pod",
-                {"spec": {"containers": [{"name": "Bad_Sidecar", "image": "busybox"}]}})  # fmt: skip
-    with pytest.raises(KubernetesApiError, match="invalid job spec.*Bad_Sidecar") as e:
+    set_overlay(
+        a.roles[0],
+        "kubernetes",
+        "V1Pod",
+        {"spec": {"containers": [{"name": "Bad_Sidecar", "image": "busybox"}]}},
+    )
+    with pytest.raises(KubernetesApiError, match=r"invalid job spec.*Bad_Sidecar") as e:
         sched.submit_dryrun(a, cfg(job_type))
     assert e.value.status == 422
     unknown = app()
     set_overlay(unknown.roles[0], "kubernetes", "V1Pod", {"spec": {"nodeSelectr": {"a": "b"}}})
-    with pytest.raises(KubernetesApiError, match="invalid job spec.*nodeSelectr"):
+    with pytest.raises(KubernetesApiError, match=r"invalid job spec.*nodeSelectr"):
         sched.submit(unknown, cfg(job_type))
     assert all(not objects for objects in fake.store.values())
-    assert any("POST" == m for m, _ in fake.requests)  # the checks did reach the server
+    assert any(m == "POST" for m, _ in fake.requests)  # the checks did reach the server
 
 
 def test_volcano_rejects_unknown_queue_and_missing_volcano(
     fake: FakeKubernetes, sched: KubernetesScheduler
 ) -> None:
-    with pytest.raises(KubernetesApiError, match="unable to find job queue: gpu"):
+    with pytest.raises(KubernetesApiError, match=r"unable to find job queue: gpu"):
         sched.submit(app(), cfg("volcano", queue="gpu"))
     fake.volcano = False
-    with pytest.raises(KubernetesApiError, match="Volcano.*not served.*job_type=batch"):
+    with pytest.raises(KubernetesApiError, match=r"Volcano.*not served.*job_type=batch"):
         sched.submit(app(), cfg("volcano"))
     assert sched.submit(app(), cfg("batch"))  # plain Jobs still work there
     assert len(sched.list({"namespace": NS})) == 1
 
 
 def test_unknown_namespace(fake: FakeKubernetes, sched: KubernetesScheduler) -> None:
-    with pytest.raises(KubernetesApiError, match="namespace 'prod' does not exist.*kubectl create"):
+    with pytest.raises(
+        KubernetesApiError, match=r"namespace 'prod' does not exist.*kubectl create"
+    ):
         sched.submit(app(), cfg("volcano", namespace="prod"))
 
 
@@ -301,13 +325,13 @@ def test_credentials_and_contexts(
 ) -> None:
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")  # no token mounted: kubeconfig
     assert create_scheduler("torchx").list({"namespace": NS}) == []
-    with pytest.raises(KubernetesConfigError, match="context 'prod'.*contexts are: fake"):
+    with pytest.raises(KubernetesConfigError, match=r"context 'prod'.*contexts are: fake"):
         create_scheduler("torchx", kube_context="prod").list({"namespace": NS})
     monkeypatch.setenv("KUBECONFIG", fake.write_kubeconfig(str(tmp_path / "bad"), token="wrong"))
-    with pytest.raises(KubernetesApiError, match="rejected the credentials"):
+    with pytest.raises(KubernetesApiError, match=r"rejected the credentials"):
         create_scheduler("torchx").list({"namespace": NS})
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
-    with pytest.raises(KubernetesConfigError, match="no Kubernetes cluster configured"):
+    with pytest.raises(KubernetesConfigError, match=r"no Kubernetes cluster configured"):
         create_scheduler("torchx").describe(f"{NS}:x")
 
 
@@ -316,7 +340,7 @@ def test_unreachable_server_is_one_line(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("KUBECONFIG", server.write_kubeconfig(str(tmp_path / "config")))
     server.stop()
     sched = create_scheduler("torchx")
-    with pytest.raises(KubernetesApiError, match="cannot reach the Kubernetes API server"):
+    with pytest.raises(KubernetesApiError, match=r"cannot reach the Kubernetes API server"):
         sched.describe(f"{NS}:x")
     # a --dryrun with an unreachable cluster still renders, with a note
     assert sched.submit_dryrun(app(), cfg("volcano")).request.resource["kind"] == "Job"

@@ -100,10 +100,14 @@ def test_golden_a6_volcano_job() -> None:
     assert "TORCHX_RANK0_HOST" not in env1
     assert c["ports"] == [{"name": "c10d", "containerPort": 29500}]
     assert c["resources"] == {
-        "limits": {"cpu": "96000m", "memory": "1132416M", "nvidia.com/gpu": "8",
-                   "vpc.amazonaws.com/efa": "4"},
+        "limits": {
+            "cpu": "96000m",
+            "memory": "1132416M",
+            "nvidia.com/gpu": "8",
+            "vpc.amazonaws.com/efa": "4",
+        },
         "requests": {"cpu": "95900m", "memory": "1131392M", "nvidia.com/gpu": "8"},
-    }  # fmt: skip
+    }
     assert c["securityContext"] == {"privileged": True}
     assert c["volumeMounts"] == [
         {"name": "dshm", "mountPath": "/dev/shm"},
@@ -130,12 +134,28 @@ def test_golden_a2_runopts() -> None:
         "[priority_class=PRIORITY_CLASS],"
     )
     assert usage.index("[image_repo=IMAGE_REPO]") < usage.index("[quiet=QUIET]")
-    assert "    required arguments:\n        queue=QUEUE (str)\n            Volcano queue to schedule job in" in text
-    assert "        namespace=NAMESPACE (str, default)\n            Kubernetes namespace to schedule job in" in text
+    assert (
+        "    required arguments:\n        queue=QUEUE (str)\n"
+        "            Volcano queue to schedule job in" in text
+    )
+    assert (
+        "        namespace=NAMESPACE (str, default)\n"
+        "            Kubernetes namespace to schedule job in" in text
+    )
     assert "service_account=SERVICE_ACCOUNT (str, None)" in text
-    for key in ("validate_spec", "reserved_millicpu", "reserved_memmb", "efa_device_count",
-                "job_type", "node_selector", "tolerations", "image_pull_secrets", "secret_mounts",
-                "labels", "annotations"):  # fmt: skip
+    for key in (
+        "validate_spec",
+        "reserved_millicpu",
+        "reserved_memmb",
+        "efa_device_count",
+        "job_type",
+        "node_selector",
+        "tolerations",
+        "image_pull_secrets",
+        "secret_mounts",
+        "labels",
+        "annotations",
+    ):
         assert f"[{key}={key.upper()}]" in usage
     assert KubernetesOpts is Opts
 
@@ -154,7 +174,10 @@ def test_pod_settings_as_run_options() -> None:
     )
     pod = job.resource["spec"]["tasks"][1]["template"]
     spec = pod["spec"]
-    assert spec["nodeSelector"] == {"node.kubernetes.io/instance-type": "p4d.24xlarge", "pool": "gpu"}
+    assert spec["nodeSelector"] == {
+        "node.kubernetes.io/instance-type": "p4d.24xlarge",
+        "pool": "gpu",
+    }
     assert spec["tolerations"] == [
         {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
         {"key": "spot", "operator": "Equal", "value": "true", "effect": "NoExecute"},
@@ -173,9 +196,17 @@ def test_pod_settings_as_run_options() -> None:
 
 def test_pod_overlay_per_role() -> None:
     app = ddp_app()
-    set_overlay(app.roles[0], "kubernetes", "V1Pod", {
-        "spec": {"hostIPC": True, JOIN("containers", on="name"): [{"name": "train-1", "stdin": True}]},
-    })  # fmt: skip
+    set_overlay(
+        app.roles[0],
+        "kubernetes",
+        "V1Pod",
+        {
+            "spec": {
+                "hostIPC": True,
+                JOIN("containers", on="name"): [{"name": "train-1", "stdin": True}],
+            },
+        },
+    )
     tasks = dryrun(app).resource["spec"]["tasks"]
     assert all(t["template"]["spec"]["hostIPC"] for t in tasks)
     assert "stdin" not in tasks[0]["template"]["spec"]["containers"][0]
@@ -184,9 +215,15 @@ def test_pod_overlay_per_role() -> None:
 
 
 def test_field_path_env_and_replica_policy() -> None:
-    role = Role("w", "img", entrypoint="python", num_replicas=2, max_retries=1,
-                retry_policy="REPLICA",  # type: ignore[arg-type]
-                env={"POD_IP": "[FIELD_PATH]status.podIP", "ID": f"r{macros.replica_id}"})  # fmt: skip
+    role = Role(
+        "w",
+        "img",
+        entrypoint="python",
+        num_replicas=2,
+        max_retries=1,
+        retry_policy="REPLICA",  # type: ignore[arg-type]
+        env={"POD_IP": "[FIELD_PATH]status.podIP", "ID": f"r{macros.replica_id}"},
+    )
     tasks = dryrun(AppDef("app", [role])).resource["spec"]["tasks"]
     env = tasks[1]["template"]["spec"]["containers"][0]["env"]
     assert {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}} in env
@@ -195,9 +232,15 @@ def test_field_path_env_and_replica_policy() -> None:
 
 
 def test_batch_jobs_shape() -> None:
-    role = Role("trainer", "img", entrypoint="python",
-                args=["-m", "train", "--rank", macros.replica_id, "--master", f"$${macros.rank0_env}"],
-                num_replicas=3, max_retries=2, resource=Resource(cpu=2, gpu=1, memMB=4096))  # fmt: skip
+    role = Role(
+        "trainer",
+        "img",
+        entrypoint="python",
+        args=["-m", "train", "--rank", macros.replica_id, "--master", f"$${macros.rank0_env}"],
+        num_replicas=3,
+        max_retries=2,
+        resource=Resource(cpu=2, gpu=1, memMB=4096),
+    )
     ps = Role("ps", "img", entrypoint="python", num_replicas=1)
     res = dryrun(AppDef("big", [role, ps]), job_type="batch", queue="-").resource
     assert res["kind"] == "List"
@@ -214,13 +257,23 @@ def test_batch_jobs_shape() -> None:
     assert pod["spec"]["subdomain"] == job0
     assert "kueue.x-k8s.io/queue-name" not in pod["metadata"]["labels"]
     c = pod["spec"]["containers"][0]
-    assert c["command"] == ["python", "-m", "train", "--rank", "$(TORCHX_REPLICA_ID)",
-                            "--master", "$TORCHX_RANK0_HOST"]  # fmt: skip
+    assert c["command"] == [
+        "python",
+        "-m",
+        "train",
+        "--rank",
+        "$(TORCHX_REPLICA_ID)",
+        "--master",
+        "$TORCHX_RANK0_HOST",
+    ]
     env = {e["name"]: e for e in c["env"]}
     assert env["TORCHX_RANK0_HOST"]["value"] == f"{job0}-0.{job0}"
     assert "job-completion-index" in env["TORCHX_REPLICA_ID"]["valueFrom"]["fieldRef"]["fieldPath"]
     assert svc["spec"]["selector"]["torchx.pytorch.org/role-index"] == "0"
-    assert res["items"][3]["spec"]["template"]["metadata"]["labels"]["torchx.pytorch.org/role-index"] == "1"
+    assert (
+        res["items"][3]["spec"]["template"]["metadata"]["labels"]["torchx.pytorch.org/role-index"]
+        == "1"
+    )
 
 
 def test_render_does_not_import_the_client() -> None:
@@ -234,7 +287,8 @@ def test_render_does_not_import_the_client() -> None:
         "s = create_scheduler('t'); s.run_opts()\n"
         "info = s.submit_dryrun(AppDef('a', [Role('r', 'i', entrypoint='e', num_replicas=3)]),"
         " {'queue': 'q'}); str(info)\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('kubernetes', 'docker', 'yaml')))"
+        "sdks = ('kubernetes', 'docker', 'yaml')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in sdks))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stderr
@@ -249,7 +303,9 @@ def test_dryrun_without_cluster_notes_skipped_validation(caplog: pytest.LogCaptu
 def test_validate_spec_true_needs_a_cluster() -> None:
     from torchx.schedulers.kubernetes_client import KubernetesConfigError
 
-    with pytest.raises(KubernetesConfigError, match="no Kubernetes cluster configured.*KUBECONFIG"):
+    with pytest.raises(
+        KubernetesConfigError, match=r"no Kubernetes cluster configured.*KUBECONFIG"
+    ):
         dryrun(ddp_app(), validate_spec=True)
 
 
@@ -265,14 +321,16 @@ def test_validate_spec_true_needs_a_cluster() -> None:
         ({"job_type": "batch"}, AppDef("x" * 50, [Role("trainer", "i", entrypoint="e")]), "63"),
     ],
 )
-def test_bad_input_is_one_clear_error(cfg: dict[str, object], app: AppDef | None, match: str) -> None:
+def test_bad_input_is_one_clear_error(
+    cfg: dict[str, object], app: AppDef | None, match: str
+) -> None:
     with pytest.raises(SpecError, match=match):
         dryrun(app or ddp_app(), **cfg)
 
 
 def test_role_retry_policy_of_several_roles_is_rejected() -> None:
     roles = [Role(n, "i", entrypoint="e", max_retries=1, retry_policy="ROLE") for n in "ab"]  # type: ignore[arg-type]
-    with pytest.raises(SpecError, match="REPLICA or APPLICATION"):
+    with pytest.raises(SpecError, match=r"REPLICA or APPLICATION"):
         dryrun(AppDef("app", roles))
 
 

@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 VOLCANO = ("batch.volcano.sh", "v1alpha1", "jobs")
-SERVICE_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+SERVICE_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"  # noqa: S105 (a path)
 REQUEST_TIMEOUT_S = 60
 
 R = TypeVar("R")
@@ -75,8 +75,11 @@ def connect(context: str | None = None) -> ApiClient:
     ``context`` picks a kubeconfig context (default: its current context). Raises
     :class:`KubernetesConfigError` with the fix when neither works.
     """
-    from kubernetes import client, config
+    from kubernetes import client
+    from kubernetes import config as kube_config
     from kubernetes.config.config_exception import ConfigException
+
+    config: Any = kube_config
 
     configuration = client.Configuration()
     if _in_cluster() and not context:
@@ -107,7 +110,9 @@ def connect(context: str | None = None) -> ApiClient:
 
 
 def _config_problem(message: str, context: str | None) -> str:
-    from kubernetes import config
+    from kubernetes import config as kube_config
+
+    config: Any = kube_config
 
     try:
         contexts, active = config.list_kube_config_contexts(config_file=kubeconfig_arg())
@@ -191,7 +196,9 @@ def api_error(e: Exception, action: str, namespace: str) -> KubernetesApiError:
             " name is generated) or delete the old app with `torchx delete`"
         )
     elif status == 422:
-        text = f"invalid job spec, rejected by the API server: {message}; fix the role or run option"
+        text = (
+            f"invalid job spec, rejected by the API server: {message}; fix the role or run option"
+        )
     else:
         text = f"the Kubernetes API server answered {status} while {action}: {message}"
     return KubernetesApiError(" ".join(text.split()), status)

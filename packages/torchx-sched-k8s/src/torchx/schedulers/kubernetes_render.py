@@ -100,7 +100,9 @@ task). ROLE is APPLICATION for a single-role app and rejected otherwise."""
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_VALUE_BAD = re.compile(r"[^A-Za-z0-9_.-]")
-_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_LABEL_KEY = re.compile(
+    r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
 _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
@@ -309,7 +311,7 @@ def _resources(role: Role, opts: RenderOptions) -> dict[str, dict[str, str]]:
 
 def _volumes(role: Role, opts: RenderOptions) -> tuple[list[Any], list[Any], bool]:
     volumes: list[dict[str, Any]] = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
-    mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}]  # noqa: S108
     privileged = False
     for i, mount in enumerate(role.mounts):
         name = f"mount-{i}"
@@ -416,7 +418,7 @@ class _Substituter:
         return args, env
 
 
-def pod_spec(
+def pod_spec(  # noqa: PLR0917 (one call shape, used by role_to_pod too)
     role: Role,
     container_name: str,
     image: str,
@@ -603,9 +605,7 @@ def batch_objects(app: AppDef, app_id: str, opts: RenderOptions) -> list[dict[st
             {
                 "name": REPLICA_ID_ENV,
                 "valueFrom": {
-                    "fieldRef": {
-                        "fieldPath": f"metadata.annotations['{LABEL_COMPLETION_INDEX}']"
-                    }
+                    "fieldRef": {"fieldPath": f"metadata.annotations['{LABEL_COMPLETION_INDEX}']"}
                 },
             },
             {"name": RANK0_ENV, "value": rank0_host},

@@ -21,6 +21,8 @@ configured, ``--dryrun`` skips the server-side validation with a note unless
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -222,10 +224,11 @@ def sanitize_for_serialization(resource: Any) -> Any:
         return resource
     from kubernetes.client import ApiClient
 
-    return ApiClient().sanitize_for_serialization(resource)
+    api: Any = ApiClient()
+    return api.sanitize_for_serialization(resource)
 
 
-def app_to_resource(
+def app_to_resource(  # noqa: PLR0917 (upstream's positional signature)
     app: AppDef,
     queue: str,
     service_account: str | None,
@@ -246,7 +249,7 @@ def app_to_resource(
     return volcano_job(app, unique_app_id(app.name), options)
 
 
-def role_to_pod(
+def role_to_pod(  # noqa: PLR0917 (upstream's positional signature)
     name: str,
     role: Role,
     service_account: str | None,
@@ -272,7 +275,8 @@ def role_to_pod(
         "metadata": {"annotations": dict(parts.annotations)},
         "spec": pod_spec(role, name, role.image, [role.entrypoint, *role.args], env, parts),
     }
-    return _to_model(body, "V1Pod")
+    pod: V1Pod = _to_model(body, "V1Pod")
+    return pod
 
 
 def _to_model(body: dict[str, Any], klass: str) -> Any:
@@ -281,14 +285,15 @@ def _to_model(body: dict[str, Any], klass: str) -> Any:
 
     import kubernetes.client
 
-    model = getattr(kubernetes.client, klass)
+    k8s: Any = kubernetes.client
+    model = getattr(k8s, klass)
     if hasattr(model, "from_dict"):
         return model.from_dict(body)
 
     class _Response:  # kubernetes < 37 deserialises a response object
         data = json.dumps(body)
 
-    return kubernetes.client.ApiClient().deserialize(_Response(), klass)
+    return k8s.ApiClient().deserialize(_Response(), klass)
 
 
 def _parse_app_id(app_id: str) -> tuple[str, str, str]:
@@ -385,7 +390,11 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         if opts.job_type == "volcano":
             resource = volcano_job(app, app_id, render)
         else:
-            resource = {"apiVersion": "v1", "kind": "List", "items": batch_objects(app, app_id, render)}
+            resource = {
+                "apiVersion": "v1",
+                "kind": "List",
+                "items": batch_objects(app, app_id, render),
+            }
         job = KubernetesJob(images_to_push, resource, opts.namespace)
         self._validate_on_server(job, opts.validate_spec)
         return AppDryRunInfo(job, repr)
@@ -450,7 +459,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                     if kind == "Service"
                     else batch.create_namespaced_job
                 )
-                call(lambda c=create, o=obj: c(ns, o, **kw), f"{verb} {kind} {name!r}", ns)
+                call(functools.partial(create, ns, obj, **kw), f"{verb} {kind} {name!r}", ns)
                 created.append((kind, name))
         except BaseException:
             if not dry_run:
@@ -488,7 +497,9 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         from torchx.schedulers.kubernetes_client import read_json
 
         batch = self._batch()
-        found = read_json(batch.list_namespaced_job, "listing jobs", ns, ns, label_selector=selector)
+        found = read_json(
+            batch.list_namespaced_job, "listing jobs", ns, ns, label_selector=selector
+        )
         return list(found.get("items") or [])
 
     def _volcano_job(self, ns: str, name: str) -> dict[str, Any] | None:
@@ -535,16 +546,19 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         selector = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
         custom = self._custom()
         try:
-            volcano = read_json(
-                custom.list_namespaced_custom_object,
-                "listing Volcano jobs",
-                ns,
-                _VOLCANO_GROUP,
-                _VOLCANO_VERSION,
-                ns,
-                _VOLCANO_PLURAL,
-                label_selector=selector,
-            ).get("items") or []
+            volcano = (
+                read_json(
+                    custom.list_namespaced_custom_object,
+                    "listing Volcano jobs",
+                    ns,
+                    _VOLCANO_GROUP,
+                    _VOLCANO_VERSION,
+                    ns,
+                    _VOLCANO_PLURAL,
+                    label_selector=selector,
+                ).get("items")
+                or []
+            )
         except NotFound:  # no Volcano on this cluster
             volcano = []
         batch = self._batch_jobs(ns, f"{selector},{LABEL_KIND}=batch")
@@ -561,9 +575,11 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                 with open(path) as f:
                     return f.read().strip() or "default"
         try:
-            from kubernetes import config
+            from kubernetes import config as kube_config
 
             from torchx.schedulers.kubernetes_client import kubeconfig_arg
+
+            config: Any = kube_config
 
             contexts, active = config.list_kube_config_contexts(config_file=kubeconfig_arg())
             if self._kube_context:
@@ -598,7 +614,9 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         for job in self._batch_jobs(ns, f"{LABEL_INSTANCE}={name}"):
             job_name = job["metadata"]["name"]
             call(
-                lambda n=job_name: batch.patch_namespaced_job(n, ns, {"spec": {"suspend": True}}),
+                functools.partial(
+                    batch.patch_namespaced_job, job_name, ns, {"spec": {"suspend": True}}
+                ),
                 f"suspending Job {job_name!r}",
                 ns,
             )
@@ -610,7 +628,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         ns, job_type, name = _parse_app_id(app_id)
         if job_type == "volcano":
             custom = self._custom()
-            try:
+            with contextlib.suppress(NotFound):  # deleted meanwhile
                 call(
                     lambda: custom.delete_namespaced_custom_object(
                         _VOLCANO_GROUP, _VOLCANO_VERSION, ns, _VOLCANO_PLURAL, name,
@@ -619,8 +637,6 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                     f"deleting Volcano job {name!r}",
                     ns,
                 )  # fmt: skip
-            except NotFound:
-                pass
             return
         selector = f"{LABEL_INSTANCE}={name}"
         batch, core = self._batch(), self._core()
@@ -712,7 +728,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             return (line for line in lines if pattern.search(line))
         return lines
 
-    def _container_lines(
+    def _container_lines(  # noqa: PLR0917
         self,
         ns: str,
         pod_name: str,

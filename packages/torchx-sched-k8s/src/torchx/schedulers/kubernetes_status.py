@@ -177,10 +177,10 @@ def describe_volcano(
     """The app's state from its Volcano Job and its pods."""
     state = volcano_app_state(job)
     by_replica: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for pod in pods:
-        labels = _labels(pod)
+    for item in pods:
+        labels = _labels(item)
         key = (labels.get(LABEL_ROLE_INDEX, ""), labels.get(LABEL_REPLICA_ID, ""))
-        by_replica.setdefault(key, []).append(pod)
+        by_replica.setdefault(key, []).append(item)
     default = state if is_terminal(state) else AppState.PENDING
     collect = _Replicas(namespace)
     roles: dict[str, tuple[Role, list[ReplicaStatus]]] = {}
@@ -189,7 +189,7 @@ def describe_volcano(
         role_name = labels.get(LABEL_ROLE_NAME) or str(task.get("name", "")).rpartition("-")[0]
         rid = labels.get(LABEL_REPLICA_ID) or str(task.get("name", "")).rpartition("-")[2]
         found = by_replica.get((labels.get(LABEL_ROLE_INDEX, ""), rid))
-        pod = _newest(found) if found else None
+        pod: dict[str, Any] | None = _newest(found) if found else None
         if role_name not in roles:
             roles[role_name] = (Role(name=role_name, image="", num_replicas=0), [])
         role, statuses = roles[role_name]
@@ -274,8 +274,8 @@ def describe_batch(
         statuses = []
         for index in range(count):
             found = by_replica.get((name, str(index)))
-            pod = _newest(found) if found else None
-            statuses.append(collect.status(role_name, index, pod, default))
+            replica_pod: dict[str, Any] | None = _newest(found) if found else None
+            statuses.append(collect.status(role_name, index, replica_pod, default))
         failed = _condition(job, "Failed")
         if failed is not None:
             failures.append((name, f"{failed.get('reason')}: {failed.get('message') or ''}"))
