@@ -36,8 +36,29 @@ print(sorted(m for m in sys.modules if m.split(".")[0] in sdks), file=sys.stderr
         ["run", "--dryrun", "-s", "local_docker", "--workspace", "", "utils.echo", "--msg", "x"],
         ["run", "--dryrun", "-s", "aws_batch", "-cfg", "queue=q", "--workspace", "", "utils.echo"],
         ["run", "-s", "local_cwd", "--wait", "utils.echo", "--msg", "x"],
+        ["runopts", "kubernetes"],
+        [
+            "run",
+            "--dryrun",
+            "-s",
+            "kubernetes",
+            "-cfg",
+            "queue=q,validate_spec=False",
+            "--workspace",
+            "",
+            "utils.echo",
+        ],
     ],
-    ids=["help", "builtins", "runopts", "dryrun-local_docker", "dryrun-aws_batch", "run-local_cwd"],
+    ids=[
+        "help",
+        "builtins",
+        "runopts",
+        "dryrun-local_docker",
+        "dryrun-aws_batch",
+        "run-local_cwd",
+        "runopts-kubernetes",
+        "dryrun-kubernetes",
+    ],
 )
 def test_light_commands_import_no_sdk(argv: list[str], tmp_path: Path) -> None:
     # With the MLflow tracker configured too: the launcher only passes it on to the job.

@@ -486,6 +486,8 @@ def volcano_job(app: AppDef, app_id: str, opts: RenderOptions) -> dict[str, Any]
             "the kubernetes scheduler needs a Volcano queue: -cfg queue=NAME (or"
             " -cfg job_type=batch on a cluster without Volcano)"
         )
+    for role in app.roles:
+        _check_pod_names(app_id, [normalize_str(f"{role.name}-{role.num_replicas - 1}")])
     check_dns_label(app_id, "job name (from the app name)")
     _check_retry_policy(app)
     roles = app.roles
@@ -500,7 +502,6 @@ def volcano_job(app: AppDef, app_id: str, opts: RenderOptions) -> dict[str, Any]
     tasks: list[dict[str, Any]] = []
     for role_idx, role in enumerate(roles):
         n = role.num_replicas
-        _check_pod_names(app_id, [normalize_str(f"{role.name}-{n - 1}")])
         parts = _RoleParts(role, opts)
         subst = _Substituter(role)
         overlay = _role_overlay(role)
@@ -585,13 +586,13 @@ def batch_objects(app: AppDef, app_id: str, opts: RenderOptions) -> list[dict[st
     objects: list[dict[str, Any]] = []
     for role_idx, role in enumerate(roles):
         job = batch_job_name(app_id, role.name)
-        check_dns_label(job, "job name (from the app and role names)")
         hostname = f"{job}-{role.num_replicas - 1}"
         if len(hostname) > MAX_NAME:
             raise SpecError(
                 f"pod hostname {hostname!r} is {len(hostname)} characters long; Kubernetes"
                 f" allows {MAX_NAME}. Shorten the app name (e.g. dist.ddp --name) or the role name"
             )
+        check_dns_label(job, "job name (from the app and role names)")
         parts = _RoleParts(role, opts)
         mapping = {
             "img_root": "",

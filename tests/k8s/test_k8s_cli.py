@@ -1,0 +1,145 @@
+"""`torchx` with `-s kubernetes` against the Kubernetes API stand-in on localhost
+(tools/testsupport/torchx_k8s_testsupport.py): the commands a user types, each bad input
+answered by one line naming the fix, with no traceback and nothing created."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from torchx_k8s_testsupport import FakeKubernetes
+
+TORCHX = str(Path(sys.executable).parent / "torchx")
+ECHO = ["utils.echo", "--image", "busybox", "--msg", "hi"]
+
+
+@pytest.fixture
+def fake(tmp_path: Path) -> Iterator[FakeKubernetes]:
+    server = FakeKubernetes().start()
+    server.write_kubeconfig(str(tmp_path / "kubeconfig"))
+    yield server
+    server.stop()
+
+
+def cli(
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"}
+    full_env.update(KUBECONFIG=str(tmp_path / "kubeconfig"), TORCHX_HOME=str(tmp_path / "home"))
+    full_env.update(env or {})
+    return subprocess.run(
+        [TORCHX, *args], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env=full_env, check=False,
+    )  # fmt: skip
+
+
+def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode != 0, proc.stdout
+    assert "Traceback" not in proc.stderr, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("torchx: error:")]
+    assert len(errors) == 1, proc.stderr
+    return errors[0]
+
+
+def test_run_status_log_cancel_delete(fake: FakeKubernetes, tmp_path: Path) -> None:
+    run = cli(
+        tmp_path, "run", "-s", "kubernetes", "-cfg", "queue=default", "--workspace", "", *ECHO
+    )
+    assert run.returncode == 0, run.stderr
+    handle = run.stdout.strip().splitlines()[-1]
+    assert handle.startswith("kubernetes://torchx/default:echo-")
+    (pod,) = fake.pod_names()
+    fake.set_pod(
+        "default", pod, "Pending", unschedulable="0/2 nodes are available: 2 Too many pods."
+    )
+    status = cli(tmp_path, "status", handle)
+    assert "PENDING" in status.stdout and "0/2 nodes are available" in status.stdout
+
+    fake.set_pod("default", pod, "Running")
+    fake.log("default", pod, "hi\n")
+    threading.Timer(0.5, lambda: fake.set_pod("default", pod, "Succeeded")).start()
+    log = cli(tmp_path, "log", "--tail", f"{handle}/echo/0")
+    assert log.returncode == 0, log.stderr
+    assert log.stdout.rstrip().endswith(" hi") or " hi" in log.stdout
+
+    listed = cli(tmp_path, "list", "-s", "kubernetes")
+    assert handle.rpartition("/")[2] in listed.stdout
+
+    assert cli(tmp_path, "cancel", handle).returncode == 0
+    assert cli(tmp_path, "delete", handle).returncode == 0
+    assert fake.store["vcjobs"] == {}
+    gone = cli(tmp_path, "status", handle)
+    assert gone.returncode != 0 and "Traceback" not in gone.stderr
+
+
+def test_plain_jobs_from_the_cli(fake: FakeKubernetes, tmp_path: Path) -> None:
+    run = cli(tmp_path, "run", "-s", "kubernetes", "-cfg", "queue=-,job_type=batch",
+              "--workspace", "", "dist.ddp", "-j", "2x1", "--script", "train.py")  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    handle = run.stdout.strip().splitlines()[-1]
+    assert ":batch:" in handle
+    assert len(fake.pod_names()) == 2 and len(fake.store["services"]) == 1
+    assert cli(tmp_path, "cancel", handle).returncode == 0
+    assert "CANCELLED" in cli(tmp_path, "status", handle).stdout
+    assert cli(tmp_path, "delete", handle).returncode == 0
+    assert all(not objects for objects in fake.store.values())
+
+
+def test_dryrun_without_a_cluster(tmp_path: Path) -> None:
+    proc = cli(tmp_path, "run", "--dryrun", "-s", "kubernetes", "-cfg", "queue=default",
+               "--workspace", "", *ECHO)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "kind: Job" in proc.stdout and "schedulerName: volcano" in proc.stdout
+    notes = [line for line in proc.stderr.splitlines() if "validate_spec" in line]
+    assert len(notes) == 1 and "no cluster configured" in notes[0]
+
+
+@pytest.mark.parametrize(
+    ("cfg", "extra", "expected"),
+    [
+        ("namespace=default", [], "queue"),
+        ("queue=default,namespace=Not_Valid", [], "namespace"),
+        ("queue=default", ["--name", "x" * 60], "allows 63. Shorten the app name"),
+        ("queue=default,validate_spec=True", [], "KUBECONFIG"),
+    ],
+    ids=["no-queue", "bad-namespace", "long-name", "no-kubeconfig"],
+)
+def test_bad_input_without_cluster(
+    tmp_path: Path, cfg: str, extra: list[str], expected: str
+) -> None:
+    proc = cli(tmp_path, "run", "-s", "kubernetes", "-cfg", cfg, "--workspace", "",
+               "dist.ddp", "-j", "1x1", *extra, "--script", "train.py")  # fmt: skip
+    assert expected in one_error_line(proc)
+
+
+def test_api_refusals_are_one_line_and_create_nothing(fake: FakeKubernetes, tmp_path: Path) -> None:
+    base = ["run", "-s", "kubernetes", "--workspace", "", *ECHO]
+    line = one_error_line(
+        cli(tmp_path, *base[:3], "-cfg", "queue=default,namespace=prod", *base[3:])
+    )
+    assert "namespace 'prod' does not exist" in line and "kubectl create namespace" in line
+    line = one_error_line(cli(tmp_path, *base[:3], "-cfg", "queue=nope,validate_spec=False",
+                              *base[3:]))  # fmt: skip
+    assert "unable to find job queue" in line
+    fake.forbid("create", "jobs.batch.volcano.sh")
+    line = one_error_line(cli(tmp_path, *base[:3], "-cfg", "queue=default", *base[3:]))
+    assert "forbidden" in line and "RBAC" in line
+    line = one_error_line(
+        cli(
+            tmp_path,
+            *base[:3],
+            "-cfg",
+            "queue=default",
+            *base[3:],
+            env={"TORCHX_KUBE_CONTEXT": "prod"},
+        )
+    )
+    assert "context 'prod'" in line and "kubectl config use-context" in line
+    assert all(not objects for objects in fake.store.values())
+    missing = one_error_line(cli(tmp_path, "log", "kubernetes://torchx/default:gone-1/echo/0"))
+    assert "gone-1" in missing
