@@ -8,6 +8,7 @@ editable installs keep one ``src`` tree per distribution on ``sys.path``.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -33,9 +34,11 @@ print(sorted(get_scheduler_factories()))
 print(torchx.__version__)
 """
 
+DISTS = [p.name for p in sorted((ROOT / "packages").iterdir()) if (p / "pyproject.toml").exists()]
+
 
 def _build_wheels(out: Path) -> list[Path]:
-    for dist in ("torchx-specs", "torchx-runner", "torchx-cli", "torchx"):
+    for dist in DISTS:
         subprocess.run(
             [sys.executable, "-m", "build", "--wheel", "--no-isolation", "-o", str(out)],
             cwd=ROOT / "packages" / dist,
@@ -60,20 +63,25 @@ def test_editable_install_spans_src_trees() -> None:
 @pytest.mark.slow
 def test_wheel_install_merges_into_one_namespace(tmp_path: Path) -> None:
     wheels = _build_wheels(tmp_path / "wheels")
-    assert {w.name.split("-")[0] for w in wheels} == {
-        "torchx",
-        "torchx_specs",
-        "torchx_runner",
-        "torchx_cli",
-    }
+    assert {w.name.split("-")[0] for w in wheels} == {d.replace("-", "_") for d in DISTS}
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", *map(str, wheels)],
-        check=True,
-        capture_output=True,
+    # The meta-package alone, with our wheels as the only source of torchx-*: it must pull
+    # in every distribution; the SDKs come from the package index.
+    meta = next(w for w in wheels if w.name.startswith("torchx-"))
+    uv = shutil.which("uv")
+    install = (
+        [uv, "pip", "install", "--python", str(python)]
+        if uv
+        else [str(python), "-m", "pip", "install", "-q"]
     )
+    done = subprocess.run(
+        [*install, "--find-links", str(meta.parent), str(meta)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
     out = subprocess.run(
         [str(python), "-c", PROBE, *SPLIT_MODULES],
         capture_output=True,
@@ -81,7 +89,8 @@ def test_wheel_install_merges_into_one_namespace(tmp_path: Path) -> None:
         check=True,
         cwd=tmp_path,
     )
-    assert "local_cwd" in out.stdout
+    for scheduler in ("local_cwd", "local_docker", "slurm", "kubernetes", "aws_batch"):
+        assert f"'{scheduler}'" in out.stdout
     # Every module came from the one merged site-packages directory.
     where = subprocess.run(
         [str(python), "-c", "import torchx.schedulers as s; print(s.__path__)"],
