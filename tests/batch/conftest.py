@@ -16,13 +16,8 @@ from unittest import mock
 
 import pytest
 from torchx_batch_testsupport import AWS_ENV, create_queue, emulator_answers
-from torchx_docker_testsupport import IMAGE
-
-
-def _require(message: str) -> None:
-    if os.environ.get("TORCHX_REQUIRE_MOTO") == "1":
-        pytest.fail(message)
-    pytest.skip(message)
+from torchx_docker_testsupport import docker_with_test_image
+from torchx_testsupport import backend_missing
 
 
 @pytest.fixture(scope="session")
@@ -30,13 +25,8 @@ def batch_queue() -> Iterator[str]:
     """A job queue in the emulator for this test session; jobs still running at the end
     are terminated (moto then removes their containers)."""
     if not emulator_answers():
-        _require("no AWS emulator answers; run tools/moto-up.sh")
-    try:
-        from torchx.workspace.docker_workspace import connect_docker
-
-        connect_docker().api.inspect_image(IMAGE)
-    except Exception as e:
-        _require(f"no Docker daemon with the test image {IMAGE} ({e}); run tools/docker-up.sh")
+        backend_missing("TORCHX_REQUIRE_MOTO", "no AWS emulator answers; run tools/moto-up.sh")
+    docker_with_test_image("TORCHX_REQUIRE_MOTO")
     from torchx.schedulers.ids import random_id
 
     name = f"torchx-test-{random_id(8)}"

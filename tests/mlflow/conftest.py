@@ -11,6 +11,7 @@ import os
 import urllib.request
 
 import pytest
+from torchx_testsupport import backend_missing
 
 
 @pytest.fixture(scope="session")
@@ -22,8 +23,7 @@ def mlflow_uri() -> str:
     except OSError as e:
         ok, reason = False, str(e)
     if not ok:
-        message = f"no MLflow server at {uri} ({reason}); run tools/mlflow-up.sh"
-        if os.environ.get("TORCHX_REQUIRE_MLFLOW") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
+        backend_missing(
+            "TORCHX_REQUIRE_MLFLOW", f"no MLflow server at {uri} ({reason}); run tools/mlflow-up.sh"
+        )
     return uri

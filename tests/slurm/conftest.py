@@ -7,13 +7,13 @@ TORCHX_REQUIRE_SLURM=1 (set by tools/test-all.sh) turns that into a failure.
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from torchx_testsupport import backend_missing, runner_that_cleans_up
 
 
 @pytest.fixture(scope="session")
@@ -29,10 +29,10 @@ def slurm_cluster() -> None:
     except (OSError, subprocess.SubprocessError) as e:
         ok, reason = False, str(e)
     if not ok:
-        message = f"no Slurm cluster with 2+ nodes ({reason}); run tools/slurm-up.sh"
-        if os.environ.get("TORCHX_REQUIRE_SLURM") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
+        backend_missing(
+            "TORCHX_REQUIRE_SLURM",
+            f"no Slurm cluster with 2+ nodes ({reason}); run tools/slurm-up.sh",
+        )
 
 
 @pytest.fixture
@@ -47,18 +47,5 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def runner(slurm_cluster: None, workdir: Path) -> Iterator[Any]:
     """A Runner whose jobs still queued or running when the test ends are cancelled."""
-    from torchx.runner import get_runner
-
-    with get_runner() as r:
-        handles: list[str] = []
-        original = r.schedule
-
-        def schedule(dryrun_info: Any) -> str:
-            handle = original(dryrun_info)
-            handles.append(handle)
-            return handle
-
-        r.schedule = schedule  # type: ignore[method-assign]
+    with runner_that_cleans_up(lambda r, handle: r.cancel(handle)) as r:
         yield r
-        for handle in handles:
-            r.cancel(handle)

@@ -14,6 +14,24 @@ REGISTRY = f"localhost:{os.environ.get('TORCHX_TEST_REGISTRY_PORT', '5000')}"
 LABEL_APP_ID = "torchx.pytorch.org/app-id"
 
 
+def docker_with_test_image(require_env: str) -> Any:
+    """A docker SDK client of a daemon that holds `IMAGE`; skips (or fails, see
+    `backend_missing`) the test where there is none."""
+    from torchx_testsupport import backend_missing
+
+    from torchx.workspace.docker_workspace import connect_docker
+
+    try:
+        client = connect_docker()
+        client.api.inspect_image(IMAGE)
+    except Exception as e:
+        backend_missing(
+            require_env,
+            f"no Docker daemon with the test image {IMAGE} ({e}); run tools/docker-up.sh",
+        )
+    return client
+
+
 def app_containers(client: Any, app_id: str) -> list[dict[str, Any]]:
     """Summaries of every container (running or not) of ``app_id``."""
     found: list[dict[str, Any]] = client.api.containers(

@@ -198,7 +198,7 @@ def test_settings_from_torchxconfig_and_env(
     [
         ("no/such/dir", None, "neither a tracking URI"),
         ("cfg", "[tracker:mlflow]\ntracking_url = http://x\n", "unknown key.*tracking_url"),
-        ("cfg", "tracking_uri = http://x\n", "cannot read MLflow tracker settings"),
+        ("cfg", "tracking_uri = http://x\n", r"comes before any \[section\] header"),
     ],
     ids=["missing-path", "unknown-key", "no-section-header"],
 )

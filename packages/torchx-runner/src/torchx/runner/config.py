@@ -30,10 +30,20 @@ and ignored. The ``Runner`` does not read config files by itself; call :func:`ap
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TextIO
 
+from torchx.settings import ENV_TORCHXCONFIG
+from torchx.util.config_files import (
+    CONFIG_FILE,
+    ConfigError,
+    default_config_dirs,
+    find_config_files,
+    new_parser,
+    read_config,
+)
+from torchx.util.config_files import display_path as _display
+from torchx.util.config_files import parse_config as _parse
 from torchx.util.log import get_logger
 
 if TYPE_CHECKING:
@@ -58,11 +68,7 @@ __all__ = [
 
 logger = get_logger(__name__)
 
-CONFIG_FILE = ".torchxconfig"
 CONFIG_PREFIX_DELIM = ":"
-ENV_TORCHXCONFIG = "TORCHXCONFIG"
-"""Env var naming the one config file to read (empty: read none). Same as
-``torchx.settings.ENV_TORCHXCONFIG``; kept here for code written against older TorchX."""
 
 ORCHESTRATOR_GROUP = "torchx.schedulers.orchestrator"
 """Extra entry-point group of schedulers whose options may appear in config files."""
@@ -70,17 +76,6 @@ ORCHESTRATOR_GROUP = "torchx.schedulers.orchestrator"
 _NONE = "None"
 _FIXME = "#FIXME"
 _FIXME_MAX_LEN = 60
-# configparser's [DEFAULT] section would leak into every section; treat it as ordinary.
-_NO_DEFAULT_SECTION = "\x00no-default-section"
-
-
-class ConfigError(ValueError):
-    """A ``.torchxconfig`` file is malformed or holds a value of the wrong type."""
-
-
-def default_config_dirs() -> list[str]:
-    """``[$HOME, CWD]``, computed now (not when this module was imported)."""
-    return [os.path.expanduser("~"), os.getcwd()]
 
 
 def __getattr__(name: str) -> Any:
@@ -88,14 +83,6 @@ def __getattr__(name: str) -> Any:
     if name == "DEFAULT_CONFIG_DIRS":
         return default_config_dirs()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def _display(path: str) -> str:
-    """``path`` with the home directory shown as ``~`` (shorter, stable error messages)."""
-    home = os.path.expanduser("~")
-    if home and home != os.sep and path.startswith(home + os.sep):
-        return "~" + path[len(home) :]
-    return path
 
 
 def find_configs(dirs: Iterable[str] | None = None) -> list[str]:
@@ -106,88 +93,10 @@ def find_configs(dirs: Iterable[str] | None = None) -> list[str]:
     each of ``dirs`` (default ``$HOME`` and the CWD). Missing files are skipped and a
     file reached twice (HOME is the CWD) is listed once.
     """
-    env_file = os.environ.get(ENV_TORCHXCONFIG)
-    if env_file is not None:
-        if not env_file:
-            return []
-        path = os.path.expanduser(env_file)
-        if not os.path.isfile(path):
-            raise FileNotFoundError(
-                f"${ENV_TORCHXCONFIG}={env_file} is not a file; point it at a config"
-                f" file, or set it to an empty string to read no config files"
-            )
-        return [path]
-    if dirs is None:
-        dirs = default_config_dirs()
-    found: list[str] = []
-    seen: set[str] = set()
-    for directory in dirs:
-        path = os.path.join(os.path.expanduser(directory), CONFIG_FILE)
-        real = os.path.realpath(path)
-        if real in seen or not os.path.isfile(path) or not os.access(path, os.R_OK):
-            continue
-        seen.add(real)
-        found.append(path)
-    return found
+    return find_config_files(dirs)
 
 
 # ---------------------------------------------------------------------- parsing
-
-
-def _parse(f: TextIO, path: str) -> dict[str, dict[str, str]]:
-    """``{section: {key: value}}`` of an open config file; malformed → :class:`ConfigError`."""
-    import configparser
-
-    parser = configparser.ConfigParser(
-        interpolation=None, default_section=_NO_DEFAULT_SECTION, strict=True
-    )
-    parser.optionxform = str  # type: ignore[assignment,method-assign]  # keys are case-sensitive
-    where = _display(path)
-    try:
-        parser.read_file(f, source=path)
-    except configparser.MissingSectionHeaderError as e:
-        raise ConfigError(
-            f"{where}:{e.lineno}: {e.line.strip()!r} comes before any [section] header;"
-            " start the file with a section such as [local_cwd]"
-        ) from None
-    except configparser.DuplicateSectionError as e:
-        raise ConfigError(
-            f"{where}:{e.lineno}: section [{e.section}] appears twice; merge the two sections"
-        ) from None
-    except configparser.DuplicateOptionError as e:
-        raise ConfigError(
-            f"{where}:{e.lineno}: key {e.option!r} appears twice in section [{e.section}];"
-            " keep only one"
-        ) from None
-    except configparser.ParsingError as e:
-        lineno, line = e.errors[0]
-        raise ConfigError(
-            f"{where}:{lineno}: cannot parse {_unrepr(line).strip()!r}; expected `[section]`,"
-            " `key = value` or a `#` comment"
-        ) from None
-    except configparser.Error as e:
-        raise ConfigError(f"{where}: malformed config file: {e}") from None
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{where}: not a UTF-8 text file ({e.reason})") from None
-    return {name: dict(parser.items(name, raw=True)) for name in parser.sections()}
-
-
-def _unrepr(line: object) -> str:
-    """configparser reports bad lines as ``repr(line)`` (version dependent); undo that."""
-    text = str(line)
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        import ast
-
-        try:
-            return str(ast.literal_eval(text))
-        except (ValueError, SyntaxError):
-            return text
-    return text
-
-
-def _read(path: str) -> dict[str, dict[str, str]]:
-    with open(path, encoding="utf-8") as f:
-        return _parse(f, path)
 
 
 def _file_name(f: TextIO) -> str:
@@ -386,7 +295,7 @@ def load_sections(prefix: str, dirs: Iterable[str] | None = None) -> dict[str, d
     """``{name: {key: value}}`` of every ``[<prefix>:<name>]`` section; first file wins."""
     result: dict[str, dict[str, str]] = {}
     for path in find_configs(dirs):
-        for section, values in _read(path).items():
+        for section, values in read_config(path).items():
             head, sep, name = section.partition(CONFIG_PREFIX_DELIM)
             if not sep or head != prefix or not name:
                 continue
@@ -450,8 +359,6 @@ def dump(
     until it is replaced; optional ones their default (``None`` when unset). Schedulers
     whose module cannot be imported are skipped with a warning.
     """
-    import configparser
-
     factories = _scheduler_factories()
     names = list(schedulers) if schedulers is not None else list(factories)
     unknown = [n for n in names if n not in factories]
@@ -460,8 +367,7 @@ def dump(
             f"unknown scheduler(s) {', '.join(unknown)}; registered schedulers:"
             f" {', '.join(factories) or '<none>'}"
         )
-    parser = configparser.ConfigParser(interpolation=None, default_section=_NO_DEFAULT_SECTION)
-    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    parser = new_parser(strict=False)
     make: Callable[[str], Scheduler[Any]]
     for name in names:
         make = factories[name]
@@ -484,7 +390,7 @@ def add_missing_sections(
     it is. Returns ``(added, kept)`` scheduler names. A malformed file raises
     :class:`ConfigError` and is not touched.
     """
-    existing = _read(path)
+    existing = read_config(path)
     wanted = list(schedulers)
     added = [name for name in wanted if name not in existing]
     kept = [name for name in wanted if name in existing]

@@ -22,6 +22,8 @@ from __future__ import annotations
 import os
 import re
 
+from torchx.util.config_files import CONFIG_FILE, find_config_files, read_config
+
 __all__ = [
     "CONFIG_FILE",
     "ENV_EXPERIMENT_NAME",
@@ -32,7 +34,6 @@ __all__ = [
     "resolve_settings",
 ]
 
-CONFIG_FILE = ".torchxconfig"
 SECTION = "tracker:mlflow"
 ENV_EXPERIMENT_NAME = "TORCHX_TRACKING_EXPERIMENT_NAME"
 ENV_MLFLOW_TRACKING_URI = "MLFLOW_TRACKING_URI"
@@ -40,7 +41,6 @@ _KEYS = ("tracking_uri", "experiment_name", "artifact_location")
 _LAUNCHER_KEYS = ("config",)
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _BARE_URIS = ("databricks", "databricks-uc", "uc")
-_NO_DEFAULT_SECTION = "\x00no-default-section"
 
 
 class TrackerSettings:
@@ -83,44 +83,9 @@ def is_tracking_uri(value: str) -> bool:
     return bool(_URI.match(value)) or value in _BARE_URIS
 
 
-def _config_files() -> list[str]:
-    """The ``.torchxconfig`` files TorchX reads, highest precedence first (see module doc)."""
-    env_file = os.environ.get("TORCHXCONFIG")
-    if env_file is not None:
-        if not env_file:
-            return []
-        path = os.path.expanduser(env_file)
-        if not os.path.isfile(path):
-            raise FileNotFoundError(
-                f"$TORCHXCONFIG={env_file} is not a file; point it at a config file, or set"
-                " it to an empty string to read no config files"
-            )
-        return [path]
-    found: list[str] = []
-    for directory in (os.path.expanduser("~"), os.getcwd()):
-        path = os.path.join(directory, CONFIG_FILE)
-        if os.path.isfile(path) and os.path.realpath(path) not in map(os.path.realpath, found):
-            found.append(path)
-    return found
-
-
 def _read_section(path: str) -> dict[str, str]:
-    """``[tracker:mlflow]`` of one INI file; a malformed file is a one-line ``ValueError``."""
-    import configparser
-
-    parser = configparser.ConfigParser(
-        interpolation=None, default_section=_NO_DEFAULT_SECTION, strict=True
-    )
-    parser.optionxform = str  # type: ignore[assignment,method-assign]  # keys are case-sensitive
-    try:
-        with open(path, encoding="utf-8") as f:
-            parser.read_file(f, source=path)
-    except (configparser.Error, UnicodeDecodeError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ValueError(f"cannot read MLflow tracker settings from {path}: {first}") from None
-    if not parser.has_section(SECTION):
-        return {}
-    values = dict(parser.items(SECTION, raw=True))
+    """``[tracker:mlflow]`` of one config file; a malformed file is a one-line ``ValueError``."""
+    values = read_config(path).get(SECTION, {})
     unknown = sorted(set(values) - set(_KEYS) - set(_LAUNCHER_KEYS))
     if unknown:
         raise ValueError(
@@ -147,10 +112,10 @@ def resolve_settings(config: str | None) -> TrackerSettings:
     config = (config or "").strip()
     uri_from_config: str | None = None
     if not config:
-        section = _merged_section(_config_files())
+        section = _merged_section(find_config_files())
     elif is_tracking_uri(config):
         uri_from_config = config
-        section = _merged_section(_config_files())
+        section = _merged_section(find_config_files())
     else:
         path = os.path.expanduser(config)
         if os.path.isdir(path):
