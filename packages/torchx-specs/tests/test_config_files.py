@@ -48,7 +48,7 @@ def test_torchxconfig_env_is_the_only_file(
     monkeypatch.setenv("TORCHXCONFIG", "")
     assert find_config_files([str(home)]) == []
     monkeypatch.setenv("TORCHXCONFIG", str(tmp_path / "missing.ini"))
-    with pytest.raises(FileNotFoundError, match="TORCHXCONFIG=.*is not a file"):
+    with pytest.raises(FileNotFoundError, match=r"TORCHXCONFIG=.*is not a file"):
         find_config_files()
 
 
