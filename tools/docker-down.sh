@@ -3,18 +3,8 @@
 # Containers the tests left behind are removed first so dockerd can stop promptly.
 set -uo pipefail
 STATE="${TORCHX_CI_STATE:-/tmp/torchx-ci}/docker"
-
-stop_pid() {  # stop_pid FILE: SIGTERM the recorded pid, wait up to 20 s, then SIGKILL
-  local file="$1" pid
-  [ -f "$file" ] || return 0
-  pid="$(cat "$file")"
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null
-    for _ in $(seq 1 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  rm -f "$file"
-}
+NAME=docker-down
+source "$(dirname "$0")/lib/backend.sh"
 
 stop_pid "$STATE/registry.pid"
 if [ -f "$STATE/dockerd.pid" ]; then

@@ -9,32 +9,12 @@
 set -euo pipefail
 
 STATE="${TORCHX_CI_STATE:-/tmp/torchx-ci}/docker"
+NAME=docker-up
+source "$(dirname "$0")/lib/backend.sh"
 IMAGE="${TORCHX_TEST_IMAGE:-torchx-test/python:3.11-r2}"
 REGISTRY_PORT="${TORCHX_TEST_REGISTRY_PORT:-5000}"
 mkdir -p "$STATE"
 chmod 700 "$STATE"
-
-apt_install() {
-  # Another job (tools/slurm-up.sh runs beside this one) may hold the apt/dpkg lock for a
-  # while: wait for it, and retry a failed update/install a few times.
-  export DEBIAN_FRONTEND=noninteractive
-  local try
-  for try in 1 2 3 4 5; do
-    if [ ! -f "$STATE/apt-updated" ]; then
-      apt-get -o DPkg::Lock::Timeout=300 update -qq >"$STATE/apt.log" 2>&1 \
-        && touch "$STATE/apt-updated"
-    fi
-    if apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "$@" \
-      >>"$STATE/apt.log" 2>&1; then
-      return 0
-    fi
-    rm -f "$STATE/apt-updated"
-    sleep $((try * 2))
-  done
-  echo "docker-up: apt-get install $* failed:" >&2
-  cat "$STATE/apt.log" >&2
-  return 1
-}
 
 # --- the daemon ---------------------------------------------------------------------------
 if ! docker info >/dev/null 2>&1; then
@@ -43,18 +23,8 @@ if ! docker info >/dev/null 2>&1; then
   fi
   # a previous daemon that died may have left its pid file and bind mount behind
   rm -f /var/run/docker.pid
-  setsid nohup dockerd --storage-driver=overlay2 >>"$STATE/dockerd.log" 2>&1 </dev/null &
-  echo $! >"$STATE/dockerd.pid"
-  for _ in $(seq 1 300); do
-    docker info >/dev/null 2>&1 && break
-    if ! kill -0 "$(cat "$STATE/dockerd.pid")" 2>/dev/null; then
-      echo "docker-up: dockerd exited; see $STATE/dockerd.log" >&2
-      tail -20 "$STATE/dockerd.log" >&2
-      exit 1
-    fi
-    sleep 0.1
-  done
-  docker info >/dev/null 2>&1 || { echo "docker-up: dockerd did not answer in 30 s" >&2; exit 1; }
+  start_daemon "$STATE/dockerd.pid" "$STATE/dockerd.log" dockerd --storage-driver=overlay2
+  wait_until 30 "$STATE/dockerd.pid" "$STATE/dockerd.log" dockerd docker info
 fi
 
 # --- the test image -----------------------------------------------------------------------
@@ -113,12 +83,9 @@ storage:
 http:
   addr: 127.0.0.1:$REGISTRY_PORT
 CONF
-  setsid nohup docker-registry serve "$STATE/registry.yml" >>"$STATE/registry.log" 2>&1 </dev/null &
-  echo $! >"$STATE/registry.pid"
-  for _ in $(seq 1 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$REGISTRY_PORT") 2>/dev/null && break
-    sleep 0.1
-  done
+  start_daemon "$STATE/registry.pid" "$STATE/registry.log" docker-registry serve "$STATE/registry.yml"
+  wait_until 10 "$STATE/registry.pid" "$STATE/registry.log" docker-registry \
+    bash -c "exec 3<>/dev/tcp/127.0.0.1/$REGISTRY_PORT"
 fi
 
 echo "docker-up: daemon $(docker version -f '{{.Server.Version}}'), image $IMAGE, registry 127.0.0.1:$REGISTRY_PORT"

@@ -15,6 +15,8 @@ NODES="${TORCHX_SLURM_NODES:-4}"
 CONF=/etc/slurm/slurm.conf
 DBD_CONF=/etc/slurm/slurmdbd.conf
 MARKER="# written by torchx tools/slurm-up.sh"
+NAME=slurm-up
+source "$(dirname "$0")/lib/backend.sh"
 HOSTS_LINE="127.0.0.1 $(seq -f 'n%g' -s ' ' 1 "$NODES") # torchx-slurm"
 
 cluster_answers() {
@@ -37,26 +39,6 @@ fi
 
 mkdir -p "$STATE"/{run,log,spool}
 chmod 700 "$STATE"
-
-apt_install() {
-  # Another engineer's job may hold the apt/dpkg lock for a while: wait for it, then retry.
-  export DEBIAN_FRONTEND=noninteractive
-  local try
-  for try in 1 2 3 4 5; do
-    if [ ! -f "$STATE/apt-updated" ]; then
-      apt-get -o DPkg::Lock::Timeout=300 update -qq && touch "$STATE/apt-updated" || true
-    fi
-    if apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "$@" \
-      >"$STATE/log/apt.log" 2>&1; then
-      return 0
-    fi
-    echo "slurm-up: apt-get install failed (try $try); retrying" >&2
-    rm -f "$STATE/apt-updated"
-    sleep $((try * 3))
-  done
-  cat "$STATE/log/apt.log" >&2
-  return 1
-}
 
 missing=()
 for prog in sbatch:slurm-client slurmctld:slurmctld slurmd:slurmd munged:munge \
