@@ -9,6 +9,11 @@ against the Slurm cluster of ``tools/slurm-up.sh`` with one finished job submitt
 (d) ``Runner.dryrun`` of a 10,000-replica role on ``slurm``, ours vs upstream (off the
     submit path: nothing is queued).
 
+For reference it also times (e) a Python start that imports only the standard-library
+modules any CLI built on the TorchX contract loads (``argparse``, ``typing``, ``enum``,
+``json``, ``subprocess``) and then runs the same ``squeue`` call: the floor of a Python
+``torchx status``, so the report shows how much of (b) is TorchX's own.
+
 Targets: (b) <= 4x (a) and >= 8x faster than (c); (d) >= 5x faster than upstream.
 Ours is the ``torchx`` next to the interpreter running this script (every distribution
 installed, e.g. the hatch default env). A report, not a test: always exits 0.
@@ -35,6 +40,11 @@ OURS = Path(sys.executable).parent
 MAX_STATUS_RATIO = 4.0
 MIN_STATUS_SPEEDUP = 8.0
 MIN_DRYRUN_SPEEDUP = 5.0
+
+STDLIB_FLOOR = (
+    "import argparse, enum, json, subprocess, sys, typing\n"
+    "subprocess.run(['squeue', '-h', '-t', 'all', '-j', sys.argv[1]], capture_output=True)"
+)
 
 DRYRUN_SCRIPT = textwrap.dedent(
     """
@@ -117,11 +127,13 @@ def main() -> None:
         handle = submit_job(env, tmp)
         print(f"job: {handle}; runs per command: {args.runs} (median, interleaved)\n")
 
-        floor, ours, theirs = interleaved(
+        job_id = handle.rsplit("/", 1)[1]
+        floor, ours, theirs, stdlib = interleaved(
             [
                 lambda: _timed(["squeue", "--json"], env, tmp),
                 lambda: _timed([str(OURS / "torchx"), "status", handle], env, tmp),
                 lambda: _timed([str(upstream / "torchx"), "status", handle], env, tmp),
+                lambda: _timed([str(OURS / "python"), "-c", STDLIB_FLOOR, job_id], env, tmp),
             ],
             args.runs,
         )
@@ -135,6 +147,12 @@ def main() -> None:
             f"(c) torchx status (upstream 0.7.0)      {theirs * 1e3:8.1f} ms"
             f"  ours {speedup:5.1f}x faster, target >= {MIN_STATUS_SPEEDUP:g}x:"
             f" {verdict(speedup >= MIN_STATUS_SPEEDUP)}"
+        )
+
+        print(
+            f"(e) python + stdlib imports + squeue     {stdlib * 1e3:8.1f} ms"
+            f"  {stdlib / floor:5.2f}x (a)"
+            f"  (TorchX's own share of (b): {(ours - stdlib) * 1e3:.1f} ms)"
         )
 
         dry_runs = max(3, args.runs // 3)
