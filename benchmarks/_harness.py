@@ -126,5 +126,54 @@ def time_call(fn: Callable[[], object], runs: int = 15) -> float:
     return statistics.median(samples)
 
 
+def run_timed(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    cwd: str | None = None,
+    ok: Callable[[subprocess.CompletedProcess[str]], bool] | None = None,
+) -> float:
+    """Wall time of one run of ``argv``; stops the benchmark with the command's output
+    when ``ok`` says the run failed (a failing command would time nothing real)."""
+    start = time.perf_counter()
+    proc = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - start
+    if ok is not None and not ok(proc):
+        raise SystemExit(f"{' '.join(argv)} failed: {(proc.stderr or proc.stdout).strip()[-300:]}")
+    return elapsed
+
+
+def interleaved(
+    commands: Mapping[str, Sequence[str]],
+    runs: int,
+    env: Mapping[str, str],
+    cwd: str | None = None,
+    ok: Callable[[subprocess.CompletedProcess[str]], bool] | None = None,
+) -> dict[str, list[float]]:
+    """``runs`` wall times of each command, the commands taking turns so that machine noise
+    hits all alike, after one warm-up run each (``.pyc`` files, caches, first builds)."""
+    samples: dict[str, list[float]] = {name: [] for name in commands}
+    for argv in commands.values():
+        run_timed(argv, env, cwd, ok)
+    for _ in range(runs):
+        for name, argv in commands.items():
+            samples[name].append(run_timed(argv, env, cwd, ok))
+    return samples
+
+
+def print_medians(
+    samples: Mapping[str, Sequence[float]], floor: str, unit: str
+) -> dict[str, float]:
+    """Prints each command's median (fastest in brackets) and its ratio to the median of
+    command ``floor`` (``unit`` names it in the table); returns the medians."""
+    medians = {name: statistics.median(values) for name, values in samples.items()}
+    width = max(map(len, medians)) + 2
+    for name, value in medians.items():
+        print(
+            f"{name:<{width}} {value * 1e3:8.1f} ms [{min(samples[name]) * 1e3:7.1f}]"
+            f"  {value / medians[floor]:5.2f}x {unit}"
+        )
+    return medians
+
+
 def verdict(ok: bool) -> str:
     return "ok" if ok else "MISS"

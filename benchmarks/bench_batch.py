@@ -21,14 +21,20 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 
-from _harness import ROOT, bench_env, compile_sources, ensure_upstream_venv, verdict
+from _harness import (
+    ROOT,
+    bench_env,
+    compile_sources,
+    ensure_upstream_venv,
+    interleaved,
+    print_medians,
+    verdict,
+)
 
 sys.path.insert(0, str(ROOT / "tools" / "testsupport"))
 from torchx_batch_testsupport import AWS_ENV, create_queue, emulator_answers
@@ -52,15 +58,6 @@ FLOOR = textwrap.dedent(
     print(job["status"])
     """
 )
-
-
-def _timed(argv: list[str], env: dict[str, str]) -> float:
-    start = time.perf_counter()
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
-    elapsed = time.perf_counter() - start
-    if proc.returncode != 0 or "SUCCEEDED" not in proc.stdout:
-        raise SystemExit(f"{' '.join(argv)} failed: {proc.stdout[-300:]} {proc.stderr[-300:]}")
-    return elapsed
 
 
 def _ensure_boto3(venv_bin: str) -> None:
@@ -106,20 +103,12 @@ def main() -> None:
             "ours": [str(OURS / "torchx"), "status", handle],
             "upstream 0.7.0": [str(upstream / "torchx"), "status", handle],
         }
-        samples: dict[str, list[float]] = {name: [] for name in commands}
-        for argv in commands.values():
-            _timed(argv, env)  # warm-up: .pyc files, entry-point caches
-        for _ in range(args.runs):
-            for name, argv in commands.items():
-                samples[name].append(_timed(argv, env))
-    med = {name: statistics.median(s) for name, s in samples.items()}
-    floor = med["bare boto3 script"]
-    print(f"app {handle}; runs per command: {args.runs} (median; fastest in brackets)\n")
-    for name, value in med.items():
-        print(
-            f"{name:<20} {value * 1e3:8.1f} ms [{min(samples[name]) * 1e3:7.1f}]"
-            f"  {value / floor:5.2f}x floor"
+        samples = interleaved(
+            commands, args.runs, env, ok=lambda p: p.returncode == 0 and "SUCCEEDED" in p.stdout
         )
+    print(f"app {handle}; runs per command: {args.runs} (median; fastest in brackets)\n")
+    med = print_medians(samples, "bare boto3 script", "floor")
+    floor = med["bare boto3 script"]
     ok_ratio = med["ours"] <= 1.3 * floor
     ok_upstream = med["ours"] < med["upstream 0.7.0"]
     print(f"\nours / floor = {med['ours'] / floor:.2f}x (target <= 1.3x): {verdict(ok_ratio)}")

@@ -22,15 +22,20 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import textwrap
-import time
-from collections.abc import Sequence
 
-from _harness import ROOT, bench_env, compile_sources, ensure_upstream_venv, verdict
+from _harness import (
+    ROOT,
+    bench_env,
+    compile_sources,
+    ensure_upstream_venv,
+    interleaved,
+    print_medians,
+    verdict,
+)
 
 OURS = ROOT / ".venv" / "bin"
 IMAGE = os.environ.get("TORCHX_TEST_IMAGE", "torchx-test/python:3.11-r2")
@@ -69,27 +74,6 @@ IMPORT_PROBE = textwrap.dedent(
     print("DOCKER-IMPORTED" if loaded else "clean", file=sys.stderr)
     """
 )
-
-
-def _timed(argv: Sequence[str], env: dict[str, str], cwd: str) -> float:
-    start = time.perf_counter()
-    proc = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, check=False)
-    elapsed = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(argv)} failed: {proc.stderr.strip()[-300:]}")
-    return elapsed
-
-
-def _interleaved(
-    commands: dict[str, list[str]], runs: int, env: dict[str, str], cwd: str
-) -> dict[str, list[float]]:
-    samples: dict[str, list[float]] = {name: [] for name in commands}
-    for argv in commands.values():
-        _timed(argv, env, cwd)  # warm-up: caches, .pyc files, the first workspace build
-    for _ in range(runs):
-        for name, argv in commands.items():
-            samples[name].append(_timed(argv, env, cwd))
-    return samples
 
 
 def _cleanup() -> None:
@@ -135,17 +119,12 @@ def main() -> None:
             ],
         }
         try:
-            samples = _interleaved(commands, args.runs, env, project)
+            samples = interleaved(commands, args.runs, env, project, ok=lambda p: p.returncode == 0)
         finally:
             _cleanup()
-        med = {name: statistics.median(s) for name, s in samples.items()}
-        floor = med["docker run --rm"]
         print(f"runs per command: {args.runs} (median; fastest in brackets)\n")
-        for name, value in med.items():
-            print(
-                f"{name:<26} {value * 1e3:8.1f} ms [{min(samples[name]) * 1e3:7.1f}]"
-                f"  {value / floor:5.2f}x docker run"
-            )
+        med = print_medians(samples, "docker run --rm", "docker run")
+        floor = med["docker run --rm"]
         ok_ratio = med["ours"] <= 1.5 * floor
         ok_upstream = med["ours"] < med["upstream 0.7.0"]
         print(

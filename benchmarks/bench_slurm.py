@@ -30,11 +30,9 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import time
-from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from _harness import bench_env, compile_sources, ensure_upstream_venv, verdict
+from _harness import bench_env, compile_sources, ensure_upstream_venv, interleaved, verdict
 
 OURS = Path(sys.executable).parent
 MAX_STATUS_RATIO = 4.0
@@ -66,23 +64,6 @@ DRYRUN_SCRIPT = textwrap.dedent(
     print(statistics.median(samples))
     """
 )
-
-
-def _timed(argv: Sequence[str], env: dict[str, str], cwd: str) -> float:
-    start = time.perf_counter()
-    subprocess.run(argv, env=env, cwd=cwd, capture_output=True, check=False)
-    return time.perf_counter() - start
-
-
-def interleaved(cmds: list[Callable[[], float]], runs: int) -> list[float]:
-    """Median of each command, the commands taking turns (after one warm-up each)."""
-    for cmd in cmds:
-        cmd()
-    samples: list[list[float]] = [[] for _ in cmds]
-    for _ in range(runs):
-        for i, cmd in enumerate(cmds):
-            samples[i].append(cmd())
-    return [statistics.median(s) for s in samples]
 
 
 def submit_job(env: dict[str, str], cwd: str) -> str:
@@ -128,15 +109,19 @@ def main() -> None:
         print(f"job: {handle}; runs per command: {args.runs} (median, interleaved)\n")
 
         job_id = handle.rsplit("/", 1)[1]
-        floor, ours, theirs, stdlib = interleaved(
-            [
-                lambda: _timed(["squeue", "--json"], env, tmp),
-                lambda: _timed([str(OURS / "torchx"), "status", handle], env, tmp),
-                lambda: _timed([str(upstream / "torchx"), "status", handle], env, tmp),
-                lambda: _timed([str(OURS / "python"), "-c", STDLIB_FLOOR, job_id], env, tmp),
-            ],
+        samples = interleaved(
+            {
+                "floor": ["squeue", "--json"],
+                "ours": [str(OURS / "torchx"), "status", handle],
+                "upstream": [str(upstream / "torchx"), "status", handle],
+                "stdlib": [str(OURS / "python"), "-c", STDLIB_FLOOR, job_id],
+            },
             args.runs,
+            env,
+            tmp,
+            ok=lambda p: p.returncode == 0,
         )
+        floor, ours, theirs, stdlib = (statistics.median(s) for s in samples.values())
         ratio, speedup = ours / floor, theirs / ours
         print(f"(a) squeue --json                       {floor * 1e3:8.1f} ms")
         print(

@@ -471,6 +471,9 @@ def test_ddp_across_two_containers_with_gloo(runner: Any, tmp_path: Path) -> Non
         "t = torch.tensor([dist.get_rank() + 1.0])\n"
         "dist.all_reduce(t)\n"
         "print('rank', dist.get_rank(), 'of', dist.get_world_size(), 'sum', t.item())\n"
+        # without it gloo's threads may abort the interpreter at exit (SIGABRT), and the
+        # other node's torchrun then waits out its exit barrier
+        "dist.destroy_process_group()\n"
     )
     args = [
         "--script", "/train/train.py", "-j", "2x1", "--image", IMAGE,
