@@ -299,6 +299,11 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         self._explicit_client = docker_client is not None
         self._engine: Any = None
         self._describe_ns: dict[str, int] = {}
+        # Container events seen by wait_for_change: where to go on reading them per app,
+        # and the exit codes of containers that died (the daemon's container list shows
+        # them as running for a while after `die`).
+        self._event_ns: dict[str, int] = {}
+        self._exits: dict[str, int] = {}
 
     @property
     def _api(self) -> Any:
@@ -497,13 +502,18 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     def _replica_state(self, summary: dict[str, Any]) -> tuple[AppState, str]:
         """The replica state of a container summary, and Docker's error message if any."""
         state = str(summary.get("State", ""))
-        if state != "exited":
+        died_with = self._exits.get(str(summary.get("Id", ""))) if state == "running" else None
+        if state != "exited" and died_with is None:
             return CONTAINER_STATE.get(state, AppState.UNKNOWN), ""
+        if died_with == 0:
+            return AppState.SUCCEEDED, ""  # exit 0 is never restarted (on-failure policy)
         match = _EXITED.match(str(summary.get("Status", "")))
-        if match is not None and int(match.group(1)) == 0:
+        if died_with is None and match is not None and int(match.group(1)) == 0:
             return AppState.SUCCEEDED, ""
         info = self._api.inspect_container(summary["Id"])
         container_state = info.get("State") or {}
+        if container_state.get("Running") or container_state.get("Restarting"):
+            return CONTAINER_STATE.get(str(container_state.get("Status")), AppState.RUNNING), ""
         exit_code = int(container_state.get("ExitCode", -1))
         if exit_code == 0:
             return AppState.SUCCEEDED, ""
@@ -592,10 +602,16 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         ]
 
     def wait_for_change(self, app_id: str, timeout: float) -> None:
-        """Returns on the first container event of the app (or after ``timeout``)."""
+        """Returns on the first container event of the app (or after ``timeout``).
+
+        Events are read on from the last one seen (or from the last ``describe``), so none
+        is missed between two calls. The exit code of a ``die`` is remembered: the daemon
+        lists a container as running for a while (tens of ms) after it died, and
+        ``describe`` would otherwise report the old state and wait a whole interval more.
+        """
         if timeout <= 0:
             return
-        since_ns = self._describe_ns.get(app_id) or time.time_ns()
+        since_ns = self._event_ns.get(app_id) or self._describe_ns.get(app_id) or time.time_ns()
         until = time.time() + timeout
         events = self._api.events(
             since=f"{since_ns // 1_000_000_000}.{since_ns % 1_000_000_000:09d}",
@@ -605,26 +621,21 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         )
         try:
             for event in events:
-                if int(event.get("timeNano") or 0) >= since_ns:
-                    if event.get("Action") == "die":
-                        self._await_listed_exit(str(event.get("id", "")), until)
-                    return
+                event_ns = int(event.get("timeNano") or 0)
+                if event_ns < since_ns:
+                    continue
+                self._event_ns[app_id] = event_ns + 1
+                container_id = str(event.get("id", ""))
+                action = event.get("Action")
+                if action == "die":
+                    attributes = (event.get("Actor") or {}).get("Attributes") or {}
+                    code = str(attributes.get("exitCode", ""))
+                    self._exits[container_id] = int(code) if code.isdigit() else -1
+                elif action in ("start", "restart"):
+                    self._exits.pop(container_id, None)
+                return
         finally:
             events.close()
-
-    def _await_listed_exit(self, container_id: str, deadline: float) -> None:
-        """Waits (briefly) until the container list shows a container that died as ended.
-
-        The daemon sends ``die`` a moment before its container list (which ``describe``
-        reads) leaves ``running``; returning at once would make the caller see the old
-        state and wait a whole interval more.
-        """
-        api = self._api
-        while time.time() < deadline:
-            found = api.containers(all=True, filters={"id": [container_id]})
-            if not found or found[0].get("State") != "running":
-                return
-            time.sleep(0.002)
 
     # -- cancel / delete -------------------------------------------------------------------
 
