@@ -18,17 +18,7 @@ source "$(dirname "$0")/lib/backend.sh"
 
 answers() { http_ok "$URL/health"; }
 
-if [ "${1:-}" = "--check" ]; then
-  answers
-  exit $?
-fi
-if answers; then
-  echo "mlflow-up: reusing the MLflow server at $URL"
-  exit 0
-fi
-
-mkdir -p "$STATE"
-chmod 700 "$STATE"
+check_or_reuse "${1:-}" "the MLflow server at $URL"
 venv="$STATE/venv"
 tool_venv "$venv" "import mlflow.server, sys; sys.exit(mlflow.__version__ != '$VERSION')" \
   "mlflow==$VERSION"

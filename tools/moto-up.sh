@@ -18,17 +18,7 @@ source "$(dirname "$0")/lib/backend.sh"
 
 answers() { http_ok "$URL/moto-api/data.json"; }
 
-if [ "${1:-}" = "--check" ]; then
-  answers
-  exit $?
-fi
-if answers; then
-  echo "moto-up: reusing the emulator at $URL"
-  exit 0
-fi
-
-mkdir -p "$STATE"
-chmod 700 "$STATE"
+check_or_reuse "${1:-}" "the emulator at $URL"
 venv="$STATE/venv"
 tool_venv "$venv" "import moto, sys; sys.exit(moto.__version__ != '$VERSION')" \
   "moto[server,batch]==$VERSION"

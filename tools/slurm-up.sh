@@ -28,17 +28,9 @@ cluster_answers() {
   [ "$(sinfo -h -N -o '%N' 2>/dev/null | sort -u | wc -l)" -ge "$NODES" ] && [ "$bad" = 0 ]
 }
 
-if [ "${1:-}" = "--check" ]; then
-  cluster_answers
-  exit $?
-fi
-if cluster_answers; then
-  echo "slurm-up: reusing the running cluster ($(sinfo -h -o '%D nodes, partition %P'))"
-  exit 0
-fi
-
+answers() { cluster_answers; }
+check_or_reuse "${1:-}" "the running cluster"
 mkdir -p "$STATE"/{run,log,spool}
-chmod 700 "$STATE"
 
 missing=()
 for prog in sbatch:slurm-client slurmctld:slurmctld slurmd:slurmd munged:munge \

@@ -19,46 +19,35 @@ if [ -z "${TORCHX_HOME:-}" ]; then
   export TORCHX_HOME="$own_home"
 fi
 
-# Real backends for the cross-package tests (tests/docker, ...): started here, or reused
-# when already up, and stopped by pid at exit. Docker comes up in the background while the
-# lint, typing and unit steps run; its output is shown only if it fails.
 backend_log="$(mktemp -t torchx-backends-XXXXXX.log)"
 # Everything the tests put in the temp dir (pytest's own dirs, workspace copies, ...) goes
 # into one directory, exported as TMPDIR for the test steps only and removed at exit.
 test_tmp="$(mktemp -d -t torchx-tests-XXXXXX)"
+# Real backends for the cross-package tests: each started in the background while the lint,
+# typing and unit steps run (its output shown only if it fails), or reused when already up,
+# and stopped by pid at exit unless it was already up (docker-down.sh itself stops only what
+# docker-up.sh started).
+backends=(docker slurm moto mlflow)
+declare -A up_pid was_up
 stop_backends() {
-  bash tools/docker-down.sh >>"$backend_log" 2>&1
-  [ "$slurm_was_up" = 1 ] || bash tools/slurm-down.sh >>"$backend_log" 2>&1
-  [ "$moto_was_up" = 1 ] || bash tools/moto-down.sh >>"$backend_log" 2>&1
-  [ "$mlflow_was_up" = 1 ] || bash tools/mlflow-down.sh >>"$backend_log" 2>&1
+  for name in "${backends[@]}"; do
+    [ "${was_up[$name]:-0}" = 1 ] || bash "tools/$name-down.sh" >>"$backend_log" 2>&1
+  done
   rm -f "$backend_log"
   rm -rf "$test_tmp"
   [ -z "$own_home" ] || rm -rf "$own_home"
 }
 trap stop_backends EXIT
-bash tools/docker-up.sh >>"$backend_log" 2>&1 &
-docker_up_pid=$!
-export TORCHX_REQUIRE_DOCKER=1
-# Slurm (tests/slurm): a 4-node cluster on localhost; left running if it already was.
-slurm_was_up=0
-bash tools/slurm-up.sh --check && slurm_was_up=1
-bash tools/slurm-up.sh >>"$backend_log" 2>&1 &
-slurm_up_pid=$!
-export TORCHX_REQUIRE_SLURM=1
-# AWS Batch (tests/batch): moto's emulator on localhost, running jobs in the Docker daemon
-# above; left running if it already was.
-moto_was_up=0
-bash tools/moto-up.sh --check && moto_was_up=1
-bash tools/moto-up.sh >>"$backend_log" 2>&1 &
-moto_up_pid=$!
-export TORCHX_REQUIRE_MOTO=1
-# MLflow (tests/mlflow): `mlflow server` with a SQLite store on localhost; left running if
-# it already was.
-mlflow_was_up=0
-bash tools/mlflow-up.sh --check && mlflow_was_up=1
-bash tools/mlflow-up.sh >>"$backend_log" 2>&1 &
-mlflow_up_pid=$!
-export TORCHX_REQUIRE_MLFLOW=1
+for name in "${backends[@]}"; do
+  # docker-up.sh has no --check: its down script already leaves a reused daemon alone
+  [ "$name" != docker ] && bash "tools/$name-up.sh" --check && was_up[$name]=1
+  bash "tools/$name-up.sh" >>"$backend_log" 2>&1 &
+  up_pid[$name]=$!
+done
+# tests/docker (dockerd, the test image, a local registry), tests/slurm (a 4-node cluster on
+# localhost), tests/batch (moto's emulator, running jobs in that Docker daemon), tests/mlflow
+# (`mlflow server` with a SQLite store): fail rather than skip when the backend is missing.
+export TORCHX_REQUIRE_DOCKER=1 TORCHX_REQUIRE_SLURM=1 TORCHX_REQUIRE_MOTO=1 TORCHX_REQUIRE_MLFLOW=1
 
 failed=()
 step() {
@@ -78,22 +67,12 @@ step run slurm:test
 step run k8s:test
 step run batch:test
 step run mlflow:test
-if ! wait "$docker_up_pid"; then
-  cat "$backend_log"
-  failed+=("tools/docker-up.sh")
-fi
-if ! wait "$slurm_up_pid"; then
-  cat "$backend_log"
-  failed+=("tools/slurm-up.sh")
-fi
-if ! wait "$moto_up_pid"; then
-  cat "$backend_log"
-  failed+=("tools/moto-up.sh")
-fi
-if ! wait "$mlflow_up_pid"; then
-  cat "$backend_log"
-  failed+=("tools/mlflow-up.sh")
-fi
+for name in "${backends[@]}"; do
+  if ! wait "${up_pid[$name]}"; then
+    cat "$backend_log"
+    failed+=("tools/$name-up.sh")
+  fi
+done
 step run test tests
 
 if [ ${#failed[@]} -ne 0 ]; then

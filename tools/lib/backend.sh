@@ -2,6 +2,22 @@
 # the real backends of the test suite (sourced, not run). Each script sets STATE (its private
 # state directory) and NAME (the prefix of its messages) before calling these.
 
+# check_or_reuse ARG WHAT: the common start of an up script, whose `answers` function tells
+# whether its server already answers. With ARG `--check`, exits with that answer; when it
+# answers, says it reuses WHAT and exits 0; otherwise makes the private $STATE and returns.
+check_or_reuse() {
+  if [ "${1:-}" = "--check" ]; then
+    answers
+    exit $?
+  fi
+  if answers; then
+    echo "$NAME: reusing $2"
+    exit 0
+  fi
+  mkdir -p "$STATE"
+  chmod 700 "$STATE"
+}
+
 # apt_install PACKAGE...: installs Debian packages without recommends. Another job (the other
 # up scripts run beside each other) may hold the apt/dpkg lock for a while: wait for it, and
 # retry a failed update/install a few times. The log is $STATE/apt.log, shown on failure.
