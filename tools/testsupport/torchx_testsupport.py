@@ -87,3 +87,26 @@ def write_dist(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(source))
     return dist_info
+
+
+class StandInApp:
+    """An app for the log followers, which ask only ``describe(app_id).state``: RUNNING until
+    ``finish()``. Real apps of real schedulers are covered in each scheduler's own tests."""
+
+    def __init__(self) -> None:
+        from torchx.specs import AppState
+
+        self.state = AppState.RUNNING
+
+    def describe(self, app_id: str) -> Any:
+        return _Description(self.state)
+
+    def finish(self) -> None:
+        from torchx.specs import AppState
+
+        self.state = AppState.SUCCEEDED
+
+
+class _Description:
+    def __init__(self, state: Any) -> None:
+        self.state = state

@@ -8,21 +8,10 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
+
+from torchx_testsupport import StandInApp
 
 from torchx.schedulers.log_files import LogIterator, follow_chunks, read_chunks
-from torchx.specs import AppState
-
-
-class _App:
-    def __init__(self) -> None:
-        self.state = AppState.RUNNING
-
-    def describe(self, app_id: str) -> Any:
-        class _Desc:
-            state = self.state
-
-        return _Desc()
 
 
 def test_read_chunks_end_at_line_ends(tmp_path: Path) -> None:
@@ -37,7 +26,7 @@ def test_read_chunks_end_at_line_ends(tmp_path: Path) -> None:
 
 def test_follow_chunks_hold_back_a_partial_line_while_the_app_runs(tmp_path: Path) -> None:
     log = tmp_path / "out.log"
-    app = _App()
+    app = StandInApp()
     written = threading.Event()
 
     def writer() -> None:
@@ -46,7 +35,7 @@ def test_follow_chunks_hold_back_a_partial_line_while_the_app_runs(tmp_path: Pat
             f.flush()
             written.wait(5)
             f.write(b"o\nthree")
-        app.state = AppState.SUCCEEDED
+        app.finish()
 
     chunks = follow_chunks(app, "app", str(log))
     thread = threading.Thread(target=writer)
@@ -59,11 +48,11 @@ def test_follow_chunks_hold_back_a_partial_line_while_the_app_runs(tmp_path: Pat
 
 def test_log_iterator_offers_raw_chunks(tmp_path: Path) -> None:
     log = tmp_path / "out.log"
-    app = _App()
+    app = StandInApp()
     assert list(LogIterator("app", str(log), app, should_tail=False).raw_chunks()) == []
     log.write_bytes(b"a\xff\nb\n")
     assert list(LogIterator("app", str(log), app, should_tail=False).raw_chunks()) == [
         b"a\xff\nb\n"
     ]
-    app.state = AppState.SUCCEEDED
+    app.finish()
     assert list(LogIterator("app", str(log), app).raw_chunks()) == [b"a\xff\nb\n"]

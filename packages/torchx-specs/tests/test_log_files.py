@@ -4,33 +4,16 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
+from torchx_testsupport import StandInApp
 
 from torchx.schedulers.log_files import LogIterator, follow_lines, read_lines
-from torchx.specs import AppState
-
-
-class _App:
-    """Reports RUNNING until ``finish()``; the follower only asks ``describe``."""
-
-    def __init__(self) -> None:
-        self.state = AppState.RUNNING
-
-    def describe(self, app_id: str) -> Any:
-        class _Desc:
-            state = self.state
-
-        return _Desc()
-
-    def finish(self) -> None:
-        self.state = AppState.SUCCEEDED
 
 
 def test_follows_a_growing_file_until_the_app_ends(tmp_path: Path) -> None:
     log = tmp_path / "out.log"
-    app = _App()
+    app = StandInApp()
     written = threading.Event()
 
     def writer() -> None:
@@ -52,7 +35,7 @@ def test_follows_a_growing_file_until_the_app_ends(tmp_path: Path) -> None:
 
 def test_log_iterator_without_tail_reads_what_is_there(tmp_path: Path) -> None:
     log = tmp_path / "out.log"
-    app = _App()
+    app = StandInApp()
     assert list(LogIterator("app", str(log), app, should_tail=False)) == []
     log.write_text("a\nb\n")
     assert list(LogIterator("app", str(log), app, should_tail=False)) == ["a\n", "b\n"]
@@ -60,7 +43,7 @@ def test_log_iterator_without_tail_reads_what_is_there(tmp_path: Path) -> None:
 
 
 def test_a_finished_app_without_its_file_is_an_error(tmp_path: Path) -> None:
-    app = _App()
+    app = StandInApp()
     app.finish()
     with pytest.raises(RuntimeError, match="without writing its log file"):
         list(LogIterator("app", str(tmp_path / "never.log"), app))
