@@ -175,5 +175,33 @@ def print_medians(
     return medians
 
 
+_IMPORT_PROBE = """
+import sys
+from torchx.cli.main import main
+roots, argv = sys.argv[1].split(","), sys.argv[2:]
+try:
+    main(argv)
+except SystemExit:
+    pass
+print(sorted(m for m in sys.modules if m.split(".")[0] in roots), file=sys.stderr)
+"""
+
+
+def sdk_modules_imported(
+    python: Path | str,
+    argv: Sequence[str],
+    sdks: Sequence[str],
+    env: Mapping[str, str],
+    cwd: str | None = None,
+) -> bool:
+    """Whether ``torchx <argv>`` run by ``python`` imports any module of ``sdks``
+    (top-level package names such as ``docker``): light commands must not."""
+    proc = subprocess.run(
+        [str(python), "-c", _IMPORT_PROBE, ",".join(sdks), *argv],
+        env=env, cwd=cwd, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return proc.stderr.strip().splitlines()[-1:] != ["[]"]
+
+
 def verdict(ok: bool) -> str:
     return "ok" if ok else "MISS"

@@ -34,6 +34,7 @@ from _harness import (
     ensure_upstream_venv,
     interleaved,
     print_medians,
+    sdk_modules_imported,
     verdict,
 )
 
@@ -59,19 +60,6 @@ DRYRUN_SCRIPT = textwrap.dedent(
         runner.dryrun(app, "local_docker", cfg={})
         samples.append(time.perf_counter() - start)
     print(statistics.median(samples))
-    """
-)
-
-IMPORT_PROBE = textwrap.dedent(
-    """
-    import sys
-    from torchx.cli.main import main
-    try:
-        main(sys.argv[1:])
-    except SystemExit:
-        pass
-    loaded = sorted(m for m in sys.modules if m == "docker" or m.startswith("docker."))
-    print("DOCKER-IMPORTED" if loaded else "clean", file=sys.stderr)
     """
 )
 
@@ -165,11 +153,7 @@ def main() -> None:
             ["run", "--dryrun", "-s", "local_docker", "--workspace", "", *echo],
         ]
         for argv in probes:
-            proc = subprocess.run(
-                [str(OURS / "python"), "-c", IMPORT_PROBE, *argv],
-                env=env, cwd=project, capture_output=True, text=True, check=False,
-            )  # fmt: skip
-            clean = proc.stderr.strip().endswith("clean")
+            clean = not sdk_modules_imported(OURS / "python", argv, ("docker",), env, project)
             print(f"(f) torchx {' '.join(argv)}: docker SDK {'not ' if clean else ''}imported:"
                   f" {verdict(clean)}")  # fmt: skip
     sys.exit(0)

@@ -24,7 +24,14 @@ import sys
 import tempfile
 import textwrap
 
-from _harness import ROOT, bench_env, compile_sources, ensure_upstream_venv, verdict
+from _harness import (
+    ROOT,
+    bench_env,
+    compile_sources,
+    ensure_upstream_venv,
+    sdk_modules_imported,
+    verdict,
+)
 
 OURS = ROOT / ".venv" / "bin"
 
@@ -51,19 +58,6 @@ SCRIPT = textwrap.dedent(
         text = str(info)
         show.append(time.perf_counter() - start)
     print(statistics.median(dry), statistics.median(show), len(text))
-    """
-)
-
-IMPORT_PROBE = textwrap.dedent(
-    """
-    import sys
-    from torchx.cli.main import main
-    try:
-        main(sys.argv[1:])
-    except SystemExit:
-        pass
-    loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("kubernetes", "docker"))
-    print("SDK-IMPORTED" if loaded else "clean", file=sys.stderr)
     """
 )
 
@@ -104,11 +98,9 @@ def main() -> None:
         print(f"\n(a) dryrun <= 0.5 s and >= 10x faster: {verdict(ok_a)}")
         print(f"(b) printing >= 10x faster: {verdict(ok_b)}")
         for argv in (["--help"], ["builtins"], ["runopts"], ["runopts", "kubernetes"]):
-            proc = subprocess.run(
-                [str(OURS / "python"), "-c", IMPORT_PROBE, *argv],
-                env=env, cwd=tmp, capture_output=True, text=True, check=False,
-            )  # fmt: skip
-            clean = proc.stderr.strip().endswith("clean")
+            clean = not sdk_modules_imported(
+                OURS / "python", argv, ("kubernetes", "docker"), env, tmp
+            )
             print(f"(c) torchx {' '.join(argv)}: kubernetes/docker SDK"
                   f" {'not ' if clean else ''}imported: {verdict(clean)}")  # fmt: skip
     sys.exit(0)
