@@ -31,6 +31,7 @@ from torchx.schedulers.api import (
     filter_regex,
     split_lines,
     split_lines_iterator,
+    stream_name,
 )
 from torchx.specs import (
     NULL_RESOURCE,
@@ -563,3 +564,13 @@ def test_lazy_scheduler_attribute() -> None:
     assert torchx.schedulers.Scheduler is Scheduler
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         torchx.schedulers.Nope  # noqa: B018
+
+
+def test_stream_name_defaults_to_combined_and_rejects_others() -> None:
+    assert stream_name(None) == "combined"
+    assert stream_name(Stream.STDERR) == "stderr"
+    assert stream_name("stdout") == "stdout"
+    with pytest.raises(
+        ValueError, match="unknown log stream 'both'; use stdout, stderr or combined"
+    ):
+        stream_name("both")

@@ -32,6 +32,8 @@ from torchx.schedulers.api import (
     Scheduler,
     Stream,
     StructuredOpts,
+    filter_regex,
+    stream_name,
 )
 from torchx.schedulers.local_logs import LogIterator, follow_lines, read_lines
 from torchx.schedulers.log_files import LogLines, follow_chunks, read_chunks
@@ -79,7 +81,6 @@ RANK0_ENV = "TORCHX_RANK0_HOST"
 ENV_TORCHELASTIC_ERROR_FILE = "TORCHELASTIC_ERROR_FILE"
 ENV_PET_LOG_DIR = "PET_LOG_DIR"
 
-_STREAM_KEYS = {"stdout": "stdout", "stderr": "stderr", "combined": "combined"}
 _DELETE_WAIT_S = 30.0
 _POLL_S = 0.01
 _STALE_TMP_DIR_S = 3600.0
@@ -1143,18 +1144,11 @@ class LocalScheduler(Scheduler[Opts]):
                 f"role {role_name!r} of app {app_id} has replicas 0..{len(replicas) - 1};"
                 f" there is no replica {k}"
             )
-        stream = "combined" if streams is None else str(getattr(streams, "value", streams))
-        key = _STREAM_KEYS.get(stream)
-        if key is None:
-            raise ValueError(
-                f"unknown log stream {stream!r}; use one of: {', '.join(_STREAM_KEYS)}"
-            )
-        path = replicas[k][key]
+        stream = stream_name(streams)
+        path = replicas[k][stream]
         if should_tail:
             if regex:
-                import re
-
-                return filter(re.compile(regex).search, follow_lines(self, app_id, path))
+                return filter_regex(regex, follow_lines(self, app_id, path))
             return LogLines(
                 lambda: follow_lines(self, app_id, path),
                 lambda: follow_chunks(self, app_id, path),

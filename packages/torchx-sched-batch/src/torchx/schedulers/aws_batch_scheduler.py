@@ -35,6 +35,7 @@ from torchx.schedulers.api import (
     Scheduler,
     Stream,
     StructuredOpts,
+    stream_name,
 )
 from torchx.schedulers.aws_batch_clients import (
     AWSBatchError,
@@ -543,7 +544,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         """
         from torchx.schedulers.aws_batch_logs import iter_log_events
 
-        stream = "combined" if streams is None else str(getattr(streams, "value", streams))
+        stream = stream_name(streams)
         if stream != "combined":
             raise ValueError(
                 f"aws_batch has no separate {stream} log: Batch writes stdout and stderr of"

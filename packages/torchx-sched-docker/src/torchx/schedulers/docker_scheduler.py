@@ -26,7 +26,6 @@ import fnmatch
 import json
 import os
 import re
-import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -38,6 +37,8 @@ from torchx.schedulers.api import (
     Scheduler,
     Stream,
     StructuredOpts,
+    filter_regex,
+    stream_name,
 )
 from torchx.specs.api import (
     NONE,
@@ -648,15 +649,14 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             name=_container_name(app_id, "cancelled", 0),
             labels={LABEL_APP_ID: app_id, LABEL_CANCELLED: "1"},
         )
-        threads = [
-            threading.Thread(target=self._stop, args=(str(s["Id"]),), daemon=True)
-            for s in summaries
-            if s.get("State") != "exited"
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        running = [str(s["Id"]) for s in summaries if s.get("State") != "exited"]
+        if not running:
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        # stopped side by side (each may take the stop timeout); a failure reaches the caller
+        with ThreadPoolExecutor(max_workers=min(len(running), 16)) as pool:
+            list(pool.map(self._stop, running))
 
     def _stop(self, container_id: str) -> None:
         try:
@@ -707,9 +707,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                 f" of app {app_id}; remove the stray ones (docker ps -a --filter"
                 f" label={LABEL_APP_ID}={app_id})"
             )
-        stream = "combined" if streams is None else str(getattr(streams, "value", streams))
-        if stream not in ("stdout", "stderr", "combined"):
-            raise ValueError(f"unknown log stream {stream!r}; use stdout, stderr or combined")
+        stream = stream_name(streams)
         kwargs: dict[str, Any] = {
             "stdout": stream != "stderr",
             "stderr": stream != "stdout",
@@ -722,10 +720,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             kwargs["until"] = until
         chunks = self._api.logs(found[0]["Id"], **kwargs)
         lines = _lines(chunks)
-        if regex:
-            pattern = re.compile(regex)
-            return (line for line in lines if pattern.search(line))
-        return lines
+        return filter_regex(regex, lines) if regex else lines
 
     def _raise_no_replica(self, app_id: str, role_name: str, k: int) -> None:
         summaries = self._containers(app_id)

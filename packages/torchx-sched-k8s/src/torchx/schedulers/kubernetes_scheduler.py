@@ -35,6 +35,7 @@ from torchx.schedulers.api import (
     Scheduler,
     Stream,
     StructuredOpts,
+    filter_regex,
 )
 from torchx.schedulers.kubernetes_render import (
     ANNOTATION_ISTIO_SIDECAR,
@@ -723,10 +724,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             for i, c in enumerate(containers)
         ]
         lines = _merge(sources) if should_tail and len(sources) > 1 else _chain(sources)
-        if regex:
-            pattern = re.compile(regex)
-            return (line for line in lines if pattern.search(line))
-        return lines
+        return filter_regex(regex, lines) if regex else lines
 
     def _container_lines(  # noqa: PLR0917
         self,

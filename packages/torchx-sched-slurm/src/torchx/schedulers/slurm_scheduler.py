@@ -26,7 +26,14 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler, Stream
+from torchx.schedulers.api import (
+    DescribeAppResponse,
+    ListAppResponse,
+    Scheduler,
+    Stream,
+    filter_regex,
+    stream_name,
+)
 from torchx.schedulers.slurm_checks import check_option, check_role_files, check_time
 from torchx.schedulers.slurm_commands import (
     SlurmCommandError,
@@ -481,20 +488,15 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
                 " lines are returned",
                 stacklevel=2,
             )
-        stream = "combined" if streams is None else str(getattr(streams, "value", streams))
-        suffixes = {"stdout": ["out"], "stderr": ["err"], "combined": ["out", "err"]}.get(stream)
-        if suffixes is None:
-            raise ValueError(f"unknown log stream {stream!r}; use stdout, stderr or combined")
+        suffixes = {"stdout": ["out"], "stderr": ["err"], "combined": ["out", "err"]}[
+            stream_name(streams)
+        ]
         log_dir = self._log_dir(job_id, role_name, k)
         base = os.path.join(log_dir, f"slurm-{job_id}-{safe_name(role_name)}-{k}")
         lines = follow_files(
             _ThrottledWatcher(self), job_id, [f"{base}.{s}" for s in suffixes], should_tail
         )
-        if regex:
-            import re
-
-            return filter(re.compile(regex).search, lines)
-        return lines
+        return filter_regex(regex, lines) if regex else lines
 
     @staticmethod
     def _log_dir(job_id: str, role_name: str, k: int) -> str:

@@ -258,6 +258,15 @@ def as_workspace_scheduler(scheduler: object) -> WorkspaceMixin[Any] | None:
     return None
 
 
+def stream_name(streams: Stream | str | None) -> str:
+    """The stream a ``log_iter`` call asks for: ``stdout``, ``stderr`` or ``combined`` (the
+    default); anything else is a one-line ``ValueError``."""
+    name = "combined" if streams is None else str(getattr(streams, "value", streams))
+    if name not in ("stdout", "stderr", "combined"):
+        raise ValueError(f"unknown log stream {name!r}; use stdout, stderr or combined")
+    return name
+
+
 def filter_regex(regex: str, lines: Iterable[str]) -> Iterator[str]:
     """Lazily keeps the lines in which ``regex`` matches (``re.search``)."""
     import re
