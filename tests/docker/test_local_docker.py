@@ -390,13 +390,6 @@ def test_push_to_local_registry_and_run_the_pushed_image(
     assert _log(runner, handle, "p") == [(ws / "pushed.txt").read_text()]
 
 
-def test_push_needs_an_image_repo(runner: Any) -> None:
-    sched = runner._scheduler(SCHED)
-    app = _app("nopush", specs.Role(name="r", image="sha256:abc", entrypoint="true"))
-    with pytest.raises(KeyError, match="image_repo"):
-        sched.dryrun_push_images(app, {})
-
-
 # -- bad input -----------------------------------------------------------------------------
 
 

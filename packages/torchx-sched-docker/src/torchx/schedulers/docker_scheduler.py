@@ -59,10 +59,12 @@ from torchx.specs.api import (
 from torchx.util.lazy_dataclass import dataclass, field
 from torchx.util.log import get_logger
 from torchx.workspace.docker_workspace import (
+    LABEL_VERSION,
     DockerWorkspaceMixin,
     connect_docker,
     daemon_unavailable,
     ensure_image,
+    local_image_id,
 )
 
 if TYPE_CHECKING:
@@ -95,7 +97,6 @@ SCHEDULER_NAME = "local_docker"
 NETWORK = "torchx"
 RANK0_ENV = "TORCHX_RANK0_HOST"
 
-LABEL_VERSION = "torchx.pytorch.org/version"
 LABEL_APP_ID = "torchx.pytorch.org/app-id"
 LABEL_ROLE_NAME = "torchx.pytorch.org/role-name"
 LABEL_REPLICA_ID = "torchx.pytorch.org/replica-id"
@@ -282,13 +283,9 @@ def _base_env(opts: Opts) -> dict[str, str]:
     if opts.copy_env:
         for pattern in opts.copy_env:
             env.update({k: v for k, v in os.environ.items() if fnmatch.fnmatchcase(k, pattern)})
-    if opts.env:
-        if not isinstance(opts.env, Mapping):
-            raise ValueError(
-                f"env must be KEY:VALUE pairs, got {opts.env!r}; write -cfg env=K1:V1,K2:V2"
-            )
+    if opts.env:  # a dict[str, str]: runopts.resolve has checked the type
         _check_env_names(opts.env, "the `env` run option")
-        env.update({str(k): str(v) for k, v in opts.env.items()})
+        env.update(opts.env)
     return env
 
 
@@ -454,11 +451,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
 
     def _ensure_image(self, image: str) -> None:
         """Pulls ``image`` (through the SDK) only when the daemon does not have it."""
-        try:
-            self._api.inspect_image(image)
-        except Exception as e:
-            if not _is_not_found(e):
-                raise
+        if local_image_id(self._api, image) is None:
             ensure_image(self._docker_client, image)
 
     def _create(self, container: DockerContainer) -> str:

@@ -54,6 +54,8 @@ __all__ = [
     "build_context",
     "connect_docker",
     "daemon_unavailable",
+    "ensure_image",
+    "local_image_id",
     "print_push_events",
 ]
 
@@ -219,7 +221,7 @@ def _base_images(dockerfile: bytes, image: str) -> tuple[list[str], bool]:
     return bases, uses_image
 
 
-def _image_id(api: Any, name: str) -> str | None:
+def local_image_id(api: Any, name: str) -> str | None:
     """The id of image ``name`` on the daemon, or ``None``; ``api`` is the SDK's low-level
     ``APIClient`` or any client with the same ``inspect_image``."""
     try:
@@ -236,7 +238,7 @@ def ensure_image(client: docker.DockerClient, image: str) -> str:
 
     Raises :class:`ImageUnavailableError` (one line) when it is neither local nor pullable.
     """
-    found = _image_id(client.api, image)
+    found = local_image_id(client.api, image)
     if found is not None:
         return found
     import docker.errors
@@ -251,7 +253,7 @@ def ensure_image(client: docker.DockerClient, image: str) -> str:
             " build or load it locally (`docker build`/`docker load`), fix the name, or"
             " `docker login` to its registry"
         ) from e
-    pulled = _image_id(client.api, image)
+    pulled = local_image_id(client.api, image)
     if pulled is None:
         raise ImageUnavailableError(f"image {image!r} was pulled but is not on the Docker host")
     return pulled
@@ -326,8 +328,10 @@ class DockerWorkspaceMixin(WorkspaceMixin[dict[str, tuple[str, str]]]):
         context, context_hash, dockerfile = build_context(workspace)
         with context:
             bases, uses_image = _base_images(dockerfile, role.image)
-            if uses_image and _image_id(api, role.image) is None:
+            base_ids = {base: local_image_id(api, base) for base in bases}
+            if uses_image and base_ids.get(role.image) is None:
                 ensure_image(self._docker_client, role.image)
+                base_ids[role.image] = local_image_id(api, role.image)
             extra_args = cfg.get("build_args") or {}
             if not isinstance(extra_args, Mapping):
                 raise ValueError(
@@ -338,7 +342,7 @@ class DockerWorkspaceMixin(WorkspaceMixin[dict[str, tuple[str, str]]]):
             build_args = {"IMAGE": role.image, "WORKSPACE": workspace, **build_args}
             key_doc = {
                 "context": context_hash,
-                "bases": [(b, _image_id(api, b)) for b in bases],
+                "bases": [(b, base_ids[b]) for b in bases],
                 "build_args": sorted(build_args.items()),
             }
             key = hashlib.sha256(json.dumps(key_doc, sort_keys=True).encode()).hexdigest()
