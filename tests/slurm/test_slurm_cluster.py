@@ -10,11 +10,13 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from torchx.schedulers.api import Stream
 from torchx.specs import AppDef, AppState, Resource, Role, Workspace, macros
 
 TORCHX = str(Path(sys.executable).parent / "torchx")
@@ -33,8 +35,6 @@ def cli(
 
 
 def wait(runner: Any, handle: str, timeout: float = 60) -> Any:
-    import time
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         status = runner.status(handle)
@@ -71,7 +71,8 @@ def test_success_and_job_names(runner: Any, workdir: Path) -> None:
     job_id = handle.rsplit("/", 1)[1]
     assert (workdir / f"slurm-{job_id}-sh-0.out").read_text() == "hello\n"
     assert logs(runner, handle, "sh") == "hello\noops\n"  # both streams by default
-    assert runner.log_lines(handle, "sh", 0, streams=None) is not None
+    assert logs(runner, handle, "sh", streams=Stream.STDOUT) == "hello\n"
+    assert logs(runner, handle, "sh", streams=Stream.STDERR) == "oops\n"
     name = subprocess.run(
         ["sacct", "-n", "-X", "-P", "-j", job_id, "--format=JobName"],
         capture_output=True,
@@ -150,6 +151,28 @@ def test_second_process_in_another_directory(runner: Any, tmp_path: Path) -> Non
     job_id = handle.rsplit("/", 1)[1]
     listed = cli("list", "-s", "slurm", cwd=other).stdout
     assert job_id in listed
+
+
+def test_list_with_an_array_job_not_submitted_by_torchx(runner: Any, workdir: Path) -> None:
+    """sacct names array tasks ``<id>_<task>`` (and pending arrays ``<id>_[1-2]``): list
+    shows them in job-id order (``int("12_1")`` would read 121)."""
+    array = subprocess.run(
+        ["sbatch", "--parsable", "--array=1-2", "--wrap", "true"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    handle = runner.run(app(sh("true"), name="beside-array"), "slurm")
+    assert wait(runner, handle).state == AppState.SUCCEEDED
+    deadline = time.monotonic() + 60
+    while not {f"{array}_1|COMPLETED", f"{array}_2|COMPLETED"} <= set(subprocess.run(
+        ["sacct", "-n", "--parsable2", "--allocations", "--format=JobID,State", "-j", array],
+        capture_output=True, text=True, check=False,
+    ).stdout.split()):  # fmt: skip
+        assert time.monotonic() < deadline, "accounting never recorded the array tasks"
+        time.sleep(0.5)
+    listed = cli("list", "-s", "slurm").stdout
+    ids = [line.split()[0].rsplit("/", 1)[-1] for line in listed.splitlines() if "://" in line]
+    job_id = handle.rsplit("/", 1)[1]
+    assert ids.index(f"{array}_1") < ids.index(f"{array}_2") < ids.index(job_id), ids
 
 
 def test_retry_by_requeue(runner: Any) -> None:

@@ -245,3 +245,10 @@ class TestWithoutSlurm:
     def test_dryrun_works_off_cluster(self, sched: SlurmScheduler) -> None:
         app = app_of(role(resource=Resource(cpu=1, gpu=0, memMB=512)))
         assert "--mem=512" in sched.submit_dryrun(app, {}).request.materialize()
+
+
+def test_job_ids_sort_numerically_with_array_tasks() -> None:
+    from torchx.schedulers.slurm_scheduler import _job_order
+
+    ids = ["13", "12_[3-5]", "9", "12_2", "100"]
+    assert sorted(ids, key=_job_order) == ["9", "12_2", "12_[3-5]", "13", "100"]

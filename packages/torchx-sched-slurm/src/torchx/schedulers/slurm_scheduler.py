@@ -110,6 +110,12 @@ _STATUS_POLL_S = 1.0  # at most one squeue per second while following a log
 # ---------------------------------------------------------------------------------------
 
 
+def _job_order(job_id: str) -> tuple[int, str]:
+    """Sort key of a job id: numeric order, also for array jobs (``123_[1-5]``, ``123_4``)."""
+    head = job_id.partition("_")[0]
+    return (int(head) if head.isdigit() else -1, job_id)
+
+
 def _records_dir() -> str:
     home = os.environ.get("TORCHX_HOME") or os.path.join(os.path.expanduser("~"), ".torchx")
     return os.path.join(home, _RECORDS)
@@ -430,7 +436,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
         elif not groups:
             raise SlurmCommandError(f"squeue failed: {first_error_line(err)}")
         result = []
-        for leader in sorted(groups, key=int):
+        for leader in sorted(groups, key=_job_order):
             group = groups[leader]
             parsed = split_job_name(group[0].name)
             result.append(
