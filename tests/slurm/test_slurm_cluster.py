@@ -180,8 +180,6 @@ def test_retry_by_requeue(runner: Any) -> None:
     role.max_retries = 1
     handle = runner.run(app(role), "slurm")
     job_id = handle.rsplit("/", 1)[1]
-    import time
-
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         status = runner.status(handle)
@@ -191,8 +189,10 @@ def test_retry_by_requeue(runner: Any) -> None:
         assert not status.is_terminal(), status
         time.sleep(0.2)
     assert status.num_restarts == 1
-    # Slurm holds a requeued job for 120 s (BeginTime); release it now
-    subprocess.run(["scontrol", "update", f"jobid={job_id}", "starttime=now"], check=True)
+    # Slurm holds a requeued job for 120 s (BeginTime); release it 2 s from now: slurmd
+    # rejects a credential issued in the same second as the requeue revoked the old one
+    # ("Job credential revoked"), and the job would fail instead of starting again
+    subprocess.run(["scontrol", "update", f"jobid={job_id}", "starttime=now+2"], check=True)
     final = wait(runner, handle)
     batch_log = Path(f"slurm-{job_id}.out")
     detail = f"{final}\n{logs(runner, handle, 'sh')}\n{batch_log.read_text()}"
