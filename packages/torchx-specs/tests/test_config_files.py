@@ -74,3 +74,27 @@ def test_malformed_file_is_one_line_naming_the_line(text: str, message: str) -> 
     with pytest.raises(ConfigError, match=message) as info:
         parse_config(io.StringIO(text), "c.ini")
     assert "\n" not in str(info.value)
+
+
+def test_torchx_home_follows_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from torchx.util.home import torchx_home
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("TORCHX_HOME", "")
+    assert torchx_home() == str(tmp_path / ".torchx")
+    monkeypatch.setenv("TORCHX_HOME", "~/state")
+    assert torchx_home() == str(tmp_path / "state")
+
+
+def test_current_user_without_a_passwd_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+    import getpass
+
+    from torchx.util.user import current_user
+
+    def no_user() -> str:
+        raise KeyError("getpwuid(): uid not found: 12345")
+
+    monkeypatch.setattr(getpass, "getuser", no_user)
+    assert current_user() == "unknown"

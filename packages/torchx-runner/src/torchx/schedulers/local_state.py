@@ -27,6 +27,7 @@ from typing import Any
 
 from torchx.util import atomic
 from torchx.util.atomic import make_private_dirs, write_private
+from torchx.util.home import torchx_home
 
 REQUEST_FILE = "request.json"
 STATE_FILE = "state.json"
@@ -50,12 +51,6 @@ TERMINAL_STATES = frozenset({SUCCEEDED, FAILED, CANCELLED})
 
 DIR_MODE = atomic.DIR_MODE
 FILE_MODE = atomic.FILE_MODE
-
-
-def torchx_home() -> str:
-    """``$TORCHX_HOME`` or ``~/.torchx``; read on every call so tests can redirect it."""
-    home = os.environ.get("TORCHX_HOME")
-    return home if home else os.path.join(os.path.expanduser("~"), ".torchx")
 
 
 def apps_root() -> str:

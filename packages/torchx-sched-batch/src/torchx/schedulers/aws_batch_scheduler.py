@@ -23,7 +23,6 @@ import it.
 from __future__ import annotations
 
 import contextlib
-import getpass
 import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -77,6 +76,7 @@ from torchx.specs.api import (
     runopts,
 )
 from torchx.util.lazy_dataclass import asdict, dataclass, field
+from torchx.util.user import current_user
 from torchx.workspace.docker_workspace import DockerWorkspaceMixin
 
 if TYPE_CHECKING:
@@ -120,13 +120,6 @@ _DESCRIBE_BATCH = 100
 """DescribeJobs takes at most 100 job ids per call."""
 
 
-def _default_user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # no passwd entry and no LOGNAME/USER
-        return "unknown"
-
-
 @dataclass
 class Opts(StructuredOpts):
     """Run options of ``aws_batch`` (the workspace adds ``image_repo``, ``quiet``,
@@ -134,7 +127,7 @@ class Opts(StructuredOpts):
 
     queue: str = field(metadata={HELP_KEY: "the AWS Batch job queue to submit to"})
     user: str = field(
-        default=_default_user(),
+        default=current_user(),
         metadata={HELP_KEY: "the user recorded in the job's torchx.pytorch.org/user tag"},
     )
     privileged: bool = field(
@@ -507,7 +500,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             f"terminate the job of {app_id}",
             self._client.terminate_job,
             jobId=str(summary["jobId"]),  # the id: some emulators ignore an ARN here
-            reason=f"{CANCEL_REASON} (user {_default_user()})",
+            reason=f"{CANCEL_REASON} (user {current_user()})",
         )
 
     def _delete_existing(self, app_id: str) -> None:

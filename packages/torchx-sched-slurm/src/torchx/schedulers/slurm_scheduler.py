@@ -74,6 +74,7 @@ from torchx.schedulers.slurm_request import (
     version,
 )
 from torchx.specs.api import AppDef, AppDryRunInfo, CfgVal, runopts
+from torchx.util.home import torchx_home
 from torchx.workspace.dir_workspace import DirWorkspaceMixin
 
 if TYPE_CHECKING:
@@ -117,7 +118,7 @@ def _job_order(job_id: str) -> tuple[int, str]:
 
 
 def _records_dir() -> str:
-    home = os.environ.get("TORCHX_HOME") or os.path.join(os.path.expanduser("~"), ".torchx")
+    home = torchx_home()
     return os.path.join(home, _RECORDS)
 
 

@@ -4,7 +4,6 @@ Kept free of heavy imports: ``import torchx.specs`` must stay within the start-u
 (see docs/design.md), so ``pathlib`` is imported only inside :func:`TORCHX_HOME`.
 """
 
-import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, NamedTuple
@@ -131,8 +130,9 @@ def TORCHX_HOME(*subdir_paths: str) -> "pathlib.Path":
     import pathlib
 
     from torchx.util.atomic import make_private_dirs
+    from torchx.util.home import torchx_home
 
-    path = pathlib.Path(os.environ.get("TORCHX_HOME") or "~/.torchx").expanduser()
+    path = pathlib.Path(torchx_home())
     path = path.joinpath(*subdir_paths)
     make_private_dirs(str(path))
     return path

@@ -41,8 +41,9 @@ def interpreter_tag() -> str:
 
 def cache_file(name: str) -> str:
     """``$TORCHX_HOME/cache/<name>-<interpreter tag>.marshal`` (TORCHX_HOME: ``~/.torchx``)."""
-    home = os.environ.get("TORCHX_HOME") or os.path.join(os.path.expanduser("~"), ".torchx")
-    return os.path.join(home, "cache", f"{name}-{interpreter_tag()}.marshal")
+    from torchx.util.home import torchx_home  # loaded with the cache, not at import
+
+    return os.path.join(torchx_home(), "cache", f"{name}-{interpreter_tag()}.marshal")
 
 
 def read(path: str) -> "Any":

@@ -23,6 +23,8 @@ import os
 import re
 
 from torchx.util.config_files import CONFIG_FILE, find_config_files, read_config
+from torchx.util.home import torchx_home
+from torchx.util.user import current_user
 
 __all__ = [
     "CONFIG_FILE",
@@ -66,15 +68,14 @@ class TrackerSettings:
 
 def default_experiment_name() -> str:
     """``default-experiment/<user>/<host fqdn>`` (upstream TorchX's default)."""
-    import getpass
     import socket
 
-    return f"default-experiment/{getpass.getuser()}/{socket.getfqdn()}"
+    return f"default-experiment/{current_user()}/{socket.getfqdn()}"
 
 
 def default_tracking_uri() -> str:
     """``sqlite:///$TORCHX_HOME/mlflow/mlflow.db``: a private store, not a shared temp dir."""
-    home = os.environ.get("TORCHX_HOME") or os.path.join(os.path.expanduser("~"), ".torchx")
+    home = torchx_home()
     return "sqlite:///" + os.path.join(os.path.abspath(home), "mlflow", "mlflow.db")
 
 
