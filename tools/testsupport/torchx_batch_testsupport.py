@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import urllib.request
-from typing import Any
 
 PORT = int(os.environ.get("TORCHX_TEST_MOTO_PORT", "4566"))
 ENDPOINT = f"http://127.0.0.1:{PORT}"
@@ -33,31 +32,12 @@ def emulator_answers() -> bool:
         return False
 
 
-def set_state_transition(seconds: float | None) -> None:
-    """Makes each Batch job state last ``seconds`` in the emulator (None: moto's default,
-    where the states before RUNNING flash by)."""
-    import json
-
-    if seconds is None:
-        body: dict[str, Any] = {"model_name": "batch::job"}
-        path = "/moto-api/state-manager/unset-transition"
-    else:
-        body = {
-            "model_name": "batch::job",
-            "transition": {"progression": "time", "seconds": seconds},
-        }
-        path = "/moto-api/state-manager/set-transition"
-    request = urllib.request.Request(ENDPOINT + path, data=json.dumps(body).encode(), method="POST")
-    with urllib.request.urlopen(request, timeout=10):
-        pass
-
-
-def create_queue(name: str, session: Any = None) -> str:
+def create_queue(name: str) -> str:
     """Creates (or reuses) a Batch job queue ``name`` with an unmanaged compute environment
     in the emulator and returns its ARN. Needs :data:`AWS_ENV` in the environment."""
     import boto3
 
-    session = session or boto3.session.Session()
+    session = boto3.session.Session()
     batch = session.client("batch")
     found = batch.describe_job_queues(jobQueues=[name])["jobQueues"]
     if found:

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from enum import Enum
 from typing import Any
 
+from torchx.settings import ENV_TORCHX_IMAGE, ENV_TORCHX_ROLE_IDX, ENV_TORCHX_ROLE_NAME
 from torchx.specs.api import (
     AppDef,
     BindMount,
@@ -50,9 +51,6 @@ __all__ = [
     "retry_strategy",
 ]
 
-ENV_TORCHX_ROLE_IDX = "TORCHX_ROLE_IDX"
-ENV_TORCHX_ROLE_NAME = "TORCHX_ROLE_NAME"
-ENV_TORCHX_IMAGE = "TORCHX_IMAGE"
 DEFAULT_ROLE_NAME = "node"
 RANK0_ENV = "AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS"
 MAX_NODE_RANGES = 5

@@ -488,10 +488,31 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
 
     # -- cancel / delete -------------------------------------------------------------------
 
-    def _cancel_existing(self, app_id: str) -> None:
+    def cancel(self, app_id: str) -> None:
         """Terminates the job (queued or running); Batch ends it FAILED with our reason,
-        which reads as CANCELLED."""
+        which reads as CANCELLED. One lookup of the job (unknown ids are ignored)."""
+        self._terminate(app_id, self._find_job(app_id))
+
+    def delete(self, app_id: str) -> None:
+        """Terminates the job if it still runs and deregisters its job definition (Batch
+        itself keeps a record of finished jobs for a while)."""
         summary = self._find_job(app_id)
+        self._terminate(app_id, summary)
+        if summary is None or not summary.get("jobDefinition"):
+            return
+        api_call(
+            f"deregister the job definition of {app_id}",
+            self._client.deregister_job_definition,
+            jobDefinition=str(summary["jobDefinition"]),
+        )
+
+    def _cancel_existing(self, app_id: str) -> None:
+        self.cancel(app_id)
+
+    def _delete_existing(self, app_id: str) -> None:
+        self.delete(app_id)
+
+    def _terminate(self, app_id: str, summary: dict[str, Any] | None) -> None:
         if summary is None or is_terminal(
             JOB_STATE.get(str(summary.get("status")), AppState.UNKNOWN)
         ):
@@ -501,19 +522,6 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             self._client.terminate_job,
             jobId=str(summary["jobId"]),  # the id: some emulators ignore an ARN here
             reason=f"{CANCEL_REASON} (user {current_user()})",
-        )
-
-    def _delete_existing(self, app_id: str) -> None:
-        """Terminates the job if it still runs and deregisters its job definition (Batch
-        itself keeps a record of finished jobs for a while)."""
-        self._cancel_existing(app_id)
-        summary = self._find_job(app_id)
-        if summary is None or not summary.get("jobDefinition"):
-            return
-        api_call(
-            f"deregister the job definition of {app_id}",
-            self._client.deregister_job_definition,
-            jobDefinition=str(summary["jobDefinition"]),
         )
 
     # -- logs ------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["SlurmCommandError", "SlurmNotFoundError", "run", "run_checked"]
+__all__ = ["SlurmCommandError", "SlurmNotFoundError", "first_error_line", "run"]
 
 
 class SlurmCommandError(Exception):
@@ -91,11 +91,3 @@ def first_error_line(stderr: str) -> str:
         if line.startswith(prefix):
             return line[len(prefix) :]
     return line
-
-
-def run_checked(argv: list[str], what: str) -> str:
-    """stdout of ``argv``; a non-zero exit raises :class:`SlurmCommandError` naming ``what``."""
-    code, out, err = run(argv)
-    if code != 0:
-        raise SlurmCommandError(f"{what} failed ({argv[0]} exit {code}): {first_error_line(err)}")
-    return out
