@@ -591,6 +591,15 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
 
     # -- cancel / delete -------------------------------------------------------------------
 
+    def cancel(self, app_id: str) -> None:
+        """Cancels the app; an unknown one is ignored by the calls themselves, so no
+        ``describe`` (a job read plus a pod list) comes first."""
+        self._cancel_existing(app_id)
+
+    def delete(self, app_id: str) -> None:
+        """Deletes the app; deleting an unknown one changes nothing (see :meth:`cancel`)."""
+        self._delete_existing(app_id)
+
     def _cancel_existing(self, app_id: str) -> None:
         """Volcano: aborts the job; batch: suspends the Jobs. Both are kept for inspection."""
         from torchx.schedulers.kubernetes_client import call
