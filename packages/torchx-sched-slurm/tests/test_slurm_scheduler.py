@@ -252,3 +252,19 @@ def test_job_ids_sort_numerically_with_array_tasks() -> None:
 
     ids = ["13", "12_[3-5]", "9", "12_2", "100"]
     assert sorted(ids, key=_job_order) == ["9", "12_2", "12_[3-5]", "13", "100"]
+
+
+def test_every_macro_is_substituted_like_the_other_schedulers() -> None:
+    from torchx.schedulers.slurm_scheduler import create_scheduler
+    from torchx.specs import AppDef, Role, macros
+
+    role = Role(
+        name="r",
+        image="/img",
+        entrypoint="echo",
+        args=[macros.img_root, macros.base_img_root, macros.replica_id],
+    )
+    req = create_scheduler("t").submit_dryrun(AppDef("a", [role]), {}).request
+    script = req.materialize()
+    assert "echo /img DEPRECATED 0" in script
+    assert "base_img_root" not in script

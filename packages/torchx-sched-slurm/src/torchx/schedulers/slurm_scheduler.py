@@ -73,7 +73,7 @@ from torchx.schedulers.slurm_request import (
     safe_name,
     version,
 )
-from torchx.specs.api import AppDef, AppDryRunInfo, CfgVal, runopts
+from torchx.specs.api import AppDef, AppDryRunInfo, CfgVal, macros, runopts
 from torchx.util.home import torchx_home
 from torchx.workspace.dir_workspace import DirWorkspaceMixin
 
@@ -256,15 +256,13 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
                     " give the program's path without '=' (arguments go in Role.args)"
                 )
             template = RoleTemplate(role, group_opts(opts, role.resource, nomem), workdir)
-            img_root = role.image
+            # every macro (base_img_root too), as the other schedulers substitute them
+            shared = macros.Values(
+                img_root=role.image, app_id=APP_ID_MARK, replica_id="", rank0_env=RANK0_ENV
+            ).to_dict()
             for i in range(role.num_replicas):
                 name = f"{role_label}-{i}"
-                values = {
-                    "img_root": img_root,
-                    "app_id": APP_ID_MARK,
-                    "replica_id": str(i),
-                    "rank0_env": RANK0_ENV,
-                }
+                values = {**shared, "replica_id": str(i)}
                 replicas[name] = template.for_replica(name, f"{app_label}:{name}", values)
         request = SlurmBatchRequest(
             cmd=cmd,
