@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from torchx_testsupport import StandInApp
 
-from torchx.schedulers.log_files import LogIterator, follow_lines, read_lines
+from torchx.schedulers.log_files import LogIterator, follow_files, follow_lines, read_lines
 
 
 def test_follows_a_growing_file_until_the_app_ends(tmp_path: Path) -> None:
@@ -47,3 +47,23 @@ def test_a_finished_app_without_its_file_is_an_error(tmp_path: Path) -> None:
     app.finish()
     with pytest.raises(RuntimeError, match="without writing its log file"):
         list(LogIterator("app", str(tmp_path / "never.log"), app))
+
+
+def test_follow_files_reads_both_streams_until_the_app_ends(tmp_path: Path) -> None:
+    out, err = tmp_path / "r.out", tmp_path / "r.err"
+    app = StandInApp()
+    got: list[str] = []
+    reader = threading.Thread(
+        target=lambda: got.extend(follow_files(app, "a", [str(out), str(err)], True))
+    )
+    reader.start()
+    out.write_text("first\npart")  # err does not exist yet: it counts as empty
+    err.write_text("oops\n")
+    with out.open("a") as f:
+        f.write("ial\nlast without newline")
+    app.finish()
+    reader.join(timeout=30)
+    assert not reader.is_alive()
+    assert sorted(got) == ["first\n", "last without newline", "oops\n", "partial\n"]
+    # not tailing: what is there now, at once
+    assert sorted(follow_files(app, "a", [str(out), str(err)], False)) == sorted(got)

@@ -16,8 +16,8 @@ environment (virtualenv, working directory) on a shared filesystem: no container
 Handles look like ``slurm://<session>/<job id>``. The pieces: ``slurm_request`` (run
 options, het components, the batch script), ``slurm_checks`` (what is checked before
 queueing), ``slurm_commands`` (running Slurm's programs), ``slurm_parse`` (their output,
-every version), ``slurm_describe`` (rows -> app status), ``slurm_logs`` (a replica's two
-log files as one stream).
+every version), ``slurm_describe`` (rows -> app status); a replica's two log files
+are followed as one stream by torchx-specs' ``log_files.follow_files``.
 """
 
 from __future__ import annotations
@@ -181,11 +181,6 @@ class _ThrottledWatcher:
         if self._last is None or now - self._last[0] >= self._interval:
             self._last = (now, self._scheduler.describe(app_id))
         return self._last[1]
-
-    def wait_for_change(self, app_id: str, timeout: float) -> None:
-        import time
-
-        time.sleep(timeout)
 
 
 class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
@@ -482,7 +477,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
         (a warning says so). With ``should_tail`` the lines are followed until the job
         ends.
         """
-        from torchx.schedulers.slurm_logs import follow_files
+        from torchx.schedulers.log_files import follow_files
 
         job_id = _valid_job_id(app_id)
         if since or until:

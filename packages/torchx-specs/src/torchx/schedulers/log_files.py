@@ -27,6 +27,7 @@ __all__ = [
     "LogIterator",
     "LogLines",
     "follow_chunks",
+    "follow_files",
     "follow_lines",
     "open_log",
     "read_chunks",
@@ -141,6 +142,45 @@ def follow_lines(scheduler: _AppWatcher, app_id: str, path: str) -> Iterator[str
                 yield "".join(pending)
 
         yield from _follow(scheduler, app_id, drain)
+
+
+def follow_files(
+    scheduler: _AppWatcher, app_id: str, paths: list[str], should_tail: bool
+) -> Iterator[str]:
+    """Lines of several log files of one replica (stdout and stderr written apart, as srun
+    does), each file's in order; followed until the app ends when ``should_tail``.
+
+    One path is :class:`LogIterator`. Several: a file that does not exist yet counts as
+    empty, only whole lines are yielded while the app runs, and partial last lines are
+    yielded once it has ended.
+    """
+    if len(paths) == 1:
+        yield from LogIterator(app_id, paths[0], scheduler, should_tail=should_tail)
+        return
+    files: dict[str, IO[str]] = {}
+    partial = dict.fromkeys(paths, "")
+
+    def drain(final: bool) -> Iterator[str]:
+        for path in paths:
+            f = files.get(path)
+            if f is None:
+                if not os.path.isfile(path):
+                    continue
+                f = files[path] = open_log(path)
+            for chunk in iter(f.readline, ""):
+                if chunk.endswith("\n"):
+                    yield partial[path] + chunk
+                    partial[path] = ""
+                else:
+                    partial[path] += chunk
+        if final:
+            yield from (rest for rest in partial.values() if rest)
+
+    try:
+        yield from _follow(scheduler, app_id, drain) if should_tail else drain(True)
+    finally:
+        for f in files.values():
+            f.close()
 
 
 class LogLines(Iterator[str]):
