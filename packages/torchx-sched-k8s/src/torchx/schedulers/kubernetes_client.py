@@ -26,7 +26,6 @@ __all__ = [
     "read_json",
 ]
 
-VOLCANO = ("batch.volcano.sh", "v1alpha1", "jobs")
 SERVICE_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"  # noqa: S105 (a path)
 REQUEST_TIMEOUT_S = 60
 

@@ -379,12 +379,11 @@ def _env_entry(name: str, value: str) -> dict[str, Any]:
 class _Substituter:
     """Applies the macros to a role's args and env for one replica, cheaply.
 
-    Only strings holding a ``$`` are templated, and one that does not mention
-    ``replica_id`` is templated once per rank-0 variant; when no arg or env value depends
-    on the replica, every replica shares the same command and env lists.
+    Only strings holding a ``$`` are templated; ``per_replica`` tells callers whether any
+    depends on the replica (when none does, they reuse one result for every replica).
     """
 
-    __slots__ = ("args", "cache", "env", "per_replica", "templated_args", "templated_env")
+    __slots__ = ("args", "env", "per_replica", "templated_args", "templated_env")
 
     def __init__(self, role: Role) -> None:
         self.args = list(role.args)
@@ -394,15 +393,9 @@ class _Substituter:
         self.per_replica = any("replica_id" in a.template for _, a in self.templated_args) or any(
             "replica_id" in t.template for t in self.templated_env.values()
         )
-        self.cache: dict[str, tuple[list[str], list[dict[str, Any]]]] = {}
 
     def apply(self, mapping: dict[str, str]) -> tuple[list[str], list[dict[str, Any]]]:
-        """``(args, env entries)`` for ``mapping``; shared between calls when possible."""
-        key = mapping["rank0_env"]
-        if not self.per_replica:
-            cached = self.cache.get(key)
-            if cached is not None:
-                return cached
+        """``(args, env entries)`` for ``mapping``."""
         args = self.args
         if self.templated_args:
             args = list(args)
@@ -413,23 +406,18 @@ class _Substituter:
             _env_entry(k, templated[i].safe_substitute(mapping) if i in templated else v)
             for i, (k, v) in enumerate(self.env)
         ]
-        if not self.per_replica:
-            self.cache[key] = (args, env)
         return args, env
 
 
-def pod_spec(  # noqa: PLR0917 (one call shape, used by role_to_pod too)
-    role: Role,
+def pod_spec(
     container_name: str,
     image: str,
     command: list[str],
     env: list[dict[str, Any]],
-    parts: _RoleParts | None = None,
-    opts: RenderOptions | None = None,
+    parts: _RoleParts,
 ) -> dict[str, Any]:
-    """The pod ``spec`` of one replica (one container named ``container_name``)."""
-    if parts is None:
-        parts = _RoleParts(role, opts or RenderOptions())
+    """The pod ``spec`` of one replica (one container named ``container_name``); ``parts``
+    holds what every replica of the role shares."""
     container = {"name": container_name, "image": image, "command": command, "env": env}
     container.update(parts.container_tail)
     spec = {"containers": [container]}
@@ -541,7 +529,7 @@ def volcano_job(app: AppDef, app_id: str, opts: RenderOptions) -> dict[str, Any]
             labels[LABEL_REPLICA_ID] = str(replica_id)
             pod: dict[str, Any] = {
                 "metadata": {"annotations": parts.annotations},
-                "spec": pod_spec(role, name, role.image, command, env, parts=parts),
+                "spec": pod_spec(name, role.image, command, env, parts),
             }
             if overlay:
                 _apply_pod_overlay(pod, overlay)
@@ -619,7 +607,7 @@ def batch_objects(app: AppDef, app_id: str, opts: RenderOptions) -> list[dict[st
         if opts.queue and opts.queue != "-":
             check_label(LABEL_KUEUE_QUEUE, opts.queue)
             labels[LABEL_KUEUE_QUEUE] = opts.queue
-        spec = pod_spec(role, normalize_str(role.name) or "main", role.image,
+        spec = pod_spec(normalize_str(role.name) or "main", role.image,
                         [role.entrypoint, *args], env, parts=parts)  # fmt: skip
         spec["subdomain"] = job
         pod: dict[str, Any] = {"metadata": {"annotations": parts.annotations}, "spec": spec}

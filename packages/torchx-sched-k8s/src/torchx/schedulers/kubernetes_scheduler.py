@@ -274,7 +274,7 @@ def role_to_pod(  # noqa: PLR0917 (upstream's positional signature)
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"annotations": dict(parts.annotations)},
-        "spec": pod_spec(role, name, role.image, [role.entrypoint, *role.args], env, parts),
+        "spec": pod_spec(name, role.image, [role.entrypoint, *role.args], env, parts),
     }
     pod: V1Pod = _to_model(body, "V1Pod")
     return pod
