@@ -223,6 +223,15 @@ def _is_not_found(error: BaseException) -> bool:
     return getattr(error, "status_code", None) == 404
 
 
+def _listed_state(summary: dict[str, Any]) -> AppState:
+    """A replica's state as the container list shows it; any non-zero exit reads FAILED."""
+    state = str(summary.get("State", ""))
+    if state != "exited":
+        return CONTAINER_STATE.get(state, AppState.UNKNOWN)
+    match = _EXITED.match(str(summary.get("Status", "")))
+    return AppState.SUCCEEDED if match is not None and int(match.group(1)) == 0 else AppState.FAILED
+
+
 def _container_name_prefix(app_id: str, role_name: str) -> str:
     """``<app_id[-30:]>-<role[:30]>``, made a valid start of a container name/hostname."""
     return _NAME_CHARS.sub("-", f"{app_id[-30:]}-{role_name[:30]}").lstrip("_.-") or "torchx"
@@ -487,23 +496,24 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         found: list[dict[str, Any]] = self._api.containers(all=True, filters={"label": filters})
         return found
 
-    def _is_cancelled(self, app_id: str) -> bool:
-        volumes = self._api.volumes(
-            filters={"label": [f"{LABEL_APP_ID}={app_id}", LABEL_CANCELLED]}
+    def _cancelled_apps(self, app_id: str | None = None) -> set[str]:
+        """Ids of the apps (of ``app_id`` alone, if given) that were cancelled: one call."""
+        labels = (
+            [LABEL_CANCELLED] if app_id is None else [f"{LABEL_APP_ID}={app_id}", LABEL_CANCELLED]
         )
-        return bool(volumes and volumes.get("Volumes"))
+        volumes = self._api.volumes(filters={"label": labels}) or {}
+        return {
+            str((v.get("Labels") or {}).get(LABEL_APP_ID, "")) for v in volumes.get("Volumes") or []
+        }
 
     def _replica_state(self, summary: dict[str, Any]) -> tuple[AppState, str]:
         """The replica state of a container summary, and Docker's error message if any."""
         state = str(summary.get("State", ""))
         died_with = self._exits.get(str(summary.get("Id", ""))) if state == "running" else None
-        if state != "exited" and died_with is None:
-            return CONTAINER_STATE.get(state, AppState.UNKNOWN), ""
+        if died_with is None and _listed_state(summary) != AppState.FAILED:
+            return _listed_state(summary), ""
         if died_with == 0:
             return AppState.SUCCEEDED, ""  # exit 0 is never restarted (on-failure policy)
-        match = _EXITED.match(str(summary.get("Status", "")))
-        if died_with is None and match is not None and int(match.group(1)) == 0:
-            return AppState.SUCCEEDED, ""
         info = self._api.inspect_container(summary["Id"])
         container_state = info.get("State") or {}
         if container_state.get("Running") or container_state.get("Restarting"):
@@ -561,11 +571,17 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             roles=roles,
         )
 
-    def _app_state(self, app_id: str, states: list[AppState]) -> AppState:
+    def _app_state(
+        self, app_id: str, states: list[AppState], cancelled: set[str] | None = None
+    ) -> AppState:
+        """The app's state from its replicas'; ``cancelled`` (the cancelled app ids, when
+        the caller has them) saves a lookup."""
         if all(is_terminal(s) for s in states):
             if all(s == AppState.SUCCEEDED for s in states):
                 return AppState.SUCCEEDED
-            return AppState.CANCELLED if self._is_cancelled(app_id) else AppState.FAILED
+            if cancelled is None:
+                cancelled = self._cancelled_apps(app_id)
+            return AppState.CANCELLED if app_id in cancelled else AppState.FAILED
         if AppState.RUNNING in states:
             return AppState.RUNNING
         return next(s for s in states if not is_terminal(s))
@@ -579,19 +595,10 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         by_app: dict[str, list[AppState]] = {}
         for summary in sorted(summaries, key=lambda s: int(s.get("Created") or 0)):
             app_id = str((summary.get("Labels") or {}).get(LABEL_APP_ID, ""))
-            state = str(summary.get("State", ""))
-            if state == "exited":
-                match = _EXITED.match(str(summary.get("Status", "")))
-                replica = (
-                    AppState.SUCCEEDED
-                    if match is not None and int(match.group(1)) == 0
-                    else AppState.FAILED
-                )
-            else:
-                replica = CONTAINER_STATE.get(state, AppState.UNKNOWN)
-            by_app.setdefault(app_id, []).append(replica)
+            by_app.setdefault(app_id, []).append(_listed_state(summary))
+        cancelled = self._cancelled_apps() if by_app else set()
         return [
-            ListAppResponse(app_id=app_id, state=self._app_state(app_id, states))
+            ListAppResponse(app_id=app_id, state=self._app_state(app_id, states, cancelled))
             for app_id, states in by_app.items()
         ]
 
