@@ -211,6 +211,8 @@ def test_cancel_keeps_containers_and_delete_removes_them(runner: Any, docker_cli
     assert runner.status(handle).state == AppState.RUNNING
     runner.cancel(handle)
     assert runner.status(handle).state == AppState.CANCELLED
+    listed = {r.app_id: r.state for r in runner._scheduler(SCHED).list()}
+    assert listed[app_id] == AppState.CANCELLED
     kept = app_containers(docker_client, app_id)
     assert [c["State"] for c in kept] == ["exited"]
     assert _log(runner, handle, "s") == ["started\n"]  # still inspectable
