@@ -128,7 +128,13 @@ class TestDirWorkspaceMixin:
 
 
 class TestTmpDirWorkspaceMixin:
-    def test_each_role_gets_its_private_copy(self, tmp_path: Path) -> None:
+    def test_each_role_gets_its_private_copy(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        import tempfile
+
+        # the copies are made in the temp dir: this test's own, so that none is left behind
+        monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
         project = make_project(tmp_path / "project")
         extra = tmp_path / "extra"
         extra.mkdir()
