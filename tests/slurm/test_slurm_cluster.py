@@ -132,7 +132,7 @@ def test_cancel(runner: Any) -> None:
     runner.cancel(handle)
     assert wait(runner, handle).state == AppState.CANCELLED
     job_id = handle.rsplit("/", 1)[1]
-    record = Path(os.environ["TORCHX_HOME"], "slurm", f"{job_id}.json")
+    record = Path(os.environ["TORCHX_HOME"], "slurm", f"{job_id}.record")
     assert record.exists()
     runner.delete(handle)  # forgets the record; Slurm keeps its accounting
     assert not record.exists()

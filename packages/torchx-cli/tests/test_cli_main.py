@@ -183,3 +183,54 @@ run_main({"echo": Echo()}, ["echo", "hi"])
     proc = cli.python("-c", script)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "echo: hi\n"
+
+
+HANDLE_COMMANDS = ["cancel", "delete", "describe", "status"]
+
+
+def test_handle_only_commands_parse_as_argparse_would() -> None:
+    """``torchx status HANDLE`` skips argparse; the args it gets must be the same."""
+    from torchx.cli import main as cli_main
+    from torchx.cli.cmd_base import AppHandleSubCommand
+
+    handle = "local_cwd://torchx/app-123"
+    for name in BUILTINS:
+        cmd = cli_main._load_builtin(name)
+        if not isinstance(cmd, AppHandleSubCommand):
+            continue
+        assert name in HANDLE_COMMANDS, f"{name} should list its OPTION_DEFAULTS"
+        fast = cli_main._handle_only_args(cmd, name, [name, handle])
+        assert fast is not None, name
+        parser = cli_main._root_parser()
+        cli_main._add_command(cli_main._add_subparsers(parser), name, cmd)
+        parsed = vars(parser.parse_args([name, handle]))
+        assert parsed.pop("func").__func__ is cmd.run.__func__
+        assert {k: v for k, v in vars(fast).items() if k != "func"} == parsed, name
+
+
+def test_options_or_subclasses_go_through_argparse() -> None:
+    import argparse
+
+    from torchx.cli import main as cli_main
+    from torchx.cli.cmd_status import CmdStatus
+
+    class StatusWithColour(CmdStatus):  # a plugin's subclass may add options
+        def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+            super().add_arguments(subparser)
+            subparser.add_argument("--colour", default="blue")
+
+    handle = "local_cwd://torchx/app-123"
+    assert cli_main._handle_only_args(StatusWithColour(), "status", ["status", handle]) is None
+    status = CmdStatus()
+    assert cli_main._handle_only_args(status, "status", ["status", handle, "--json"]) is None
+    assert cli_main._handle_only_args(status, "status", ["status", "--help"]) is None
+
+
+def test_status_of_a_handle_imports_no_argparse(cli: Cli) -> None:
+    argv = ["status", "local_cwd://torchx/no-such-app"]
+    proc = cli.run(*argv)
+    assert proc.returncode == 1
+    assert "not found" in proc.stderr and "Traceback" not in proc.stderr
+    imported = _modules_after(cli, argv)
+    assert "torchx.cli.cmd_status" in imported
+    assert not imported & {"argparse", "gettext"}, sorted(imported & {"argparse", "gettext"})

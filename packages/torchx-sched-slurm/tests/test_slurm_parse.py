@@ -18,6 +18,7 @@ from torchx.schedulers.slurm_parse import (
     parse_time_limit,
     split_job_name,
 )
+from torchx.schedulers.slurm_records import JobRecord
 from torchx.schedulers.slurm_scheduler import (
     SLURM_STATES,
     appstate_from_slurm_state,
@@ -159,9 +160,10 @@ class TestSqueueNewer:
 
 def test_the_record_names_roles_even_when_names_were_sanitized() -> None:
     rows = parse_squeue_json(fixture("squeue-24.11.json"), leader="40")
-    record = {"roles": [["my trainer", 2], ["ps", 1]]}
+    record = JobRecord("40", roles=[("my trainer", 2), ("ps", 1)], log_dir="/shared/run")
     desc = describe_rows("40", rows, record)
     assert [r.role for r in desc.roles_statuses] == ["my trainer", "ps"]
+    assert desc.ui_url == "file:///shared/run"
 
 
 class TestSacct:

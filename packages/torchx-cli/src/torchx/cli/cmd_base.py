@@ -5,11 +5,12 @@ A plugin registers a ``SubCommand`` subclass (or a factory returning an instance
 """
 
 import abc
-import argparse
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import NoReturn
+    import argparse
+    from collections.abc import Mapping
+    from typing import ClassVar, NoReturn
 
     from torchx.runner import Runner
 
@@ -20,11 +21,11 @@ class SubCommand(abc.ABC):
     """One ``torchx <name>`` subcommand: declares its arguments, then runs."""
 
     @abc.abstractmethod
-    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+    def add_arguments(self, subparser: "argparse.ArgumentParser") -> None:
         """Adds this subcommand's flags and positionals to ``subparser``."""
 
     @abc.abstractmethod
-    def run(self, args: argparse.Namespace) -> None:
+    def run(self, args: "argparse.Namespace") -> None:
         """Executes the subcommand; raise (or ``sys.exit``) to fail."""
 
 
@@ -33,16 +34,23 @@ class AppHandleSubCommand(SubCommand):
 
     Validates the handle and its scheduler before any scheduler is created, runs
     :py:meth:`run_with_runner` inside ``with get_runner()`` and closes the runner after.
+
+    ``torchx <name> APP_HANDLE`` with no option is what scripts poll with, so ``torchx``
+    answers it without importing argparse when the subcommand lists the default of every
+    option it adds in :py:attr:`OPTION_DEFAULTS` (``None`` there: always parse).
     """
 
-    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+    OPTION_DEFAULTS: "ClassVar[Mapping[str, object] | None]" = None
+    """``{dest: default}`` of the options :py:meth:`add_arguments` adds after the handle."""
+
+    def add_arguments(self, subparser: "argparse.ArgumentParser") -> None:
         subparser.add_argument(
             "app_handle",
             type=str,
             help="app handle, e.g. local_cwd://torchx/echo-abc123 (printed by `torchx run`)",
         )
 
-    def run(self, args: argparse.Namespace) -> None:
+    def run(self, args: "argparse.Namespace") -> None:
         from torchx.cli._handles import check_app_handle
         from torchx.runner import get_runner
 
@@ -51,7 +59,7 @@ class AppHandleSubCommand(SubCommand):
             self.run_with_runner(args, runner)
 
     @abc.abstractmethod
-    def run_with_runner(self, args: argparse.Namespace, runner: "Runner") -> None:
+    def run_with_runner(self, args: "argparse.Namespace", runner: "Runner") -> None:
         """Executes the subcommand with an open runner."""
 
     def exit_missing_app(self, app_handle: str) -> "NoReturn":

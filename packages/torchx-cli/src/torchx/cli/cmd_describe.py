@@ -1,11 +1,11 @@
 """``torchx describe``: the AppDef (roles, images, args, resources) of an app."""
 
-import argparse
-
 from torchx.cli.cmd_base import AppHandleSubCommand
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
+
     from torchx.runner import Runner
 
 __all__ = ["CmdDescribe"]
@@ -14,11 +14,13 @@ __all__ = ["CmdDescribe"]
 class CmdDescribe(AppHandleSubCommand):
     """``torchx describe APP_HANDLE [--json]``."""
 
-    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+    OPTION_DEFAULTS = {"json": False}
+
+    def add_arguments(self, subparser: "argparse.ArgumentParser") -> None:
         super().add_arguments(subparser)
         subparser.add_argument("--json", action="store_true", help="print the AppDef as JSON")
 
-    def run_with_runner(self, args: argparse.Namespace, runner: "Runner") -> None:
+    def run_with_runner(self, args: "argparse.Namespace", runner: "Runner") -> None:
         app = runner.describe(args.app_handle)
         if app is None:
             self.exit_missing_app(args.app_handle)

@@ -1,11 +1,11 @@
 """``torchx status``: the state of an app and of each of its replicas."""
 
-import argparse
-
 from torchx.cli.cmd_base import AppHandleSubCommand
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
+
     from torchx.runner import Runner
 
 __all__ = ["CmdStatus"]
@@ -14,7 +14,9 @@ __all__ = ["CmdStatus"]
 class CmdStatus(AppHandleSubCommand):
     """``torchx status APP_HANDLE [--roles a,b] [--json]``."""
 
-    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+    OPTION_DEFAULTS = {"roles": "", "json": False}
+
+    def add_arguments(self, subparser: "argparse.ArgumentParser") -> None:
         super().add_arguments(subparser)
         subparser.add_argument(
             "--roles",
@@ -24,7 +26,7 @@ class CmdStatus(AppHandleSubCommand):
         )
         subparser.add_argument("--json", action="store_true", help="print the status as JSON")
 
-    def run_with_runner(self, args: argparse.Namespace, runner: "Runner") -> None:
+    def run_with_runner(self, args: "argparse.Namespace", runner: "Runner") -> None:
         status = runner.status(args.app_handle)
         if status is None:
             self.exit_missing_app(args.app_handle)

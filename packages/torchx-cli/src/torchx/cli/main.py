@@ -16,6 +16,7 @@ import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from argparse import Namespace
     from collections.abc import Sequence
     from importlib.machinery import ModuleSpec
     from types import ModuleType
@@ -420,6 +421,12 @@ def run_main(
         raise SystemExit(_unknown_subcommand(name, sorted({*BUILTIN_SUBCOMMANDS, *plugins})))
     try:
         cmd = _resolve(name, plugins)
+        fast = _handle_only_args(cmd, name, argv) if index == 0 else None
+        if fast is not None:
+            code = _dispatch(fast)
+            if code:
+                raise SystemExit(code)
+            return
         parser = _root_parser()
         help_text = BUILTIN_SUBCOMMANDS[name][1] if name in BUILTIN_SUBCOMMANDS else None
         subparser = _add_command(_add_subparsers(parser), name, cmd, help_text)
@@ -435,6 +442,27 @@ def run_main(
     code = _dispatch(args)
     if code:
         raise SystemExit(code)
+
+
+def _handle_only_args(cmd: "SubCommand", name: str, argv: "list[str]") -> "Namespace | None":
+    """The parsed args of ``torchx NAME APP_HANDLE`` (no option), built without argparse.
+
+    Only for app-handle subcommands whose own class lists its option defaults
+    (``AppHandleSubCommand.OPTION_DEFAULTS``; a subclass that does not restate them may
+    add options); anything else is parsed by argparse.
+    """
+    defaults = vars(type(cmd)).get("OPTION_DEFAULTS")
+    if defaults is None or len(argv) != 2 or argv[1].startswith("-"):
+        return None
+    from types import SimpleNamespace
+
+    return SimpleNamespace(  # type: ignore[return-value]  # argparse.Namespace's duck type
+        log_level=os.environ.get("LOGLEVEL", "INFO"),
+        subcmd=name,
+        app_handle=argv[1],
+        **defaults,
+        func=cmd.run,
+    )
 
 
 def _early_debug(root_flags: "list[str]") -> bool:

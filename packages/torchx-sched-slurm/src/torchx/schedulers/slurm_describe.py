@@ -10,6 +10,7 @@ from torchx.schedulers.slurm_parse import SlurmJob, split_job_name
 from torchx.specs.api import NONE, AppState, Resource, Role
 
 if TYPE_CHECKING:
+    from torchx.schedulers.slurm_records import JobRecord
     from torchx.specs import ReplicaStatus, RoleStatus
 
 __all__ = [
@@ -104,14 +105,14 @@ def _message(state: AppState, rows: list[SlurmJob]) -> str:
 
 
 def describe_rows(
-    job_id: str, rows: list[SlurmJob], record: dict[str, Any] | None
+    job_id: str, rows: list[SlurmJob], record: JobRecord | None
 ) -> DescribeAppResponse:
     from torchx.specs import ReplicaStatus, RoleStatus
 
     names: list[tuple[str, int]] = []
     if record is not None:
-        for name, count in record.get("roles", []):
-            names += [(str(name), i) for i in range(int(count))]
+        for name, count in record.roles:
+            names += [(name, i) for i in range(count)]
     state = app_state(rows)
     role_replicas: dict[str, list[ReplicaStatus]] = {}
     role_info: dict[str, SlurmJob] = {}
@@ -149,7 +150,7 @@ def describe_rows(
                 resource=resource,
             )
         )
-    log_dir = record.get("log_dir") if record is not None else None
+    log_dir = record.log_dir if record is not None else None
     return DescribeAppResponse(
         app_id=job_id,
         state=state,

@@ -10,14 +10,15 @@ environment (virtualenv, working directory) on a shared filesystem: no container
   that fails, ``sacct`` once the job has left the controller's memory.
 * Replica logs are ``slurm-<job id>-<role>-<replica>.{out,err}`` in the job's directory
   (``job_dir`` or the submit directory); where that was is recorded under
-  ``$TORCHX_HOME/slurm/<job id>.json`` so ``torchx log`` works from any directory.
+  ``$TORCHX_HOME/slurm/<job id>.record`` so ``torchx log`` works from any directory.
 * Job names read ``<app>:<role>-<replica>`` in ``squeue``.
 
 Handles look like ``slurm://<session>/<job id>``. The pieces: ``slurm_request`` (run
 options, het components, the batch script), ``slurm_checks`` (what is checked before
-queueing), ``slurm_commands`` (running Slurm's programs), ``slurm_parse`` (their output,
-every version), ``slurm_describe`` (rows -> app status); a replica's two log files
-are followed as one stream by torchx-specs' ``log_files.follow_files``.
+queueing), ``slurm_records`` (what TorchX keeps of a job), ``slurm_commands`` (running
+Slurm's programs), ``slurm_parse`` (their output, every version), ``slurm_describe``
+(rows -> app status); a replica's two log files are followed as one stream by
+torchx-specs' ``log_files.follow_files``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from torchx.schedulers.api import (
     filter_regex,
     stream_name,
 )
-from torchx.schedulers.slurm_checks import check_option, check_role_files, check_time
 from torchx.schedulers.slurm_commands import (
     SlurmCommandError,
     SlurmNotFoundError,
@@ -58,6 +58,7 @@ from torchx.schedulers.slurm_parse import (
     parse_squeue_text,
     split_job_name,
 )
+from torchx.schedulers.slurm_records import JobRecord, read_record, remove_record, write_record
 from torchx.schedulers.slurm_request import (
     APP_ID_MARK,
     RANK0_ENV,
@@ -74,7 +75,6 @@ from torchx.schedulers.slurm_request import (
     version,
 )
 from torchx.specs.api import AppDef, AppDryRunInfo, CfgVal, macros, runopts
-from torchx.util.home import torchx_home
 from torchx.workspace.dir_workspace import DirWorkspaceMixin
 
 if TYPE_CHECKING:
@@ -102,7 +102,6 @@ SLURM_JOB_DIRS = ".torchxslurmjobdirs"
 """Upstream's per-directory ``<job id> = <job_dir>`` file; read (never written) for old jobs."""
 
 SCRIPT_NAME = "torchx-sbatch.sh"
-_RECORDS = "slurm"
 _STATUS_POLL_S = 1.0  # at most one squeue per second while following a log
 
 
@@ -115,26 +114,6 @@ def _job_order(job_id: str) -> tuple[int, str]:
     """Sort key of a job id: numeric order, also for array jobs (``123_[1-5]``, ``123_4``)."""
     head = job_id.partition("_")[0]
     return (int(head) if head.isdigit() else -1, job_id)
-
-
-def _records_dir() -> str:
-    home = torchx_home()
-    return os.path.join(home, _RECORDS)
-
-
-def _record_path(job_id: str) -> str:
-    return os.path.join(_records_dir(), f"{job_id}.json")
-
-
-def _read_record(job_id: str) -> dict[str, Any] | None:
-    import json
-
-    try:
-        with open(_record_path(job_id), "rb") as f:
-            doc = json.loads(f.read())
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None
 
 
 def _upstream_job_dirs(directory: str = ".") -> dict[str, str]:
@@ -220,6 +199,8 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
     def _submit_dryrun(
         self, app: AppDef, cfg: Mapping[str, CfgVal]
     ) -> AppDryRunInfo[SlurmBatchRequest]:
+        from torchx.schedulers.slurm_checks import check_option, check_role_files, check_time
+
         opts = Opts.from_cfg(cfg)
         check_time(opts.time)
         for key in SBATCH_GROUP_OPTIONS:
@@ -324,20 +305,16 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
         return job_id
 
     def _write_record(self, job_id: str, req: SlurmBatchRequest) -> None:
-        import json
-
-        from torchx.util.atomic import write_private
-
-        doc = {
-            "job_id": job_id,
-            "session": self.session_name,
-            "app_name": req.app_name,
-            "log_dir": req.log_dir,
-            "job_dir": req.job_dir,
-            "roles": [[name, count] for name, count in req.roles.items()],
-        }
+        record = JobRecord(
+            job_id,
+            session=self.session_name,
+            app_name=req.app_name,
+            log_dir=req.log_dir,
+            job_dir=req.job_dir,
+            roles=list(req.roles.items()),
+        )
         try:
-            write_private(_record_path(job_id), json.dumps(doc).encode())
+            write_record(record)
         except OSError as e:
             from torchx.util.log import get_logger
 
@@ -397,7 +374,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
         rows = self._query(job_id)
         if not rows:
             return None
-        return describe_rows(job_id, rows, _read_record(job_id))
+        return describe_rows(job_id, rows, read_record(job_id))
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         """Jobs of the last ``list_days`` days (accounting) and every job in the queue.
@@ -452,10 +429,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
     def _delete_existing(self, app_id: str) -> None:
         """Cancels the job and forgets its record (Slurm keeps its accounting)."""
         self._cancel_existing(app_id)
-        try:  # noqa: SIM105 (contextlib is not otherwise imported)
-            os.unlink(_record_path(app_id))
-        except OSError:
-            pass
+        remove_record(app_id)
 
     # -- logs --------------------------------------------------------------------------------
 
@@ -501,10 +475,10 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
     @staticmethod
     def _log_dir(job_id: str, role_name: str, k: int) -> str:
         """Where the job's logs are: its record, upstream's job-dirs file, or here."""
-        record = _read_record(job_id)
+        record = read_record(job_id)
         if record is None:
             return _upstream_job_dirs().get(job_id, ".")
-        roles = {str(name): int(count) for name, count in record.get("roles", [])}
+        roles = dict(record.roles)
         if role_name not in roles:
             raise ValueError(
                 f"job {job_id} has no role {role_name!r}; its roles are: {', '.join(roles)}"
@@ -514,7 +488,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
                 f"role {role_name!r} of job {job_id} has replicas 0..{roles[role_name] - 1};"
                 f" there is no replica {k}"
             )
-        return str(record.get("log_dir") or ".")
+        return record.log_dir or "."
 
 
 def create_scheduler(session_name: str, **kwargs: Any) -> SlurmScheduler:

@@ -6,7 +6,6 @@ their native request. Importing this module imports neither ``dataclasses`` nor 
 """
 
 import _thread
-import copy
 import os
 from collections.abc import Callable, Mapping
 from enum import Enum
@@ -429,6 +428,8 @@ class macros:
 
             The copy shares ``role.overrides`` (its values may not be copyable).
             """
+            import copy
+
             overrides = role.overrides
             copied: Role = copy.deepcopy(role, memo={id(overrides): overrides})
             copied.args = [self.substitute(arg) for arg in copied.args]

@@ -1,0 +1,134 @@
+"""Per-job records under ``$TORCHX_HOME/slurm``: a job's roles and where its logs are.
+
+``torchx status``/``log``/``describe`` read a job's record from any directory and any
+process. Status reads it on every call, so the format needs no import to parse (no
+``json``): a header line, one ``key<TAB>value`` line per field and one
+``role<TAB>name<TAB>replicas`` line per role, every value ``unicode_escape``-d so tabs,
+newlines, non-ASCII names and undecodable path bytes all survive. Records written as
+JSON by earlier development builds are still read.
+"""
+
+from __future__ import annotations
+
+import os
+
+from torchx.util.home import torchx_home
+
+__all__ = ["JobRecord", "read_record", "record_path", "remove_record", "write_record"]
+
+_DIR = "slurm"
+_HEADER = "torchx-slurm-record 1"
+_FIELDS = ("job_id", "session", "app_name", "log_dir", "job_dir")
+
+
+class JobRecord:
+    """What TorchX knows of a job it submitted and Slurm does not keep for it."""
+
+    __slots__ = ("app_name", "job_dir", "job_id", "log_dir", "roles", "session")
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __init__(
+        self,
+        job_id: str,
+        *,
+        session: str = "",
+        app_name: str = "",
+        log_dir: str = "",
+        job_dir: str | None = None,
+        roles: list[tuple[str, int]] | None = None,
+    ) -> None:
+        self.job_id = job_id
+        self.session = session
+        self.app_name = app_name
+        self.log_dir = log_dir
+        """The directory of the replicas' ``slurm-<id>-<role>-<k>.{out,err}`` files."""
+        self.job_dir = job_dir
+        self.roles: list[tuple[str, int]] = list(roles or [])
+        """``(role name, replicas)`` in submission order: het component i's role."""
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, JobRecord):
+            return NotImplemented
+        return all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
+        return f"JobRecord({fields})"
+
+
+def record_path(job_id: str) -> str:
+    return os.path.join(torchx_home(), _DIR, f"{job_id}.record")
+
+
+def _escape(value: str) -> str:
+    return value.encode("unicode_escape").decode("ascii")
+
+
+def _unescape(value: str) -> str:
+    return value.encode("ascii", "backslashreplace").decode("unicode_escape")
+
+
+def write_record(record: JobRecord) -> None:
+    """Writes the record atomically, readable by this user only; raises OSError."""
+    from torchx.util.atomic import write_private
+
+    lines = [_HEADER]
+    for key in _FIELDS:
+        value = getattr(record, key)
+        if value is not None:
+            lines.append(f"{key}\t{_escape(value)}")
+    lines += [f"role\t{_escape(name)}\t{count}" for name, count in record.roles]
+    write_private(record_path(record.job_id), ("\n".join(lines) + "\n").encode("ascii"))
+
+
+def read_record(job_id: str) -> JobRecord | None:
+    """The job's record; ``None`` if there is none or it cannot be read."""
+    try:
+        with open(record_path(job_id), encoding="ascii", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return _read_json_record(job_id)
+    lines = text.splitlines()
+    if not lines or lines[0] != _HEADER:
+        return None
+    record = JobRecord(job_id)
+    try:
+        for line in lines[1:]:
+            key, _, rest = line.partition("\t")
+            if key == "role":
+                name, _, count = rest.partition("\t")
+                record.roles.append((_unescape(name), int(count)))
+            elif key in _FIELDS:
+                setattr(record, key, _unescape(rest))
+    except (ValueError, UnicodeError):
+        return None
+    return record
+
+
+def _read_json_record(job_id: str) -> JobRecord | None:
+    """A record of an earlier build (``<job id>.json``)."""
+    import json
+
+    try:
+        with open(record_path(job_id).removesuffix(".record") + ".json", "rb") as f:
+            doc = json.loads(f.read())
+        return JobRecord(
+            str(doc["job_id"]),
+            session=str(doc.get("session") or ""),
+            app_name=str(doc.get("app_name") or ""),
+            log_dir=str(doc.get("log_dir") or ""),
+            job_dir=doc.get("job_dir"),
+            roles=[(str(name), int(count)) for name, count in doc.get("roles", [])],
+        )
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def remove_record(job_id: str) -> None:
+    """Forgets the job (either format); a missing record is no error."""
+    path = record_path(job_id)
+    for candidate in (path, path.removesuffix(".record") + ".json"):
+        try:  # noqa: SIM105 (contextlib is not otherwise imported)
+            os.unlink(candidate)
+        except OSError:
+            pass
