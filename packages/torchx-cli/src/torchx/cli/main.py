@@ -66,10 +66,9 @@ _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def _import_target(target: str) -> object:
-    import importlib
-
     module_name, _, attr = target.partition(":")
-    obj: object = importlib.import_module(module_name)
+    __import__(module_name)  # importlib.import_module, without importing importlib
+    obj: object = sys.modules[module_name]
     for part in attr.split("."):
         obj = getattr(obj, part)
     return obj

@@ -5,7 +5,6 @@ discovered on first lookup and heavier helpers (``materialize_appdef``, the name
 tables) are loaded on first attribute access.
 """
 
-import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -157,6 +156,8 @@ def __getattr__(name: str) -> Any:
     if name in ("CUSTOM_NAMED_RESOURCES", "FB_NAMED_RESOURCES"):
         value: Any = _custom_named_resources()
     elif name in _LAZY:
+        import importlib
+
         module, attr = _LAZY[name]
         value = getattr(importlib.import_module(module), attr)
     else:

@@ -101,9 +101,8 @@ class EntryPointInfo(tuple[str, str, str, str, str]):
 
     def load(self) -> "Any":
         """Imports the module and returns the attribute (or the module itself)."""
-        import importlib
-
-        obj: Any = importlib.import_module(self.module)
+        __import__(self.module)  # importlib.import_module, without importing importlib
+        obj: Any = sys.modules[self.module]
         attr = self.attr
         if attr:
             for part in attr.split("."):

@@ -9,7 +9,6 @@ run, typically a patched image whose name replaces ``role.image``.
 from __future__ import annotations
 
 import abc
-import fnmatch
 import os
 import posixpath
 import warnings
@@ -203,6 +202,8 @@ def _normalize_pattern(pattern: str) -> str:
 
 def _is_ignored(relpath: str, patterns: Iterable[str]) -> bool:
     """Whether ``relpath`` is ignored: the last pattern that matches decides."""
+    from fnmatch import fnmatchcase
+
     relpath = posixpath.normpath(relpath)
     if relpath in _NEVER_IGNORED:
         return False
@@ -210,7 +211,7 @@ def _is_ignored(relpath: str, patterns: Iterable[str]) -> bool:
     for pattern in patterns:
         negated = pattern.startswith("!")
         body = _normalize_pattern(pattern[1:] if negated else pattern)
-        if fnmatch.fnmatchcase(relpath, body):
+        if fnmatchcase(relpath, body):
             ignored = not negated
     return ignored
 
