@@ -821,22 +821,3 @@ def test_resources_round_trip_in_describe(sched: LocalScheduler) -> None:
     assert desc.roles[0].resource == Resource(cpu=2, gpu=0, memMB=64, capabilities={"k": "v"})
     assert desc.roles[0].port_map == {"p": 1}
     assert desc.metadata == {"team": "x"}
-
-
-def test_find_program_resolves_like_exec(tmp_path: Path) -> None:
-    """One lookup serves the launcher's entrypoint check and the supervisor's spawn."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    tool = bin_dir / "tool"
-    tool.write_text("#!/bin/sh\n")
-    tool.chmod(0o755)
-    plain = bin_dir / "plain"
-    plain.write_text("not executable")
-    cwd = str(tmp_path)
-    assert st.find_program("tool", f"/nonexistent{os.pathsep}bin", cwd) == str(tool)
-    assert st.find_program("bin/tool", "", cwd) == str(tool)  # a path: relative to cwd
-    assert st.find_program(str(tool), "", "/") == str(tool)
-    assert st.find_program("plain", str(bin_dir), cwd) is None  # not executable
-    assert st.find_program("bin/plain", "", cwd) is None
-    assert st.find_program("absent", str(bin_dir), cwd) is None
-    assert st.find_program("", str(bin_dir), cwd) is None

@@ -192,6 +192,20 @@ class TestChecksBeforeQueueing:
         with pytest.raises(FileNotFoundError, match="'no-such-prog' of role 'trainer'"):
             sched.submit_dryrun(app_of(role(entrypoint="no-such-prog", args=[])), {})
 
+    def test_entrypoint_path_must_be_an_executable_file(
+        self, sched: SlurmScheduler, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.chdir(tmp_path)
+        entry = role(entrypoint="./run.sh", args=[])
+        with pytest.raises(FileNotFoundError, match=r"'\./run\.sh' of role 'trainer' is not an"):
+            sched.submit_dryrun(app_of(entry), {})
+        script = tmp_path / "run.sh"
+        script.write_text("#!/bin/sh\n")
+        with pytest.raises(FileNotFoundError, match="its mode"):  # exec would be refused
+            sched.submit_dryrun(app_of(entry), {})
+        script.chmod(0o755)
+        sched.submit_dryrun(app_of(entry), {})
+
     def test_missing_script(
         self, sched: SlurmScheduler, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:

@@ -53,6 +53,7 @@ from torchx.specs.api import (
 )
 from torchx.util.lazy_dataclass import asdict, dataclass, field
 from torchx.util.log import get_logger
+from torchx.util.programs import find_program
 
 if TYPE_CHECKING:
     import signal
@@ -363,14 +364,14 @@ def _check_program(
     path = env.get("PATH", os.environ.get("PATH", ""))
     where = cwd or os.getcwd()
     program = argv[0]
-    if st.find_program(program, path, where) is None:
+    if find_program(program, path, where) is None:
         raise ValueError(
             f"entrypoint {program!r} of role {role_name!r} was not found: it is neither an"
             f" executable on the replica's PATH nor a path relative to its working directory"
             f" {where}; fix Role.entrypoint, install the program or give its absolute path"
         )
     started = _shell_command_program(argv)
-    if started is not None and st.find_program(started, path, where) is None:
+    if started is not None and find_program(started, path, where) is None:
         hint = _INSTALL_HINTS.get(started, "install it or put its directory on PATH")
         raise ValueError(
             f"{started} not found: role {role_name!r} runs `{argv[0]} -c '{started} ...'` but"

@@ -109,25 +109,6 @@ def create_private_file(path: str) -> None:
 _HAVE_PROC = os.path.isdir("/proc/self")
 
 
-def find_program(program: str, path: str, cwd: str) -> str | None:
-    """The file a replica started in ``cwd`` runs for ``program``, as exec resolves it: a
-    name with a ``/`` is a path (relative to ``cwd``), anything else the first executable
-    of that name on ``path`` (relative entries against ``cwd``); None when there is none.
-
-    Shared by the launcher's entrypoint check and the supervisor's ``posix_spawn``.
-    """
-    if not program:
-        return None
-    if os.sep in program:
-        candidates: Iterable[str] = (os.path.join(cwd, program),)
-    else:
-        candidates = (os.path.join(cwd, d, program) for d in path.split(os.pathsep) if d)
-    for candidate in candidates:
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
-
-
 def proc_start_ticks(pid: int, zombie_ok: bool = False) -> int | None:
     """Start time of a process in clock ticks since boot; None if gone (or a zombie,
     unless ``zombie_ok``: a zombie keeps its pid, hence its identity, until reaped).

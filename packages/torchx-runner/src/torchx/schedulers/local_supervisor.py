@@ -33,6 +33,7 @@ import time
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from torchx.schedulers import local_state as st
+from torchx.util.programs import find_program
 
 if TYPE_CHECKING:
     import subprocess
@@ -792,7 +793,7 @@ class Supervisor:
         key = (name, env.get("PATH"))
         found = self.programs.get(key)
         if found is None:
-            found = st.find_program(name, env.get("PATH", os.defpath), self.cwd or ".")
+            found = find_program(name, env.get("PATH", os.defpath), self.cwd or ".")
             if found is None:
                 raise OSError(errno.ENOENT, os.strerror(errno.ENOENT), name)
             self.programs[key] = found

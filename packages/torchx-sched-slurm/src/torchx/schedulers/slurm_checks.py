@@ -74,22 +74,20 @@ def _script_of(program: str, args: list[str]) -> str | None:
 
 def check_role_files(role: Role, workdir: str) -> None:
     """Reports a missing entrypoint or script now rather than when the job starts."""
-    import shutil
+    from torchx.util.programs import find_program
 
     entrypoint = role.entrypoint
-    if "$" not in entrypoint:
+    path = role.env.get("PATH", os.environ.get("PATH", ""))
+    if "$" not in entrypoint and find_program(entrypoint, path, workdir) is None:
         if "/" in entrypoint:
-            path = os.path.join(workdir, entrypoint)
-            if not os.path.exists(path):
-                raise FileNotFoundError(
-                    f"entrypoint {entrypoint!r} of role {role.name!r} does not exist (looked in"
-                    f" {workdir}); fix the path before the job is queued"
-                )
-        elif shutil.which(entrypoint, path=role.env.get("PATH", os.environ.get("PATH"))) is None:
             raise FileNotFoundError(
-                f"entrypoint {entrypoint!r} of role {role.name!r} is not on this host's PATH;"
-                " install it, activate its environment or give its full path"
+                f"entrypoint {entrypoint!r} of role {role.name!r} is not an executable file"
+                f" (looked in {workdir}); fix the path or its mode before the job is queued"
             )
+        raise FileNotFoundError(
+            f"entrypoint {entrypoint!r} of role {role.name!r} is not on this host's PATH;"
+            " install it, activate its environment or give its full path"
+        )
     script = _script_of(entrypoint, role.args)
     checkable = script and "$" not in script and script.endswith(".py")
     if checkable and not os.path.exists(os.path.join(workdir, str(script))):

@@ -75,7 +75,7 @@ from torchx.schedulers.slurm_request import (
     version,
 )
 from torchx.specs.api import AppDef, AppDryRunInfo, CfgVal, macros, runopts
-from torchx.workspace.dir_workspace import DirWorkspaceMixin
+from torchx.workspace.dir_workspace import DirWorkspaceMixin, job_dir_exists
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -182,9 +182,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
         """Refuses an existing ``job_dir`` before any workspace is copied."""
         job_dir = cfg.get("job_dir")
         if isinstance(job_dir, str) and os.path.exists(job_dir):
-            raise FileExistsError(
-                f"job_dir {job_dir!r} already exists; pass a new directory (each job gets its own)"
-            )
+            raise job_dir_exists(job_dir)
 
     def _validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal]) -> None:
         """Roles need no resource: Slurm's defaults apply."""
@@ -269,10 +267,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
                 try:
                     os.makedirs(job_dir)
                 except FileExistsError:
-                    raise FileExistsError(
-                        f"job_dir {req.job_dir!r} already exists; pass a new directory (each"
-                        " job gets its own)"
-                    ) from None
+                    raise job_dir_exists(job_dir) from None
                 ours = True
             job_id = self._sbatch(req)
         except BaseException:

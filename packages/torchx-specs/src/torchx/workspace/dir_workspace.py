@@ -22,7 +22,14 @@ from typing import Any
 from torchx.specs import CfgVal, Role
 from torchx.workspace.api import LocalFileSystem, WorkspaceMixin, walk_workspace
 
-__all__ = ["DirWorkspaceMixin", "TmpDirWorkspaceMixin", "copy_workspace"]
+__all__ = ["DirWorkspaceMixin", "TmpDirWorkspaceMixin", "copy_workspace", "job_dir_exists"]
+
+
+def job_dir_exists(job_dir: str) -> FileExistsError:
+    """The one-line error for a ``job_dir`` run option naming an existing path."""
+    return FileExistsError(
+        f"job_dir {job_dir!r} already exists; pass a new directory (each job gets its own)"
+    )
 
 
 def _filesystem(workspace: str) -> tuple[Any, str]:
@@ -115,10 +122,7 @@ class DirWorkspaceMixin(WorkspaceMixin[None]):
         try:
             os.mkdir(job_dir)
         except FileExistsError:
-            raise FileExistsError(
-                f"job_dir {job_dir!r} already exists; pass a new directory (it is created"
-                " for each job)"
-            ) from None
+            raise job_dir_exists(job_dir) from None
         try:
             copy_workspace(workspace, job_dir)
         except BaseException:
