@@ -56,6 +56,7 @@ from torchx.specs.api import (
     macros,
     runopts,
 )
+from torchx.specs.replica_macros import ReplicaMacros
 from torchx.util.lazy_dataclass import dataclass, field
 from torchx.util.log import get_logger
 from torchx.workspace.docker_workspace import (
@@ -374,35 +375,25 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                     "Name": "on-failure",
                     "MaximumRetryCount": role.max_retries,
                 }
-            # Values without ${replica_id} are the same for every replica: substitute their
-            # macros once; the others are substituted (from the original text) per replica.
-            values = macros.Values(img_root="", app_id=app_id, replica_id="", rank0_env=RANK0_ENV)
-            mapping = values.to_dict()
-            per_replica_args = [i for i, a in enumerate(role.args) if "replica_id" in a]
-            per_replica_env = [k for k, v in role_env.items() if "replica_id" in v]
-            role_args = [values.substitute(a) if "$" in a else a for a in role.args]
-            original_args = list(role.args)
-            original_env = dict(role_env)
-            role_env = {k: values.substitute(v) if "$" in v else v for k, v in role_env.items()}
-            role_env[RANK0_ENV] = rank0_host
-            role_env["TORCHX_IMAGE"] = image = role.image
+            subst = ReplicaMacros(role.args, role_env)
+            mapping = macros.Values(
+                img_root="", app_id=app_id, replica_id="0", rank0_env=RANK0_ENV
+            ).to_dict()
+            shared = None if subst.per_replica else subst.apply(mapping)
+            image = role.image
             entrypoint, role_name = role.entrypoint, role.name
             name_prefix = _container_name_prefix(app_id, role_name)
             privileged = bool(opts.privileged)
             for replica_id in range(role.num_replicas):
                 rid = str(replica_id)
                 name = f"{name_prefix}-{rid}"
-                args = role_args
-                env = dict(role_env)
-                if per_replica_args or per_replica_env:
-                    from string import Template
-
+                if shared is None:
                     mapping["replica_id"] = rid
-                    args = list(role_args)
-                    for i in per_replica_args:
-                        args[i] = Template(original_args[i]).safe_substitute(mapping)
-                    for key in per_replica_env:
-                        env[key] = Template(original_env[key]).safe_substitute(mapping)
+                    args, env = subst.apply(mapping)
+                else:
+                    args, env = shared[0], dict(shared[1])
+                env[RANK0_ENV] = rank0_host
+                env["TORCHX_IMAGE"] = image
                 kwargs: dict[str, Any] = {
                     "name": name,
                     "hostname": name,

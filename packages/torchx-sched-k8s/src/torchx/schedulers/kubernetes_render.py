@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from string import Template
 from typing import Any
 
 from torchx.specs.api import (
@@ -34,6 +33,7 @@ from torchx.specs.api import (
     Role,
     VolumeMount,
 )
+from torchx.specs.replica_macros import ReplicaMacros
 from torchx.util.strings import normalize_str
 
 __all__ = [
@@ -376,39 +376,6 @@ def _env_entry(name: str, value: str) -> dict[str, Any]:
     return {"name": name, "value": value}
 
 
-class _Substituter:
-    """Applies the macros to a role's args and env for one replica, cheaply.
-
-    Only strings holding a ``$`` are templated; ``per_replica`` tells callers whether any
-    depends on the replica (when none does, they reuse one result for every replica).
-    """
-
-    __slots__ = ("args", "env", "per_replica", "templated_args", "templated_env")
-
-    def __init__(self, role: Role) -> None:
-        self.args = list(role.args)
-        self.env = [(k, v) for k, v in role.env.items()]
-        self.templated_args = [(i, Template(a)) for i, a in enumerate(self.args) if "$" in a]
-        self.templated_env = {i: Template(v) for i, (_, v) in enumerate(self.env) if "$" in v}
-        self.per_replica = any("replica_id" in a.template for _, a in self.templated_args) or any(
-            "replica_id" in t.template for t in self.templated_env.values()
-        )
-
-    def apply(self, mapping: dict[str, str]) -> tuple[list[str], list[dict[str, Any]]]:
-        """``(args, env entries)`` for ``mapping``."""
-        args = self.args
-        if self.templated_args:
-            args = list(args)
-            for i, template in self.templated_args:
-                args[i] = template.safe_substitute(mapping)
-        templated = self.templated_env
-        env = [
-            _env_entry(k, templated[i].safe_substitute(mapping) if i in templated else v)
-            for i, (k, v) in enumerate(self.env)
-        ]
-        return args, env
-
-
 def pod_spec(
     container_name: str,
     image: str,
@@ -491,7 +458,7 @@ def volcano_job(app: AppDef, app_id: str, opts: RenderOptions) -> dict[str, Any]
     for role_idx, role in enumerate(roles):
         n = role.num_replicas
         parts = _RoleParts(role, opts)
-        subst = _Substituter(role)
+        subst = ReplicaMacros(role.args, role.env)
         overlay = _role_overlay(role)
         base_labels = pod_labels(app, role_idx, role, None, app_id)
         base_labels.update(opts.labels)
@@ -516,8 +483,8 @@ def volcano_job(app: AppDef, app_id: str, opts: RenderOptions) -> dict[str, Any]
             if done is None:
                 mapping["replica_id"] = str(replica_id)
                 mapping["rank0_env"] = RANK0_ENV if rank0 else rank0_other
-                args, env = subst.apply(mapping)
-                env = [*env, image_env]
+                args, role_env = subst.apply(mapping)
+                env = [*(_env_entry(k, v) for k, v in role_env.items()), image_env]
                 if rank0:
                     env.append({"name": RANK0_ENV, "value": "localhost"})
                 done = ([role.entrypoint, *args], env)
@@ -589,8 +556,8 @@ def batch_objects(app: AppDef, app_id: str, opts: RenderOptions) -> list[dict[st
             "rank0_env": RANK0_ENV,
             "base_img_root": "DEPRECATED",
         }
-        args, env = _Substituter(role).apply(mapping)
-        env = [
+        args, role_env = ReplicaMacros(role.args, role.env).apply(mapping)
+        env: list[dict[str, Any]] = [
             {
                 "name": REPLICA_ID_ENV,
                 "valueFrom": {
@@ -598,7 +565,7 @@ def batch_objects(app: AppDef, app_id: str, opts: RenderOptions) -> list[dict[st
                 },
             },
             {"name": RANK0_ENV, "value": rank0_host},
-            *env,
+            *(_env_entry(k, v) for k, v in role_env.items()),
             {"name": "TORCHX_IMAGE", "value": role.image},
         ]
         labels = pod_labels(app, role_idx, role, None, app_id)
