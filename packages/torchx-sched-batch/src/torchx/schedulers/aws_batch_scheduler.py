@@ -27,6 +27,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from torchx.schedulers import labels
 from torchx.schedulers.api import (
     HELP_KEY,
     DescribeAppResponse,
@@ -110,9 +111,9 @@ __all__ = [
     "to_millis_since_epoch",
 ]
 
-TAG_TORCHX_VER = "torchx.pytorch.org/version"
-TAG_TORCHX_APPNAME = "torchx.pytorch.org/app-name"
-TAG_TORCHX_USER = "torchx.pytorch.org/user"
+TAG_TORCHX_VER = labels.VERSION
+TAG_TORCHX_APPNAME = labels.APP_NAME
+TAG_TORCHX_USER = labels.USER
 
 _LIST_PER_QUEUE = 100
 """``list`` reads the newest 100 jobs of each queue: one ListJobs call per queue."""

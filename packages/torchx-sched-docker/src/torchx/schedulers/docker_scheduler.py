@@ -30,6 +30,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from torchx.schedulers import labels
 from torchx.schedulers.api import (
     HELP_KEY,
     DescribeAppResponse,
@@ -98,10 +99,10 @@ SCHEDULER_NAME = "local_docker"
 NETWORK = "torchx"
 RANK0_ENV = "TORCHX_RANK0_HOST"
 
-LABEL_APP_ID = "torchx.pytorch.org/app-id"
-LABEL_ROLE_NAME = "torchx.pytorch.org/role-name"
-LABEL_REPLICA_ID = "torchx.pytorch.org/replica-id"
-LABEL_CANCELLED = "torchx.pytorch.org/cancelled"
+LABEL_APP_ID = labels.APP_ID
+LABEL_ROLE_NAME = labels.ROLE_NAME
+LABEL_REPLICA_ID = labels.REPLICA_ID
+LABEL_CANCELLED = labels.CANCELLED
 
 CONTAINER_STATE: dict[str, AppState] = {
     "created": AppState.SUBMITTED,

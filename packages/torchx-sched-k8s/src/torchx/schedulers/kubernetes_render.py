@@ -25,6 +25,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from torchx.schedulers import labels
 from torchx.specs.api import (
     AppDef,
     BindMount,
@@ -62,12 +63,12 @@ __all__ = [
     "volcano_job",
 ]
 
-LABEL_VERSION = "torchx.pytorch.org/version"
-LABEL_APP_NAME = "torchx.pytorch.org/app-name"
-LABEL_ROLE_INDEX = "torchx.pytorch.org/role-index"
-LABEL_ROLE_NAME = "torchx.pytorch.org/role-name"
-LABEL_REPLICA_ID = "torchx.pytorch.org/replica-id"
-LABEL_KIND = "torchx.pytorch.org/job-type"
+LABEL_VERSION = labels.VERSION
+LABEL_APP_NAME = labels.APP_NAME
+LABEL_ROLE_INDEX = labels.ROLE_INDEX
+LABEL_ROLE_NAME = labels.ROLE_NAME
+LABEL_REPLICA_ID = labels.REPLICA_ID
+LABEL_KIND = labels.JOB_TYPE
 LABEL_KUBE_APP_NAME = "app.kubernetes.io/name"
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 LABEL_INSTANCE = "app.kubernetes.io/instance"
@@ -75,7 +76,7 @@ LABEL_INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 LABEL_KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
 LABEL_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 ANNOTATION_ISTIO_SIDECAR = "sidecar.istio.io/inject"
-MANAGED_BY = "torchx.pytorch.org"
+MANAGED_BY = labels.DOMAIN
 
 RESERVED_MILLICPU = 100
 RESERVED_MEMMB = 1024

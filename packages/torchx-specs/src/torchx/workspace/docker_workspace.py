@@ -35,6 +35,7 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
+from torchx.schedulers import labels
 from torchx.specs.api import AppDef, CfgVal, Role, runopts
 from torchx.util.log import get_logger
 from torchx.workspace.api import LocalFileSystem, WorkspaceMixin, walk_workspace
@@ -61,8 +62,8 @@ __all__ = [
 
 logger = get_logger(__name__)
 
-LABEL_VERSION = "torchx.pytorch.org/version"
-LABEL_WORKSPACE_HASH = "torchx.pytorch.org/workspace-hash"
+LABEL_VERSION = labels.VERSION
+LABEL_WORKSPACE_HASH = labels.WORKSPACE_HASH
 TORCHX_DOCKERFILE = "Dockerfile.torchx"
 DOCKER_IGNORE = ".dockerignore"
 DEFAULT_DOCKERFILE = b"""ARG IMAGE
