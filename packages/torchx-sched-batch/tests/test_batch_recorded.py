@@ -117,11 +117,7 @@ def test_logs_read_the_node_stream(stubbed: Any) -> None:
         RESPONSES["describe_mnp"],
         {"jobs": [JOB, f"{JOB}#0", f"{JOB}#1", f"{JOB}#2"]},
     )
-    batch.add_response(
-        "describe_jobs",
-        {"jobs": [RESPONSES["describe_mnp"]["jobs"][0], RESPONSES["describe_mnp"]["jobs"][1]]},
-        {"jobs": [JOB, f"{JOB}#0"]},
-    )
+    # no second DescribeJobs: the node's stream is known from the first
     stream = {
         "logGroupName": "/aws/batch/job",
         "logStreamName": "trainer-bx3k9/default/0a1b2c3d4e5f",
@@ -206,8 +202,7 @@ def test_following_a_running_node_until_it_ends(stubbed: Any) -> None:
             "nextBackwardToken": "b/0",
         }
 
-    # first locate: running; read "a", then nothing new
-    batch.add_response("describe_jobs", {"jobs": [parent, _node_job("RUNNING", stream)]}, ids)
+    # first locate answers from the describe above (node 0 running); read "a", then nothing new
     logs.add_response("get_log_events", events("f/1", "a"), base)
     logs.add_response("get_log_events", events("f/1"), {**base, "nextToken": "f/1"})
     # poll: still running, "b" arrived

@@ -555,15 +555,20 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         found = self._job_and_nodes(app_id)
         if found is None:
             raise ValueError(f"unknown aws_batch app {app_id!r}: no such job in the queue")
-        job, _nodes = found
+        job, nodes = found
         node_index = self._node_index(app_id, job, role_name, k)
         job_id = str(job["jobId"])
         node_job_id = f"{job_id}#{node_index}"
         main_node = int((job.get("nodeProperties") or {}).get("mainNode") or 0)
+        # the first lookup answers from the DescribeJobs just made, later ones ask again
+        fresh: list[dict[str, Any]] | None = [job, *nodes]
 
         def locate() -> tuple[str | None, bool]:
-            """(the node's stream, whether it has ended): one DescribeJobs call."""
-            found = {j.get("jobId"): j for j in self._describe_jobs([job_id, node_job_id])}
+            """(the node's stream, whether it has ended): at most one DescribeJobs call."""
+            nonlocal fresh
+            jobs = fresh if fresh is not None else self._describe_jobs([job_id, node_job_id])
+            fresh = None
+            found = {j.get("jobId"): j for j in jobs}
             parent, node = found.get(job_id), found.get(node_job_id)
             parent_ended = parent is None or is_terminal(app_state(parent))
             if node is not None:
