@@ -112,15 +112,17 @@ class SpecError(ValueError):
 
 
 class RenderOptions:
-    """The run options that shape the objects (a plain class: built once per dry run)."""
+    """The run options that shape the objects (a plain class: built once per dry run).
+
+    ``namespace`` and ``job_type`` are not among them: they pick where and which objects
+    are made, which the scheduler decides.
+    """
 
     __slots__ = (
         "annotations",
         "efa_device_count",
         "image_pull_secrets",
-        "job_type",
         "labels",
-        "namespace",
         "node_selector",
         "priority_class",
         "queue",
@@ -135,13 +137,11 @@ class RenderOptions:
         self,
         *,
         queue: str | None = None,
-        namespace: str = "default",
         service_account: str | None = None,
         priority_class: str | None = None,
         reserved_millicpu: int = RESERVED_MILLICPU,
         reserved_memmb: int = RESERVED_MEMMB,
         efa_device_count: int | None = None,
-        job_type: str = "volcano",
         node_selector: Mapping[str, str] | None = None,
         tolerations: list[str] | None = None,
         image_pull_secrets: list[str] | None = None,
@@ -150,13 +150,11 @@ class RenderOptions:
         annotations: Mapping[str, str] | None = None,
     ) -> None:
         self.queue = queue
-        self.namespace = namespace
         self.service_account = service_account
         self.priority_class = priority_class
         self.reserved_millicpu = reserved_millicpu
         self.reserved_memmb = reserved_memmb
         self.efa_device_count = efa_device_count
-        self.job_type = job_type
         self.node_selector = dict(node_selector or {})
         self.tolerations = [parse_toleration(t) for t in tolerations or ()]
         self.image_pull_secrets = list(image_pull_secrets or ())
@@ -178,6 +176,12 @@ class RenderOptions:
                     f"secret_mounts: mount path {path!r} of secret {secret!r} must be absolute;"
                     " write -cfg secret_mounts=SECRET:/abs/path"
                 )
+
+    @classmethod
+    def from_opts(cls, opts: object) -> RenderOptions:
+        """From the scheduler's run options (``kubernetes_scheduler.Opts``): the options
+        of the same names."""
+        return cls(**{name: getattr(opts, name) for name in cls.__slots__})
 
 
 # -- names and labels -------------------------------------------------------------------

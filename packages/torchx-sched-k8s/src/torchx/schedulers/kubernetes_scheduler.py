@@ -371,22 +371,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                 " or job_type=batch (Indexed batch/v1 Jobs, no Volcano needed)"
             )
         images_to_push = self.dryrun_push_images(app, cfg)
-        render = RenderOptions(
-            queue=opts.queue,
-            namespace=opts.namespace,
-            service_account=opts.service_account,
-            priority_class=opts.priority_class,
-            reserved_millicpu=opts.reserved_millicpu,
-            reserved_memmb=opts.reserved_memmb,
-            efa_device_count=opts.efa_device_count,
-            job_type=opts.job_type,
-            node_selector=opts.node_selector,
-            tolerations=opts.tolerations,
-            image_pull_secrets=opts.image_pull_secrets,
-            secret_mounts=opts.secret_mounts,
-            labels=opts.labels,
-            annotations=opts.annotations,
-        )
+        render = RenderOptions.from_opts(opts)
         app_id = unique_app_id(app.name)
         if opts.job_type == "volcano":
             resource = volcano_job(app, app_id, render)
