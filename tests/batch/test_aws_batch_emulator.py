@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,18 @@ def _handle(proc: Any) -> str:
 
 def _job_definitions(batch: Any) -> list[dict[str, Any]]:
     return list(batch.describe_job_definitions()["jobDefinitions"])
+
+
+def _error_line(proc: Any) -> str:
+    """The one line a refused ``torchx run`` printed (after checking it exited non-zero,
+    without a traceback and without a handle)."""
+    assert proc.returncode != 0
+    errors: list[str] = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1, proc.stderr
+    assert errors[0].startswith("torchx: error: "), errors
+    assert "Traceback" not in proc.stderr
+    assert not proc.stdout.strip()
+    return errors[0]
 
 
 # -- lifecycle -------------------------------------------------------------------------------
@@ -297,14 +310,117 @@ def test_bad_input(
         [TORCHX, "run", "-s", "aws_batch", *argv, *ws, *component],
         cwd=project, env=run_env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
-    assert proc.returncode != 0
-    errors = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(errors) == 1, proc.stderr
-    assert errors[0].startswith("torchx: error: ") and expected in errors[0], errors
-    assert "Traceback" not in proc.stderr
-    assert not proc.stdout.strip()
+    assert expected in _error_line(proc)
     assert len(_job_definitions(batch)) == before
     assert len(batch.list_jobs(jobQueue=batch_queue)["jobSummaryList"]) == jobs_before
+
+
+# -- fair-share queues: share_id must match the queue's scheduling policy ---------------------
+
+
+@pytest.fixture
+def fair_share_queue(batch_queue: str, batch: Any) -> Iterator[str]:
+    """A job queue with a fair-share scheduling policy (shares ``vision`` and ``nlp``) on
+    the compute environment of ``batch_queue``; it and its policy are deleted afterwards."""
+    from torchx.schedulers.ids import random_id
+
+    name = f"torchx-test-fs-{random_id(8)}"
+    policy_arn = batch.create_scheduling_policy(
+        name=f"{name}-policy",
+        fairsharePolicy={"shareDistribution": [
+            {"shareIdentifier": "vision", "weightFactor": 1.0},
+            {"shareIdentifier": "nlp", "weightFactor": 2.0},
+        ]},
+    )["arn"]  # fmt: skip
+    (plain,) = batch.describe_job_queues(jobQueues=[batch_queue])["jobQueues"]
+    batch.create_job_queue(
+        jobQueueName=name, state="ENABLED", priority=1, schedulingPolicyArn=policy_arn,
+        computeEnvironmentOrder=plain["computeEnvironmentOrder"],
+    )  # fmt: skip
+    (queue,) = batch.describe_job_queues(jobQueues=[name])["jobQueues"]
+    assert queue["schedulingPolicyArn"] == policy_arn  # what torchx's queue check reads
+    yield name
+    for summary in batch.list_jobs(jobQueue=name)["jobSummaryList"]:
+        if summary["status"] not in ("SUCCEEDED", "FAILED"):
+            batch.terminate_job(jobId=summary["jobId"], reason="test over")
+    batch.update_job_queue(jobQueue=name, state="DISABLED")
+    batch.delete_job_queue(jobQueue=name)
+    batch.delete_scheduling_policy(arn=policy_arn)
+
+
+@pytest.mark.parametrize(
+    ("fair_share", "share_cfg", "expected"),
+    [
+        (True, "", "has a fair-share scheduling policy; set the share with -cfg share_id="),
+        (False, ",share_id=vision,priority=5", "takes no share identifier; drop -cfg share_id"),
+    ],
+    ids=["fair-share-queue-without-share_id", "plain-queue-with-share_id"],
+)
+def test_share_id_must_match_the_queue(
+    fair_share_queue: str,
+    batch_queue: str,
+    project: Path,
+    batch: Any,
+    fair_share: bool,
+    share_cfg: str,
+    expected: str,
+) -> None:
+    queue = fair_share_queue if fair_share else batch_queue
+    definitions = {d["jobDefinitionArn"] for d in _job_definitions(batch)}
+    jobs = len(batch.list_jobs(jobQueue=queue)["jobSummaryList"])
+    proc = _torchx(
+        "run", "-s", "aws_batch", "-cfg", f"queue={queue}{share_cfg}", "--workspace", "",
+        *_sh("true"), cwd=project,
+    )  # fmt: skip
+    error = _error_line(proc)
+    assert f"AWS Batch job queue {queue!r}" in error and expected in error, error
+    # refused before anything was registered or submitted
+    assert {d["jobDefinitionArn"] for d in _job_definitions(batch)} == definitions
+    assert len(batch.list_jobs(jobQueue=queue)["jobSummaryList"]) == jobs
+
+
+def test_fair_share_queue_takes_the_share_and_its_priority(
+    fair_share_queue: str, batch: Any
+) -> None:
+    from torchx.runner import get_runner
+
+    # moto 5.2.5 keeps neither shareIdentifier (SubmitJob) nor schedulingPriority
+    # (RegisterJobDefinition): read them from the requests as sent to it
+    sent: dict[str, dict[str, Any]] = {}
+
+    def record(request: Any, event_name: str, **_: Any) -> None:
+        sent[event_name.rpartition(".")[2]] = json.loads(request.body)
+
+    for operation in ("RegisterJobDefinition", "SubmitJob"):
+        batch.meta.events.register(f"before-send.batch.{operation}", record)
+    with get_runner(client=batch) as runner:
+        handle = runner.run_component(
+            "utils.sh", ["--image", IMAGE, "--memMB", "128", "true"], "aws_batch",
+            cfg={"queue": fair_share_queue, "share_id": "vision", "priority": 7}, workspace="",
+        )  # fmt: skip
+        assert handle.startswith(f"aws_batch://torchx/{fair_share_queue}:sh-vision-")
+        name = handle.rpartition(":")[2]
+        assert sent["SubmitJob"]["shareIdentifier"] == "vision"
+        assert sent["SubmitJob"]["jobQueue"] == fair_share_queue
+        assert sent["RegisterJobDefinition"]["schedulingPriority"] == 7
+
+        # moto accepted both: the job is in the fair-share queue, on torchx's definition
+        (summary,) = batch.list_jobs(
+            jobQueue=fair_share_queue, filters=[{"name": "JOB_NAME", "values": [name]}]
+        )["jobSummaryList"]
+        (job,) = batch.describe_jobs(jobs=[summary["jobId"]])["jobs"]
+        (queue,) = batch.describe_job_queues(jobQueues=[fair_share_queue])["jobQueues"]
+        (job_def,) = batch.describe_job_definitions(jobDefinitionName=name)["jobDefinitions"]
+        assert job["jobQueue"] == queue["jobQueueArn"]
+        assert job["jobDefinition"] == job_def["jobDefinitionArn"]
+        assert job_def["status"] == "ACTIVE"
+        assert job.get("shareIdentifier", "vision") == "vision"  # where moto reports it
+        assert job_def.get("schedulingPriority", 7) == 7
+
+        # moto runs the job although it ignores the policy; torchx tracks it to the end
+        final = runner.wait(handle, wait_interval=0.5)
+    assert final is not None
+    assert final.state == AppState.SUCCEEDED, final
 
 
 def test_dryrun_prints_the_request_without_aws(project: Path) -> None:
