@@ -19,6 +19,12 @@ for each Volcano task template, ``V1Job``, ``V1Service``) and serialising it bac
 the model does not know, a wrong type or a bad name is answered with 422 like the real
 server. Tests move pods with :meth:`FakeKubernetes.set_pod` and write logs with
 :meth:`FakeKubernetes.log`.
+
+Every change of a stored object gives it a new ``metadata.resourceVersion`` (one counter
+for the server, as etcd's revision) and is kept as a watch event; lists carry the
+revision they were read at, and ``?watch=true`` lists stream the ADDED/MODIFIED/DELETED
+events after ``resourceVersion`` (all objects as ADDED without one), filtered by label
+and ``metadata.name`` field selectors, until ``timeoutSeconds``.
 """
 
 from __future__ import annotations
@@ -188,6 +194,13 @@ class FakeKubernetes:
         self.forbidden: set[tuple[str, str]] = set()
         self._server: ThreadingHTTPServer | None = None
         self._ip = 10
+        self.revision = 0
+        self._rv_of: dict[tuple[str, str, str], int] = {}
+        self.events: list[tuple[int, str, str, str, dict[str, Any]]] = []
+        """(revision, kind, namespace, event type, object) of every change, in order."""
+        self.delivered: list[tuple[str, dict[str, Any]]] = []
+        """(event type, object) of every event a watch has sent."""
+        self._seen: dict[tuple[str, str, str], str] = {}
 
     # -- lifecycle of the server ------------------------------------------------------------
 
@@ -240,8 +253,49 @@ class FakeKubernetes:
             return len(self.requests)
 
     def forbid(self, verb: str, resource: str) -> None:
-        """Answer 403 to ``verb`` (create/get/list/update/patch/delete) on ``resource``."""
+        """Answer 403 to ``verb`` (create/get/list/watch/update/patch/delete) on ``resource``."""
         self.forbidden.add((verb, resource))
+
+    def _changed(self) -> None:
+        """Stamps changed objects with new resource versions, logs the events, wakes waiters.
+
+        Called (holding ``cond``) after every mutation; compares each object's content
+        with what was last stamped, so no mutation site has to say what it changed.
+        """
+        current: dict[tuple[str, str, str], dict[str, Any]] = {
+            (kind, ns, name): obj
+            for kind, objects in self.store.items()
+            for (ns, name), obj in objects.items()
+        }
+        for key, obj in current.items():
+            meta = obj["metadata"]
+            meta.pop("resourceVersion", None)
+            content = json.dumps(obj, sort_keys=True)
+            if self._seen.get(key) == content:
+                meta["resourceVersion"] = str(self._rv_of.get(key, 0))
+                continue
+            kind_ = "ADDED" if key not in self._seen else "MODIFIED"
+            self._seen[key] = content
+            self.revision += 1
+            self._rv_of[key] = self.revision
+            meta["resourceVersion"] = str(self.revision)
+            self.events.append((self.revision, key[0], key[1], kind_, json.loads(json.dumps(obj))))
+        for key in [k for k in self._seen if k not in current]:
+            gone = json.loads(self._seen.pop(key))  # the object as it was last seen
+            self.revision += 1
+            gone["metadata"]["resourceVersion"] = str(self.revision)
+            self.events.append((self.revision, key[0], key[1], "DELETED", gone))
+        self.cond.notify_all()
+
+    def watches(self) -> int:
+        """How many watch requests the server has answered or is answering."""
+        with self.cond:
+            return sum(1 for method, _ in self.requests if method == "WATCH")
+
+    def wait_for_watch(self, after: int, timeout: float = 30) -> bool:
+        """Waits until more than ``after`` watch requests have come in."""
+        with self.cond:
+            return self.cond.wait_for(lambda: self.watches() > after, timeout)
 
     # -- controller helpers used by the tests ------------------------------------------------
 
@@ -311,7 +365,7 @@ class FakeKubernetes:
                 for c in containers:
                     self.log_done.add((ns, name, c))
             self._reconcile()
-            self.cond.notify_all()
+            self._changed()
 
     def set_all(self, ns: str, selector: str, phase: str, **kw: Any) -> None:
         for name in self.pod_names(ns, selector):
@@ -510,6 +564,8 @@ class FakeKubernetes:
             ("DELETE", True): "delete",
             ("DELETE", False): "deletecollection",
         }[(method, name is not None)]
+        if verb == "list" and query.get("watch") in ("true", "1"):
+            verb = "watch"
         if (verb, resource) in self.forbidden:
             raise ApiError(
                 403,
@@ -522,14 +578,18 @@ class FakeKubernetes:
         with self.cond:
             if verb == "create":
                 return self._create(kind, ns, body, query.get("dryRun") == "All")
-            if verb == "list":
+            if verb in ("list", "watch"):
                 terms = parse_selector(query.get("labelSelector", ""))
+                named = _field_name(query.get("fieldSelector", ""))
+                if verb == "watch":
+                    return _WatchRequest(kind, ns, terms, named, query)
                 items = [
                     o
-                    for (ons, _), o in sorted(self.store[kind].items())
-                    if ons == ns and matches(o, terms)
+                    for (ons, oname), o in sorted(self.store[kind].items())
+                    if ons == ns and matches(o, terms) and named in (None, oname)
                 ]
-                return {"kind": "List", "apiVersion": "v1", "metadata": {}, "items": items}
+                meta = {"resourceVersion": str(self.revision)}
+                return {"kind": "List", "apiVersion": "v1", "metadata": meta, "items": items}
             if verb == "deletecollection":
                 terms = parse_selector(query.get("labelSelector", ""))
                 for key, obj in list(self.store[kind].items()):
@@ -554,7 +614,7 @@ class FakeKubernetes:
                 obj["status"] = body.get("status") or {}
                 if obj["status"].get("state", {}).get("phase") == "Aborted":
                     self._delete_pods(self._owned_pods(ns, name))
-                self.cond.notify_all()
+                self._changed()
                 return obj
             if verb == "patch":
                 if not isinstance(body, dict):
@@ -562,7 +622,7 @@ class FakeKubernetes:
                 _merge(obj, body)
                 check_model({"spec": obj["spec"]}, "V1Job", f'Job.batch "{name}"')
                 self._reconcile()
-                self.cond.notify_all()
+                self._changed()
                 return obj
         raise ApiError(405, "MethodNotAllowed", f"{method} {path}")
 
@@ -599,7 +659,7 @@ class FakeKubernetes:
             stored["status"] = {"state": {"phase": "Pending"}}
             self._start_volcano(ns, stored)
         self._reconcile()
-        self.cond.notify_all()
+        self._changed()
         return stored
 
     def _admit_volcano(self, name: str, body: dict[str, Any]) -> None:
@@ -625,7 +685,41 @@ class FakeKubernetes:
             self._delete_pods(self._owned_pods(ns, name))
         if kind == "pods":
             self._delete_pods([])
-        self.cond.notify_all()
+        self._changed()
+
+
+def _field_name(selector: str) -> str | None:
+    """The name a ``metadata.name=NAME`` field selector asks for (the only one served)."""
+    for term in filter(None, (t.strip() for t in selector.split(","))):
+        key, _, value = term.partition("=")
+        if key != "metadata.name":
+            raise ApiError(400, "BadRequest", f"field label not supported: {key}")
+        return value.lstrip("=")
+    return None
+
+
+class _WatchRequest:
+    """A ``?watch=true`` list: the events after ``resourceVersion`` for matching objects."""
+
+    def __init__(
+        self,
+        kind: str,
+        ns: str,
+        terms: list[tuple[str, str, str | None]],
+        name: str | None,
+        query: dict[str, str],
+    ) -> None:
+        self.kind, self.ns, self.terms, self.name = kind, ns, terms, name
+        version = query.get("resourceVersion")
+        self.since = int(version) if version not in (None, "", "0") else None
+        self.deadline = time.monotonic() + int(query.get("timeoutSeconds") or 1800)
+
+    def wanted(self, kind: str, ns: str, obj: dict[str, Any]) -> bool:
+        if kind != self.kind or ns != self.ns:
+            return False
+        if self.name is not None and obj["metadata"].get("name") != self.name:
+            return False
+        return matches(obj, self.terms)
 
 
 def _merge(base: dict[str, Any], patch: dict[str, Any]) -> None:
@@ -674,8 +768,10 @@ class _Handler(BaseHTTPRequestHandler):
         query = {k: v[-1] for k, v in parse_qs(split.query).items()}
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        watch = method == "GET" and query.get("watch") in ("true", "1")
         with self.fake.cond:
-            self.fake.requests.append((method, split.path))
+            self.fake.requests.append(("WATCH" if watch else method, split.path))
+            self.fake.cond.notify_all()  # tests wait for a watch to be open
         try:
             if self.headers.get("Authorization") != f"Bearer {TOKEN}":
                 raise ApiError(401, "Unauthorized", "Unauthorized")
@@ -695,6 +791,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if isinstance(result, _LogRequest):
             self._send_log(result)
+            return
+        if isinstance(result, _WatchRequest):
+            self._send_watch(result)
             return
         self._send(201 if method == "POST" else 200, json.dumps(result).encode())
 
@@ -743,6 +842,49 @@ class _Handler(BaseHTTPRequestHandler):
                         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                 self.wfile.flush()
                 if finished:
+                    break
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _send_watch(self, request: _WatchRequest) -> None:
+        """Streams the events as JSON lines (one chunk each) until the request times out."""
+        fake = self.fake
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        with fake.cond:
+            if request.since is None:  # no version: the current objects, as ADDED
+                request.since = fake.revision
+                backlog = [
+                    ("ADDED", obj)
+                    for (ns, _), obj in sorted(fake.store[request.kind].items())
+                    if request.wanted(request.kind, ns, obj)
+                ]
+            else:
+                backlog = []
+        try:
+            while True:
+                with fake.cond:
+                    fresh = [
+                        (kind_, obj)
+                        for rev, kind, ns, kind_, obj in fake.events
+                        if rev > (request.since or 0) and request.wanted(kind, ns, obj)
+                    ]
+                    request.since = fake.revision
+                    left = request.deadline - time.monotonic()
+                    if not backlog and not fresh and left > 0:
+                        fake.cond.wait(min(left, 1.0))
+                        continue
+                with fake.cond:
+                    fake.delivered += [*backlog, *fresh]
+                for kind_, obj in [*backlog, *fresh]:
+                    line = json.dumps({"type": kind_, "object": obj}).encode() + b"\n"
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+                self.wfile.flush()
+                backlog = []
+                if left <= 0:
                     break
             self.wfile.write(b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError):

@@ -344,3 +344,68 @@ def test_unreachable_server_is_one_line(tmp_path: Path, monkeypatch: pytest.Monk
         sched.describe(f"{NS}:x")
     # a --dryrun with an unreachable cluster still renders, with a note
     assert sched.submit_dryrun(app(), cfg("volcano")).request.resource["kind"] == "Job"
+
+
+def _wait_in_thread(sched: KubernetesScheduler, app_id: str, timeout: float) -> threading.Event:
+    returned = threading.Event()
+
+    def wait() -> None:
+        sched.wait_for_change(app_id, timeout)
+        returned.set()
+
+    threading.Thread(target=wait, daemon=True).start()
+    return returned
+
+
+@JOB_TYPES
+def test_wait_for_change_returns_at_the_change(
+    fake: FakeKubernetes, sched: KubernetesScheduler, job_type: str
+) -> None:
+    """A watch of the job(s), not a sleep: the runner's wait ends when the app does."""
+    app_id = sched.submit(app(replicas=1), cfg(job_type))
+    status = sched.describe(app_id)
+    assert status is not None and status.state == AppState.PENDING
+    watches = fake.watches()
+    returned = _wait_in_thread(sched, app_id, 600)
+    assert fake.wait_for_watch(watches)  # the pod moves only once the watch is open
+    assert not returned.is_set()  # nothing changed yet: still waiting
+    fake.set_pod(NS, replica_pod(fake, app_id, 0), "Running")
+    assert returned.wait(60), "wait_for_change slept instead of returning at the change"
+    status = sched.describe(app_id)
+    assert status is not None and status.state == AppState.RUNNING
+
+
+@JOB_TYPES
+def test_a_change_before_the_wait_is_not_missed(
+    fake: FakeKubernetes, sched: KubernetesScheduler, job_type: str
+) -> None:
+    """The watch starts after what describe read: a change in between wakes it at once."""
+    app_id = sched.submit(app(replicas=1), cfg(job_type))
+    sched.describe(app_id)
+    fake.set_pod(NS, replica_pod(fake, app_id, 0), "Succeeded")
+    assert _wait_in_thread(sched, app_id, 600).wait(60)
+    status = sched.describe(app_id)
+    assert status is not None and status.state == AppState.SUCCEEDED
+
+
+def test_changes_of_other_apps_do_not_wake_the_wait(
+    fake: FakeKubernetes, sched: KubernetesScheduler
+) -> None:
+    mine = sched.submit(app(replicas=1, name="mine"), cfg("batch"))
+    other = sched.submit(app(replicas=1, name="other"), cfg("batch"))
+    sched.describe(mine)
+    fake.set_pod(NS, replica_pod(fake, other, 0), "Running")
+    sched.wait_for_change(mine, 1)  # nothing of mine changed: the watch runs out
+    assert fake.watches() == 1
+    assert fake.delivered == []
+
+
+def test_without_watch_permission_the_wait_polls(
+    fake: FakeKubernetes, sched: KubernetesScheduler
+) -> None:
+    fake.forbid("watch", "jobs.batch")
+    app_id = sched.submit(app(replicas=1), cfg("batch"))
+    sched.describe(app_id)
+    sched.wait_for_change(app_id, 0.2)  # a refused watch is no error: it sleeps instead
+    sched.wait_for_change(app_id, 0.2)  # and is not asked for again
+    assert fake.watches() == 1

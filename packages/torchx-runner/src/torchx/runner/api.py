@@ -56,6 +56,11 @@ _ENV_PARENT_RUN_ID = "TORCHX_PARENT_RUN_ID"
 _ENV_JOB_ID = "TORCHX_JOB_ID"
 _ENV_SESSION_ID = "TORCHX_INTERNAL_SESSION_ID"
 
+_EVENT_WAIT_S = 60.0
+"""How long :meth:`Runner.wait` lets a scheduler with an event source block between two
+checks: it returns at the first change anyway, so a long window only saves calls (an API
+server is asked once a minute, not every ``wait_interval``, while nothing happens)."""
+
 
 def _tracker_config_env_var_name(name: str) -> str:
     return f"TORCHX_TRACKER_{name.upper()}_CONFIG"
@@ -505,16 +510,23 @@ class Runner:
         """Blocks until the app is finished; returns its final status (``None`` if unknown).
 
         Between checks the scheduler's ``wait_for_change`` is given up to
-        ``wait_interval`` seconds; schedulers with an event source (local_cwd) return as
-        soon as the app ends, others poll.
+        ``wait_interval`` seconds, so schedulers without an event source are polled that
+        often. Schedulers with one (those that override ``wait_for_change``: local_cwd,
+        local_docker, kubernetes) return at the first change and are given at least a
+        minute, which only saves calls while nothing happens.
         """
+        from torchx.schedulers.api import Scheduler
+
         scheduler, backend, app_id = self._scheduler_app_id(app_handle)
+        window = wait_interval
+        if type(scheduler).wait_for_change is not Scheduler.wait_for_change:
+            window = max(wait_interval, _EVENT_WAIT_S)
         with log_event("wait", backend, app_id):
             while True:
                 app_status = self.status(app_handle)
                 if app_status is None or app_status.is_terminal():
                     return app_status
-                scheduler.wait_for_change(app_id, wait_interval)
+                scheduler.wait_for_change(app_id, window)
 
     def cancel(self, app_handle: AppHandle) -> None:
         """Asks the scheduler to stop the app if it is still running; returns at once."""

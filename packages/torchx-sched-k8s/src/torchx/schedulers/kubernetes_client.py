@@ -23,6 +23,7 @@ __all__ = [
     "call",
     "cluster_configured",
     "connect",
+    "first_event",
     "read_json",
 ]
 
@@ -257,6 +258,35 @@ def read_json(fn: Callable[..., Any], action: str, namespace: str, /, *args: Any
     try:
         return json.loads(response.data)
     finally:
+        response.release_conn()
+
+
+def first_event(
+    fn: Callable[..., Any], action: str, namespace: str, timeout: float, /, *args: Any, **kw: Any
+) -> bool:
+    """Watches ``fn``'s list (``watch=True``) until its first event or for ``timeout``
+    seconds; whether an event came. ``kw`` picks the objects (selectors) and the
+    ``resource_version`` to start after. Raises :class:`KubernetesApiError`."""
+    from urllib3.exceptions import HTTPError
+
+    response = call(
+        lambda: fn(
+            *args,
+            watch=True,
+            timeout_seconds=max(1, round(timeout)),
+            _preload_content=False,
+            _request_timeout=(REQUEST_TIMEOUT_S, timeout + 5),
+            **kw,
+        ),
+        action,
+        namespace,
+    )
+    try:
+        return any(chunk.strip() for chunk in response.stream(64 * 1024, decode_content=True))
+    except (OSError, HTTPError):  # a read timeout or a dropped connection: no event
+        return False
+    finally:
+        response.close()  # a watch is never read to its end: drop the connection
         response.release_conn()
 
 

@@ -108,6 +108,7 @@ log = get_logger(__name__)
 
 JOB_TYPES = ("volcano", "batch")
 _VOLCANO_GROUP, _VOLCANO_VERSION, _VOLCANO_PLURAL = "batch.volcano.sh", "v1alpha1", "jobs"
+_POLL_S = 5.0  # between two describes where the API server refuses watches
 _TIMESTAMP = re.compile(rb"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)")
 
 
@@ -323,6 +324,9 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         super().__init__("kubernetes", session_name, docker_client=docker_client)
         self._client = client
         self._kube_context = kube_context or None
+        # app id -> resource version of its job(s) as the last describe read them
+        self._versions: dict[str, str] = {}
+        self._watch_refused = False  # RBAC without `watch`: poll instead of asking again
 
     # -- client ----------------------------------------------------------------------------
 
@@ -479,14 +483,25 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         found = read_json(core.list_namespaced_pod, "listing pods", ns, ns, label_selector=selector)
         return list(found.get("items") or [])
 
-    def _batch_jobs(self, ns: str, selector: str) -> list[dict[str, Any]]:
+    def _batch_jobs(
+        self, ns: str, selector: str, app_id: str | None = None
+    ) -> list[dict[str, Any]]:
         from torchx.schedulers.kubernetes_client import read_json
 
         batch = self._batch()
         found = read_json(
             batch.list_namespaced_job, "listing jobs", ns, ns, label_selector=selector
         )
+        if app_id is not None:
+            self._remember_version(app_id, found)
         return list(found.get("items") or [])
+
+    def _remember_version(self, app_id: str, obj: dict[str, Any]) -> None:
+        version = (obj.get("metadata") or {}).get("resourceVersion")
+        if version:
+            self._versions[app_id] = str(version)
+        else:
+            self._versions.pop(app_id, None)
 
     def _volcano_job(self, ns: str, name: str) -> dict[str, Any] | None:
         from torchx.schedulers.kubernetes_client import NotFound, read_json
@@ -516,11 +531,66 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             job = self._volcano_job(ns, name)
             if job is None:
                 return None
+            self._remember_version(app_id, job)
             return describe_volcano(app_id, ns, job, self._pods(ns, f"{LABEL_INSTANCE}={name}"))
-        jobs = self._batch_jobs(ns, f"{LABEL_INSTANCE}={name}")
+        jobs = self._batch_jobs(ns, f"{LABEL_INSTANCE}={name}", app_id)
         if not jobs:
             return None
         return describe_batch(app_id, ns, jobs, self._pods(ns, f"{LABEL_INSTANCE}={name}"))
+
+    def wait_for_change(self, app_id: str, timeout: float) -> None:
+        """Returns at the first change of the app's job(s), or after ``timeout`` seconds.
+
+        A job object changes whenever one of its pods does (Volcano's task counts, the Job
+        controller's active/ready/succeeded/failed counts and conditions), so one watch of
+        the job(s) sees every state change. It starts after the resource version the last
+        ``describe`` read, so nothing that happened in between is missed (without one, the
+        watch lists the job(s) first and returns at once). Where the server refuses the
+        watch (RBAC without ``watch``) this polls: it sleeps at most ``_POLL_S``.
+        """
+        import time
+
+        from torchx.schedulers.kubernetes_client import KubernetesApiError, first_event
+
+        if timeout <= 0:
+            return
+        if self._watch_refused:
+            time.sleep(min(timeout, _POLL_S))
+            return
+        ns, job_type, name = _parse_app_id(app_id)
+        since = {"resource_version": self._versions[app_id]} if app_id in self._versions else {}
+        start = time.monotonic()
+        try:
+            if job_type == "volcano":
+                first_event(
+                    self._custom().list_namespaced_custom_object,
+                    f"watching Volcano job {name!r}",
+                    ns,
+                    timeout,
+                    _VOLCANO_GROUP,
+                    _VOLCANO_VERSION,
+                    ns,
+                    _VOLCANO_PLURAL,
+                    field_selector=f"metadata.name={name}",
+                    **since,
+                )
+            else:
+                first_event(
+                    self._batch().list_namespaced_job,
+                    f"watching the jobs of {name!r}",
+                    ns,
+                    timeout,
+                    ns,
+                    label_selector=f"{LABEL_INSTANCE}={name}",
+                    **since,
+                )
+        except KubernetesApiError as e:
+            if e.status == 410:  # the version expired: describe again for a fresh one
+                self._versions.pop(app_id, None)
+                return
+            log.debug("cannot watch %s (%s); polling instead", app_id, e)
+            self._watch_refused = e.status == 403
+            time.sleep(max(0.0, min(timeout, _POLL_S) - (time.monotonic() - start)))
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         """TorchX apps in ``cfg["namespace"]`` (else the kube context's, else default)."""
