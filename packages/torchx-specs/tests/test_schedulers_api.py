@@ -11,7 +11,7 @@ import subprocess
 import sys
 import textwrap
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from torchx.schedulers.api import (
     split_lines,
     split_lines_iterator,
     stream_name,
+    whole_lines,
 )
 from torchx.specs import (
     NULL_RESOURCE,
@@ -219,6 +220,34 @@ def test_module_helpers() -> None:
     assert split_lines("a\r\nb") == ["a\r\n", "b"]
     assert split_lines("") == []
     assert list(split_lines_iterator(["a\nb", "c\n"])) == ["a\n", "b", "c\n"]
+
+
+def test_whole_lines_of_a_chunked_stream() -> None:
+    """Lines are rejoined across chunks, also inside a multi-byte character."""
+    text = "ünï\ncode 日本\r progress\rbar\nlast".encode()
+    for size in (1, 2, 3, 7, len(text)):
+        chunks = [text[i : i + size] for i in range(0, len(text), size)]
+        assert list(whole_lines(chunks)) == [
+            "ünï\n".encode(),
+            "code 日本\r progress\rbar\n".encode(),
+            b"last",
+        ]
+    assert list(whole_lines([])) == []
+
+
+def test_whole_lines_closes_its_source_when_the_reader_stops() -> None:
+    closed: list[bool] = []
+
+    def source() -> Iterator[bytes]:
+        try:
+            yield from (b"a\n", b"b\n", b"c\n")
+        finally:
+            closed.append(True)
+
+    lines = whole_lines(source())
+    assert next(lines) == b"a\n"
+    lines.close()
+    assert closed == [True]
 
 
 def test_response_dataclasses() -> None:

@@ -27,7 +27,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from torchx.schedulers import labels
@@ -40,6 +40,7 @@ from torchx.schedulers.api import (
     StructuredOpts,
     filter_regex,
     stream_name,
+    whole_lines,
 )
 from torchx.specs.api import (
     NONE,
@@ -711,7 +712,8 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         if until is not None:
             kwargs["until"] = until
         chunks = self._api.logs(found[0]["Id"], **kwargs)
-        lines = _lines(chunks)
+        # Docker frames a log by the program's writes: re-split it into whole lines
+        lines = (line.decode("utf-8", "replace") for line in whole_lines(chunks))
         return filter_regex(regex, lines) if regex else lines
 
     def _raise_no_replica(self, app_id: str, role_name: str, k: int) -> None:
@@ -736,31 +738,6 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             f"role {role_name!r} of app {app_id} has replicas {ids[0]}..{ids[-1]};"
             f" there is no replica {k}"
         )
-
-
-def _lines(chunks: Iterator[bytes]) -> Iterator[str]:
-    """Re-splits Docker's log frames (one per write of the program) into whole lines."""
-    import codecs
-
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    pending = ""
-    try:
-        for chunk in chunks:
-            text = pending + decoder.decode(chunk)
-            if "\n" not in text:
-                pending = text
-                continue
-            end = text.rfind("\n") + 1
-            pending = text[end:]
-            for line in text[:end].split("\n")[:-1]:  # "\n" only: "\r" is no line end
-                yield line + "\n"
-        tail = pending + decoder.decode(b"", final=True)
-        if tail:
-            yield tail
-    finally:
-        close = getattr(chunks, "close", None)
-        if close is not None:
-            close()
 
 
 def create_scheduler(

@@ -36,6 +36,7 @@ from torchx.schedulers.api import (
     Stream,
     StructuredOpts,
     filter_regex,
+    whole_lines,
 )
 from torchx.schedulers.kubernetes_render import (
     ANNOTATION_ISTIO_SIDECAR,
@@ -63,7 +64,7 @@ from torchx.schedulers.kubernetes_render import (
     unique_app_id,
     volcano_job,
 )
-from torchx.schedulers.kubernetes_status import JOB_STATE, TASK_STATE
+from torchx.schedulers.kubernetes_status import JOB_STATE, TASK_STATE, newest_pod
 from torchx.specs.api import AppDef, AppDryRunInfo, CfgVal, Role, runopts
 from torchx.util.lazy_dataclass import dataclass, field
 from torchx.util.log import get_logger
@@ -739,11 +740,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             from torchx.schedulers.kubernetes_render import LABEL_COMPLETION_INDEX
 
             pods = self._pods(ns, f"job-name={job},{LABEL_COMPLETION_INDEX}={k}")
-            pod = (
-                max(pods, key=lambda p: str(p["metadata"].get("creationTimestamp") or ""))
-                if pods
-                else None
-            )
+            pod = newest_pod(pods) if pods else None
         if pod is None:
             raise ValueError(
                 f"no pod for replica {k} of role {role_name!r} of app {app_id} (not started"
@@ -813,27 +810,13 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         limit = None
         if until is not None:
             limit = (until if until.tzinfo else until.astimezone()).strftime("%Y-%m-%dT%H:%M:%S")
-        for raw in _split_lines(iter_chunks(response)):
+        for raw in whole_lines(iter_chunks(response)):
             if limit is not None:
                 stamp = _TIMESTAMP.match(raw)
                 if stamp and stamp.group(1).decode() > limit:
                     response.close()
                     return
             yield prefix + raw.decode("utf-8", errors="replace")
-
-
-def _split_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
-    """Whole lines (with their ``\\n``) from a byte stream; a last partial line too."""
-    buffer = b""
-    for chunk in chunks:
-        buffer += chunk
-        if b"\n" not in chunk:
-            continue
-        *lines, buffer = buffer.split(b"\n")
-        for line in lines:
-            yield line + b"\n"
-    if buffer:
-        yield buffer
 
 
 def _chain(sources: list[Iterator[str]]) -> Iterator[str]:

@@ -25,6 +25,7 @@ __all__ = [
     "batch_app_state",
     "describe_batch",
     "describe_volcano",
+    "newest_pod",
     "volcano_app_state",
 ]
 
@@ -64,7 +65,8 @@ def _labels(obj: dict[str, Any]) -> dict[str, str]:
     return labels
 
 
-def _newest(pods: Iterable[dict[str, Any]]) -> dict[str, Any]:
+def newest_pod(pods: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """The most recently created of ``pods`` (a Job's replacement pod after a retry)."""
     return max(pods, key=lambda p: str((p.get("metadata") or {}).get("creationTimestamp") or ""))
 
 
@@ -189,7 +191,7 @@ def describe_volcano(
         role_name = labels.get(LABEL_ROLE_NAME) or str(task.get("name", "")).rpartition("-")[0]
         rid = labels.get(LABEL_REPLICA_ID) or str(task.get("name", "")).rpartition("-")[2]
         found = by_replica.get((labels.get(LABEL_ROLE_INDEX, ""), rid))
-        pod: dict[str, Any] | None = _newest(found) if found else None
+        pod: dict[str, Any] | None = newest_pod(found) if found else None
         if role_name not in roles:
             roles[role_name] = (Role(name=role_name, image="", num_replicas=0), [])
         role, statuses = roles[role_name]
@@ -274,7 +276,7 @@ def describe_batch(
         statuses = []
         for index in range(count):
             found = by_replica.get((name, str(index)))
-            replica_pod: dict[str, Any] | None = _newest(found) if found else None
+            replica_pod: dict[str, Any] | None = newest_pod(found) if found else None
             statuses.append(collect.status(role_name, index, replica_pod, default))
         failed = _condition(job, "Failed")
         if failed is not None:

@@ -48,6 +48,7 @@ __all__ = [
     "filter_regex",
     "split_lines",
     "split_lines_iterator",
+    "whole_lines",
 ]
 
 DAYS_IN_2_WEEKS = 14
@@ -293,6 +294,31 @@ def split_lines_iterator(chunks: Iterable[str]) -> Iterator[str]:
     """Yields the lines of each chunk (chunks are not joined across boundaries)."""
     for chunk in chunks:
         yield from split_lines(chunk)
+
+
+def whole_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """The lines (each with its ``\n``) of a byte stream that arrives in arbitrary chunks
+    (a log streamed by a daemon or an API server); a last partial line is yielded too.
+
+    Splits on ``\n`` only (a ``\r`` of a progress bar ends no line) and works on bytes, so
+    a multi-byte character split across two chunks is never cut. The source is closed when
+    it is exhausted or the reader stops early.
+    """
+    pending = b""
+    try:
+        for chunk in chunks:
+            if b"\n" not in chunk:
+                pending += chunk
+                continue
+            *lines, pending = (pending + chunk).split(b"\n")
+            for line in lines:
+                yield line + b"\n"
+        if pending:
+            yield pending
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()
 
 
 # --------------------------------------------------------------------------------------
