@@ -51,6 +51,7 @@ from torchx.specs.api import (
     macros,
     runopts,
 )
+from torchx.specs.replica_macros import ReplicaMacros
 from torchx.util.lazy_dataclass import asdict, dataclass, field
 from torchx.util.log import get_logger
 from torchx.util.programs import find_program
@@ -535,8 +536,8 @@ class LocalScheduler(Scheduler[Opts]):
                 img_root=img_root, app_id=app_id, replica_id="0", rank0_env=RANK0_ENV
             )
             mapping = values.to_dict()
-            templated_args = [i for i, a in enumerate(role.args) if "$" in a]
-            templated_env = [k for k, v in role_env.items() if "$" in v]
+            subst = ReplicaMacros(role.args, role_env)
+            shared = None if subst.per_replica else subst.apply(mapping)
             role_env[RANK0_ENV] = "localhost"
             set_error_file = ENV_TORCHELASTIC_ERROR_FILE not in role.env
             if ENV_PET_LOG_DIR not in role.env:
@@ -544,10 +545,8 @@ class LocalScheduler(Scheduler[Opts]):
             role_dir = os.path.join(app_log_dir, role.name)
             role_cuda = cuda_plan[role_idx] if cuda_plan is not None else None
             entrypoint = provider.get_entrypoint(img_root, role)
-            base_args = [entrypoint, *role.args]
             params: list[ReplicaParam] = []
             log_dirs: list[str] = []
-            substitute = _substituter(mapping) if (templated_args or templated_env) else None
             for replica_id in range(role.num_replicas):
                 rid = str(replica_id)
                 replica_dir = f"{role_dir}{os.sep}{rid}"
@@ -555,15 +554,19 @@ class LocalScheduler(Scheduler[Opts]):
                 stderr = f"{replica_dir}{os.sep}{st.STDERR_LOG}"
                 combined = f"{replica_dir}{os.sep}{st.COMBINED_LOG}"
                 if plain_provider:
-                    args = base_args.copy()
-                    env = role_env.copy()
-                    if substitute is not None:
+                    if shared is None:
                         mapping["replica_id"] = rid
-                        for i in templated_args:
-                            args[i + 1] = substitute(role.args[i])
-                        for key in templated_env:
-                            env[key] = substitute(role_env[key])
-                    param = ReplicaParam(args, env, stdout, stderr, combined, cwd)
+                        role_args, role_env_values = subst.apply(mapping)
+                    else:
+                        role_args, role_env_values = shared
+                    param = ReplicaParam(
+                        [entrypoint, *role_args],
+                        {**role_env, **role_env_values},
+                        stdout,
+                        stderr,
+                        combined,
+                        cwd,
+                    )
                 else:
                     replica_role = macros.Values(
                         img_root=img_root, app_id=app_id, replica_id=rid, rank0_env=RANK0_ENV
@@ -1182,15 +1185,6 @@ def _create_log_files(paths: list[str]) -> None:
                 e.strerror,
             )
             return
-
-
-def _substituter(mapping: dict[str, str]) -> Callable[[str], str]:
-    from string import Template
-
-    def substitute(value: str) -> str:
-        return Template(value).safe_substitute(mapping)
-
-    return substitute
 
 
 def _with_env(role: Role, env: dict[str, str]) -> Role:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from torchx.schedulers.api import HELP_KEY, StructuredOpts
 from torchx.schedulers.slurm_commands import SlurmCommandError, run
 from torchx.specs.api import CfgVal, Resource, Role
+from torchx.specs.replica_macros import ReplicaMacros
 from torchx.util.lazy_dataclass import dataclass, field
 
 __all__ = [
@@ -326,32 +327,29 @@ class SlurmBatchRequest:
 class RoleTemplate:
     """What all replicas of a role share; :meth:`for_replica` fills in the macros.
 
-    Only arguments and env values holding a ``$`` are substituted per replica, so a
-    10,000-replica role costs little more than 10,000 small objects.
+    The macros are substituted by :class:`ReplicaMacros`, once for the whole role when no
+    argument or env value mentions ``replica_id``, so a 10,000-replica role costs little
+    more than 10,000 small objects.
     """
 
-    __slots__ = ("args", "entrypoint", "env", "log_dir", "sbatch_opts", "templated")
+    __slots__ = ("_shared", "entrypoint", "log_dir", "sbatch_opts", "subst")
 
     def __init__(self, role: Role, sbatch_opts: dict[str, str | None], log_dir: str) -> None:
         self.entrypoint = role.entrypoint
-        self.args = list(role.args)
-        self.env = dict(role.env)
+        self.subst = ReplicaMacros(role.args, role.env)
         self.sbatch_opts = sbatch_opts
         self.log_dir = log_dir
-        self.templated = any("$" in a for a in self.args) or any(
-            "$" in v for v in self.env.values()
-        )
+        self._shared: tuple[list[str], dict[str, str]] | None = None
 
     def for_replica(self, name: str, job_name: str, values: dict[str, str]) -> SlurmReplicaRequest:
-        args = self.args
-        env = self.env
-        if self.templated:
-            from string import Template
-
-            args = [Template(a).safe_substitute(values) if "$" in a else a for a in args]
-            env = {
-                k: Template(v).safe_substitute(values) if "$" in v else v for k, v in env.items()
-            }
+        """The request of one replica; ``values`` differ between replicas only in
+        ``replica_id``."""
+        if self.subst.per_replica:
+            args, env = self.subst.apply(values)
+        else:
+            if self._shared is None:
+                self._shared = self.subst.apply(values)
+            args, env = self._shared
         return SlurmReplicaRequest(
             name=job_name,
             entrypoint=self.entrypoint,
