@@ -39,6 +39,8 @@ from torchx.workspace.dir_workspace import TmpDirWorkspaceMixin
 class MemoryScheduler(Scheduler[Mapping[str, CfgVal]]):
     """A scheduler that keeps apps in a dict; their state is set by the test."""
 
+    has_event_source = True  # its wait_for_change "sees" the app finish
+
     def __init__(self, session_name: str, **kwargs: object) -> None:
         super().__init__("memory", session_name)
         self.kwargs = kwargs
@@ -331,32 +333,29 @@ class TestLifecycle:
         assert status.ui_url == "memory://trainer-0"
         final = runner.wait(handle, wait_interval=0.5)
         assert final is not None and final.state == AppState.SUCCEEDED
-        # an event-driven scheduler (it overrides wait_for_change) may block a minute:
-        # it returns at the change, so the short interval would only cost calls
+        # a scheduler with an event source may block a minute: it returns at the change,
+        # so the short interval would only cost calls
         assert made["memory"].waits == [60.0]
         described = runner.describe(handle)
         assert described is not None and described.name == "trainer"
         assert described.roles[0].env["TORCHX_JOB_ID"] == "memory://sess/${app_id}"
         assert list(runner.log_lines(handle, "worker", k=1)) == ["trainer-0/worker/1\n"]
 
-    def test_polling_schedulers_are_polled_every_wait_interval(
-        self, clean_env: Path, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
+    def test_polling_schedulers_are_polled_every_wait_interval(self, clean_env: Path) -> None:
         class Polling(MemoryScheduler):
-            wait_for_change = Scheduler.wait_for_change  # no event source: the base's sleep
+            has_event_source = False
 
-            def describe(self, app_id: str) -> DescribeAppResponse | None:
-                found = super().describe(app_id)
-                self.states[app_id] = AppState.SUCCEEDED  # ends after the first look
-                return found
+        made: list[Polling] = []
 
-        slept: list[float] = []
-        monkeypatch.setattr("torchx.schedulers.api.time.sleep", slept.append)
-        runner = Runner("sess", {"polling": Polling})
+        def polling(session_name: str, **kwargs: object) -> Polling:
+            made.append(Polling(session_name, **kwargs))
+            return made[-1]
+
+        runner = Runner("sess", {"polling": polling})
         handle = runner.run(trainer_app(), "polling")
         final = runner.wait(handle, wait_interval=0.5)
         assert final is not None and final.state == AppState.SUCCEEDED
-        assert slept == [0.5]
+        assert made[0].waits == [0.5]
 
     def test_handles_from_another_runner_work(self, clean_env: Path) -> None:
         runner, made = make_runner()

@@ -511,15 +511,13 @@ class Runner:
 
         Between checks the scheduler's ``wait_for_change`` is given up to
         ``wait_interval`` seconds, so schedulers without an event source are polled that
-        often. Schedulers with one (those that override ``wait_for_change``: local_cwd,
-        local_docker, kubernetes) return at the first change and are given at least a
-        minute, which only saves calls while nothing happens.
+        often. Schedulers with one (``has_event_source``: local_cwd, local_docker,
+        kubernetes) return at the first change and are given at least a minute, which only
+        saves calls while nothing happens.
         """
-        from torchx.schedulers.api import Scheduler
-
         scheduler, backend, app_id = self._scheduler_app_id(app_handle)
         window = wait_interval
-        if type(scheduler).wait_for_change is not Scheduler.wait_for_change:
+        if scheduler.has_event_source:
             window = max(wait_interval, _EVENT_WAIT_S)
         with log_event("wait", backend, app_id):
             while True:

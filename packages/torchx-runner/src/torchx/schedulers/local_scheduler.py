@@ -471,6 +471,8 @@ class LocalScheduler(Scheduler[Opts]):
     ``extra_paths`` are put in front of every replica's PATH.
     """
 
+    has_event_source = True  # wait_for_change: the supervisor's ready pipe or pidfd
+
     def __init__(
         self,
         session_name: str,

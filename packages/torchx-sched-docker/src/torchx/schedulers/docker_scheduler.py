@@ -42,6 +42,7 @@ from torchx.schedulers.api import (
     stream_name,
     whole_lines,
 )
+from torchx.settings import ENV_TORCHX_IMAGE
 from torchx.specs.api import (
     NONE,
     AppDef,
@@ -62,7 +63,6 @@ from torchx.specs.replica_macros import ReplicaMacros
 from torchx.util.lazy_dataclass import dataclass, field
 from torchx.util.log import get_logger
 from torchx.workspace.docker_workspace import (
-    LABEL_VERSION,
     DockerWorkspaceMixin,
     connect_docker,
     daemon_unavailable,
@@ -100,6 +100,7 @@ SCHEDULER_NAME = "local_docker"
 NETWORK = "torchx"
 RANK0_ENV = "TORCHX_RANK0_HOST"
 
+LABEL_VERSION = labels.VERSION
 LABEL_APP_ID = labels.APP_ID
 LABEL_ROLE_NAME = labels.ROLE_NAME
 LABEL_REPLICA_ID = labels.REPLICA_ID
@@ -304,6 +305,8 @@ def _base_env(opts: Opts) -> dict[str, str]:
 class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     """Runs apps as containers on the Docker host of ``DOCKER_HOST`` (default: local)."""
 
+    has_event_source = True  # wait_for_change: the daemon's event stream
+
     def __init__(self, session_name: str, docker_client: docker.DockerClient | None = None) -> None:
         super().__init__("docker", session_name, docker_client=docker_client)
         self._explicit_client = docker_client is not None
@@ -395,7 +398,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                 else:
                     args, env = shared[0], dict(shared[1])
                 env[RANK0_ENV] = rank0_host
-                env["TORCHX_IMAGE"] = image
+                env[ENV_TORCHX_IMAGE] = image
                 kwargs: dict[str, Any] = {
                     "name": name,
                     "hostname": name,
@@ -503,8 +506,10 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         """The replica state of a container summary, and Docker's error message if any."""
         state = str(summary.get("State", ""))
         died_with = self._exits.get(str(summary.get("Id", ""))) if state == "running" else None
-        if died_with is None and _listed_state(summary) != AppState.FAILED:
-            return _listed_state(summary), ""
+        if died_with is None:
+            listed = _listed_state(summary)
+            if listed != AppState.FAILED:
+                return listed, ""
         if died_with == 0:
             return AppState.SUCCEEDED, ""  # exit 0 is never restarted (on-failure policy)
         info = self._api.inspect_container(summary["Id"])

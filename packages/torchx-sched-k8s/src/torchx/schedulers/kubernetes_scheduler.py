@@ -315,6 +315,8 @@ def _parse_app_id(app_id: str) -> tuple[str, str, str]:
 class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     """Submits apps to the cluster of the kubeconfig (or the one this pod runs in)."""
 
+    has_event_source = True  # wait_for_change: a watch of the app's job(s)
+
     def __init__(
         self,
         session_name: str,

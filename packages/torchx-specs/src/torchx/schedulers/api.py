@@ -14,7 +14,7 @@ import time
 import typing
 from collections.abc import Iterable, Iterator, Mapping
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeAlias, TypeVar
 
 from torchx.specs.api import (
     NONE,
@@ -48,6 +48,7 @@ __all__ = [
     "filter_regex",
     "split_lines",
     "split_lines_iterator",
+    "stream_name",
     "whole_lines",
 ]
 
@@ -98,6 +99,10 @@ class Scheduler(abc.ABC, Generic[T]):
     The run config reaching ``_submit_dryrun`` is the dict resolved by ``run_opts()``;
     schedulers with a :class:`StructuredOpts` class convert it with ``Opts.from_cfg``.
     """
+
+    has_event_source: ClassVar[bool] = False
+    """Whether :meth:`wait_for_change` returns at the app's next change (an event stream
+    of the backend) instead of sleeping; ``Runner.wait`` then lets it block longer."""
 
     def __init__(self, backend: str, session_name: str) -> None:
         self.backend = backend
@@ -227,7 +232,8 @@ class Scheduler(abc.ABC, Generic[T]):
         """Blocks until the app may have changed state, or for at most ``timeout`` seconds.
 
         The runner calls this between ``describe`` polls. Default: sleep ``timeout``;
-        schedulers with an event source return as soon as something happens.
+        schedulers with an event source (``has_event_source``) return as soon as
+        something happens.
         """
         del app_id
         time.sleep(max(0.0, timeout))

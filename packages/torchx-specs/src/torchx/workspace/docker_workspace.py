@@ -331,8 +331,7 @@ class DockerWorkspaceMixin(WorkspaceMixin[dict[str, tuple[str, str]]]):
             bases, uses_image = _base_images(dockerfile, role.image)
             base_ids = {base: local_image_id(api, base) for base in bases}
             if uses_image and base_ids.get(role.image) is None:
-                ensure_image(self._docker_client, role.image)
-                base_ids[role.image] = local_image_id(api, role.image)
+                base_ids[role.image] = ensure_image(self._docker_client, role.image)
             extra_args = cfg.get("build_args") or {}
             if not isinstance(extra_args, Mapping):
                 raise ValueError(
