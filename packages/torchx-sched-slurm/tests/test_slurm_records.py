@@ -1,8 +1,7 @@
-"""A job's record survives any name or path, stays private, and old records still read."""
+"""A job's record survives any name or path and stays private."""
 
 from __future__ import annotations
 
-import json
 import stat
 from pathlib import Path
 
@@ -61,19 +60,6 @@ def test_missing_or_damaged_records_read_as_none() -> None:
     assert read_record("9") is None
     path.write_text("torchx-slurm-record 1\nrole\tt\tmany\n")
     assert read_record("9") is None
-
-
-def test_records_of_earlier_builds_are_read_and_removed(home: Path) -> None:
-    legacy = home / "slurm" / "10.json"
-    legacy.parent.mkdir(parents=True)
-    doc = {"job_id": "10", "session": "s", "app_name": "a", "log_dir": "/l", "job_dir": None}
-    legacy.write_text(json.dumps({**doc, "roles": [["t", 3]]}))
-    assert read_record("10") == JobRecord(
-        "10", session="s", app_name="a", log_dir="/l", roles=[("t", 3)]
-    )
-    remove_record("10")
-    assert not legacy.exists()
-    assert read_record("10") is None
 
 
 def test_remove_forgets_the_record() -> None:

@@ -4,8 +4,7 @@
 process. Status reads it on every call, so the format needs no import to parse (no
 ``json``): a header line, one ``key<TAB>value`` line per field and one
 ``role<TAB>name<TAB>replicas`` line per role, every value ``unicode_escape``-d so tabs,
-newlines, non-ASCII names and undecodable path bytes all survive. Records written as
-JSON by earlier development builds are still read.
+newlines, non-ASCII names and undecodable path bytes all survive.
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ from __future__ import annotations
 import os
 
 from torchx.util.home import torchx_home
+from torchx.util.lazy_dataclass import dataclass, field
 
 __all__ = ["JobRecord", "read_record", "record_path", "remove_record", "write_record"]
 
@@ -21,39 +21,18 @@ _HEADER = "torchx-slurm-record 1"
 _FIELDS = ("job_id", "session", "app_name", "log_dir", "job_dir")
 
 
+@dataclass
 class JobRecord:
     """What TorchX knows of a job it submitted and Slurm does not keep for it."""
 
-    __slots__ = ("app_name", "job_dir", "job_id", "log_dir", "roles", "session")
-    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
-
-    def __init__(
-        self,
-        job_id: str,
-        *,
-        session: str = "",
-        app_name: str = "",
-        log_dir: str = "",
-        job_dir: str | None = None,
-        roles: list[tuple[str, int]] | None = None,
-    ) -> None:
-        self.job_id = job_id
-        self.session = session
-        self.app_name = app_name
-        self.log_dir = log_dir
-        """The directory of the replicas' ``slurm-<id>-<role>-<k>.{out,err}`` files."""
-        self.job_dir = job_dir
-        self.roles: list[tuple[str, int]] = list(roles or [])
-        """``(role name, replicas)`` in submission order: het component i's role."""
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, JobRecord):
-            return NotImplemented
-        return all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
-        return f"JobRecord({fields})"
+    job_id: str
+    session: str = ""
+    app_name: str = ""
+    log_dir: str = ""
+    """The directory of the replicas' ``slurm-<id>-<role>-<k>.{out,err}`` files."""
+    job_dir: str | None = None
+    roles: list[tuple[str, int]] = field(default_factory=list)
+    """``(role name, replicas)`` in submission order: het component i's role."""
 
 
 def record_path(job_id: str) -> str:
@@ -87,7 +66,7 @@ def read_record(job_id: str) -> JobRecord | None:
         with open(record_path(job_id), encoding="ascii", errors="replace") as f:
             text = f.read()
     except OSError:
-        return _read_json_record(job_id)
+        return None
     lines = text.splitlines()
     if not lines or lines[0] != _HEADER:
         return None
@@ -105,30 +84,9 @@ def read_record(job_id: str) -> JobRecord | None:
     return record
 
 
-def _read_json_record(job_id: str) -> JobRecord | None:
-    """A record of an earlier build (``<job id>.json``)."""
-    import json
-
-    try:
-        with open(record_path(job_id).removesuffix(".record") + ".json", "rb") as f:
-            doc = json.loads(f.read())
-        return JobRecord(
-            str(doc["job_id"]),
-            session=str(doc.get("session") or ""),
-            app_name=str(doc.get("app_name") or ""),
-            log_dir=str(doc.get("log_dir") or ""),
-            job_dir=doc.get("job_dir"),
-            roles=[(str(name), int(count)) for name, count in doc.get("roles", [])],
-        )
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
-
-
 def remove_record(job_id: str) -> None:
-    """Forgets the job (either format); a missing record is no error."""
-    path = record_path(job_id)
-    for candidate in (path, path.removesuffix(".record") + ".json"):
-        try:  # noqa: SIM105 (contextlib is not otherwise imported)
-            os.unlink(candidate)
-        except OSError:
-            pass
+    """Forgets the job; a missing record is no error."""
+    try:  # noqa: SIM105 (contextlib is not otherwise imported)
+        os.unlink(record_path(job_id))
+    except OSError:
+        pass
