@@ -117,6 +117,20 @@ def _follow(
         delay = min(delay * 2, _MAX_WAIT_S)
 
 
+def _whole_lines(f: IO[str], pending: list[str]) -> Iterator[str]:
+    """The complete lines ``f`` holds now; a partial last line waits in ``pending`` and is
+    joined to its rest on a later call."""
+    for chunk in iter(f.readline, ""):
+        if chunk[-1] != "\n":
+            pending.append(chunk)
+        elif pending:
+            pending.append(chunk)
+            yield "".join(pending)
+            pending.clear()
+        else:
+            yield chunk
+
+
 def follow_lines(scheduler: _AppWatcher, app_id: str, path: str) -> Iterator[str]:
     """Lines of ``path`` until the app is terminal (or unknown) and the file is exhausted.
 
@@ -129,15 +143,7 @@ def follow_lines(scheduler: _AppWatcher, app_id: str, path: str) -> Iterator[str
         pending: list[str] = []
 
         def drain(final: bool) -> Iterator[str]:
-            for chunk in iter(f.readline, ""):
-                if chunk[-1] != "\n":
-                    pending.append(chunk)
-                elif pending:
-                    pending.append(chunk)
-                    yield "".join(pending)
-                    pending.clear()
-                else:
-                    yield chunk
+            yield from _whole_lines(f, pending)
             if final and pending:
                 yield "".join(pending)
 
@@ -158,7 +164,7 @@ def follow_files(
         yield from LogIterator(app_id, paths[0], scheduler, should_tail=should_tail)
         return
     files: dict[str, IO[str]] = {}
-    partial = dict.fromkeys(paths, "")
+    partial: dict[str, list[str]] = {path: [] for path in paths}
 
     def drain(final: bool) -> Iterator[str]:
         for path in paths:
@@ -167,14 +173,9 @@ def follow_files(
                 if not os.path.isfile(path):
                     continue
                 f = files[path] = open_log(path)
-            for chunk in iter(f.readline, ""):
-                if chunk.endswith("\n"):
-                    yield partial[path] + chunk
-                    partial[path] = ""
-                else:
-                    partial[path] += chunk
+            yield from _whole_lines(f, partial[path])
         if final:
-            yield from (rest for rest in partial.values() if rest)
+            yield from ("".join(rest) for rest in partial.values() if rest)
 
     try:
         yield from _follow(scheduler, app_id, drain) if should_tail else drain(True)
