@@ -194,11 +194,13 @@ def test_handle_only_commands_parse_as_argparse_would() -> None:
     from torchx.cli.cmd_base import AppHandleSubCommand
 
     handle = "local_cwd://torchx/app-123"
+    checked = []
     for name in BUILTINS:
         cmd = cli_main._load_builtin(name)
         if not isinstance(cmd, AppHandleSubCommand):
             continue
         assert name in HANDLE_COMMANDS, f"{name} should list its OPTION_DEFAULTS"
+        checked.append(name)
         fast = cli_main._handle_only_args(cmd, name, [name, handle])
         assert fast is not None, name
         parser = cli_main._root_parser()
@@ -206,6 +208,7 @@ def test_handle_only_commands_parse_as_argparse_would() -> None:
         parsed = vars(parser.parse_args([name, handle]))
         assert parsed.pop("func").__func__ is cmd.run.__func__
         assert {k: v for k, v in vars(fast).items() if k != "func"} == parsed, name
+    assert checked == HANDLE_COMMANDS
 
 
 def test_options_or_subclasses_go_through_argparse() -> None:

@@ -85,15 +85,8 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def find_configs(dirs: Iterable[str] | None = None) -> list[str]:
-    """Paths of the config files to read, highest precedence first.
-
-    ``$TORCHXCONFIG``, when set, is the one file read, even when ``dirs`` is given (it
-    must name a file; empty disables config files). Otherwise ``<dir>/.torchxconfig`` for
-    each of ``dirs`` (default ``$HOME`` and the CWD). Missing files are skipped and a
-    file reached twice (HOME is the CWD) is listed once.
-    """
-    return find_config_files(dirs)
+find_configs = find_config_files
+"""Upstream's name of :func:`torchx.util.config_files.find_config_files`."""
 
 
 # ---------------------------------------------------------------------- parsing
