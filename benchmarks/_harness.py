@@ -10,6 +10,7 @@ files, so compiling sources on every start would time something no user pays.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import statistics
@@ -18,7 +19,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
+from typing import NamedTuple
+
+# the helpers shared with the tests (tools/testsupport), for every benchmark importing this
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools" / "testsupport"))
+from torchx_testsupport import sdk_imports
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = ROOT / ".bench"
@@ -126,20 +133,38 @@ def time_call(fn: Callable[[], object], runs: int = 15) -> float:
     return statistics.median(samples)
 
 
+def exited_0(proc: subprocess.CompletedProcess[str]) -> bool:
+    return proc.returncode == 0
+
+
 def run_timed(
     argv: Sequence[str],
     env: Mapping[str, str],
     cwd: str | None = None,
-    ok: Callable[[subprocess.CompletedProcess[str]], bool] | None = None,
+    ok: Callable[[subprocess.CompletedProcess[str]], bool] = exited_0,
 ) -> float:
     """Wall time of one run of ``argv``; stops the benchmark with the command's output
-    when ``ok`` says the run failed (a failing command would time nothing real)."""
+    when ``ok`` (default: exit status 0) says the run failed (a failing command would time
+    nothing real)."""
     start = time.perf_counter()
     proc = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - start
-    if ok is not None and not ok(proc):
+    if not ok(proc):
         raise SystemExit(f"{' '.join(argv)} failed: {(proc.stderr or proc.stdout).strip()[-300:]}")
     return elapsed
+
+
+def interleaved_calls(fns: Sequence[Callable[[], float]], runs: int) -> list[list[float]]:
+    """``runs`` timings of each function (each returns the seconds it measured), the
+    functions taking turns so that machine noise hits all alike, after one warm-up call each
+    (``.pyc`` files, caches, first builds)."""
+    for fn in fns:
+        fn()
+    samples: list[list[float]] = [[] for _ in fns]
+    for _ in range(runs):
+        for fn, values in zip(fns, samples, strict=True):
+            values.append(fn())
+    return samples
 
 
 def interleaved(
@@ -147,17 +172,11 @@ def interleaved(
     runs: int,
     env: Mapping[str, str],
     cwd: str | None = None,
-    ok: Callable[[subprocess.CompletedProcess[str]], bool] | None = None,
+    ok: Callable[[subprocess.CompletedProcess[str]], bool] = exited_0,
 ) -> dict[str, list[float]]:
-    """``runs`` wall times of each command, the commands taking turns so that machine noise
-    hits all alike, after one warm-up run each (``.pyc`` files, caches, first builds)."""
-    samples: dict[str, list[float]] = {name: [] for name in commands}
-    for argv in commands.values():
-        run_timed(argv, env, cwd, ok)
-    for _ in range(runs):
-        for name, argv in commands.items():
-            samples[name].append(run_timed(argv, env, cwd, ok))
-    return samples
+    """``runs`` wall times of each command (by name), run as :func:`interleaved_calls`."""
+    fns = [partial(run_timed, argv, env, cwd, ok) for argv in commands.values()]
+    return dict(zip(commands, interleaved_calls(fns, runs), strict=True))
 
 
 def print_medians(
@@ -175,32 +194,97 @@ def print_medians(
     return medians
 
 
-_IMPORT_PROBE = """
-import sys
-from torchx.cli.main import main
-roots, argv = sys.argv[1].split(","), sys.argv[2:]
-try:
-    main(argv)
-except SystemExit:
-    pass
-print(sorted(m for m in sys.modules if m.split(".")[0] in roots), file=sys.stderr)
-"""
-
-
-def sdk_modules_imported(
+def sdk_import_report(
     python: Path | str,
     argv: Sequence[str],
     sdks: Sequence[str],
     env: Mapping[str, str],
     cwd: str | None = None,
-) -> bool:
-    """Whether ``torchx <argv>`` run by ``python`` imports any module of ``sdks``
-    (top-level package names such as ``docker``): light commands must not."""
+) -> str:
+    """Whether ``torchx <argv>`` run by ``python`` imports a module of ``sdks`` (top-level
+    names such as ``docker``; light commands must not), with its verdict: ``not imported: ok``.
+    A command that fails loads nothing and proves nothing: it is reported, with its exit
+    code, as a MISS."""
+    probe = sdk_imports(python, argv, sdks, env=env, cwd=cwd)
+    text = f"{'' if probe.modules else 'not '}imported"
+    if not probe.succeeded:
+        text += f", but the command failed (exit {probe.exit_code})"
+    return f"{text}: {verdict(probe.succeeded and not probe.modules)}"
+
+
+def ensure_module(venv_bin: Path | str, module: str, requirement: str) -> None:
+    """Installs ``requirement`` with pip into the venv of ``venv_bin`` (its ``bin``
+    directory) unless its Python can already import ``module``."""
+    python = str(Path(venv_bin) / "python")
+    probe = subprocess.run([python, "-c", f"import {module}"], capture_output=True, check=False)
+    if probe.returncode != 0:
+        subprocess.run([python, "-m", "pip", "install", "-q", requirement], check=True)
+
+
+_DRYRUN_SCRIPT = """
+import json, logging, statistics, sys, time, warnings
+warnings.simplefilter("ignore")
+logging.disable(logging.WARNING)
+from torchx.runner import get_runner
+from torchx.specs import AppDef, Resource, Role
+
+scheduler, cfg, spec = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+runs, show = int(sys.argv[4]), sys.argv[5] == "show"
+runner = get_runner()
+role = Role(name="w", image=spec["image"], entrypoint="python", args=spec["args"],
+            num_replicas=10_000, resource=Resource(cpu=1, gpu=0, memMB=512))
+app = AppDef("big", [role])
+info = runner.dryrun(app, scheduler, cfg=cfg)
+text = str(info) if show else ""
+dry, shown = [], []
+for _ in range(runs):
+    start = time.perf_counter()
+    info = runner.dryrun(app, scheduler, cfg=cfg)
+    dry.append(time.perf_counter() - start)
+    if show:
+        start = time.perf_counter()
+        text = str(info)
+        shown.append(time.perf_counter() - start)
+print(statistics.median(dry), statistics.median(shown) if show else 0.0, len(text))
+"""
+
+
+class DryrunTimes(NamedTuple):
+    dryrun: float
+    """Median seconds of ``Runner.dryrun``."""
+    show: float
+    """Median seconds of printing its result (``str(info)``), 0 unless asked for."""
+    chars: int
+    """Length of that printed request (0 unless asked for)."""
+
+
+def dryrun_median(
+    python: Path | str,
+    scheduler: str,
+    cfg: Mapping[str, str],
+    runs: int,
+    env: Mapping[str, str],
+    *,
+    cwd: str | None = None,
+    image: str = "img:1",
+    args: Sequence[str] = ("-m", "train"),
+    show: bool = False,
+) -> DryrunTimes | None:
+    """Medians over ``runs`` calls (after one warm-up) of ``Runner.dryrun`` of a
+    10,000-replica role (``image``, ``python`` with ``args``) on ``scheduler`` with ``cfg``,
+    in a fresh ``python`` (ours or upstream's); with ``show``, of printing the request too.
+    None (the reason printed) when it fails."""
     proc = subprocess.run(
-        [str(python), "-c", _IMPORT_PROBE, ",".join(sdks), *argv],
+        [str(python), "-c", _DRYRUN_SCRIPT, scheduler, json.dumps(dict(cfg)),
+         json.dumps({"image": image, "args": list(args)}), str(runs), "show" if show else "-"],
         env=env, cwd=cwd, capture_output=True, text=True, check=False,
     )  # fmt: skip
-    return proc.stderr.strip().splitlines()[-1:] != ["[]"]
+    if proc.returncode != 0:
+        venv = Path(python).parent.parent.name
+        print(f"  ({venv}: dryrun failed: {proc.stderr.strip()[-200:]})")
+        return None
+    dry, shown, chars = proc.stdout.split()[-3:]
+    return DryrunTimes(float(dry), float(shown), int(chars))
 
 
 def verdict(ok: bool) -> str:

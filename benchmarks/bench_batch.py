@@ -30,14 +30,13 @@ from _harness import (
     ROOT,
     bench_env,
     compile_sources,
+    ensure_module,
     ensure_upstream_venv,
     interleaved,
     print_medians,
     verdict,
 )
-
-sys.path.insert(0, str(ROOT / "tools" / "testsupport"))
-from torchx_batch_testsupport import AWS_ENV, create_queue, emulator_answers
+from torchx_batch_testsupport import AWS_ENV, create_queue, emulator_answers  # tools/testsupport
 
 OURS = ROOT / ".venv" / "bin"
 IMAGE = os.environ.get("TORCHX_TEST_IMAGE", "torchx-test/python:3.11-r2")
@@ -60,19 +59,6 @@ FLOOR = textwrap.dedent(
 )
 
 
-def _ensure_boto3(venv_bin: str) -> None:
-    import boto3
-
-    probe = subprocess.run(
-        [f"{venv_bin}/python", "-c", "import boto3"], capture_output=True, check=False
-    )
-    if probe.returncode != 0:
-        subprocess.run(
-            [f"{venv_bin}/python", "-m", "pip", "install", "-q", f"boto3=={boto3.__version__}"],
-            check=True,
-        )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15, help="timed runs per command")
@@ -80,8 +66,10 @@ def main() -> None:
     if not emulator_answers():
         raise SystemExit("no AWS emulator answers; run tools/docker-up.sh and tools/moto-up.sh")
 
+    import boto3
+
     upstream = ensure_upstream_venv() / "bin"
-    _ensure_boto3(str(upstream))
+    ensure_module(upstream, "boto3", f"boto3=={boto3.__version__}")
     compile_sources(OURS / "python")
     env = {k: v for k, v in bench_env().items() if not k.startswith(("TORCHX", "AWS_"))}
     env.update(AWS_ENV, LOGLEVEL="WARNING")

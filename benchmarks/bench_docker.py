@@ -25,43 +25,22 @@ import os
 import subprocess
 import sys
 import tempfile
-import textwrap
 
 from _harness import (
     ROOT,
     bench_env,
     compile_sources,
+    dryrun_median,
     ensure_upstream_venv,
     interleaved,
     print_medians,
-    sdk_modules_imported,
+    sdk_import_report,
     verdict,
 )
 
 OURS = ROOT / ".venv" / "bin"
 IMAGE = os.environ.get("TORCHX_TEST_IMAGE", "torchx-test/python:3.11-r2")
 LABEL = "torchx.pytorch.org/app-id"
-
-DRYRUN_SCRIPT = textwrap.dedent(
-    """
-    import statistics, sys, time, warnings
-    warnings.simplefilter("ignore")
-    from torchx.runner import get_runner
-    from torchx.specs import AppDef, Resource, Role
-
-    runner = get_runner()
-    role = Role(name="w", image="img:1", entrypoint="python", args=["-m", "train"],
-                num_replicas=10_000, resource=Resource(cpu=1, gpu=0, memMB=512))
-    app = AppDef("big", [role])
-    runner.dryrun(app, "local_docker", cfg={})
-    samples = []
-    for _ in range(int(sys.argv[1])):
-        start = time.perf_counter()
-        runner.dryrun(app, "local_docker", cfg={})
-        samples.append(time.perf_counter() - start)
-    print(statistics.median(samples))
-    """
-)
 
 
 def _cleanup() -> None:
@@ -107,7 +86,7 @@ def main() -> None:
             ],
         }
         try:
-            samples = interleaved(commands, args.runs, env, project, ok=lambda p: p.returncode == 0)
+            samples = interleaved(commands, args.runs, env, project)
         finally:
             _cleanup()
         print(f"runs per command: {args.runs} (median; fastest in brackets)\n")
@@ -128,23 +107,16 @@ def main() -> None:
             " docker run"
         )
 
-        dry_runs = str(max(3, args.runs // 2))
-
-        def dryrun_median(python: str) -> float:
-            proc = subprocess.run(
-                [python, "-c", DRYRUN_SCRIPT, dry_runs],
-                env=env, capture_output=True, text=True, check=True,
-            )  # fmt: skip
-            return float(proc.stdout.split()[-1])
-
-        ours_dry = dryrun_median(str(OURS / "python"))
-        theirs_dry = dryrun_median(str(upstream / "python"))
-        speedup = theirs_dry / ours_dry
-        print(
-            f"(e) dryrun of 10,000 replicas: ours {ours_dry * 1e3:.1f} ms, upstream"
-            f" {theirs_dry * 1e3:.1f} ms: {speedup:.1f}x faster (target >= 5x):"
-            f" {verdict(speedup >= 5)}"
-        )
+        dry_runs = max(3, args.runs // 2)
+        ours_dry = dryrun_median(OURS / "python", "local_docker", {}, dry_runs, env)
+        theirs_dry = dryrun_median(upstream / "python", "local_docker", {}, dry_runs, env)
+        if ours_dry is not None and theirs_dry is not None:
+            speedup = theirs_dry.dryrun / ours_dry.dryrun
+            print(
+                f"(e) dryrun of 10,000 replicas: ours {ours_dry.dryrun * 1e3:.1f} ms, upstream"
+                f" {theirs_dry.dryrun * 1e3:.1f} ms: {speedup:.1f}x faster (target >= 5x):"
+                f" {verdict(speedup >= 5)}"
+            )
 
         probes = [
             ["--help"],
@@ -153,9 +125,8 @@ def main() -> None:
             ["run", "--dryrun", "-s", "local_docker", "--workspace", "", *echo],
         ]
         for argv in probes:
-            clean = not sdk_modules_imported(OURS / "python", argv, ("docker",), env, project)
-            print(f"(f) torchx {' '.join(argv)}: docker SDK {'not ' if clean else ''}imported:"
-                  f" {verdict(clean)}")  # fmt: skip
+            report = sdk_import_report(OURS / "python", argv, ("docker",), env, project)
+            print(f"(f) torchx {' '.join(argv)}: docker SDK {report}")
     sys.exit(0)
 
 

@@ -19,54 +19,37 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
-import textwrap
 
 from _harness import (
     ROOT,
+    DryrunTimes,
     bench_env,
     compile_sources,
+    dryrun_median,
+    ensure_module,
     ensure_upstream_venv,
-    sdk_modules_imported,
+    sdk_import_report,
     verdict,
 )
 
 OURS = ROOT / ".venv" / "bin"
 
-SCRIPT = textwrap.dedent(
-    """
-    import logging, statistics, sys, time, warnings
-    warnings.simplefilter("ignore")
-    logging.disable(logging.WARNING)
-    from torchx.runner import get_runner
-    from torchx.specs import AppDef, Resource, Role
 
-    runner = get_runner()
-    role = Role(name="w", image="img:1", entrypoint="python", args=["-m", "train"],
-                num_replicas=10_000, resource=Resource(cpu=1, gpu=0, memMB=512))
-    app = AppDef("big", [role])
-    info = runner.dryrun(app, "kubernetes", cfg={"queue": "q"})
-    str(info)
-    dry, show = [], []
-    for _ in range(int(sys.argv[1])):
-        start = time.perf_counter()
-        info = runner.dryrun(app, "kubernetes", cfg={"queue": "q"})
-        dry.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        text = str(info)
-        show.append(time.perf_counter() - start)
-    print(statistics.median(dry), statistics.median(show), len(text))
-    """
-)
-
-
-def _measure(python: str, runs: int, env: dict[str, str]) -> tuple[float, float, int]:
-    out = subprocess.run(
-        [python, "-c", SCRIPT, str(runs)], env=env, capture_output=True, text=True, check=True
-    ).stdout.split()
-    return float(out[-3]), float(out[-2]), int(out[-1])
+def _report_dryrun(ours: DryrunTimes, theirs: DryrunTimes) -> None:
+    print("10,000-replica role on kubernetes (median seconds)\n")
+    print(f"{'':22}{'ours':>10}{'upstream 0.7.0':>18}{'speed-up':>10}")
+    for name, mine, upstream in (
+        ("Runner.dryrun", ours.dryrun, theirs.dryrun),
+        ("print the dry run", ours.show, theirs.show),
+    ):
+        print(f"{name:<22}{mine:>10.3f}{upstream:>18.3f}{upstream / mine:>9.1f}x")
+    print(f"(request text: ours {ours.chars / 1e6:.1f} MB, upstream {theirs.chars / 1e6:.1f} MB)")
+    ok_a = ours.dryrun <= 0.5 and theirs.dryrun / ours.dryrun >= 10
+    ok_b = theirs.show / ours.show >= 10
+    print(f"\n(a) dryrun <= 0.5 s and >= 10x faster: {verdict(ok_a)}")
+    print(f"(b) printing >= 10x faster: {verdict(ok_b)}")
 
 
 def main() -> None:
@@ -75,34 +58,19 @@ def main() -> None:
     args = parser.parse_args()
 
     upstream = ensure_upstream_venv() / "bin"
-    if subprocess.run([str(upstream / "python"), "-c", "import kubernetes"],
-                      capture_output=True, check=False).returncode:  # fmt: skip
-        subprocess.run([str(upstream / "python"), "-m", "pip", "install", "-q", "kubernetes"],
-                       check=True)  # fmt: skip
+    ensure_module(upstream, "kubernetes", "kubernetes")
     compile_sources(OURS / "python")
     env = {k: v for k, v in bench_env().items() if not k.startswith(("TORCHX", "KUBE"))}
     with tempfile.TemporaryDirectory(prefix="bench-k8s-") as tmp:
         env.update(TORCHX_HOME=os.path.join(tmp, "home"), KUBECONFIG=os.path.join(tmp, "none"))
-        ours_dry, ours_show, ours_len = _measure(str(OURS / "python"), args.runs, env)
-        theirs_dry, theirs_show, theirs_len = _measure(str(upstream / "python"), 1, env)
-        print("10,000-replica role on kubernetes (median seconds)\n")
-        print(f"{'':22}{'ours':>10}{'upstream 0.7.0':>18}{'speed-up':>10}")
-        for name, ours, theirs in (
-            ("Runner.dryrun", ours_dry, theirs_dry),
-            ("print the dry run", ours_show, theirs_show),
-        ):
-            print(f"{name:<22}{ours:>10.3f}{theirs:>18.3f}{theirs / ours:>9.1f}x")
-        print(f"(request text: ours {ours_len / 1e6:.1f} MB, upstream {theirs_len / 1e6:.1f} MB)")
-        ok_a = ours_dry <= 0.5 and theirs_dry / ours_dry >= 10
-        ok_b = theirs_show / ours_show >= 10
-        print(f"\n(a) dryrun <= 0.5 s and >= 10x faster: {verdict(ok_a)}")
-        print(f"(b) printing >= 10x faster: {verdict(ok_b)}")
+        cfg = {"queue": "q"}
+        ours = dryrun_median(OURS / "python", "kubernetes", cfg, args.runs, env, show=True)
+        theirs = dryrun_median(upstream / "python", "kubernetes", cfg, 1, env, show=True)
+        if ours is not None and theirs is not None:
+            _report_dryrun(ours, theirs)
         for argv in (["--help"], ["builtins"], ["runopts"], ["runopts", "kubernetes"]):
-            clean = not sdk_modules_imported(
-                OURS / "python", argv, ("kubernetes", "docker"), env, tmp
-            )
-            print(f"(c) torchx {' '.join(argv)}: kubernetes/docker SDK"
-                  f" {'not ' if clean else ''}imported: {verdict(clean)}")  # fmt: skip
+            report = sdk_import_report(OURS / "python", argv, ("kubernetes", "docker"), env, tmp)
+            print(f"(c) torchx {' '.join(argv)}: kubernetes/docker SDK {report}")
     sys.exit(0)
 
 

@@ -33,6 +33,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from _harness import interleaved_calls
+
 ROOT = Path(__file__).resolve().parent.parent
 UPSTREAM_PYTHON = ROOT / ".bench" / "upstream" / "bin" / "python"
 
@@ -71,22 +73,6 @@ UPSTREAM_SCRIPT = textwrap.dedent(
     print(json.dumps(result))
     """
 )
-
-
-def interleaved_samples(fns: list[Callable[[], float]], runs: int) -> list[list[float]]:
-    """Timings of each function, called round-robin (after one warm-up each)."""
-    for fn in fns:
-        fn()
-    samples: list[list[float]] = [[] for _ in fns]
-    for _ in range(runs):
-        for i, fn in enumerate(fns):
-            samples[i].append(fn())
-    return samples
-
-
-def median_interleaved(fns: list[Callable[[], float]], runs: int) -> list[float]:
-    """Median of each timing function, calling them round-robin."""
-    return [statistics.median(s) for s in interleaved_samples(fns, runs)]
 
 
 def floor_8_true() -> float:
@@ -182,7 +168,7 @@ def log_lines_speed(runner: object, work: Path, mib: int) -> tuple[float, float,
                 pass
         return time.perf_counter() - start
 
-    t_ours, t_plain = median_interleaved([ours, plain], 3)
+    t_ours, t_plain = map(statistics.median, interleaved_calls([ours, plain], 3))
     return t_ours, t_plain, ours.lines  # type: ignore[attr-defined]
 
 
@@ -230,7 +216,7 @@ def main() -> None:
 
     runner = get_runner()
     try:
-        floor_samples, ours_samples = interleaved_samples(
+        floor_samples, ours_samples = interleaved_calls(
             [floor_8_true, ours_run_wait(runner)], args.runs
         )
         t_floor, t_ours = statistics.median(floor_samples), statistics.median(ours_samples)

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from _harness import bench_env, compile_sources, verdict
+from _harness import bench_env, compile_sources, interleaved_calls, verdict
 
 BIN = Path(sys.executable).parent
 # The producer copies a prepared file of numbered lines to stdout in 1 MiB blocks: about
@@ -69,16 +69,6 @@ def check_lines(text_file: Path, prefix: str, count: int) -> str:
         if line[p : p + 9] != b"%09d" % i or line[p + 9 :] != expected_tail:
             return f"line {i} is wrong: {line[:60]!r}"
     return ""
-
-
-def interleaved(fns: list[Callable[[], float]], runs: int) -> list[float]:
-    for fn in fns:
-        fn()
-    samples: list[list[float]] = [[] for _ in fns]
-    for _ in range(runs):
-        for i, fn in enumerate(fns):
-            samples[i].append(fn())
-    return [statistics.median(s) for s in samples]
 
 
 def main() -> None:
@@ -139,9 +129,10 @@ def main() -> None:
                 shutil.rmtree(app_dir)
             return took
 
-        t_floor, t_log, t_tail, t_produce, t_run = interleaved(
+        samples = interleaved_calls(
             [floor_iter, ours_log(), ours_log("--tail"), floor_produce, ours_run_log], args.runs
         )
+        t_floor, t_log, t_tail, t_produce, t_run = map(statistics.median, samples)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

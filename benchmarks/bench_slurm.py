@@ -34,7 +34,14 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from _harness import bench_env, compile_sources, ensure_upstream_venv, interleaved, verdict
+from _harness import (
+    bench_env,
+    compile_sources,
+    dryrun_median,
+    ensure_upstream_venv,
+    interleaved,
+    verdict,
+)
 
 from torchx.schedulers.slurm_parse import SQUEUE_FORMAT
 
@@ -66,27 +73,6 @@ STDLIB_FLOOR = textwrap.dedent(
     """
 )
 
-DRYRUN_SCRIPT = textwrap.dedent(
-    """
-    import statistics, sys, time, warnings
-    warnings.simplefilter("ignore")
-    from torchx.runner import get_runner
-    from torchx.specs import AppDef, Resource, Role
-
-    runner = get_runner()
-    role = Role(name="w", image="/tmp", entrypoint="python", args=["-m", "train", "${replica_id}"],
-                num_replicas=10_000, resource=Resource(cpu=1, gpu=0, memMB=512))
-    app = AppDef("big", [role])
-    runner.dryrun(app, "slurm", cfg={})
-    samples = []
-    for _ in range(int(sys.argv[1])):
-        start = time.perf_counter()
-        runner.dryrun(app, "slurm", cfg={})
-        samples.append(time.perf_counter() - start)
-    print(statistics.median(samples))
-    """
-)
-
 
 def submit_job(env: dict[str, str], cwd: str) -> str:
     """A finished job (kept by the controller for MinJobAge) to ask about."""
@@ -99,21 +85,6 @@ def submit_job(env: dict[str, str], cwd: str) -> str:
         check=True,
     )
     return next(line for line in proc.stdout.splitlines() if line.startswith("slurm://"))
-
-
-def dryrun_median(python: Path, runs: int, env: dict[str, str], cwd: str) -> float | None:
-    proc = subprocess.run(
-        [str(python), "-c", DRYRUN_SCRIPT, str(runs)],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        print(f"  ({python.parent.parent.name}: dryrun failed: {proc.stderr.strip()[-200:]})")
-        return None
-    return float(proc.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -141,7 +112,6 @@ def main() -> None:
             args.runs,
             env,
             tmp,
-            ok=lambda p: p.returncode == 0,
         )
         floor, ours, theirs, stdlib = (statistics.median(s) for s in samples.values())
         ratio, speedup = ours / floor, theirs / ours
@@ -163,13 +133,16 @@ def main() -> None:
         )
 
         dry_runs = max(3, args.runs // 3)
-        ours_dry = dryrun_median(OURS / "python", dry_runs, env, tmp)
-        up_dry = dryrun_median(upstream / "python", dry_runs, env, tmp)
+        role_args = ["-m", "train", "${replica_id}"]
+        ours_dry, up_dry = (
+            dryrun_median(python, "slurm", {}, dry_runs, env, cwd=tmp, image="/tmp", args=role_args)
+            for python in (OURS / "python", upstream / "python")
+        )
         if ours_dry is not None and up_dry is not None:
-            dry_speedup = up_dry / ours_dry
+            dry_speedup = up_dry.dryrun / ours_dry.dryrun
             print(
-                f"(d) dryrun 10,000 replicas: ours {ours_dry * 1e3:.1f} ms, upstream"
-                f" {up_dry * 1e3:.1f} ms, {dry_speedup:.1f}x faster, target >="
+                f"(d) dryrun 10,000 replicas: ours {ours_dry.dryrun * 1e3:.1f} ms, upstream"
+                f" {up_dry.dryrun * 1e3:.1f} ms, {dry_speedup:.1f}x faster, target >="
                 f" {MIN_DRYRUN_SPEEDUP:g}x: {verdict(dry_speedup >= MIN_DRYRUN_SPEEDUP)}"
             )
         subprocess.run(

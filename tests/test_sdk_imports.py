@@ -7,24 +7,13 @@ every scheduler's options) and a dry run without a workspace must not pay for `d
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from torchx_testsupport import sdk_imports
 
 SDKS = ("docker", "kubernetes", "boto3", "botocore", "mlflow", "requests")
-
-PROBE = """
-import sys
-from torchx.cli.main import main
-try:
-    main(sys.argv[1:])
-except SystemExit:
-    pass
-sdks = {sdks!r}
-print(sorted(m for m in sys.modules if m.split(".")[0] in sdks), file=sys.stderr)
-"""
 
 
 @pytest.mark.parametrize(
@@ -65,11 +54,7 @@ def test_light_commands_import_no_sdk(argv: list[str], tmp_path: Path) -> None:
     (tmp_path / ".torchxconfig").write_text(
         "[torchx:tracker]\nmlflow =\n\n[tracker:mlflow]\nconfig = http://127.0.0.1:9\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", PROBE.format(sdks=SDKS), *argv],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert proc.stderr.strip().splitlines()[-1] == "[]", proc.stderr
+    # A command that fails (a typo, a missing option) loads nothing and would pass unseen.
+    probe = sdk_imports(sys.executable, argv, SDKS, cwd=tmp_path)
+    assert probe.succeeded, probe.stderr
+    assert probe.modules == [], probe.stderr

@@ -5,6 +5,7 @@
 #     registry on the internet is reachable from CI): Python 3.11 with its standard library,
 #     bash, busybox and the C++ runtime (so a host virtualenv holding torch can be mounted),
 #   - a local image registry on 127.0.0.1:${TORCHX_TEST_REGISTRY_PORT:-5000} for push tests.
+# `docker-up.sh --check` only tells (exit status) whether all three are already there.
 # Prints nothing on success but one summary line. Idempotent.
 set -euo pipefail
 
@@ -13,8 +14,13 @@ NAME=docker-up
 source "$(dirname "$0")/lib/backend.sh"
 IMAGE="${TORCHX_TEST_IMAGE:-torchx-test/python:3.11-r2}"
 REGISTRY_PORT="${TORCHX_TEST_REGISTRY_PORT:-5000}"
-mkdir -p "$STATE"
-chmod 700 "$STATE"
+
+registry_answers() { (exec 3<>"/dev/tcp/127.0.0.1/$REGISTRY_PORT") 2>/dev/null; }
+answers() {
+  docker info >/dev/null 2>&1 && docker image inspect "$IMAGE" >/dev/null 2>&1 && registry_answers
+}
+
+check_or_reuse "${1:-}" "the Docker daemon, image $IMAGE and registry 127.0.0.1:$REGISTRY_PORT"
 
 # --- the daemon ---------------------------------------------------------------------------
 if ! docker info >/dev/null 2>&1; then
@@ -68,7 +74,7 @@ if ! docker image inspect "$IMAGE" >/dev/null 2>&1; then
 fi
 
 # --- the local registry -------------------------------------------------------------------
-if ! (exec 3<>"/dev/tcp/127.0.0.1/$REGISTRY_PORT") 2>/dev/null; then
+if ! registry_answers; then
   command -v docker-registry >/dev/null 2>&1 || apt_install docker-registry
   mkdir -p "$STATE/registry"
   cat >"$STATE/registry.yml" <<CONF
@@ -84,8 +90,7 @@ http:
   addr: 127.0.0.1:$REGISTRY_PORT
 CONF
   start_daemon "$STATE/registry.pid" "$STATE/registry.log" docker-registry serve "$STATE/registry.yml"
-  wait_until 10 "$STATE/registry.pid" "$STATE/registry.log" docker-registry \
-    bash -c "exec 3<>/dev/tcp/127.0.0.1/$REGISTRY_PORT"
+  wait_until 10 "$STATE/registry.pid" "$STATE/registry.log" docker-registry registry_answers
 fi
 
 echo "docker-up: daemon $(docker version -f '{{.Server.Version}}'), image $IMAGE, registry 127.0.0.1:$REGISTRY_PORT"

@@ -19,7 +19,7 @@ NAME=slurm-up
 source "$(dirname "$0")/lib/backend.sh"
 HOSTS_LINE="127.0.0.1 $(seq -f 'n%g' -s ' ' 1 "$NODES") # torchx-slurm"
 
-cluster_answers() {
+answers() {
   command -v sinfo >/dev/null 2>&1 || return 1
   scontrol ping 2>/dev/null | grep -q "is UP" || return 1
   # every node registered and usable (idle/mixed/allocated, not down/unknown)
@@ -28,7 +28,6 @@ cluster_answers() {
   [ "$(sinfo -h -N -o '%N' 2>/dev/null | sort -u | wc -l)" -ge "$NODES" ] && [ "$bad" = 0 ]
 }
 
-answers() { cluster_answers; }
 check_or_reuse "${1:-}" "the running cluster"
 mkdir -p "$STATE"/{run,log,spool}
 
@@ -41,18 +40,8 @@ if [ ${#missing[@]} -ne 0 ]; then
   apt_install slurm-wlm munge slurmdbd mariadb-server
 fi
 
+# the daemons fork and write their own pid files: wait_until gets no pidfile to watch
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1" 2>/dev/null)" 2>/dev/null; }
-wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...
-  local deadline=$((SECONDS + $1)) what="$2"
-  shift 2
-  until "$@" >/dev/null 2>&1; do
-    if [ $SECONDS -ge $deadline ]; then
-      echo "slurm-up: $what did not come up; logs in $STATE/log" >&2
-      return 1
-    fi
-    sleep 0.1
-  done
-}
 
 # --- munge --------------------------------------------------------------------------------
 mkdir -p /run/munge /var/log/munge /var/lib/munge
@@ -64,7 +53,7 @@ if [ ! -s /etc/munge/munge.key ]; then
 fi
 if ! alive /run/munge/munged.pid; then
   runuser -u munge -- /usr/sbin/munged --force
-  wait_for 10 munged alive /run/munge/munged.pid
+  wait_until 10 "" /var/log/munge/munged.log munged alive /run/munge/munged.pid
   cp /run/munge/munged.pid "$STATE/run/munged.pid"
 fi
 
@@ -75,7 +64,8 @@ if ! mysqladmin --socket=/run/mysqld/mysqld.sock ping >/dev/null 2>&1; then
   setsid /usr/sbin/mariadbd --user=mysql --datadir=/var/lib/mysql \
     --socket=/run/mysqld/mysqld.sock --pid-file=/run/mysqld/torchx-mariadbd.pid \
     --bind-address=127.0.0.1 --skip-log-bin >>"$STATE/log/mariadbd.log" 2>&1 </dev/null &
-  wait_for 30 mariadbd mysqladmin --socket=/run/mysqld/mysqld.sock ping
+  wait_until 30 "" "$STATE/log/mariadbd.log" mariadbd \
+    mysqladmin --socket=/run/mysqld/mysqld.sock ping
   cp /run/mysqld/torchx-mariadbd.pid "$STATE/run/mariadbd.pid"
 fi
 DB_PASS_FILE="$STATE/db-pass"
@@ -108,7 +98,7 @@ EOF
 chmod 600 "$DBD_CONF"
 if ! alive "$STATE/run/slurmdbd.pid"; then
   /usr/sbin/slurmdbd
-  wait_for 20 slurmdbd bash -c "exec 3<>/dev/tcp/127.0.0.1/6819"
+  wait_until 20 "" "$STATE/log/slurmdbd.log" slurmdbd bash -c "exec 3<>/dev/tcp/127.0.0.1/6819"
 fi
 
 # --- slurm.conf ---------------------------------------------------------------------------
@@ -166,7 +156,7 @@ fi
 if ! alive "$STATE/run/slurmctld.pid"; then
   rm -f "$STATE/run/slurmctld.pid"
   /usr/sbin/slurmctld
-  wait_for 20 slurmctld bash -c "scontrol ping | grep -q 'is UP'"
+  wait_until 20 "" "$STATE/log/slurmctld.log" slurmctld bash -c "scontrol ping | grep -q 'is UP'"
 fi
 for i in $(seq 1 "$NODES"); do
   if ! alive "$STATE/run/slurmd-n$i.pid"; then
@@ -176,7 +166,7 @@ for i in $(seq 1 "$NODES"); do
 done
 # nodes that were down (a previous run stopped them) come back by themselves
 # (ReturnToService=2); wait until all are usable
-if ! wait_for 60 "the slurmd nodes" cluster_answers; then
+if ! wait_until 60 "" "$STATE/log" "the slurmd nodes" answers; then
   sinfo -N >&2 || true
   exit 1
 fi

@@ -39,8 +39,7 @@ stop_backends() {
 }
 trap stop_backends EXIT
 for name in "${backends[@]}"; do
-  # docker-up.sh has no --check: its down script already leaves a reused daemon alone
-  [ "$name" != docker ] && bash "tools/$name-up.sh" --check && was_up[$name]=1
+  bash "tools/$name-up.sh" --check && was_up[$name]=1
   bash "tools/$name-up.sh" >>"$backend_log" 2>&1 &
   up_pid[$name]=$!
 done

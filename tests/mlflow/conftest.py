@@ -8,22 +8,16 @@ TORCHX_TEST_MLFLOW_PORT. Without one these tests are skipped, unless TORCHX_REQU
 from __future__ import annotations
 
 import os
-import urllib.request
 
 import pytest
-from torchx_testsupport import backend_missing
+from torchx_testsupport import backend_missing, http_ok
 
 
 @pytest.fixture(scope="session")
 def mlflow_uri() -> str:
     uri = f"http://127.0.0.1:{os.environ.get('TORCHX_TEST_MLFLOW_PORT', '5055')}"
-    try:
-        with urllib.request.urlopen(f"{uri}/health", timeout=5) as response:
-            ok, reason = response.status == 200, f"HTTP {response.status}"
-    except OSError as e:
-        ok, reason = False, str(e)
-    if not ok:
+    if not http_ok(f"{uri}/health", timeout=5):
         backend_missing(
-            "TORCHX_REQUIRE_MLFLOW", f"no MLflow server at {uri} ({reason}); run tools/mlflow-up.sh"
+            "TORCHX_REQUIRE_MLFLOW", f"no MLflow server answers at {uri}; run tools/mlflow-up.sh"
         )
     return uri

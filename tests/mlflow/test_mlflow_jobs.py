@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
+from torchx_testsupport import one_error_line
 
 BIN = Path(sys.executable).parent
 TORCHX = str(BIN / "torchx")
@@ -152,27 +153,19 @@ def test_child_job_links_to_parent(project: Project) -> None:
     assert tracker.lineage(parent).descendants == [child]
 
 
-def _one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
-    lines = proc.stderr.strip().splitlines()
-    assert proc.returncode != 0
-    assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("torchx: error: ")
-    return lines[0]
-
-
 def test_bad_input_is_one_line_and_loses_no_run(project: Project) -> None:
     recorded = project.run_job("train")
 
     unknown = project.torchx("tracker", "list", "jobs", env={"TORCHX_TRACKERS": "mlfow"})
-    assert "tracker `mlfow` is neither a `torchx.tracker` entry point" in _one_error_line(unknown)
+    assert "tracker `mlfow` is neither a `torchx.tracker` entry point" in one_error_line(unknown)
 
     project.configure("config = /no/such/dir")
     malformed = project.torchx("tracker", "list", "jobs")
-    assert "MLflow tracker config '/no/such/dir' is neither" in _one_error_line(malformed)
+    assert "MLflow tracker config '/no/such/dir' is neither" in one_error_line(malformed)
 
     project.configure("config = http://127.0.0.1:9")
     down = project.torchx("tracker", "list", "jobs")
-    assert "cannot reach the MLflow tracking server at http://127.0.0.1:9" in _one_error_line(down)
+    assert "cannot reach the MLflow tracking server at http://127.0.0.1:9" in one_error_line(down)
     # a job whose tracker server is down fails with that line, not a traceback
     proc = project.torchx(
         "run", "-s", "local_cwd", "--wait", "--log",

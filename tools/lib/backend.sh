@@ -79,12 +79,13 @@ start_daemon() {
 }
 
 # wait_until SECONDS PIDFILE LOG WHAT COMMAND...: waits until COMMAND succeeds; fails (showing
-# the end of LOG) as soon as the process of PIDFILE has exited, or after SECONDS.
+# the end of LOG) as soon as the process of PIDFILE has exited, or after SECONDS. An empty
+# PIDFILE skips the exit check (daemons that fork and write their own pid files).
 wait_until() {
   local limit="$1" pidfile="$2" log="$3" what="$4" deadline=$((SECONDS + $1))
   shift 4
   until "$@" >/dev/null 2>&1; do
-    if ! kill -0 "$(cat "$pidfile" 2>/dev/null)" 2>/dev/null; then
+    if [ -n "$pidfile" ] && ! kill -0 "$(cat "$pidfile" 2>/dev/null)" 2>/dev/null; then
       echo "$NAME: $what exited; see $log" >&2
       tail -20 "$log" >&2
       rm -f "$pidfile"

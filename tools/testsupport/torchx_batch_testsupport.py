@@ -8,7 +8,8 @@ shell is: the endpoint, a region and (fake) keys in the environment.
 from __future__ import annotations
 
 import os
-import urllib.request
+
+from torchx_testsupport import http_ok
 
 PORT = int(os.environ.get("TORCHX_TEST_MOTO_PORT", "4566"))
 ENDPOINT = f"http://127.0.0.1:{PORT}"
@@ -25,11 +26,7 @@ AWS_ENV = {
 
 def emulator_answers() -> bool:
     """Whether a moto_server answers at :data:`ENDPOINT`."""
-    try:
-        with urllib.request.urlopen(f"{ENDPOINT}/moto-api/data.json", timeout=2) as resp:
-            return bool(resp.status == 200)
-    except OSError:
-        return False
+    return http_ok(f"{ENDPOINT}/moto-api/data.json", timeout=2)
 
 
 def create_queue(name: str) -> str:

@@ -1,8 +1,14 @@
-"""Test tooling shared by every distribution's tests (on sys.path via pytest's ``pythonpath``).
+"""Test tooling shared by every distribution's tests (on sys.path via pytest's ``pythonpath``)
+and by the benchmarks (``benchmarks/_harness.py`` puts it on sys.path; their venv has no
+pytest, so pytest is imported only where it is used).
 
-Real-backend suites (tests/docker, tests/slurm, ...) share two pieces: what to do when their
-backend is not up (`backend_missing`) and a Runner that cleans up after the test
-(`runner_that_cleans_up`).
+Real-backend suites (tests/docker, tests/slurm, ...) share three pieces: whether a server
+answers (`http_ok`), what to do when their backend is not up (`backend_missing`) and a Runner
+that cleans up after the test (`runner_that_cleans_up`).
+
+Light commands must not import a scheduler SDK: `sdk_imports` runs a ``torchx`` command in a
+probe that reports its exit status and the SDK modules it loaded (tests/test_sdk_imports.py
+and the benchmarks).
 
 Entry-point registration is tested against real installed-looking distributions: a
 ``*.dist-info`` directory with ``METADATA`` and ``entry_points.txt`` plus the modules it names,
@@ -12,14 +18,24 @@ would install them.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import textwrap
-from collections.abc import Callable, Iterator, Mapping
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
-import pytest
+
+def http_ok(url: str, timeout: float) -> bool:
+    """Whether a GET of ``url`` answers 200 within ``timeout`` seconds."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
 
 
 def backend_missing(require_env: str, message: str) -> NoReturn:
@@ -28,6 +44,8 @@ def backend_missing(require_env: str, message: str) -> NoReturn:
     tools/test-all.sh sets the ``TORCHX_REQUIRE_*`` variables: a suite meant to run against
     a real backend must not pass there by skipping.
     """
+    import pytest
+
     if os.environ.get(require_env) == "1":
         pytest.fail(message)
     pytest.skip(message)
@@ -98,8 +116,8 @@ class StandInApp:
 
         self.state = AppState.RUNNING
 
-    def describe(self, app_id: str) -> Any:
-        return _Description(self.state)
+    def describe(self, app_id: str) -> StandInApp:
+        return self
 
     def finish(self) -> None:
         from torchx.specs import AppState
@@ -107,6 +125,69 @@ class StandInApp:
         self.state = AppState.SUCCEEDED
 
 
-class _Description:
-    def __init__(self, state: Any) -> None:
-        self.state = state
+_SDK_PROBE = """
+import json, sys
+from torchx.cli.main import main
+roots, argv = sys.argv[1].split(","), sys.argv[2:]
+code = None
+try:
+    main(argv)
+except SystemExit as e:
+    code = e.code
+modules = sorted(m for m in sys.modules if m.split(".")[0] in roots)
+print(json.dumps({"exit": code, "modules": modules}, default=str), file=sys.stderr)
+"""
+
+
+class SdkImports(NamedTuple):
+    """What :func:`sdk_imports` saw of one ``torchx`` command."""
+
+    exit_code: int | str | None
+    """The command's ``SystemExit`` code: ``0`` or ``None`` when it succeeded."""
+    modules: list[str]
+    """The SDK modules loaded by then, sorted."""
+    stderr: str
+    """Everything the command printed to stderr, the probe's own line last."""
+
+    @property
+    def succeeded(self) -> bool:
+        return self.exit_code in (0, None)
+
+
+def sdk_imports(
+    python: Path | str,
+    argv: Sequence[str],
+    sdks: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | str | None = None,
+    timeout: float = 60,
+) -> SdkImports:
+    """Runs ``torchx <argv>`` in-process under ``python`` and reports its exit code and which
+    modules of ``sdks`` (top-level names such as ``docker``) it imported. A command that
+    fails before it reaches a scheduler imports nothing: check :attr:`SdkImports.succeeded`
+    too. A probe that could not run (no torchx, a crash) reports its own exit status."""
+    proc = subprocess.run(
+        [str(python), "-c", _SDK_PROBE, ",".join(sdks), *argv],
+        env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False,
+    )  # fmt: skip
+    try:
+        record = json.loads(proc.stderr.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        return SdkImports(proc.returncode or "no probe output", [], proc.stderr)
+    return SdkImports(record["exit"], record["modules"], proc.stderr)
+
+
+def one_error_line(proc: Any, *, alone: bool = True, no_stdout: bool = False) -> str:
+    """Checks that a ``torchx`` command (a ``subprocess.CompletedProcess``) was refused with
+    one clear line: a non-zero exit, no traceback and one ``torchx: error:`` line on stderr,
+    the only line there unless ``alone`` is false (log lines before it allowed); with
+    ``no_stdout``, nothing on stdout. Returns the error line."""
+    assert proc.returncode != 0, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("torchx: error: ")]
+    assert len(errors) == 1 and (not alone or lines == errors), proc.stderr
+    if no_stdout:
+        assert not proc.stdout.strip(), proc.stdout
+    return str(errors[0])
