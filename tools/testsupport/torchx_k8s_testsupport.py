@@ -36,14 +36,12 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 VOLCANO = "/apis/batch.volcano.sh/v1alpha1"
-BATCH = "/apis/batch/v1"
-CORE = "/api/v1"
 TOKEN = "torchx-test-token"
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -59,7 +57,8 @@ class ApiError(Exception):
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """A timestamp as the API server writes ``creationTimestamp``: whole seconds."""
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _diff(sent: Any, back: Any, path: str = "") -> str | None:
@@ -89,17 +88,11 @@ def check_model(body: dict[str, Any], klass: str, what: str) -> None:
     """Raises a 422 unless ``body`` deserialises into the client model ``klass`` unchanged."""
     import kubernetes.client
 
+    from torchx.schedulers.kubernetes_scheduler import _to_model
+
     k8s: Any = kubernetes.client
-    model_type = getattr(k8s, klass)
     try:
-        if hasattr(model_type, "from_dict"):
-            model = model_type.from_dict(body)
-        else:  # kubernetes < 37: swagger models
-
-            class _Response:
-                data = json.dumps(body)
-
-            model = k8s.ApiClient().deserialize(_Response(), klass)
+        model = _to_model(body, klass)
     except Exception as e:
         raise ApiError(422, "Invalid", f"{what}: {' '.join(str(e).split())[:300]}") from e
     back = k8s.ApiClient().sanitize_for_serialization(model)
@@ -109,10 +102,9 @@ def check_model(body: dict[str, Any], klass: str, what: str) -> None:
 
 
 def _check_labels(meta: dict[str, Any], what: str) -> None:
-    for key, value in (meta.get("labels") or {}).items():
+    for value in (meta.get("labels") or {}).values():
         if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
             raise ApiError(422, "Invalid", f"{what}: metadata.labels: Invalid value: {value!r}")
-        del key
 
 
 def check_pod_spec(template: dict[str, Any], what: str) -> None:
@@ -289,13 +281,24 @@ class FakeKubernetes:
 
     def watches(self) -> int:
         """How many watch requests the server has answered or is answering."""
+        return self.count_requests(_is_watch)
+
+    def count_requests(self, predicate: Callable[[str, str], bool]) -> int:
+        """How many requests ``(method, path)`` satisfy ``predicate`` (``WATCH`` for watches)."""
         with self.cond:
-            return sum(1 for method, _ in self.requests if method == "WATCH")
+            return sum(1 for method, path in self.requests if predicate(method, path))
+
+    def wait_for_request(
+        self, predicate: Callable[[str, str], bool], timeout: float = 30, after: int = 0
+    ) -> bool:
+        """Waits until more than ``after`` requests ``(method, path)`` satisfy ``predicate``
+        (a request counts once it has come in, before it is answered)."""
+        with self.cond:
+            return self.cond.wait_for(lambda: self.count_requests(predicate) > after, timeout)
 
     def wait_for_watch(self, after: int, timeout: float = 30) -> bool:
         """Waits until more than ``after`` watch requests have come in."""
-        with self.cond:
-            return self.cond.wait_for(lambda: self.watches() > after, timeout)
+        return self.wait_for_request(_is_watch, timeout, after)
 
     # -- controller helpers used by the tests ------------------------------------------------
 
@@ -420,7 +423,6 @@ class FakeKubernetes:
             "status": {"phase": "Pending"},
         }
         self.store["pods"][(ns, name)] = pod
-        time.sleep(0.000001)  # distinct creation timestamps
 
     def _owned_pods(self, ns: str, owner: str) -> list[dict[str, Any]]:
         return [
@@ -476,7 +478,8 @@ class FakeKubernetes:
         counts: dict[str, dict[str, dict[str, int]]] = {}
         for p in pods:
             task = p["metadata"]["labels"]["volcano.sh/task-spec"]
-            counts.setdefault(task, {"phase": {}})["phase"][p["status"]["phase"]] = 1
+            phase_counts = counts.setdefault(task, {"phase": {}})["phase"]
+            phase_counts[p["status"]["phase"]] = phase_counts.get(p["status"]["phase"], 0) + 1
         job["status"]["taskStatusCount"] = counts
         if "Failed" in phases:
             retries = int(job["status"].get("retryCount", 0))
@@ -592,15 +595,14 @@ class FakeKubernetes:
                 return {"kind": "List", "apiVersion": "v1", "metadata": meta, "items": items}
             if verb == "deletecollection":
                 terms = parse_selector(query.get("labelSelector", ""))
-                for key, obj in list(self.store[kind].items()):
-                    if key[0] == ns and matches(obj, terms):
+                for key, item in list(self.store[kind].items()):
+                    if key[0] == ns and matches(item, terms):
                         self._delete(kind, ns, key[1], query)
                 return {"kind": "Status", "status": "Success"}
             assert name is not None
-            found = self.store[kind].get((ns, name))
-            if found is None:
+            obj = self.store[kind].get((ns, name))
+            if obj is None:
                 raise ApiError(404, "NotFound", f'{resource} "{name}" not found')
-            obj = found
             if sub == "log":
                 return _LogRequest(ns, name, obj, query)
             if verb == "get":
@@ -683,9 +685,12 @@ class FakeKubernetes:
         policy = query.get("propagationPolicy")
         if kind == "vcjobs" or (kind == "jobs" and policy in ("Background", "Foreground")):
             self._delete_pods(self._owned_pods(ns, name))
-        if kind == "pods":
-            self._delete_pods([])
         self._changed()
+
+
+def _is_watch(method: str, path: str) -> bool:
+    del path
+    return method == "WATCH"
 
 
 def _field_name(selector: str) -> str | None:
@@ -856,23 +861,23 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         with fake.cond:
             if request.since is None:  # no version: the current objects, as ADDED
-                request.since = fake.revision
+                since = fake.revision
                 backlog = [
                     ("ADDED", obj)
                     for (ns, _), obj in sorted(fake.store[request.kind].items())
                     if request.wanted(request.kind, ns, obj)
                 ]
             else:
-                backlog = []
+                since, backlog = request.since, []
         try:
             while True:
                 with fake.cond:
                     fresh = [
                         (kind_, obj)
                         for rev, kind, ns, kind_, obj in fake.events
-                        if rev > (request.since or 0) and request.wanted(kind, ns, obj)
+                        if rev > since and request.wanted(kind, ns, obj)
                     ]
-                    request.since = fake.revision
+                    since = fake.revision
                     left = request.deadline - time.monotonic()
                     if not backlog and not fresh and left > 0:
                         fake.cond.wait(min(left, 1.0))

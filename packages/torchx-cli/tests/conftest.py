@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from torchx_testsupport import write_dist
+from torchx_testsupport import one_error_line, write_dist
 
 
 def _torchx_command() -> list[str]:
@@ -126,13 +126,6 @@ def cli(tmp_path: Path) -> Iterator[Cli]:
 
 @pytest.fixture
 def one_line_error() -> OneLineError:
-    """Asserts stderr is exactly one ``torchx: error:`` line (no traceback); returns it."""
-
-    def check(proc: subprocess.CompletedProcess[str]) -> str:
-        lines = [line for line in proc.stderr.splitlines() if line.strip()]
-        assert "Traceback" not in proc.stderr, proc.stderr
-        assert len(lines) == 1, proc.stderr
-        assert lines[0].startswith("torchx: error: "), proc.stderr
-        return lines[0]
-
-    return check
+    """Asserts a non-zero exit and that stderr is exactly one ``torchx: error:`` line (no
+    traceback); returns it."""
+    return one_error_line

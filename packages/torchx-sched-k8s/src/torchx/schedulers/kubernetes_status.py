@@ -66,8 +66,19 @@ def _labels(obj: dict[str, Any]) -> dict[str, str]:
 
 
 def newest_pod(pods: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """The most recently created of ``pods`` (a Job's replacement pod after a retry)."""
-    return max(pods, key=lambda p: str((p.get("metadata") or {}).get("creationTimestamp") or ""))
+    """The most recently created of ``pods`` (a Job's replacement pod after a retry).
+
+    ``creationTimestamp`` has whole seconds, so a failed pod and its replacement can tie:
+    then the one that has not failed wins (a failed pod is never the newest of its index),
+    then the name, so that the choice does not hang on the order of the list.
+    """
+
+    def key(pod: dict[str, Any]) -> tuple[str, bool, str]:
+        meta = pod.get("metadata") or {}
+        failed = (pod.get("status") or {}).get("phase") == "Failed"
+        return str(meta.get("creationTimestamp") or ""), not failed, str(meta.get("name") or "")
+
+    return max(pods, key=key)
 
 
 def pending_reason(pod: dict[str, Any]) -> str:
