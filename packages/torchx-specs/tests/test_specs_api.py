@@ -215,6 +215,7 @@ def test_role_field_order_and_defaults() -> None:
         "mounts",
         "workspace",
         "overrides",
+        "base_image",  # deprecated (seed 003), last so upstream's positional order holds
     ]
     role = Role("trainer", "img")
     assert role.entrypoint == MISSING
@@ -937,13 +938,20 @@ def test_deprecation_helpers() -> None:
     assert old_fn.__doc__ == "Doc." and old_fn.__name__ == "old_fn"
 
 
-def test_role_base_image_is_a_deprecated_ignored_keyword() -> None:
-    """Seed 003 documents `Role(..., base_image=...)`: such code keeps working, with a warning."""
+def test_role_base_image_is_a_deprecated_readable_field() -> None:
+    """Seed 003 documents `Role(..., base_image=None, ...)`: code that passes, reads, copies
+    or lists it keeps working; passing a value warns."""
+    import dataclasses
+
     with pytest.warns(UserWarning, match=r"Role\(base_image=\.\.\.\)` is ignored"):
         role = Role("trainer", "img:1", base_image="base:1", entrypoint="train.py")
-    assert (role.image, role.entrypoint) == ("img:1", "train.py")
-    assert role == Role("trainer", "img:1", entrypoint="train.py")
-    assert "base_image" not in vars(role)
+    assert (role.image, role.entrypoint, role.base_image) == ("img:1", "train.py", "base:1")
+    assert "base_image" in [f.name for f in dataclasses.fields(Role)]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        Role("trainer", "img:1", None, "train.py")  # positional order unchanged, no warning
+        plain = Role("trainer", "img:1", None, "train.py")  # positional order unchanged
+        assert plain.base_image is None
+        copied = dataclasses.replace(plain, image="img:2")
+        assert (copied.image, copied.base_image) == ("img:2", None)
+    with pytest.warns(UserWarning, match="base_image"):
+        assert dataclasses.replace(plain, base_image="b:1").base_image == "b:1"

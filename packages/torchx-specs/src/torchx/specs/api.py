@@ -309,14 +309,12 @@ _OVERRIDE_LOCK = _thread.RLock()
 
 
 class _RoleType(type):
-    """Accepts the deprecated ``Role(..., base_image=...)`` keyword: warns, then drops it.
-
-    Not a field (the fields are upstream's): the keyword is taken off before ``__init__``.
+    """Warns when the deprecated ``Role.base_image`` is given (constructor or
+    ``dataclasses.replace``): it stays a readable field, but every scheduler ignores it.
     """
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        if "base_image" in kwargs:
-            kwargs.pop("base_image")
+        if kwargs.get("base_image") is not None:
             import warnings
 
             warnings.warn(
@@ -333,9 +331,9 @@ class Role(metaclass=_RoleType):
     """A set of identical replicas (nodes) that run the same entrypoint in the same image.
 
     ``overrides`` (deprecated) maps attribute names to callables or awaitables that are
-    evaluated once, on first read of that attribute. ``base_image`` (deprecated, keyword
-    only in practice) is accepted so code written against the old docs keeps working; it
-    warns and every scheduler ignores it.
+    evaluated once, on first read of that attribute. ``base_image`` (deprecated) is a field
+    so code written against the old docs (which read, copy or list it) keeps working;
+    setting it warns, and every scheduler ignores it.
     """
 
     name: str
@@ -353,6 +351,7 @@ class Role(metaclass=_RoleType):
     mounts: list[BindMount | VolumeMount | DeviceMount] = field(default_factory=list)
     workspace: Workspace | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
+    base_image: str | None = None
 
     def __getattribute__(self, attrname: str) -> Any:
         if attrname.startswith("_") or attrname == "overrides":
