@@ -40,6 +40,7 @@ from torchx.specs.api import (
     Role,
     macros,
 )
+from torchx.util.host_checks import real_submit
 
 
 @pytest.fixture
@@ -212,18 +213,47 @@ def test_jobs_find_the_launchers_venv(
     assert list(sched.log_iter(app_id, "py")) == [f"{sys.prefix}\n"]
 
 
-def test_ddp_without_torchrun_fails_before_launch(
-    sched: LocalScheduler, home: Path, monkeypatch: pytest.MonkeyPatch
+def test_negative_resource_values_mean_unset(sched: LocalScheduler) -> None:
+    """Public component files pass memMB=-1 (upstream reads negatives as "unset")."""
+    role = Role("r", "i", entrypoint="true", resource=Resource(cpu=1, gpu=0, memMB=-1))
+    app_id = run_app(sched, AppDef("neg", [role]))
+    assert wait_terminal(sched, app_id) == AppState.SUCCEEDED
+
+
+def test_missing_bind_mount_source_warns_in_dry_run_and_refuses_run(
+    sched: LocalScheduler, home: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """dist.ddp where torch is not installed: one clear line, nothing started."""
+    from torchx.specs.api import BindMount
+
+    mount = BindMount(src_path="/no/such/dir-7c1", dst_path="/data")
+    app = AppDef("m", [Role("r", "i", entrypoint="true", mounts=[mount])])
+    info = sched.submit_dryrun(app, {})
+    assert "'/no/such/dir-7c1' of role 'r' does not exist" in caplog.text
+    with pytest.raises(ValueError, match="/no/such/dir-7c1"):
+        sched.schedule(info)
+    assert not (home / "local_cwd").exists() or not os.listdir(home / "local_cwd")
+
+
+def test_ddp_without_torchrun_fails_before_launch(
+    sched: LocalScheduler,
+    home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """dist.ddp where torch is not installed: one clear line, nothing started; a dry run
+    (which may be planning for another machine) shows the plan with one warning."""
     from torchx.components.dist import ddp
 
     monkeypatch.setattr(sys, "base_prefix", sys.prefix)  # as if torchx ran outside a venv
     monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no torch there
     app = ddp(script="train.py", j="1x2")
+    info = sched.submit_dryrun(app, {})
+    assert info.request.role_params["train"][0].args[0] == "bash"
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1
+    assert warned[0].startswith("torchrun not found: ")
+    assert warned[0].endswith("(a real run would be refused)")
     with pytest.raises(ValueError, match=r"^torchrun not found: .*install torch into this env"):
-        sched.submit_dryrun(app, {})
-    with pytest.raises(ValueError, match=r"^torchrun not found"):
         sched.submit(app, {})
     assert not (home / "local_cwd").exists() or not any((home / "local_cwd").iterdir())
 
@@ -241,19 +271,22 @@ def test_program_a_shell_command_starts_is_checked(
     sched: LocalScheduler, command: str, checked: bool
 ) -> None:
     app = AppDef("a", [Role("r", "i", entrypoint="sh", args=["-c", command])])
-    if checked:
-        with pytest.raises(ValueError, match=r"no-such-program-xyz not found.*put its directory"):
+    with real_submit():
+        if checked:
+            with pytest.raises(ValueError, match=r"no-such-program-xyz not found.*put its dir"):
+                sched.submit_dryrun(app, {})
+        else:
             sched.submit_dryrun(app, {})
-    else:
-        sched.submit_dryrun(app, {})
 
 
-def test_missing_entrypoint_fails_dryrun_before_any_state(
-    sched: LocalScheduler, home: Path
+def test_missing_entrypoint_fails_submit_before_any_state(
+    sched: LocalScheduler, home: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     app = AppDef("a", [Role("r", "i", entrypoint="no-such-program-4f2a")])
+    info = sched.submit_dryrun(app, {})  # a dry run only warns
+    assert "'no-such-program-4f2a' of role 'r' was not found" in caplog.text
     with pytest.raises(ValueError, match="no-such-program-4f2a"):
-        sched.submit_dryrun(app, {})
+        sched.schedule(info)
     with pytest.raises(ValueError, match="no-such-program-4f2a"):
         sched.submit(app, {})
     assert not (home / "local_cwd").exists() or not os.listdir(home / "local_cwd")
@@ -327,7 +360,7 @@ def test_custom_image_provider_get_replica_param_is_used(home: Path, tmp_path: P
 
 def test_local_directory_image_provider_rejects_missing_dir(home: Path) -> None:
     sched = create_scheduler("s", image_provider_class=LocalDirectoryImageProvider)
-    with pytest.raises(ValueError, match="/no/such/dir"):
+    with real_submit(), pytest.raises(ValueError, match="/no/such/dir"):
         sched.submit_dryrun(AppDef("a", [Role("r", "/no/such/dir", entrypoint="true")]), {})
 
 

@@ -309,13 +309,40 @@ class TestDryrun:
         app = trainer_app()
         app.roles[0].workspace = Workspace({str(other): ""})
         app.roles[1].workspace = Workspace({str(other): ""})
-        info = runner.dryrun(app, "workspace", workspace=str(project))
+        info = runner.dryrun(app, "workspace", workspace=str(project), build_workspaces=True)
         assert info.app is not None
         built0, built1 = (Path(r.image) for r in info.app.roles)
         assert (built0 / "train.py").read_text() == "print('hi')\n"
         assert not (built0 / "skip.log").exists()
         assert (built1 / "ps.py").exists()
         assert app.roles[0].image == "img"  # the caller's app is untouched
+
+    def test_dry_run_plans_workspaces_and_schedule_builds_them(self, clean_env: Path) -> None:
+        """A dry run builds and copies nothing (no Docker daemon, no job_dir needed): the
+        roles show what would be built from which folder; schedule builds it."""
+        project = clean_env / "project"
+        project.mkdir()
+        (project / "train.py").write_text("print('hi')\n")
+        runner, made = make_runner()
+        before = set(clean_env.iterdir())
+        info = runner.dryrun(trainer_app(), "workspace", workspace=str(project))
+        assert info.app is not None
+        assert info.app.roles[0].image == f"<img + workspace {project}>"
+        assert set(clean_env.iterdir()) == before  # nothing copied
+        handle = runner.schedule(info)
+        submitted = made["workspace"].apps[handle.rsplit("/", 1)[1]]
+        assert (Path(submitted.roles[0].image) / "train.py").exists()
+        assert set(clean_env.iterdir()) != before
+
+    def test_editing_an_unbuilt_request_is_refused(self, clean_env: Path) -> None:
+        project = clean_env / "project"
+        project.mkdir()
+        runner, made = make_runner()
+        info = runner.dryrun(trainer_app(), "workspace", workspace=str(project))
+        info.request["app"].name = "edited"  # changes what the request prints
+        with pytest.raises(ValueError, match="build_workspaces=True"):
+            runner.schedule(info)
+        assert made["workspace"].apps == {}
 
     def test_workspace_is_ignored_by_schedulers_without_workspaces(self, clean_env: Path) -> None:
         runner, _ = make_runner()

@@ -26,6 +26,7 @@ from torchx.schedulers.slurm_scheduler import (
     create_scheduler,
 )
 from torchx.specs import AppDef, Resource, Role, Workspace, macros
+from torchx.util.host_checks import real_submit
 
 NASTY = [
     "$(touch /tmp/pwned)",
@@ -84,6 +85,7 @@ class TestRunOpts:
             "job_dir",
             "qos",
             "list_days",
+            "strict_entrypoint",
         ]
         assert opts.get("list_days").default == 3  # type: ignore[union-attr]
         assert SlurmOpts is Opts
@@ -188,39 +190,62 @@ class TestChecksBeforeQueueing:
         with pytest.raises(ValueError, match=r"time='1h' is not a Slurm time limit"):
             sched.submit_dryrun(app_of(role()), {"time": "1h"})
 
-    def test_missing_entrypoint(self, sched: SlurmScheduler) -> None:
-        with pytest.raises(FileNotFoundError, match="'no-such-prog' of role 'trainer'"):
-            sched.submit_dryrun(app_of(role(entrypoint="no-such-prog", args=[])), {})
+    def test_missing_entrypoint_warns_unless_strict(
+        self, sched: SlurmScheduler, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """Compute nodes may have programs the submit host lacks: a real submit warns,
+        `strict_entrypoint` refuses, and a dry run never fails."""
+        app = app_of(role(entrypoint="no-such-prog", args=[]))
+        with real_submit():
+            sched.submit_dryrun(app, {})
+        assert "'no-such-prog' of role 'trainer' is not on this host's PATH" in caplog.text
+        assert "queued anyway" in caplog.text
+        with real_submit(), pytest.raises(FileNotFoundError, match="'no-such-prog' of role"):
+            sched.submit_dryrun(app, {"strict_entrypoint": True})
+        caplog.clear()
+        sched.submit_dryrun(app, {"strict_entrypoint": True})  # a dry run: one warning
+        assert "a real run would be refused" in caplog.text
+        assert sched.run_opts().get("strict_entrypoint") is not None
 
-    def test_entrypoint_path_must_be_an_executable_file(
+    def test_strict_entrypoint_path_must_be_an_executable_file(
         self, sched: SlurmScheduler, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         monkeypatch.chdir(tmp_path)
-        entry = role(entrypoint="./run.sh", args=[])
-        with pytest.raises(FileNotFoundError, match=r"'\./run\.sh' of role 'trainer' is not an"):
-            sched.submit_dryrun(app_of(entry), {})
+        entry = app_of(role(entrypoint="./run.sh", args=[]))
+        strict = {"strict_entrypoint": True}
+        with real_submit(), pytest.raises(FileNotFoundError, match=r"'\./run\.sh' of role"):
+            sched.submit_dryrun(entry, strict)
         script = tmp_path / "run.sh"
         script.write_text("#!/bin/sh\n")
-        with pytest.raises(FileNotFoundError, match="its mode"):  # exec would be refused
-            sched.submit_dryrun(app_of(entry), {})
+        with real_submit(), pytest.raises(FileNotFoundError, match="not an executable file"):
+            sched.submit_dryrun(entry, strict)  # exec would be refused
         script.chmod(0o755)
-        sched.submit_dryrun(app_of(entry), {})
+        with real_submit():
+            sched.submit_dryrun(entry, strict)
 
     def test_missing_script(
-        self, sched: SlurmScheduler, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+        self,
+        sched: SlurmScheduler,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture,
     ) -> None:
         monkeypatch.chdir(tmp_path)
         for r in (
             role(entrypoint="python3", args=["-u", "train.py", "--lr", "1"]),
             role(args=["-c", "torchrun --nnodes 1 --rdzv_backend c10d --standalone train.py"]),
         ):
-            with pytest.raises(FileNotFoundError, match=r"script 'train\.py'"):
+            with real_submit(), pytest.raises(FileNotFoundError, match=r"script 'train\.py'"):
                 sched.submit_dryrun(app_of(r), {})
+            caplog.clear()
+            sched.submit_dryrun(app_of(r), {})  # a dry run only warns
+            assert "script 'train.py'" in caplog.text
         (tmp_path / "train.py").write_text("")
-        sched.submit_dryrun(app_of(role(entrypoint="python3", args=["train.py"])), {})
-        # modules, -c code and scripts behind variables cannot be checked: accepted
-        sched.submit_dryrun(app_of(role(entrypoint="python3", args=["-m", "nope"])), {})
-        sched.submit_dryrun(app_of(role(entrypoint="python3", args=["$X/t.py"])), {})
+        with real_submit():
+            sched.submit_dryrun(app_of(role(entrypoint="python3", args=["train.py"])), {})
+            # modules, -c code and scripts behind variables cannot be checked: accepted
+            sched.submit_dryrun(app_of(role(entrypoint="python3", args=["-m", "nope"])), {})
+            sched.submit_dryrun(app_of(role(entrypoint="python3", args=["$X/t.py"])), {})
 
     def test_existing_job_dir(self, sched: SlurmScheduler, tmp_path: Path) -> None:
         with pytest.raises(FileExistsError, match="already exists"):

@@ -32,6 +32,7 @@ from torchx.specs.api import (
     parse_app_handle,
     runopts,
 )
+from torchx.util.host_checks import is_real_submit, real_submit
 from torchx.util.log import get_logger
 
 if TYPE_CHECKING:
@@ -103,6 +104,15 @@ def _scheduler_params_from_env() -> dict[str, str]:
         if lower.startswith(_ENV_PREFIX) and len(lower) > len(_ENV_PREFIX):
             params[lower[len(_ENV_PREFIX) :]] = value
     return params
+
+
+class _Unbuilt:
+    """What a dry run that left workspaces unbuilt keeps for :meth:`Runner.schedule`: the
+    app before planning, and the request as rendered (to notice edits)."""
+
+    def __init__(self, app: AppDef, rendered: str) -> None:
+        self.app = app
+        self.rendered = rendered
 
 
 def _copy_app(app: AppDef) -> AppDef:
@@ -217,7 +227,10 @@ class Runner:
         (``["--script", "train.py", "-j", "2x4"]``) or a dict of parameter values.
         Returns the app handle.
         """
-        with log_event("run_component", scheduler, workspace=_str_or_none(workspace)) as ctx:
+        with (
+            log_event("run_component", scheduler, workspace=_str_or_none(workspace)) as ctx,
+            real_submit(),
+        ):
             dryrun_info = self.dryrun_component(
                 component,
                 component_args,
@@ -239,7 +252,7 @@ class Runner:
         workspace: Workspace | str | None = None,
         parent_run_id: str | None = None,
     ) -> AppDryRunInfo[Any]:
-        """What :meth:`run_component` would submit, without submitting it."""
+        """What :meth:`run_component` would submit, without submitting it (see :meth:`dryrun`)."""
         from torchx.specs.builders import materialize_appdef
         from torchx.specs.finder import get_component
 
@@ -308,14 +321,22 @@ class Runner:
         (:class:`~torchx.specs.AppDryRunInfo`) is returned instead. ``app`` itself is
         never modified.
         """
-        with log_event(
-            "run", scheduler, runcfg=_runcfg_json(cfg), workspace=_str_or_none(workspace)
-        ) as ctx:
+        if dryrun:
+            with log_event(
+                "run", scheduler, runcfg=_runcfg_json(cfg), workspace=_str_or_none(workspace)
+            ):
+                return self.dryrun(
+                    app, scheduler, cfg=cfg, workspace=workspace, parent_run_id=parent_run_id
+                )
+        with (
+            log_event(
+                "run", scheduler, runcfg=_runcfg_json(cfg), workspace=_str_or_none(workspace)
+            ) as ctx,
+            real_submit(),
+        ):
             dryrun_info = self.dryrun(
                 app, scheduler, cfg=cfg, workspace=workspace, parent_run_id=parent_run_id
             )
-            if dryrun:
-                return dryrun_info
             handle = self.schedule(dryrun_info)
             _fill_event(ctx, dryrun_info, handle)
             return handle
@@ -324,7 +345,9 @@ class Runner:
         """Submits a request previously rendered by :meth:`dryrun`; returns the app handle.
 
         The request may be edited in between (``dryrun_info.request``) for scheduler
-        features TorchX does not expose.
+        features TorchX does not expose. A dry run leaves workspaces unbuilt; they are
+        built here and the request rendered again (edit a request only after
+        ``dryrun(..., build_workspaces=True)``, which builds them at once).
         """
         scheduler = dryrun_info._scheduler
         if scheduler is None:
@@ -332,8 +355,12 @@ class Runner:
                 "this AppDryRunInfo was not produced by Runner.dryrun (it names no"
                 " scheduler); render it with runner.dryrun(app, scheduler) first"
             )
-        with log_event("schedule", scheduler, runcfg=_runcfg_json(dryrun_info._cfg)) as ctx:
+        with (
+            log_event("schedule", scheduler, runcfg=_runcfg_json(dryrun_info._cfg)) as ctx,
+            real_submit(),
+        ):
             sched = self._scheduler(scheduler)
+            dryrun_info = self._build_planned(sched, dryrun_info)
             app_id = sched.schedule(dryrun_info)
             handle = make_app_handle(scheduler, self._name, app_id)
             app = dryrun_info._app
@@ -349,13 +376,19 @@ class Runner:
         cfg: Mapping[str, CfgVal] | None = None,
         workspace: Workspace | str | None = None,
         parent_run_id: str | None = None,
+        *,
+        build_workspaces: bool = False,
     ) -> AppDryRunInfo[Any]:
         """Renders the request ``app`` would be submitted as, without submitting it.
 
         Works on a copy of ``app`` (available as ``info.app``): the copy gets the TorchX
-        env vars (job id, session id, trackers, parent run id) and, on schedulers that
-        build workspaces, the built image. ``$TORCHX_PARENT_RUN_ID`` wins over
-        ``parent_run_id``. Print the result to see the request.
+        env vars (job id, session id, trackers, parent run id). ``$TORCHX_PARENT_RUN_ID``
+        wins over ``parent_run_id``. Print the result to see the request.
+
+        Nothing on this host is required or changed: a program or file missing here is
+        one warning line, and workspaces are planned, not built (no Docker daemon, no
+        ``job_dir`` copy; the roles show the image a build would give), unless
+        ``build_workspaces=True``. :meth:`schedule` builds what is left.
         """
         if not app.roles:
             raise ValueError(
@@ -395,11 +428,36 @@ class Runner:
         ):
             resolved_cfg = sched.run_opts().resolve(cfg or {})
             sched._pre_build_validate(app, scheduler, resolved_cfg)
-            self._build_workspaces(sched, app, workspace, resolved_cfg)
+            build = build_workspaces or is_real_submit()
+            unbuilt = self._build_workspaces(sched, app, workspace, resolved_cfg, build)
             sched._validate(app, scheduler, resolved_cfg)
             dryrun_info = sched.submit_dryrun(app, resolved_cfg)
             dryrun_info._scheduler = scheduler
+            if unbuilt is not None:
+                dryrun_info._torchx_unbuilt = _Unbuilt(unbuilt, repr(dryrun_info))  # type: ignore[attr-defined]
         return dryrun_info
+
+    def _build_planned(self, sched: Scheduler[Any], info: AppDryRunInfo[Any]) -> AppDryRunInfo[Any]:
+        """``info``, or, when its dry run left workspaces unbuilt, the request rendered
+        again after building them."""
+        unbuilt: _Unbuilt | None = getattr(info, "_torchx_unbuilt", None)
+        if unbuilt is None:
+            return info
+        from torchx.schedulers.api import as_workspace_scheduler
+
+        if repr(info) != unbuilt.rendered:
+            raise ValueError(
+                "this request was edited after a dry run that left its workspace unbuilt;"
+                " render it with runner.dryrun(..., build_workspaces=True) before editing it"
+            )
+        builder = as_workspace_scheduler(sched)
+        assert builder is not None  # only a workspace scheduler leaves workspaces unbuilt
+        app = _copy_app(unbuilt.app)
+        builder.build_workspaces(app.roles, info._cfg)
+        sched._validate(app, sched.backend, info._cfg)
+        built = sched.submit_dryrun(app, info._cfg)
+        built._scheduler = info._scheduler
+        return built
 
     def _inject_env(self, app: AppDef, scheduler: str, parent_run_id: str | None) -> None:
         """Adds the TorchX identity/tracking env vars to every role of ``app`` (a copy)."""
@@ -426,11 +484,15 @@ class Runner:
         app: AppDef,
         workspace: Workspace | str | None,
         cfg: Mapping[str, CfgVal],
-    ) -> None:
-        """Builds every role's workspace when the scheduler supports workspaces.
+        build: bool,
+    ) -> AppDef | None:
+        """Builds (or, when not ``build``, plans) every role's workspace when the
+        scheduler supports workspaces.
 
         A ``workspace`` argument replaces ``roles[0].workspace`` (the pre-per-role API).
-        Schedulers without workspace support run the roles as they are.
+        Schedulers without workspace support run the roles as they are. Returns, when the
+        builds were only planned, a copy of ``app`` as it was before them (what
+        :meth:`schedule` builds), else ``None``.
         """
         from torchx.schedulers.api import as_workspace_scheduler
 
@@ -442,7 +504,7 @@ class Runner:
                     sched.backend,
                     workspace,
                 )
-            return
+            return None
         if workspace:
             ws = Workspace.from_str(workspace) if isinstance(workspace, str) else workspace
             if app.roles[0].workspace:
@@ -452,7 +514,14 @@ class Runner:
                     app.roles[0].name,
                 )
             app.roles[0].workspace = ws
-        builder.build_workspaces(app.roles, cfg)
+        if build:
+            builder.build_workspaces(app.roles, cfg)
+            return None
+        if not any(role.workspace for role in app.roles):
+            return None
+        before = _copy_app(app)
+        builder.plan_workspaces(app.roles, cfg)
+        return before
 
     # ------------------------------------------------------------------ schedulers
 

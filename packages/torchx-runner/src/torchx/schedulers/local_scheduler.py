@@ -52,6 +52,7 @@ from torchx.specs.api import (
     runopts,
 )
 from torchx.specs.replica_macros import ReplicaMacros
+from torchx.util.host_checks import host_problem
 from torchx.util.lazy_dataclass import asdict, dataclass, field
 from torchx.util.log import get_logger
 from torchx.util.programs import find_program
@@ -235,9 +236,11 @@ class LocalDirectoryImageProvider(ImageProvider):
 
     def fetch(self, image: str) -> str:
         if not os.path.isdir(image):
-            raise ValueError(
-                f"invalid image {image!r}: with LocalDirectoryImageProvider the image must be"
-                " an existing local directory"
+            host_problem(
+                ValueError(
+                    f"invalid image {image!r}: with LocalDirectoryImageProvider the image must"
+                    " be an existing local directory"
+                )
             )
         return image
 
@@ -332,24 +335,14 @@ def _check_log_dir(given: str, path: str) -> None:
 
 
 def _check_roles(app: AppDef) -> None:
-    """Rejects what cannot work on this host; warns about what local_cwd ignores."""
-    from torchx.specs.api import BindMount
+    """Warns about what local_cwd ignores; a missing bind-mount source is a host problem.
 
+    Negative resource values mean "unset", as everywhere in TorchX (``memMB=-1``).
+    """
     for role in app.roles:
-        res = role.resource
-        unset = (res.cpu, res.gpu, res.memMB) == (-1, -1, -1)  # NULL_RESOURCE's values
-        for name, value in (("cpu", res.cpu), ("gpu", res.gpu), ("memMB", res.memMB)):
-            if value < 0 and not unset:
-                raise ValueError(
-                    f"role {role.name!r} asks for {name}={value}; a resource count cannot be"
-                    f" negative: give {name} >= 0"
-                )
-        for mount in role.mounts:
-            if isinstance(mount, BindMount) and not os.path.exists(mount.src_path):
-                raise ValueError(
-                    f"bind mount source {mount.src_path!r} of role {role.name!r} does not"
-                    " exist; create it or fix the mount's source path"
-                )
+        problem = _mount_problem(role)
+        if problem is not None:
+            host_problem(problem)
         if role.mounts:
             log.warning(
                 "local_cwd ignores the mounts of role %s: its processes see this host's"
@@ -358,15 +351,28 @@ def _check_roles(app: AppDef) -> None:
             )
 
 
-def _check_program(
+def _mount_problem(role: Role) -> ValueError | None:
+    """The error for a bind mount whose source is missing on this host, if any."""
+    from torchx.specs.api import BindMount
+
+    for mount in role.mounts:
+        if isinstance(mount, BindMount) and not os.path.exists(mount.src_path):
+            return ValueError(
+                f"bind mount source {mount.src_path!r} of role {role.name!r} does not"
+                " exist; create it or fix the mount's source path"
+            )
+    return None
+
+
+def _program_problem(
     role_name: str, argv: list[str], env: Mapping[str, str], cwd: str | None
-) -> None:
-    """Fails unless the replica's program (and the one its ``sh -c`` command starts) exist."""
+) -> ValueError | None:
+    """Why the replica's program (or the one its ``sh -c`` command starts) cannot start."""
     path = env.get("PATH", os.environ.get("PATH", ""))
     where = cwd or os.getcwd()
     program = argv[0]
     if find_program(program, path, where) is None:
-        raise ValueError(
+        return ValueError(
             f"entrypoint {program!r} of role {role_name!r} was not found: it is neither an"
             f" executable on the replica's PATH nor a path relative to its working directory"
             f" {where}; fix Role.entrypoint, install the program or give its absolute path"
@@ -374,10 +380,11 @@ def _check_program(
     started = _shell_command_program(argv)
     if started is not None and find_program(started, path, where) is None:
         hint = _INSTALL_HINTS.get(started, "install it or put its directory on PATH")
-        raise ValueError(
+        return ValueError(
             f"{started} not found: role {role_name!r} runs `{argv[0]} -c '{started} ...'` but"
             f" {started!r} is not on the replica's PATH; {hint}"
         )
+    return None
 
 
 def _jsonable(value: Any) -> Any:
@@ -584,7 +591,9 @@ class LocalScheduler(Scheduler[Opts]):
                 params.append(param)
                 log_dirs.append(replica_dir)
             if params:
-                _check_program(role.name, params[0].args, params[0].env, params[0].cwd)
+                problem = _program_problem(role.name, params[0].args, params[0].env, params[0].cwd)
+                if problem is not None:
+                    host_problem(problem)
             role_params[role.name] = params
             role_log_dirs[role.name] = log_dirs
         return PopenRequest(app_id, app_log_dir, role_params, role_log_dirs)
@@ -618,6 +627,10 @@ class LocalScheduler(Scheduler[Opts]):
         app_id = request.app_id
         state_dir = os.path.abspath(st.app_state_dir(app_id))
         self._check_programs(request)
+        for role in app.roles if app is not None else ():
+            problem = _mount_problem(role)
+            if problem is not None:
+                raise problem
         doc = self._request_document(request, app)
         root = os.path.dirname(state_dir)
         try:
@@ -686,7 +699,8 @@ class LocalScheduler(Scheduler[Opts]):
         return app_id
 
     def _check_programs(self, request: PopenRequest) -> None:
-        """Re-checks the entrypoints (the request may have been edited after the dry run)."""
+        """Checks the entrypoints before launching (the dry run only warned, and the request
+        may have been edited since)."""
         seen: set[tuple[str, str | None, str | None]] = set()
         for role_name, params in request.role_params.items():
             for p in params:
@@ -695,7 +709,9 @@ class LocalScheduler(Scheduler[Opts]):
                     seen.add(key)
                     if not p.args:
                         raise ValueError(f"role {role_name!r} has a replica with an empty argv")
-                    _check_program(role_name, p.args, p.env, p.cwd)
+                    problem = _program_problem(role_name, p.args, p.env, p.cwd)
+                    if problem is not None:
+                        raise problem
 
     def _request_document(self, request: PopenRequest, app: AppDef | None) -> dict[str, Any]:
         roles_by_name = {r.name: r for r in app.roles} if app is not None else {}

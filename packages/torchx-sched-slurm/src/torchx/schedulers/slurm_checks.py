@@ -72,28 +72,51 @@ def _script_of(program: str, args: list[str]) -> str | None:
     return None
 
 
-def check_role_files(role: Role, workdir: str) -> None:
-    """Reports a missing entrypoint or script now rather than when the job starts."""
+def check_role_files(role: Role, workdir: str, strict_entrypoint: bool = False) -> None:
+    """Reports a missing entrypoint or script now rather than when the job starts.
+
+    A missing script (which the job dir or the submit directory must hold) refuses a real
+    submission. A missing entrypoint only warns unless ``strict_entrypoint``: compute nodes
+    often have programs the submit host lacks (modules, node-local installs). In a dry run
+    either is one warning line.
+    """
+    from torchx.util.host_checks import host_problem
     from torchx.util.programs import find_program
 
     entrypoint = role.entrypoint
     path = role.env.get("PATH", os.environ.get("PATH", ""))
     if "$" not in entrypoint and find_program(entrypoint, path, workdir) is None:
         if "/" in entrypoint:
-            raise FileNotFoundError(
+            problem = FileNotFoundError(
                 f"entrypoint {entrypoint!r} of role {role.name!r} is not an executable file"
-                f" (looked in {workdir}); fix the path or its mode before the job is queued"
+                f" on this host (looked in {workdir})"
             )
-        raise FileNotFoundError(
-            f"entrypoint {entrypoint!r} of role {role.name!r} is not on this host's PATH;"
-            " install it, activate its environment or give its full path"
-        )
+        else:
+            problem = FileNotFoundError(
+                f"entrypoint {entrypoint!r} of role {role.name!r} is not on this host's PATH"
+            )
+        if strict_entrypoint:
+            host_problem(
+                FileNotFoundError(
+                    f"{problem}; install it, activate its environment or give its full path"
+                )
+            )
+        else:
+            from torchx.util.log import get_logger
+
+            get_logger("torchx").warning(
+                "%s; the job is queued anyway, as compute nodes may have it (-cfg"
+                " strict_entrypoint=True refuses such jobs)",
+                problem,
+            )
     script = _script_of(entrypoint, role.args)
     checkable = script and "$" not in script and script.endswith(".py")
     if checkable and not os.path.exists(os.path.join(workdir, str(script))):
-        raise FileNotFoundError(
-            f"script {script!r} of role {role.name!r} does not exist (looked in {workdir});"
-            " fix --script before the job is queued"
+        host_problem(
+            FileNotFoundError(
+                f"script {script!r} of role {role.name!r} does not exist (looked in {workdir});"
+                " fix --script before the job is queued"
+            )
         )
 
 

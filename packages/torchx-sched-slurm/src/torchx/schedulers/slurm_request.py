@@ -138,6 +138,13 @@ class Opts(StructuredOpts):
         default=3,
         metadata={HELP_KEY: "how many days back `torchx list` looks in Slurm's accounting"},
     )
+    strict_entrypoint: bool = field(
+        default=False,
+        metadata={
+            HELP_KEY: "refuse a job whose entrypoint is not found on this (submit) host;"
+            " by default that is one warning, as compute nodes may have programs it lacks"
+        },
+    )
 
 
 SlurmOpts = Opts

@@ -221,7 +221,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
         roles: dict[str, int] = {}
         for role in app.roles:
             if job_dir is None or os.path.isdir(job_dir):
-                check_role_files(role, workdir)
+                check_role_files(role, workdir, opts.strict_entrypoint)
             roles[role.name] = role.num_replicas
             role_label = safe_name(role.name) or "role"
             if "=" in role.entrypoint:

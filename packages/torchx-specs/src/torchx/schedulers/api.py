@@ -122,6 +122,14 @@ class Scheduler(abc.ABC, Generic[T]):
         Returns the app id. The runner does the same in separate steps; this is the
         one-call form for tests and scripts.
         """
+        from torchx.util.host_checks import real_submit
+
+        with real_submit():
+            return self._submit(app, cfg, workspace)
+
+    def _submit(
+        self, app: AppDef, cfg: Mapping[str, CfgVal], workspace: str | Workspace | None
+    ) -> str:
         resolved_cfg = self.run_opts().resolve(cfg)
         if workspace:
             builder = as_workspace_scheduler(self)

@@ -113,6 +113,31 @@ class WorkspaceMixin(abc.ABC, Generic[T]):
                     role.image,
                 )
 
+    def plan_workspaces(self, roles: list[Role], cfg: Mapping[str, CfgVal]) -> None:
+        """What :meth:`build_workspaces` would do, without doing it (a dry run).
+
+        Each role with a workspace gets the image a build would give it where that is
+        known in advance, else a placeholder naming the folder and the base image
+        (:meth:`planned_image`). Nothing is built, copied or contacted.
+        """
+        for role in roles:
+            if role.workspace:
+                planned = self.planned_image(role, cfg)
+                if planned != role.image:
+                    logger.info(
+                        "dry run: workspace %s of role `%s` is not built (a real run builds"
+                        " it): image %s -> %s",
+                        role.workspace,
+                        role.name,
+                        role.image,
+                        planned,
+                    )
+                role.image = planned
+
+    def planned_image(self, role: Role, cfg: Mapping[str, CfgVal]) -> str:
+        """The image ``role`` would run after its workspace is built (see plan_workspaces)."""
+        return f"<{role.image} + workspace {role.workspace}>"
+
     def caching_build_workspace_and_update_role(
         self, role: Role, cfg: Mapping[str, CfgVal], build_cache: dict[object, object]
     ) -> None:

@@ -105,6 +105,11 @@ class DirWorkspaceMixin(WorkspaceMixin[None]):
             self._torchx_created_job_dirs = created
         return created
 
+    def planned_image(self, role: Role, cfg: Mapping[str, CfgVal]) -> str:
+        """``job_dir`` (not created by a dry run), or the role's image when it is unset."""
+        job_dir = cfg.get("job_dir")
+        return job_dir if isinstance(job_dir, str) else role.image
+
     def build_workspace_and_update_role(
         self, role: Role, workspace: str, cfg: Mapping[str, CfgVal]
     ) -> None:

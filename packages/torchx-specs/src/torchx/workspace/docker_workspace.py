@@ -321,6 +321,11 @@ class DockerWorkspaceMixin(WorkspaceMixin[dict[str, tuple[str, str]]]):
         )
         return opts
 
+    def planned_image(self, role: Role, cfg: Mapping[str, CfgVal]) -> str:
+        """A ``sha256:`` placeholder naming the folder and base, so that push planning
+        (``image_repo``) is checked and shown as for a built image."""
+        return f"sha256:<workspace {role.workspace} built onto {role.image}>"
+
     def build_workspace_and_update_role(
         self, role: Role, workspace: str, cfg: Mapping[str, CfgVal]
     ) -> None:
