@@ -343,6 +343,25 @@ def test_workspace_is_built_once_and_rebuilt_on_change(
     assert runner.describe(handle).roles[0].image != first_image
 
 
+def test_workspace_given_as_an_fsspec_url(runner: Any) -> None:
+    """Upstream's 2026 Workspace takes any fsspec URL: the files are fetched through fsspec
+    (with the same .dockerignore rules) and built like a local folder."""
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    fs.pipe(
+        {
+            "/ws-url/pkg/hello.txt": b"hello from memory://\n",
+            "/ws-url/secret.txt": b"do not ship\n",
+            "/ws-url/.dockerignore": b"secret.txt\n",
+        }
+    )
+    role = _role("u", "cat pkg/hello.txt; test -e secret.txt && echo leaked || echo ignored")
+    handle, status = _run(runner, _app("wsurl", role), workspace="memory://ws-url")
+    assert status.state == AppState.SUCCEEDED
+    assert _log(runner, handle, "u") == ["hello from memory://\n", "ignored\n"]
+
+
 def test_workspace_build_args_and_own_base_without_pull(runner: Any, tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()

@@ -189,3 +189,52 @@ class TestSharedAndCleanup:
         with pytest.raises(FileNotFoundError):
             DirScheduler().build_workspaces([role], {"job_dir": str(job_dir)})
         assert not job_dir.exists()
+
+
+def test_url_workspace_copies_through_fsspec_with_the_given_ignore_file(tmp_path: Path) -> None:
+    fs = fsspec.filesystem("memory")
+    root = f"/urlws-{uuid.uuid4().hex}"
+    fs.pipe(
+        {
+            f"{root}/train.py": b"print(1)\n",
+            f"{root}/big.bin": b"x",
+            f"{root}/.dockerignore": b"*.bin\n",
+        }
+    )
+    copy_workspace(f"memory://{root}", str(tmp_path), ".dockerignore")
+    assert tree(tmp_path) == {".dockerignore", "train.py"}
+
+
+def test_url_workspace_with_a_missing_implementation_names_the_package(tmp_path: Path) -> None:
+    from fsspec.registry import known_implementations, registry
+
+    missing = [
+        p
+        for p in ("s3", "gcs", "abfs", "hf")
+        if p in known_implementations and p not in registry and "err" in known_implementations[p]
+    ]
+    protocol = next(p for p in missing if _not_importable(known_implementations[p]["class"]))
+    package = known_implementations[protocol]["class"].split(".", 1)[0]
+    with pytest.raises(ValueError, match=rf"needs {package}, which is not installed") as e:
+        copy_workspace(f"{protocol}://bucket/code", str(tmp_path))
+    assert f"pip install {package}" in str(e.value)
+    with pytest.raises(ValueError, match="fsspec knows no protocol 'nosuchproto'"):
+        copy_workspace("nosuchproto://x/y", str(tmp_path))
+
+
+def _not_importable(cls_path: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(cls_path.split(".", 1)[0]) is None
+
+
+def test_multi_project_workspace_merges_urls_too(tmp_path: Path) -> None:
+    fs = fsspec.filesystem("memory")
+    root = f"/merge-{uuid.uuid4().hex}"
+    fs.pipe({f"{root}/lib.py": b"X = 1\n"})
+    local = tmp_path / "local"
+    local.mkdir()
+    (local / "main.py").write_text("")
+    out = tmp_path / "out"
+    Workspace({str(local): "", f"memory://{root}": "vendor"}).merge_into(out)
+    assert tree(out) == {"main.py", "vendor/lib.py"}

@@ -12,11 +12,23 @@ __all__ = ["CmdCancel"]
 
 
 class CmdCancel(AppHandleSubCommand):
-    """``torchx cancel APP_HANDLE``; an unknown app is an error."""
+    """``torchx cancel APP_HANDLE``: idempotent, like ``Runner.cancel``.
+
+    An app that is gone (or never was) leaves nothing to cancel: one note line, exit 0, so
+    cleanup scripts under ``set -e`` keep going. A malformed handle or an unknown scheduler
+    is still an error.
+    """
 
     OPTION_DEFAULTS = {}
 
     def run_with_runner(self, args: "argparse.Namespace", runner: "Runner") -> None:
         if runner.status(args.app_handle) is None:
-            self.exit_missing_app(args.app_handle)
+            import sys
+
+            print(
+                f"torchx: app {args.app_handle} was not found (it ended and was removed, or"
+                " never existed): nothing to cancel",
+                file=sys.stderr,
+            )
+            return
         runner.cancel(args.app_handle)

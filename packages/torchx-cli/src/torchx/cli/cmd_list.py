@@ -5,11 +5,12 @@ import argparse
 from torchx.cli.argparse_util import ArgOnceAction, torchxconfig_list
 from torchx.cli.cmd_base import SubCommand
 
-__all__ = ["APP_NAME_HEADER", "HANDLE_HEADER", "STATUS_HEADER", "CmdList"]
+__all__ = ["APP_NAME_HEADER", "HANDLE_HEADER", "NAME_HEADER", "STATUS_HEADER", "CmdList"]
 
 HANDLE_HEADER = "APP HANDLE"
 APP_NAME_HEADER = "APP NAME"
 STATUS_HEADER = "APP STATUS"
+NAME_HEADER = APP_NAME_HEADER  # upstream's name for it
 
 
 class CmdList(SubCommand):

@@ -34,6 +34,7 @@ __all__ = [
     "get_logs",
     "parse_time",
     "prefix_line",
+    "print_log_lines",
     "validate",
 ]
 
@@ -187,6 +188,39 @@ def get_logs(  # noqa: PLR0917 (positional order is the public API)
         until=until,
     )
     join_streamers(streamers, threads, on_error=logger.error)
+
+
+def print_log_lines(  # noqa: PLR0917 (positional order is upstream's)
+    file: "TextIO",
+    runner: "Runner",
+    app_handle: str,
+    role_name: str,
+    replica_id: int,
+    regex: "str | None",
+    should_tail: bool,
+    exceptions: "list[BaseException]",
+    streams: "Stream | None" = None,
+) -> None:
+    """Prints one replica's log lines to ``file``, each prefixed ``role/replica``.
+
+    Meant as a thread target (one per replica): an error is appended to ``exceptions``
+    instead of raised, so the caller can report it after joining every thread.
+    """
+    from torchx.cli._logstream import ReplicaLogStreamer
+
+    streamer = ReplicaLogStreamer(
+        runner,
+        app_handle,
+        role_name,
+        replica_id,
+        LogPrinter(file),
+        regex=regex,
+        should_tail=should_tail,
+        streams=streams,
+    )
+    streamer.run()
+    if streamer.error is not None:
+        exceptions.append(streamer.error)
 
 
 class CmdLog(SubCommand):

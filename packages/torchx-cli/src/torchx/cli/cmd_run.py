@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from torchx.specs import AppDryRunInfo, CfgVal
 
 __all__ = [
+    "LOCAL_SCHEDULER_WARNING_MSG",
     "MISSING_COMPONENT_ERROR_MSG",
     "CmdBuiltins",
     "CmdRun",
@@ -35,6 +36,7 @@ __all__ = [
 
 logger = get_logger(__name__)
 
+LOCAL_SCHEDULER_WARNING_MSG = "the `local` scheduler is deprecated; use `local_cwd`"
 MISSING_COMPONENT_ERROR_MSG = (
     "missing component name, either provide it from the CLI or in .torchxconfig"
 )
@@ -333,7 +335,7 @@ class CmdRun(SubCommand):
         scheduler = run_args.scheduler
         component = run_args.component_name
         if scheduler == "local":
-            logger.warning("the `local` scheduler is deprecated; use `local_cwd`")
+            logger.warning(LOCAL_SCHEDULER_WARNING_MSG)
         cfg = dict(run_args.scheduler_cfg)
         config.apply(scheduler=scheduler, cfg=cfg)
         component_args: list[str] | dict[str, Any] = (

@@ -8,7 +8,7 @@ if TYPE_CHECKING:
 
     from torchx.runner import Runner
 
-__all__ = ["CmdStatus"]
+__all__ = ["CmdStatus", "parse_list_arg"]
 
 
 class CmdStatus(AppHandleSubCommand):
@@ -30,7 +30,7 @@ class CmdStatus(AppHandleSubCommand):
         status = runner.status(args.app_handle)
         if status is None:
             self.exit_missing_app(args.app_handle)
-        filter_roles = [r.strip() for r in args.roles.split(",") if r.strip()] or None
+        filter_roles = parse_list_arg(args.roles)
         if filter_roles:
             _check_roles(runner, args.app_handle, [r.role for r in status.roles], filter_roles)
         if args.json:
@@ -39,6 +39,11 @@ class CmdStatus(AppHandleSubCommand):
             print_json(status.to_json(filter_roles))
         else:
             print(status.format(filter_roles))
+
+
+def parse_list_arg(arg: str) -> "list[str] | None":
+    """``"a, b"`` -> ``["a", "b"]``; ``None`` when nothing is listed (``--roles ''``)."""
+    return [item.strip() for item in arg.split(",") if item.strip()] or None
 
 
 def _check_roles(

@@ -33,6 +33,7 @@ __all__ = [
     "get_sub_cmds",
     "main",
     "run_main",
+    "sub_parser_description",
 ]
 
 CLI_CMDS_GROUP = "torchx.cli.cmds"
@@ -125,6 +126,8 @@ def _warn(message: str) -> None:
     print(f"torchx: warning: {message}", file=sys.stderr, flush=True)
 
 
+sub_parser_description = "subcommands (e.g. `torchx run utils.echo`); `torchx SUBCOMMAND --help`"
+"""Description of the subcommand group in ``torchx --help`` (upstream's public name)."""
 _DESCRIPTION = "torchx CLI: launch and manage apps on any scheduler"
 _EPILOG = "Run `torchx SUBCOMMAND --help` for the options of a subcommand."
 _LOG_LEVEL_HELP = (
@@ -188,7 +191,12 @@ def _overview_help(plugins: "dict[str, EntryPointInfo]") -> str:
 
 
 def _add_subparsers(parser: "ArgumentParser") -> "argparse._SubParsersAction[ArgumentParser]":
-    return parser.add_subparsers(title="sub-commands", dest="subcmd", metavar="SUBCOMMAND")
+    return parser.add_subparsers(
+        title="sub-commands",
+        description=sub_parser_description,
+        dest="subcmd",
+        metavar="SUBCOMMAND",
+    )
 
 
 def _add_command(

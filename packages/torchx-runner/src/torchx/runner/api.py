@@ -14,11 +14,12 @@ import os
 import warnings
 from collections.abc import Iterable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from torchx.runner.events import log_event, may_listen
 from torchx.specs.api import (
     MISSING,
+    NONE,
     AppDef,
     AppDryRunInfo,
     AppHandle,
@@ -42,9 +43,12 @@ if TYPE_CHECKING:
     from torchx.schedulers.api import ListAppResponse, Scheduler, Stream
     from torchx.specs.api import Role
 
-__all__ = ["Runner", "get_configured_trackers", "get_runner"]
+__all__ = ["NONE", "Runner", "S", "get_configured_trackers", "get_runner"]
 
 logger = get_logger(__name__)
+
+S = TypeVar("S")
+"""Upstream's type variable for a scheduler's request type (kept for code importing it)."""
 
 DEFAULT_SESSION_NAME = "torchx"
 """Session name of runners made by :func:`get_runner` (part of every app handle)."""

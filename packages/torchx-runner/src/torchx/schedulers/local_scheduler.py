@@ -22,7 +22,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from torchx.schedulers import local_state as st
 from torchx.schedulers.api import (
@@ -63,6 +63,12 @@ if TYPE_CHECKING:
     from datetime import datetime
 
 __all__ = [
+    "COMBINED_LOG",
+    "ENV_CUDA_VISIBLE_DEVICES",
+    "STDERR_LOG",
+    "STDOUT_LOG",
+    "AppId",
+    "AppName",
     "CWDImageProvider",
     "ImageProvider",
     "LocalDirectoryImageProvider",
@@ -70,8 +76,10 @@ __all__ = [
     "LocalScheduler",
     "LogIterator",
     "Opts",
+    "PopenProtocol",
     "PopenRequest",
     "ReplicaParam",
+    "RoleName",
     "SignalException",
     "create_scheduler",
     "run_local_job",
@@ -80,6 +88,34 @@ __all__ = [
 log = get_logger(__name__)
 
 SCHEDULER_NAME = "local_cwd"
+STDOUT_LOG = st.STDOUT_LOG
+"""File name of a replica's stdout under its log directory."""
+STDERR_LOG = st.STDERR_LOG
+"""File name of a replica's stderr under its log directory."""
+COMBINED_LOG = st.COMBINED_LOG
+"""File name of a replica's stdout and stderr interleaved."""
+ENV_CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
+"""Set per replica when GPUs are split among replicas (auto_set_cuda_visible_devices)."""
+AppId = str
+AppName = str
+RoleName = str
+
+
+class PopenProtocol(Protocol):
+    """What the local scheduler needs of a started replica process (``subprocess.Popen``)."""
+
+    pid: int
+    returncode: int | None
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def kill(self) -> None: ...
+
+    def terminate(self) -> None: ...
+
+
 RANK0_ENV = "TORCHX_RANK0_HOST"
 ENV_TORCHELASTIC_ERROR_FILE = "TORCHELASTIC_ERROR_FILE"
 ENV_PET_LOG_DIR = "PET_LOG_DIR"
@@ -587,7 +623,7 @@ class LocalScheduler(Scheduler[Opts]):
                 if set_error_file:
                     param.env[ENV_TORCHELASTIC_ERROR_FILE] = f"{replica_dir}{os.sep}{st.ERROR_FILE}"
                 if role_cuda is not None and role_cuda[replica_id] is not None:
-                    param.env["CUDA_VISIBLE_DEVICES"] = str(role_cuda[replica_id])
+                    param.env[ENV_CUDA_VISIBLE_DEVICES] = str(role_cuda[replica_id])
                 params.append(param)
                 log_dirs.append(replica_dir)
             if params:

@@ -85,9 +85,11 @@ __all__ = [
     "LABEL_KIND",
     "LABEL_KUBE_APP_NAME",
     "LABEL_MANAGED_BY",
+    "LABEL_ORGANIZATION",
     "LABEL_REPLICA_ID",
     "LABEL_ROLE_INDEX",
     "LABEL_ROLE_NAME",
+    "LABEL_UNIQUE_NAME",
     "LABEL_VERSION",
     "PLACEHOLDER_FIELD_PATH",
     "RESERVED_MEMMB",
@@ -106,6 +108,11 @@ __all__ = [
 ]
 
 log = get_logger(__name__)
+
+LABEL_ORGANIZATION = LABEL_MANAGED_BY
+"""Upstream's name for the ``app.kubernetes.io/managed-by`` label key."""
+LABEL_UNIQUE_NAME = LABEL_INSTANCE
+"""Upstream's name for the ``app.kubernetes.io/instance`` label key (the unique app id)."""
 
 JOB_TYPES = ("volcano", "batch")
 _VOLCANO_GROUP, _VOLCANO_VERSION, _VOLCANO_PLURAL = "batch.volcano.sh", "v1alpha1", "jobs"

@@ -71,10 +71,15 @@ class Workspace:
         """Copies every project into ``outdir/<target>`` (files keep their metadata)."""
         import shutil
 
+        from torchx.workspace.dir_workspace import copy_workspace, is_url
+
         for src, target in self.projects.items():
             source = os.path.expanduser(src)
             dest = os.path.join(os.fspath(outdir), target)
-            if os.path.isdir(source):
+            if is_url(src):  # any fsspec URL (fsspec imported only then)
+                os.makedirs(dest, exist_ok=True)
+                copy_workspace(src, dest)
+            elif os.path.isdir(source):
                 shutil.copytree(source, dest, dirs_exist_ok=True)
             elif os.path.exists(source):
                 if target:

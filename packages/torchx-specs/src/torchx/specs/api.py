@@ -75,8 +75,10 @@ __all__ = [
     "MISSING",
     "NONE",
     "NULL_RESOURCE",
+    "RESET",
     "TORCHX_HOME",
     "UNKNOWN",
+    "YELLOW_BOLD",
     "AppDef",
     "AppDryRunInfo",
     "AppHandle",
@@ -111,6 +113,11 @@ __all__ = [
     "runopt",
     "runopts",
 ]
+
+YELLOW_BOLD = "\033[1;33m"
+"""Terminal escape: bold yellow (upstream's public name; status output colours itself)."""
+RESET = "\033[0m"
+"""Terminal escape: back to the default style."""
 
 # Tags written by named-resource registration (see torchx.specs named resources).
 _TAG_RESOURCE_NAME = "torchx/named_resources.name"

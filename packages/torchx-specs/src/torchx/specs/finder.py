@@ -60,7 +60,8 @@ logger = get_logger(__name__)
 COMPONENTS_GROUP = "torchx.components"
 BUILTIN_COMPONENTS_MODULE = "torchx.components"
 
-_SKIPPED_MODULE_NAMES = frozenset({"test", "tests"})
+# test helpers shipped beside components (upstream skips them too)
+_SKIPPED_MODULE_NAMES = frozenset({"test", "tests", "component_test_base", "integration_tests"})
 
 
 class ComponentValidationException(Exception):

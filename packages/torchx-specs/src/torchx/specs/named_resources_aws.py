@@ -25,10 +25,9 @@ K8S_ITYPE = "node.kubernetes.io/instance-type"
 MEM_TAX = 0.96
 """Share of an instance's memory a job may use."""
 
-GiB: int = 1024
-"""MB per GiB (before :data:`MEM_TAX` is applied)."""
-
-_TAXED_GIB = int(GiB * MEM_TAX)  # 983 MB of usable memory per GiB of instance memory
+GiB: int = int(1024 * MEM_TAX)
+"""Usable MB per GiB of instance memory (983: :data:`MEM_TAX` applied), as upstream
+defines it, so ``16 * GiB`` in a user's resource equals an AWS resource's share."""
 
 
 def _instance(
@@ -42,7 +41,7 @@ def _instance(
     return Resource(
         cpu=cpu,
         gpu=gpu,
-        memMB=gib * _TAXED_GIB,
+        memMB=gib * GiB,
         capabilities={K8S_ITYPE: instance_type},
         devices=devices,
     )

@@ -20,9 +20,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from torchx.specs import CfgVal, Role
-from torchx.workspace.api import LocalFileSystem, WorkspaceMixin, walk_workspace
+from torchx.workspace.api import TORCHX_IGNORE, LocalFileSystem, WorkspaceMixin, walk_workspace
 
-__all__ = ["DirWorkspaceMixin", "TmpDirWorkspaceMixin", "copy_workspace", "job_dir_exists"]
+__all__ = [
+    "DirWorkspaceMixin",
+    "TmpDirWorkspaceMixin",
+    "copy_workspace",
+    "is_url",
+    "job_dir_exists",
+]
 
 
 def job_dir_exists(job_dir: str) -> FileExistsError:
@@ -32,26 +38,49 @@ def job_dir_exists(job_dir: str) -> FileExistsError:
     )
 
 
+def is_url(workspace: str) -> bool:
+    """Whether ``workspace`` is an fsspec URL (``s3://...``, ``memory://...``) rather than
+    a local path (``file://`` URLs count as local paths)."""
+    return "://" in workspace and not workspace.startswith("file://")
+
+
 def _filesystem(workspace: str) -> tuple[Any, str]:
-    """(filesystem, root path) for a local path or ``file://`` URL, else through fsspec."""
-    if "://" not in workspace or workspace.startswith("file://"):
+    """(filesystem, root path) for a local path or ``file://`` URL, else through fsspec
+    (imported only then)."""
+    if not is_url(workspace):
         path = workspace[len("file://") :] if workspace.startswith("file://") else workspace
         return LocalFileSystem(), os.path.abspath(os.path.expanduser(path))
+    protocol = workspace.split("://", 1)[0]
     try:
         import fsspec
     except ImportError:
         raise ValueError(
-            f"workspace {workspace!r} is a URL; copying it needs fsspec"
-            " (pip install fsspec) or use a local directory"
+            f"workspace {workspace!r} is a URL, which needs fsspec: pip install fsspec"
+            " (or torchx-specs[fsspec]), or pass a local directory"
         ) from None
-    fs, root = fsspec.core.url_to_fs(workspace)
+    try:
+        fs, root = fsspec.core.url_to_fs(workspace)
+    except (ImportError, ValueError) as e:
+        from fsspec.registry import known_implementations
+
+        known = known_implementations.get(protocol)
+        if known is None:
+            raise ValueError(
+                f"workspace {workspace!r}: fsspec knows no protocol {protocol!r}; fix the URL"
+                " or pass a local directory"
+            ) from None
+        package = str(known["class"]).split(".", 1)[0]
+        raise ValueError(
+            f"workspace {workspace!r}: protocol {protocol!r} needs {package}, which is not"
+            f" installed (pip install {package}); {' '.join(str(e).split())}"
+        ) from None
     return fs, root.rstrip("/") or "/"
 
 
-def copy_workspace(workspace: str, target: str) -> None:
+def copy_workspace(workspace: str, target: str, ignore_name: str = TORCHX_IGNORE) -> None:
     """Copies the files of ``workspace`` (path or fsspec URL) into the directory ``target``.
 
-    Files and directories excluded by the workspace's ``.torchxignore`` are skipped;
+    Files and directories excluded by the workspace's ``ignore_name`` file are skipped;
     permission bits are kept when the source filesystem reports them (so scripts stay
     executable).
     """
@@ -60,7 +89,7 @@ def copy_workspace(workspace: str, target: str) -> None:
     fs, root = _filesystem(workspace)
     if not fs.isdir(root):
         raise FileNotFoundError(f"workspace {workspace!r} is not a directory")
-    for directory, _dirs, files in walk_workspace(fs, root):
+    for directory, _dirs, files in walk_workspace(fs, root, ignore_name):
         relative = posixpath.relpath(directory.replace(os.sep, "/"), root.replace(os.sep, "/"))
         out_dir = target if relative == "." else os.path.join(target, *relative.split("/"))
         os.makedirs(out_dir, exist_ok=True)

@@ -329,9 +329,22 @@ class DockerWorkspaceMixin(WorkspaceMixin[dict[str, tuple[str, str]]]):
     def build_workspace_and_update_role(
         self, role: Role, workspace: str, cfg: Mapping[str, CfgVal]
     ) -> None:
-        """Builds ``workspace`` on top of ``role.image`` and points the role at the result."""
+        """Builds ``workspace`` (a directory, or any fsspec URL) on top of ``role.image``
+        and points the role at the result."""
+        from torchx.workspace.dir_workspace import copy_workspace, is_url
+
+        if not is_url(workspace):
+            self._build_directory(role, workspace, workspace, cfg)
+            return
+        with tempfile.TemporaryDirectory(prefix="torchx_workspace_") as local:
+            copy_workspace(workspace, local, DOCKER_IGNORE)  # .dockerignore, as for a folder
+            self._build_directory(role, local, workspace, cfg)
+
+    def _build_directory(
+        self, role: Role, directory: str, workspace: str, cfg: Mapping[str, CfgVal]
+    ) -> None:
         api = self._image_api
-        context, context_hash, dockerfile = build_context(workspace)
+        context, context_hash, dockerfile = build_context(directory)
         with context:
             bases, uses_image = _base_images(dockerfile, role.image)
             base_ids = {base: local_image_id(api, base) for base in bases}

@@ -27,7 +27,7 @@ from torchx.tracker.api import Lineage, TrackerArtifact, TrackerBase, TrackerSou
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
-__all__ = ["FsspecTracker", "create"]
+__all__ = ["FsspecTracker", "create", "generate_filename"]
 
 _CONFIG_SUFFIXES = (".conf", ".cfg", ".ini", ".txt", ".properties", ".env")
 """A missing path with one of these suffixes is a mistyped config file, not a new root."""
@@ -44,6 +44,12 @@ def _unb32(name: str) -> str | None:
         return base64.b32decode(name.encode("ascii")).decode("utf-8")
     except (ValueError, UnicodeError):
         return None
+
+
+def generate_filename() -> str:
+    """A new entry file name: the nanosecond clock (so names sort in write order) and a
+    random suffix (so writers racing in the same nanosecond never collide)."""
+    return f"{time.time_ns()}-{os.urandom(4).hex()}"
 
 
 def _entry_sort_key(path: str) -> tuple[int, str]:
@@ -80,7 +86,7 @@ class FsspecTracker(TrackerBase):
     def _write_entry(self, run_id: str, kind: str, payload: Mapping[str, object]) -> None:
         directory = posixpath.join(self._run_dir(run_id), kind)
         self._fs.makedirs(directory, exist_ok=True)
-        name = f"{time.time_ns()}-{os.urandom(4).hex()}"
+        name = generate_filename()
         with self._fs.open(posixpath.join(directory, name), "w") as f:
             f.write(json.dumps(payload))
 
