@@ -330,3 +330,55 @@ def test_ddp_torchrun_with_gloo_on_two_nodes(workdir: Path, slurm_cluster: None)
     out = proc.stdout + proc.stderr  # replica logs are streamed to stderr
     assert proc.returncode == 0, out
     assert "rank 0/2 sum 3" in out and "rank 1/2 sum 3" in out
+
+
+def test_torchxconfig_cannot_inject_commands_into_the_batch_script(
+    slurm_cluster: None, workdir: Path
+) -> None:
+    """An INI continuation line made a comment end the `# Run with:` line and run as shell
+    on the node; now the value is refused in one line and nothing is queued."""
+    pwned = workdir / "pwned"
+    (workdir / ".torchxconfig").write_text(f"[slurm]\ncomment = x\n    touch {pwned} #\n")
+    proc = cli("run", "-s", "slurm", "utils.echo", "--msg", "x", check=False)
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines() == [
+        f"torchx: error: run option comment='x\\ntouch {pwned} #' contains a line break or"
+        " control character; give a comment on one line"
+    ]
+    assert not pwned.exists()
+    (workdir / ".torchxconfig").write_text("[slurm]\nmail-user = a@b.c\n    touch pwned\n")
+    proc = cli("run", "-s", "slurm", "utils.echo", check=False)
+    assert proc.returncode != 0 and "mail-user=" in proc.stderr
+    assert not os.path.exists(os.path.join(os.environ["TORCHX_HOME"], "slurm"))
+
+
+def test_comment_with_blanks_and_quotes_reaches_slurm(runner: Any) -> None:
+    comment = """run 7: lr=0.1 "warm" it's $(nothing) `here`"""
+    handle = runner.run(app(sh("echo ok")), "slurm", cfg={"comment": comment})
+    assert wait(runner, handle).state == AppState.SUCCEEDED
+    job_id = handle.rsplit("/", 1)[1]
+    shown = subprocess.run(
+        ["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True, check=True
+    )
+    assert f" Comment={comment} " in shown.stdout
+
+
+@pytest.mark.parametrize("dirname", ["my project", 'it\'s "quoted" #1 $HOME'])
+def test_log_dir_with_blanks_and_quotes(runner: Any, tmp_path: Path, dirname: str) -> None:
+    """Slurm can be used from `~/my project`: the #SBATCH --output path is quoted."""
+    job_dir = tmp_path / dirname / "job"
+    job_dir.parent.mkdir()
+    role = sh('echo "in $(pwd)"')
+    role.workspace = Workspace({str(tmp_path / dirname): ""})
+    handle = runner.run(app(role), "slurm", cfg={"job_dir": str(job_dir)})
+    assert wait(runner, handle).state == AppState.SUCCEEDED
+    assert logs(runner, handle, "sh") == f"in {job_dir}\n"
+    job_id = handle.rsplit("/", 1)[1]
+    assert (job_dir / f"slurm-{job_id}.out").exists()  # the batch script's own log
+
+
+def test_log_dir_with_a_line_break_is_refused(runner: Any, tmp_path: Path) -> None:
+    job_dir = tmp_path / "a\ntouch pwned"
+    with pytest.raises(ValueError, match=r"log directory .* contains '\\n'"):
+        runner.run(app(sh("true")), "slurm", cfg={"job_dir": str(job_dir)})
+    assert not job_dir.exists()

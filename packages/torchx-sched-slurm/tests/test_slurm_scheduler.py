@@ -307,3 +307,39 @@ def test_every_macro_is_substituted_like_the_other_schedulers() -> None:
     script = req.materialize()
     assert "echo /img DEPRECATED 0" in script
     assert "base_img_root" not in script
+
+
+class TestScriptQuoting:
+    """One quoting function per context of the generated script."""
+
+    def test_sbatch_values(self) -> None:
+        from torchx.schedulers.slurm_request import sbatch_value
+
+        assert sbatch_value("partition", "debug") == "debug"
+        assert sbatch_value("output", "/a b/it's/slurm-%j.out") == '"/a b/it\'s/slurm-%j.out"'
+        assert sbatch_value("output", 'q"\\') == '"q\\"\\\\"'
+        with pytest.raises(ValueError, match="^output '/a\\\\nb' contains a line break"):
+            sbatch_value("output", "/a\nb")
+
+    def test_comment_lines_cannot_end_early(self, sched: SlurmScheduler) -> None:
+        from torchx.schedulers.slurm_request import comment_text
+
+        assert comment_text("sbatch --comment='x\n    touch y #'") == (
+            "sbatch --comment='x\\n    touch y #'"
+        )
+        script = sched.submit_dryrun(app_of(role()), {"comment": "ok one"}).request.materialize()
+        header = [line for line in script.splitlines() if line.startswith("# Run with:")]
+        assert header == ["# Run with: sbatch --parsable '--comment=ok one'"]
+
+    @pytest.mark.parametrize(
+        ("key", "value"),
+        [
+            ("comment", "x\n    touch /tmp/pwned #"),
+            ("account", "a\nb"),
+            ("mail-user", "a b"),
+            ("mail-type", "END\n#SBATCH --x"),
+        ],
+    )
+    def test_job_options_are_checked(self, sched: SlurmScheduler, key: str, value: str) -> None:
+        with pytest.raises(ValueError, match=f"^run option {key}="):
+            sched.submit_dryrun(app_of(role()), {key: value})

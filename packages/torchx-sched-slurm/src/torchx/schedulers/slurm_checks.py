@@ -12,7 +12,7 @@ import shlex
 from torchx.schedulers.slurm_parse import parse_time_limit
 from torchx.specs.api import Role
 
-__all__ = ["check_option", "check_role_files", "check_time"]
+__all__ = ["check_comment", "check_log_dir", "check_option", "check_role_files", "check_time"]
 
 _PYTHONS = ("python", "python3")
 _PYTHON_OPTS_WITH_VALUE = frozenset({"-W", "-X", "-Q"})
@@ -135,3 +135,28 @@ def check_option(key: str, value: str) -> str:
             " without spaces or quotes"
         )
     return value
+
+
+def check_comment(value: str) -> str:
+    """A free-text option (``comment``) may hold blanks, not line breaks or control bytes."""
+    if not value.isprintable():
+        raise ValueError(
+            f"run option comment={value!r} contains a line break or control character;"
+            " give a comment on one line"
+        )
+    return value
+
+
+def check_log_dir(log_dir: str) -> None:
+    """The job's log directory must be writable into an ``#SBATCH --output`` line as is.
+
+    Blanks and quotes are fine (the line quotes them); a line break cannot be written
+    there, and a backslash makes Slurm stop expanding ``%j`` in the log file names.
+    """
+    bad = next((c for c in log_dir if c in "\n\r\0\\"), None)
+    if bad is not None:
+        raise ValueError(
+            f"the job's log directory {log_dir!r} (job_dir, or the current directory without"
+            f" one) contains {bad!r}, which Slurm cannot take in an output path; set job_dir"
+            " (or run from) a directory without it"
+        )

@@ -197,16 +197,25 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
     def _submit_dryrun(
         self, app: AppDef, cfg: Mapping[str, CfgVal]
     ) -> AppDryRunInfo[SlurmBatchRequest]:
-        from torchx.schedulers.slurm_checks import check_option, check_role_files, check_time
+        from torchx.schedulers.slurm_checks import (
+            check_comment,
+            check_log_dir,
+            check_option,
+            check_role_files,
+            check_time,
+        )
 
         opts = Opts.from_cfg(cfg)
         check_time(opts.time)
-        for key in SBATCH_GROUP_OPTIONS:
+        for key in (*SBATCH_GROUP_OPTIONS, *SBATCH_JOB_OPTIONS):
             value = opts.get(key)
-            if value is not None:
+            if key == "comment" and value is not None:
+                check_comment(str(value))
+            elif value is not None:
                 check_option(key, str(value))
         job_dir = os.path.abspath(os.path.expanduser(opts.job_dir)) if opts.job_dir else None
         workdir = job_dir or os.getcwd()
+        check_log_dir(workdir)
         needs_memory = any(role.resource.memMB > 0 for role in app.roles)
         nomem = self._nomem(opts.partition) if needs_memory else False
 
