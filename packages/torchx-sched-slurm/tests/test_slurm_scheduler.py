@@ -318,7 +318,7 @@ class TestScriptQuoting:
         assert sbatch_value("partition", "debug") == "debug"
         assert sbatch_value("output", "/a b/it's/slurm-%j.out") == '"/a b/it\'s/slurm-%j.out"'
         assert sbatch_value("output", 'q"\\') == '"q\\"\\\\"'
-        with pytest.raises(ValueError, match="^output '/a\\\\nb' contains a line break"):
+        with pytest.raises(ValueError, match=r"^output '/a\\nb' contains a line break"):
             sbatch_value("output", "/a\nb")
 
     def test_comment_lines_cannot_end_early(self, sched: SlurmScheduler) -> None:
