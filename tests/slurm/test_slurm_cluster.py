@@ -382,3 +382,21 @@ def test_log_dir_with_a_line_break_is_refused(runner: Any, tmp_path: Path) -> No
     with pytest.raises(ValueError, match=r"log directory .* contains '\\n'"):
         runner.run(app(sh("true")), "slurm", cfg={"job_dir": str(job_dir)})
     assert not job_dir.exists()
+
+
+def test_job_dir_script_and_logs_are_private(runner: Any, tmp_path: Path) -> None:
+    """torchx-sbatch.sh holds --env values (secrets) in clear: job_dir is 0700, its files
+    and Slurm's logs 0600, as TORCHX_HOME is."""
+    import stat
+
+    job_dir = tmp_path / "private" / "job"  # missing parents are created
+    role = sh("echo ok", env={"AWS_SECRET_ACCESS_KEY": "s3cr3t"})
+    role.workspace = Workspace({str(tmp_path / "project"): ""})
+    (tmp_path / "project").mkdir()
+    handle = runner.run(app(role), "slurm", cfg={"job_dir": str(job_dir)})
+    assert wait(runner, handle).state == AppState.SUCCEEDED
+    assert stat.S_IMODE(job_dir.stat().st_mode) == 0o700
+    made = sorted(job_dir.iterdir())
+    assert {p.name.split("-")[0] for p in made} >= {"torchx", "slurm"}
+    for path in made:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import os
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 __all__ = ["SlurmCommandError", "SlurmNotFoundError", "first_error_line", "run"]
 
 
@@ -27,8 +31,11 @@ class SlurmNotFoundError(SlurmCommandError):
         self.program = program
 
 
-def run(argv: list[str], stdin: bytes | None = None) -> tuple[int, str, str]:
-    """(exit status, stdout, stderr) of ``argv``; raises :class:`SlurmNotFoundError`."""
+def run(
+    argv: list[str], stdin: bytes | None = None, env: Mapping[str, str] | None = None
+) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of ``argv`` (run with ``env``, default this process'
+    environment); raises :class:`SlurmNotFoundError`."""
     import select
 
     out_r, out_w = os.pipe()
@@ -44,7 +51,9 @@ def run(argv: list[str], stdin: bytes | None = None) -> tuple[int, str, str]:
         else (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
     ]
     try:
-        pid = os.posix_spawnp(argv[0], argv, os.environ, file_actions=actions)
+        pid = os.posix_spawnp(
+            argv[0], argv, os.environ if env is None else env, file_actions=actions
+        )
     except FileNotFoundError:
         raise SlurmNotFoundError(argv[0]) from None
     finally:

@@ -273,8 +273,9 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
             if shutil.which(req.cmd[0]) is None:
                 raise SlurmNotFoundError(req.cmd[0])
             if job_dir is not None and not ours:
+                os.makedirs(os.path.dirname(job_dir), exist_ok=True)
                 try:
-                    os.makedirs(job_dir)
+                    os.mkdir(job_dir, 0o700)
                 except FileExistsError:
                     raise job_dir_exists(job_dir) from None
                 ours = True
@@ -292,15 +293,19 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
     def _sbatch(self, req: SlurmBatchRequest) -> str:
         script = req.materialize().encode("utf-8", "surrogateescape")
         argv = list(req.cmd)
+        # the script and the logs (written by Slurm with the umask sbatch passes on) are
+        # private, as TORCHX_HOME is; a team exports SLURM_UMASK (e.g. 0027) to share them
+        env = os.environ if "SLURM_UMASK" in os.environ else {**os.environ, "SLURM_UMASK": "0077"}
         if req.job_dir is not None:
             argv.append(f"--chdir={req.job_dir}")
             path = os.path.join(req.job_dir, SCRIPT_NAME)
-            with open(path, "wb") as f:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            with open(fd, "wb") as f:
                 f.write(script)
-            code, out, err = run([*argv, path])
+            code, out, err = run([*argv, path], env=env)
         else:
             # sbatch reads the script from stdin when no file is given
-            code, out, err = run(argv, stdin=script)
+            code, out, err = run(argv, stdin=script, env=env)
         if code != 0:
             raise SlurmCommandError(f"sbatch refused the job: {first_error_line(err)}")
         job_id = out.strip().split(";")[0]

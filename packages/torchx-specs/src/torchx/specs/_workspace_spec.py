@@ -68,7 +68,9 @@ class Workspace:
         return len(self.projects) == 1 and not next(iter(self.projects.values()))
 
     def merge_into(self, outdir: str | os.PathLike[str]) -> None:
-        """Copies every project into ``outdir/<target>`` (files keep their metadata)."""
+        """Copies every project into ``outdir/<target>``: directories as the workspace
+        copy does (links kept as links, special files left out), single files with their
+        metadata. Ignore files apply later, to the merged directory."""
         import shutil
 
         from torchx.workspace.dir_workspace import copy_workspace, is_url
@@ -76,11 +78,9 @@ class Workspace:
         for src, target in self.projects.items():
             source = os.path.expanduser(src)
             dest = os.path.join(os.fspath(outdir), target)
-            if is_url(src):  # any fsspec URL (fsspec imported only then)
+            if is_url(src) or os.path.isdir(source):  # a URL imports fsspec, only then
                 os.makedirs(dest, exist_ok=True)
-                copy_workspace(src, dest)
-            elif os.path.isdir(source):
-                shutil.copytree(source, dest, dirs_exist_ok=True)
+                copy_workspace(src if is_url(src) else source, dest, ignore_name=None)
             elif os.path.exists(source):
                 if target:
                     os.makedirs(os.path.dirname(dest) or ".", exist_ok=True)

@@ -77,29 +77,45 @@ def _filesystem(workspace: str) -> tuple[Any, str]:
     return fs, root.rstrip("/") or "/"
 
 
-def copy_workspace(workspace: str, target: str, ignore_name: str = TORCHX_IGNORE) -> None:
+def copy_workspace(workspace: str, target: str, ignore_name: str | None = TORCHX_IGNORE) -> None:
     """Copies the files of ``workspace`` (path or fsspec URL) into the directory ``target``.
 
-    Files and directories excluded by the workspace's ``ignore_name`` file are skipped;
-    permission bits are kept when the source filesystem reports them (so scripts stay
-    executable).
+    What the workspace's ``ignore_name`` file excludes is skipped (``None``: no ignore
+    file, everything is copied); symbolic links are
+    copied as links (never followed, so nothing outside the workspace is read); sockets,
+    FIFOs and devices are left out with a warning; the owner's permission bits are kept
+    (scripts stay executable) and nothing is readable by others. Past the size limit
+    (``TORCHX_WORKSPACE_MAX_MB``) the copy stops with one line saying so.
     """
-    import shutil
+    from torchx.workspace.api import WorkspaceProgress
 
     fs, root = _filesystem(workspace)
     if not fs.isdir(root):
         raise FileNotFoundError(f"workspace {workspace!r} is not a directory")
-    for directory, _dirs, files in walk_workspace(fs, root, ignore_name):
+    progress = WorkspaceProgress(workspace, "copying")
+    own = os.path.abspath(target)  # a job_dir inside the workspace is not copied into itself
+    for directory, dirs, files in walk_workspace(fs, root, ignore_name):
+        for name in [d for d, info in dirs.items() if os.path.abspath(info["name"]) == own]:
+            del dirs[name]
         relative = posixpath.relpath(directory.replace(os.sep, "/"), root.replace(os.sep, "/"))
         out_dir = target if relative == "." else os.path.join(target, *relative.split("/"))
-        os.makedirs(out_dir, exist_ok=True)
+        os.makedirs(out_dir, mode=0o700, exist_ok=True)
         for name, info in files.items():
             destination = os.path.join(out_dir, name)
+            progress.add_file(info["name"])
+            if info.get("type") == "link":
+                os.symlink(info["destination"], destination)
+                continue
             with fs.open(info["name"], "rb") as src, open(destination, "wb") as dst:
-                shutil.copyfileobj(src, dst)
+                while chunk := src.read(_CHUNK):
+                    progress.add_bytes(len(chunk), info["name"])
+                    dst.write(chunk)
             mode = info.get("mode")
-            if isinstance(mode, int):
-                os.chmod(destination, mode & 0o777)
+            os.chmod(destination, (mode & 0o700) if isinstance(mode, int) else 0o600)
+    progress.done()
+
+
+_CHUNK = 1 << 20
 
 
 class TmpDirWorkspaceMixin(WorkspaceMixin[None]):
@@ -112,7 +128,13 @@ class TmpDirWorkspaceMixin(WorkspaceMixin[None]):
         import tempfile
 
         job_dir = tempfile.mkdtemp(prefix="torchx_workspace")
-        copy_workspace(workspace, job_dir)
+        try:
+            copy_workspace(workspace, job_dir)
+        except BaseException:  # Ctrl-C included: leave no half copy behind
+            import shutil
+
+            shutil.rmtree(job_dir, ignore_errors=True)
+            raise
         role.image = job_dir
 
 
@@ -153,8 +175,9 @@ class DirWorkspaceMixin(WorkspaceMixin[None]):
         if created.get(os.path.abspath(job_dir), None) == source:
             role.image = job_dir  # another role of this app with the same workspace
             return
+        os.makedirs(os.path.dirname(os.path.abspath(job_dir)), exist_ok=True)
         try:
-            os.mkdir(job_dir)
+            os.mkdir(job_dir, 0o700)
         except FileExistsError:
             raise job_dir_exists(job_dir) from None
         try:

@@ -38,7 +38,12 @@ from typing import IO, TYPE_CHECKING, Any
 from torchx.schedulers import labels
 from torchx.specs.api import AppDef, CfgVal, Role, runopts
 from torchx.util.log import get_logger
-from torchx.workspace.api import LocalFileSystem, WorkspaceMixin, walk_workspace
+from torchx.workspace.api import (
+    LocalFileSystem,
+    WorkspaceMixin,
+    WorkspaceProgress,
+    walk_workspace,
+)
 
 if TYPE_CHECKING:
     import docker
@@ -180,6 +185,7 @@ def build_context(workspace: str) -> tuple[IO[bytes], str, bytes]:
     sink: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=64 << 20)  # noqa: SIM115
     writer = _HashingWriter(sink)
     dockerfile: bytes | None = None
+    progress = WorkspaceProgress(workspace, "packing")
     with tarfile.open(fileobj=writer, mode="w|", format=tarfile.PAX_FORMAT) as tar:
         for directory, dirs, files in walk_workspace(LocalFileSystem(), root, DOCKER_IGNORE):
             rel_dir = os.path.relpath(directory, root)
@@ -189,8 +195,10 @@ def build_context(workspace: str) -> tuple[IO[bytes], str, bytes]:
             for name in sorted(files):
                 path = os.path.join(directory, name)
                 arcname = name if rel_dir == "." else posixpath.join(rel_dir, name)
-                info = _reproducible(tar.gettarinfo(path, arcname))
+                info = _reproducible(tar.gettarinfo(path, arcname))  # lstat: links stay links
+                progress.add_file(path)
                 if info.isreg():
+                    progress.add_bytes(info.size, path)
                     with open(path, "rb") as f:
                         tar.addfile(info, f)
                     if arcname == TORCHX_DOCKERFILE:
@@ -204,6 +212,7 @@ def build_context(workspace: str) -> tuple[IO[bytes], str, bytes]:
             info.size = len(dockerfile)
             info.mode = 0o644
             tar.addfile(info, io.BytesIO(dockerfile))
+    progress.done()
     sink.seek(0)
     return sink, writer.digest.hexdigest(), dockerfile
 

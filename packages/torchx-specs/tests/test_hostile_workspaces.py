@@ -1,0 +1,124 @@
+"""Workspaces holding what should never be copied or packed: links out of the workspace,
+devices, FIFOs, sockets, more data than the size limit. Same rules for job_dir copies and
+image build contexts."""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from torchx.specs import Role, Workspace
+from torchx.workspace import docker_workspace as dw
+from torchx.workspace.api import WorkspaceTooLargeError
+from torchx.workspace.dir_workspace import DirWorkspaceMixin, copy_workspace
+
+
+@pytest.fixture
+def hostile(tmp_path: Path) -> Iterator[Path]:
+    """A workspace with a link to /dev/zero, a link to a secret outside it, a FIFO, a
+    socket, a FIFO as its ignore file and one ordinary file."""
+    outside = tmp_path / "secret.key"
+    outside.write_text("private key\n")
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True)
+    (ws / "train.py").write_text("print('train')\n")
+    os.symlink("/dev/zero", ws / "zero")
+    os.symlink(outside, ws / "sub" / "key")
+    os.symlink("sub", ws / "linked_dir")
+    os.mkfifo(ws / "pipe")
+    os.mkfifo(ws / ".torchxignore")
+    os.mkfifo(ws / ".dockerignore")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(ws / "agent.sock"))
+    try:
+        yield ws
+    finally:
+        sock.close()
+
+
+@pytest.mark.timeout(20)
+def test_job_dir_copy_keeps_links_and_skips_special_files(
+    hostile: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    job_dir = tmp_path / "job"
+    role = Role("r", "img", workspace=Workspace({str(hostile): ""}))
+    DirScheduler().build_workspaces([role], {"job_dir": str(job_dir)})
+    assert os.readlink(job_dir / "zero") == "/dev/zero"
+    assert os.readlink(job_dir / "sub" / "key") == str(tmp_path / "secret.key")
+    assert os.readlink(job_dir / "linked_dir") == "sub"
+    assert sorted(p.name for p in job_dir.iterdir()) == ["linked_dir", "sub", "train.py", "zero"]
+    assert (job_dir / "train.py").read_text() == "print('train')\n"
+    warned = " ".join(r.getMessage() for r in caplog.records if r.levelname == "WARNING")
+    for name in ("pipe", "agent.sock"):
+        assert str(hostile / name) in warned
+    assert "not a regular file" in warned  # the FIFO .torchxignore was not read
+
+
+def test_job_dir_and_its_files_are_private(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "run.sh").write_text("echo hi\n")
+    (ws / "run.sh").chmod(0o755)
+    (ws / "env.txt").write_text("AWS_SECRET_ACCESS_KEY=x\n")
+    (ws / "env.txt").chmod(0o644)
+    job_dir = tmp_path / "missing" / "parents" / "job"  # parents are created, as upstream
+    role = Role("r", "img", workspace=Workspace({str(ws): ""}))
+    DirScheduler().build_workspaces([role], {"job_dir": str(job_dir)})
+    assert stat.S_IMODE(job_dir.stat().st_mode) == 0o700
+    assert stat.S_IMODE((job_dir / "run.sh").stat().st_mode) == 0o700
+    assert stat.S_IMODE((job_dir / "env.txt").stat().st_mode) == 0o600
+
+
+def test_size_limit_stops_the_copy_and_removes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.bin").write_bytes(b"x" * (700 << 10))
+    (ws / "b.bin").write_bytes(b"x" * (700 << 10))
+    monkeypatch.setenv("TORCHX_WORKSPACE_MAX_MB", "1")
+    job_dir = tmp_path / "job"
+    role = Role("r", "img", workspace=Workspace({str(ws): ""}))
+    with pytest.raises(WorkspaceTooLargeError, match=r"holds more than 1 MB") as e:
+        DirScheduler().build_workspaces([role], {"job_dir": str(job_dir)})
+    assert "TORCHX_WORKSPACE_MAX_MB" in str(e.value) and "\n" not in str(e.value)
+    assert not job_dir.exists()
+    with pytest.raises(WorkspaceTooLargeError):
+        dw.build_context(str(ws))
+    monkeypatch.setenv("TORCHX_WORKSPACE_MAX_MB", "0")  # no limit
+    copy_workspace(str(ws), str(tmp_path / "unlimited"))
+
+
+@pytest.mark.timeout(20)
+def test_build_context_keeps_links_and_skips_special_files(
+    hostile: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A socket made image builds fail with AttributeError ('NoneType' ... 'mtime')."""
+    fileobj, _, _ = dw.build_context(str(hostile))
+    with fileobj, tarfile.open(fileobj=fileobj) as tar:
+        members = {m.name: m for m in tar.getmembers()}
+    assert set(members) == {
+        "Dockerfile.torchx", "linked_dir", "sub", "sub/key", "train.py", "zero",
+    }  # fmt: skip
+    assert members["zero"].issym() and members["zero"].linkname == "/dev/zero"
+    assert members["sub/key"].issym()
+    assert "agent.sock" in caplog.text and "pipe" in caplog.text
+
+
+def test_job_dir_inside_the_workspace_is_not_copied_into_itself(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("")
+    job_dir = tmp_path / "runs" / "job1"
+    role = Role("r", "img", workspace=Workspace({str(tmp_path): ""}))
+    DirScheduler().build_workspaces([role], {"job_dir": str(job_dir)})
+    assert sorted(p.name for p in job_dir.iterdir()) == ["runs", "train.py"]
+    assert list((job_dir / "runs").iterdir()) == []
+
+
+class DirScheduler(DirWorkspaceMixin):
+    """The job_dir copy alone (no scheduler)."""
