@@ -445,9 +445,11 @@ def test_bad_input_gives_one_line_and_leaves_nothing(docker_client: Any, tmp_pat
     )  # fmt: skip
     assert "not a directory" in _one_line_error(bad_ws)
 
-    for command in ("status", "log", "cancel", "describe"):
+    for command in ("status", "log", "describe"):
         unknown_handle = _torchx(command, "local_docker://torchx/nosuch-dkt123", cwd=tmp_path)
         assert "nosuch-dkt123" in _one_line_error(unknown_handle), command
+    cancelled = _torchx("cancel", "local_docker://torchx/nosuch-dkt123", cwd=tmp_path)
+    assert cancelled.returncode == 0 and "nothing to cancel" in cancelled.stderr  # idempotent
 
     assert all_torchx_containers(docker_client) == before
 

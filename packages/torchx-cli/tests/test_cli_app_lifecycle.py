@@ -191,3 +191,19 @@ def test_list_scheduler_and_cfg_errors(cli: Cli, one_line_error: OneLineError) -
     bad_cfg = cli.run("list", "-s", "local_cwd", "-cfg", "bogus=1")
     assert bad_cfg.returncode == 1
     assert "unknown run option 'bogus' for scheduler 'local_cwd'" in one_line_error(bad_cfg)
+
+
+def test_describe_masks_secret_looking_env_values(cli: Cli) -> None:
+    run = cli.run(
+        "run", "-s", "local_cwd", "utils.sh", "--env",
+        "AWS_SECRET_ACCESS_KEY=s3cr3t,HF_TOKEN=hf_abc,PLAIN=visible", "true",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    handle = run.stdout.strip()
+    for extra in ([], ["--json"]):
+        shown = cli.run("describe", *extra, handle)
+        assert shown.returncode == 0, shown.stderr
+        assert "s3cr3t" not in shown.stdout and "hf_abc" not in shown.stdout
+        assert "****" in shown.stdout and "visible" in shown.stdout
+    revealed = cli.run("describe", "--show-secrets", handle)
+    assert "s3cr3t" in revealed.stdout and "hf_abc" in revealed.stdout

@@ -854,3 +854,26 @@ def test_resources_round_trip_in_describe(sched: LocalScheduler) -> None:
     assert desc.roles[0].resource == Resource(cpu=2, gpu=0, memMB=64, capabilities={"k": "v"})
     assert desc.roles[0].port_map == {"p": 1}
     assert desc.metadata == {"team": "x"}
+
+
+@pytest.mark.parametrize(
+    ("app_name", "role_name", "expected"),
+    [
+        (
+            "a",
+            "../../../escaped-role",
+            r"role name \(app 'a'\) '\.\./\.\./\.\./escaped-role' contains '/'",
+        ),
+        ("a", "..", r"role name .* is empty, '\.' or '\.\.'"),
+        ("a", "x\ny", "contains a control character"),
+        ("a" * 300, "r", r"app name 'a{57}\.\.\.' is longer than 200 bytes"),
+    ],
+)
+def test_names_that_would_escape_their_directory_are_refused(
+    sched: LocalScheduler, home: Path, app_name: str, role_name: str, expected: str
+) -> None:
+    app = AppDef(app_name, [Role(role_name, "i", entrypoint="true")])
+    with pytest.raises(ValueError, match=expected):
+        sched.submit(app, {})
+    assert not (home / "local_cwd").exists() or not os.listdir(home / "local_cwd")
+    assert not (home.parent / "escaped-role").exists()

@@ -616,3 +616,12 @@ class TestLocalCwd:
         handle = local_runner.run_component("utils.sh", ["false"], "local_cwd")
         status = local_runner.wait(handle, wait_interval=5)
         assert status is not None and status.state == AppState.FAILED
+
+
+def test_env_names_must_be_shell_identifiers_on_every_scheduler(clean_env: Path) -> None:
+    runner, made = make_runner()
+    app = trainer_app()
+    app.roles[0].env["A=1;touch pwned;B"] = "x"
+    with pytest.raises(ValueError, match=r"env var name 'A=1;touch pwned;B' of role"):
+        runner.dryrun(app, "memory")
+    assert made["memory"].apps == {}

@@ -196,3 +196,13 @@ def test_replica_id_is_resolved_per_node_within_its_role() -> None:
     printenv = [*c["command"][:2], c["command"][2].replace("exec printf", "exec printenv MYVAR #")]
     assert _run_node(printenv, env, "3") == f"v-1-{tricky}\n"
     assert "AWS_BATCH_JOB_NODE_INDEX" in _run_node(c["command"], env, None)
+
+
+def test_env_names_that_are_not_shell_identifiers_are_refused() -> None:
+    """Per-replica env is exported in `/bin/sh -c` on the node: a name such as
+    `A=1;touch /tmp/pwned;B` would run a command there."""
+    bad = "A=1;touch /tmp/pwned;B"
+    role = _role(n=2, env={bad: f"x{specs.macros.replica_id}"})
+    app = specs.AppDef("a", [role])
+    with pytest.raises(ValueError, match=r"env var name .* of role 'trainer' is not a shell id"):
+        create_scheduler("s").submit_dryrun(app, {"queue": "q"})

@@ -252,3 +252,29 @@ def test_overlay_spec() -> None:
         spec.get(role)
     flat = Role("r", "i", metadata={"kubernetes": {"spec": {"x": 1}}})
     assert spec.get(flat) == {}
+
+
+BILLION_LAUGHS = "\n".join(
+    ["V1Pod:", "  spec:", "    lol0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    + [f"    lol{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
+)
+
+
+@pytest.mark.timeout(10)
+def test_yaml_alias_bomb_is_refused(tmp_path: Path) -> None:
+    """A few hundred bytes that expand to 9**10 nodes once anything walks them."""
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(BILLION_LAUGHS)
+    role = Role("r", "i", metadata={"kubernetes": str(bomb)})
+    with pytest.raises(ValueError, match=r"expands to more than 1,000,000 YAML nodes"):
+        get_overlay(role, "kubernetes", "V1Pod")
+    fine = tmp_path / "anchors.yaml"  # a few aliases, as people write them, still load
+    fine.write_text("V1Pod:\n  a: &x {k: v}\n  b: *x\n")
+    role.metadata["kubernetes"] = str(fine)
+    assert get_overlay(role, "kubernetes", "V1Pod") == {"a": {"k": "v"}, "b": {"k": "v"}}
+
+
+def test_yaml_recursive_alias_is_counted_once() -> None:
+    from torchx.util.safe_yaml import load_yaml
+
+    assert load_yaml("a: &x [1, *x]", "doc") is not None

@@ -7,23 +7,52 @@ if TYPE_CHECKING:
     import argparse
 
     from torchx.runner import Runner
+    from torchx.specs import AppDef
 
 __all__ = ["CmdDescribe"]
 
 
-class CmdDescribe(AppHandleSubCommand):
-    """``torchx describe APP_HANDLE [--json]``."""
+_SECRET_WORDS = ("SECRET", "TOKEN", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL")
+MASK = "****"
 
-    OPTION_DEFAULTS = {"json": False}
+
+def looks_secret(name: str) -> bool:
+    """Whether an env var's name suggests a secret (``AWS_SECRET_ACCESS_KEY``, ``HF_TOKEN``)."""
+    upper = name.upper()
+    return any(word in upper for word in _SECRET_WORDS)
+
+
+def mask_secrets(app: "AppDef") -> None:
+    """Replaces, in place, the env values of ``app``'s roles whose names look secret."""
+    for role in app.roles:
+        role.env = {k: (MASK if looks_secret(k) and v else v) for k, v in role.env.items()}
+
+
+class CmdDescribe(AppHandleSubCommand):
+    """``torchx describe APP_HANDLE [--json] [--show-secrets]``.
+
+    Env values whose names look like secrets are shown as ``****`` unless
+    ``--show-secrets`` is given: terminals and CI logs are read by others.
+    """
+
+    OPTION_DEFAULTS = {"json": False, "show_secrets": False}
 
     def add_arguments(self, subparser: "argparse.ArgumentParser") -> None:
         super().add_arguments(subparser)
         subparser.add_argument("--json", action="store_true", help="print the AppDef as JSON")
+        subparser.add_argument(
+            "--show-secrets",
+            action="store_true",
+            help="print env values whose names look secret (*SECRET*, *TOKEN*, *PASSWORD*,"
+            " *KEY*) instead of ****",
+        )
 
     def run_with_runner(self, args: "argparse.Namespace", runner: "Runner") -> None:
         app = runner.describe(args.app_handle)
         if app is None:
             self.exit_missing_app(args.app_handle)
+        if not args.show_secrets:
+            mask_secrets(app)
         if args.json:
             from torchx.cli._json import print_json
 

@@ -35,6 +35,7 @@ from torchx.specs.api import (
 )
 from torchx.util.host_checks import is_real_submit, real_submit
 from torchx.util.log import get_logger
+from torchx.util.strings import check_env_names
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -411,6 +412,7 @@ class Runner:
                     f"role {role.name!r} of app {app.name!r} has no entrypoint; set"
                     " Role.entrypoint to the program to run (e.g. entrypoint='python')"
                 )
+            check_env_names(role.name, role.env)
             if role.num_replicas <= 0:
                 raise ValueError(
                     f"role {role.name!r} of app {app.name!r} has num_replicas="

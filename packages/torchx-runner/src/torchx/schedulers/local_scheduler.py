@@ -375,7 +375,11 @@ def _check_roles(app: AppDef) -> None:
 
     Negative resource values mean "unset", as everywhere in TorchX (``memMB=-1``).
     """
+    from torchx.util.strings import check_file_name
+
+    check_file_name("app name", app.name)
     for role in app.roles:
+        check_file_name(f"role name (app {app.name!r})", role.name)
         problem = _mount_problem(role)
         if problem is not None:
             host_problem(problem)

@@ -232,10 +232,12 @@ def node_range(
     """The ``nodeRangeProperties`` entry of one role (nodes ``first_node`` and up)."""
     from torchx.schedulers.devices import get_device_mounts
     from torchx.specs.named_resources_aws import K8S_ITYPE
+    from torchx.util.strings import check_env_names
 
     replica = "0" if role.num_replicas == 1 else _REPLICA_MARK
     values = macros.Values(img_root="", app_id=app_id, replica_id=replica, rank0_env=RANK0_ENV)
     resolved = values.apply(role)
+    check_env_names(role.name, resolved.env)  # names may be written into `sh -c` below
     env = dict(resolved.env)
     env[ENV_TORCHX_ROLE_IDX] = str(role_idx)
     env[ENV_TORCHX_ROLE_NAME] = role.name

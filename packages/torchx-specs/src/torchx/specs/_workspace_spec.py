@@ -101,13 +101,15 @@ class Workspace:
         if not workspace or not workspace.strip():
             return Workspace({})
         try:
-            import yaml
+            import yaml  # noqa: F401 - PyYAML is optional: the documented forms parse without it
         except ImportError:
             projects = _parse_mapping_by_hand(workspace)
             if projects is None:
                 return Workspace({workspace.strip(): ""})
             return Workspace(projects)
-        parsed = yaml.safe_load(workspace)
+        from torchx.util.safe_yaml import load_yaml
+
+        parsed = load_yaml(workspace, "the workspace")
         if parsed is None:
             return Workspace({})
         if isinstance(parsed, dict):

@@ -242,12 +242,14 @@ def _load_overlay_file(uri: str) -> dict[str, Any]:
         data = json.loads(text)
     except ValueError:
         try:
-            import yaml
+            import yaml  # noqa: F401 - imported here only to say what is missing
         except ImportError:
             raise ValueError(
                 f"overlay file {uri!r} is not JSON; install PyYAML to read YAML overlays"
             ) from None
-        data = yaml.load(text, Loader=_TupleSafeLoader.get())  # noqa: S506 - safe loader subclass
+        from torchx.util.safe_yaml import load_yaml
+
+        data = load_yaml(text, f"overlay file {uri!r}", _TupleSafeLoader.get())
     if not isinstance(data, dict):
         raise ValueError(f"overlay file {uri!r} must hold a mapping, got {type(data).__name__}")
     return data

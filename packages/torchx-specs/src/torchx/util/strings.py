@@ -1,6 +1,9 @@
 """String normalisation for names that schedulers restrict (e.g. Kubernetes labels)."""
 
-__all__ = ["normalize_str"]
+__all__ = ["check_env_names", "check_file_name", "normalize_str"]
+
+MAX_FILE_NAME = 200
+"""Longest role or app name a scheduler uses as a file name (255 bytes less a suffix)."""
 
 _ALLOWED = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 
@@ -10,3 +13,41 @@ def normalize_str(data: str) -> str:
     if data.startswith("-"):
         data = data[1:]
     return "".join(ch for ch in data.lower() if ch in _ALLOWED)
+
+
+def check_file_name(what: str, name: str) -> str:
+    """``name`` if it can be one path component (a role's log directory, an app's state
+    directory); else a one-line ``ValueError`` naming the rule, so a name such as
+    ``../../x`` never writes outside the directory meant for it."""
+    problem = None
+    if not name or name in (".", ".."):
+        problem = "is empty, '.' or '..'"
+    elif "/" in name:
+        problem = "contains '/'"
+    elif not name.isprintable():
+        problem = "contains a control character"
+    elif len(name.encode("utf-8", "surrogateescape")) > MAX_FILE_NAME:
+        problem = f"is longer than {MAX_FILE_NAME} bytes"
+    if problem is None:
+        return name
+    shown = name if len(name) <= 60 else name[:57] + "..."
+    raise ValueError(
+        f"{what} {shown!r} {problem}; it names a directory here, so use letters, digits, '-',"
+        f" '_' or '.' (at most {MAX_FILE_NAME} bytes)"
+    )
+
+
+_IDENT_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+_IDENT = _IDENT_START | frozenset("0123456789")
+
+
+def check_env_names(role_name: str, env: "dict[str, str]") -> None:
+    """Refuses env var names that are not shell identifiers (``[A-Za-z_][A-Za-z0-9_]*``):
+    schedulers write them into shell commands (``export NAME=...``), where any other name
+    is either an error on the node or a way to run a command."""
+    for name in env:
+        if not name or name[0] not in _IDENT_START or not set(name) <= _IDENT:
+            raise ValueError(
+                f"env var name {name!r} of role {role_name!r} is not a shell identifier;"
+                " use letters, digits and '_' (not starting with a digit)"
+            )
