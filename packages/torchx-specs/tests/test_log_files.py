@@ -67,3 +67,24 @@ def test_follow_files_reads_both_streams_until_the_app_ends(tmp_path: Path) -> N
     assert sorted(got) == ["first\n", "last without newline", "oops\n", "partial\n"]
     # not tailing: what is there now, at once
     assert sorted(follow_files(app, "a", [str(out), str(err)], False)) == sorted(got)
+
+
+def test_an_endless_line_is_split_not_held(tmp_path: Path) -> None:
+    """A program printing 5 MiB without a newline: every reader hands it on in 1 MiB pieces
+    ending in the split mark (the CLI held 1.58 GB for a 400 MB line)."""
+    from torchx.schedulers.api import LINE_SPLIT_MARK, MAX_LINE_BYTES, whole_lines
+    from torchx.schedulers.log_files import read_chunks
+
+    log = tmp_path / "out.log"
+    log.write_bytes(b"x" * (5 * MAX_LINE_BYTES + 10) + b"\nnext\n")
+    chunks = list(read_chunks(str(log)))
+    assert max(map(len, chunks)) <= MAX_LINE_BYTES + len(LINE_SPLIT_MARK) + (1 << 16)
+    assert b"".join(chunks).count(LINE_SPLIT_MARK) == 5
+    assert b"".join(chunks).replace(LINE_SPLIT_MARK, b"") == log.read_bytes()
+    streamed = list(whole_lines(iter([b"y" * 3_000_000, b"y\nz\n"])))
+    assert [len(line) for line in streamed] == [
+        MAX_LINE_BYTES + len(LINE_SPLIT_MARK),
+        MAX_LINE_BYTES + len(LINE_SPLIT_MARK),
+        3_000_001 - 2 * MAX_LINE_BYTES + 1,
+        2,
+    ]

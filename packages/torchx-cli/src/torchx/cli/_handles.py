@@ -12,9 +12,19 @@ __all__ = [
     "check_scheduler",
     "installed_schedulers",
     "missing_app_error",
+    "shown",
 ]
 
 HANDLE_FORMAT = "SCHEDULER://SESSION/APP_ID"
+MAX_HANDLE = 1024
+"""Longest app handle accepted (an app id is a file or object name on every scheduler)."""
+
+
+def shown(value: str, limit: int = 80) -> str:
+    """``value`` as an error line may show it: control and escape bytes escaped (a handle
+    cannot rewrite the terminal), cut to about ``limit`` characters."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in value[: limit + 1])
+    return text if len(value) <= limit else text[:limit] + f"... ({len(value)} characters)"
 
 
 def installed_schedulers() -> list[str]:
@@ -47,11 +57,21 @@ def check_app_handle(app_handle: str) -> tuple[str, str, str]:
     """Parses ``app_handle`` into (scheduler, session, app_id) or fails with the format."""
     from torchx.specs import parse_app_handle
 
+    if len(app_handle) > MAX_HANDLE or not app_handle.isprintable():
+        problem = (
+            f"is longer than {MAX_HANDLE} characters"
+            if len(app_handle) > MAX_HANDLE
+            else "contains control characters"
+        )
+        raise CliError(
+            f"app handle '{shown(app_handle)}' {problem}; pass the handle `torchx run`"
+            f" printed ({HANDLE_FORMAT})"
+        )
     try:
         parsed = parse_app_handle(app_handle)
     except Exception:
         raise CliError(
-            f"malformed app handle '{app_handle}'; expected {HANDLE_FORMAT}"
+            f"malformed app handle '{shown(app_handle)}'; expected {HANDLE_FORMAT}"
             " as printed by `torchx run`, e.g. local_cwd://torchx/echo-bcd123"
         ) from None
     check_scheduler(parsed.scheduler_backend, context="scheduler in app handle")

@@ -50,9 +50,15 @@ _MAX_POLL_INTERVAL = 1.0
 
 def validate(job_identifier: str) -> None:
     """Fails (exit code 1) unless ``job_identifier`` has the form :py:data:`ID_FORMAT`."""
-    if not _ID_RE.match(job_identifier):
+    from torchx.cli._handles import MAX_HANDLE, shown
+
+    if (
+        len(job_identifier) > MAX_HANDLE
+        or not job_identifier.isprintable()
+        or not _ID_RE.match(job_identifier)
+    ):
         raise CliError(
-            f"malformed log identifier '{job_identifier}'; expected {ID_FORMAT},"
+            f"malformed log identifier '{shown(job_identifier)}'; expected {ID_FORMAT},"
             " e.g. local_cwd://torchx/echo-bcd123 or local_cwd://torchx/echo-bcd123/echo/0"
         )
 

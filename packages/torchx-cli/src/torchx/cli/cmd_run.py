@@ -83,12 +83,45 @@ def torchx_run_args_from_json(json_data: "dict[str, Any]") -> TorchXRunArgs:
             f"missing required key(s) in run arguments JSON: {', '.join(missing)}"
             f" (required: {', '.join(_REQUIRED_JSON_FIELDS)})"
         )
-    if not isinstance(json_data["scheduler_args"], dict):
-        raise ValueError("`scheduler_args` in run arguments JSON must be an object")
+    _check_json_types(json_data)
     args = TorchXRunArgs(**json_data)
     if not args.workspace:
         args.workspace = os.getcwd()
     return args
+
+
+def _check_json_types(json_data: "dict[str, Any]") -> None:
+    """Checks each value's JSON type (``"dryrun": "yes"`` is not a bool, a dict is not an
+    argument); one line naming the first key that is wrong."""
+    from typing import Any
+
+    from pydantic import BaseModel, ConfigDict, ValidationError
+
+    class RunArgsJSON(BaseModel):
+        model_config = ConfigDict(extra="forbid", strict=True)
+
+        component_name: str
+        scheduler: str
+        scheduler_args: dict[str, Any]
+        scheduler_cfg: dict[str, Any] = {}
+        dryrun: bool = False
+        wait: bool = False
+        log: bool = False
+        workspace: str = ""
+        parent_run_id: str | None = None
+        tee_logs: bool = False
+        component_args: dict[str, Any] = {}
+        component_args_str: list[str] = []
+
+    try:
+        RunArgsJSON.model_validate(json_data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ValueError(
+            f"`{where}` is {type(first['input']).__name__} {first['input']!r}:"
+            f" {first['msg'].lower()}"
+        ) from None
 
 
 def torchx_run_args_from_argparse(

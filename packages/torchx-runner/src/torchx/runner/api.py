@@ -111,6 +111,21 @@ def _scheduler_params_from_env() -> dict[str, str]:
     return params
 
 
+MAX_REPLICAS = 100_000
+"""Most replicas a role may ask for: beyond, the number is a typo, not a job."""
+
+
+def _check_no_nul(role: Role) -> None:
+    """No process can take a NUL byte in its argv or env: say so before anything starts."""
+    values = [role.entrypoint, *role.args, *role.env.keys(), *role.env.values()]
+    for value in values:
+        if "\0" in value:
+            raise ValueError(
+                f"role {role.name!r} has a NUL byte in {value!r}: program arguments, env names"
+                " and values cannot hold one; remove it"
+            )
+
+
 class _Unbuilt:
     """What a dry run that left workspaces unbuilt keeps for :meth:`Runner.schedule`: the
     app before planning, and the request as rendered (to notice edits)."""
@@ -413,6 +428,13 @@ class Runner:
                     " Role.entrypoint to the program to run (e.g. entrypoint='python')"
                 )
             check_env_names(role.name, role.env)
+            _check_no_nul(role)
+            if role.num_replicas > MAX_REPLICAS:
+                raise ValueError(
+                    f"role {role.name!r} of app {app.name!r} has num_replicas="
+                    f"{role.num_replicas}; more than {MAX_REPLICAS:,} replicas per role is"
+                    " refused (a typo?): split the work into several apps"
+                )
             if role.num_replicas <= 0:
                 raise ValueError(
                     f"role {role.name!r} of app {app.name!r} has num_replicas="

@@ -310,6 +310,13 @@ def split_lines_iterator(chunks: Iterable[str]) -> Iterator[str]:
         yield from split_lines(chunk)
 
 
+MAX_LINE_BYTES = 1 << 20
+"""Longest partial line a log streamer holds: a longer line is split (see LINE_SPLIT_MARK)."""
+
+LINE_SPLIT_MARK = b" [torchx: line longer than 1 MiB, continued on the next line]\n"
+"""What ends each 1 MiB piece of an over-long log line."""
+
+
 def whole_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
     """The lines (each with its ``\n``) of a byte stream that arrives in arbitrary chunks
     (a log streamed by a daemon or an API server); a last partial line is yielded too.
@@ -317,12 +324,18 @@ def whole_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
     Splits on ``\n`` only (a ``\r`` of a progress bar ends no line) and works on bytes, so
     a multi-byte character split across two chunks is never cut. The source is closed when
     it is exhausted or the reader stops early.
+
+    A line longer than :data:`MAX_LINE_BYTES` is split there with :data:`LINE_SPLIT_MARK`,
+    so a program printing without newlines cannot make the reader hold it all in memory.
     """
     pending = b""
     try:
         for chunk in chunks:
             if b"\n" not in chunk:
                 pending += chunk
+                while len(pending) >= MAX_LINE_BYTES:
+                    yield pending[:MAX_LINE_BYTES] + LINE_SPLIT_MARK
+                    pending = pending[MAX_LINE_BYTES:]
                 continue
             *lines, pending = (pending + chunk).split(b"\n")
             for line in lines:

@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import IO, Any, Protocol, TypeVar
 
+from torchx.schedulers.api import LINE_SPLIT_MARK, MAX_LINE_BYTES
+
 __all__ = [
     "LogIterator",
     "LogLines",
@@ -119,10 +121,13 @@ def _follow(
 
 def _whole_lines(f: IO[str], pending: list[str]) -> Iterator[str]:
     """The complete lines ``f`` holds now; a partial last line waits in ``pending`` and is
-    joined to its rest on a later call."""
-    for chunk in iter(f.readline, ""):
+    joined to its rest on a later call (split with the mark once it reaches 1 MiB)."""
+    for chunk in iter(lambda: f.readline(MAX_LINE_BYTES), ""):
         if chunk[-1] != "\n":
             pending.append(chunk)
+            if sum(map(len, pending)) >= MAX_LINE_BYTES:
+                yield "".join(pending) + LINE_SPLIT_MARK.decode()
+                pending.clear()
         elif pending:
             pending.append(chunk)
             yield "".join(pending)
@@ -217,6 +222,9 @@ def _drain(f: Any, pending: bytearray) -> Iterator[bytes]:
         cut = data.rfind(b"\n") + 1
         if cut == 0:
             pending += data
+            if len(pending) >= MAX_LINE_BYTES:  # a line without end: split, never hold all
+                yield bytes(pending[:MAX_LINE_BYTES]) + LINE_SPLIT_MARK
+                del pending[:MAX_LINE_BYTES]
             continue
         if pending:
             yield bytes(pending) + data[:cut]

@@ -387,7 +387,14 @@ class CustomComponentsFinder(ComponentsFinder):
         module = ModuleType(name)
         module.__file__ = path
         sys.modules[name] = module  # dataclasses and pickling look the module up by name
-        exec(compile(source, path, "exec"), module.__dict__)  # noqa: S102 - the user's own file
+        try:
+            exec(compile(source, path, "exec"), module.__dict__)  # noqa: S102 - user's own file
+        except SystemExit as e:  # would end torchx silently, mid-command
+            sys.modules.pop(name, None)
+            raise ComponentValidationException(
+                f"component file {self._filepath} called sys.exit({e.code!r}) while it was"
+                ' loaded; move script code under `if __name__ == "__main__":`'
+            ) from None
         return module
 
     def find(
