@@ -29,3 +29,40 @@ def _declared(dist: str) -> set[str]:
 @pytest.mark.parametrize("dist", ["torchx-runner", "torchx-tracker-mlflow"])
 def test_design_lists_the_declared_dependencies(dist: str) -> None:
     assert _documented(dist) == _declared(dist)
+
+
+def _config_examples() -> list[tuple[str, str]]:
+    """Every fenced block of the READMEs and docs that is a .torchxconfig (starts with a
+    [section] line), as (where, text)."""
+    found = []
+    for doc in [ROOT / "README.md", *ROOT.glob("packages/*/README.md"), *ROOT.glob("docs/*.md")]:
+        for i, block in enumerate(
+            re.findall(r"^```[a-z]*\n(.*?)^```", doc.read_text(), re.M | re.S)
+        ):
+            first = next((line for line in block.splitlines() if line.strip()), "")
+            if re.fullmatch(r"\[[\w:.-]+\]", first.strip()):
+                found.append((f"{doc.relative_to(ROOT)} block {i}", block))
+    return found
+
+
+@pytest.mark.parametrize(("where", "text"), _config_examples())
+def test_documented_torchxconfig_examples_parse(where: str, text: str, tmp_path: Path) -> None:
+    """Inline `# comments` in documented examples are comments, not part of the values, and
+    each scheduler section holds valid run options."""
+    import io
+
+    from torchx.runner import config
+    from torchx.schedulers import get_scheduler_factories
+    from torchx.util.config_files import parse_config
+
+    sections = parse_config(io.StringIO(text), where)
+    for section, values in sections.items():
+        for key, value in values.items():
+            assert " #" not in value and "\t#" not in value, (where, section, key, value)
+        if section in get_scheduler_factories():
+            cfg: dict[str, object] = {}
+            config.load(section, io.StringIO(text), cfg)  # type: ignore[arg-type]
+
+
+def test_there_are_documented_config_examples() -> None:
+    assert any("tracker:mlflow" in text for _, text in _config_examples())

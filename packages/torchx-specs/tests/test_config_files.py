@@ -98,3 +98,17 @@ def test_current_user_without_a_passwd_entry(monkeypatch: pytest.MonkeyPatch) ->
 
     monkeypatch.setattr(getpass, "getuser", no_user)
     assert current_user() == "unknown"
+
+
+def test_inline_comments_after_whitespace_in_every_section() -> None:
+    text = (
+        "[slurm]\npartition = debug   # my partition\naccount = a1 ; billing\n"
+        "[tracker:mlflow]\nconfig = http://127.0.0.1:5055    # passed to the job\n"
+        "[tracker:other]\nuri = http://host/page#frag\n"
+    )
+    parsed = parse_config(io.StringIO(text), "x")
+    assert parsed == {
+        "slurm": {"partition": "debug", "account": "a1"},
+        "tracker:mlflow": {"config": "http://127.0.0.1:5055"},
+        "tracker:other": {"uri": "http://host/page#frag"},  # no space before '#': a value
+    }

@@ -403,6 +403,11 @@ class CmdRun(SubCommand):
             raise CliError(
                 f"{e} (see `torchx run {component} --help`)", exit_code=EXIT_USAGE
             ) from e
+        except ValueError as e:
+            where = _config_origin(str(e), scheduler, cfg)
+            if where is None:
+                raise
+            raise CliError(f"{e} (set in {where})") from e
 
         # local_cwd runs in the foreground as upstream's does; every other scheduler (including
         # local_docker, whose containers outlive this command) returns once the app is started.
@@ -428,6 +433,19 @@ class CmdRun(SubCommand):
 
 
 _FOREGROUND_SCHEDULERS = ("local_cwd", "local")
+
+
+def _config_origin(message: str, scheduler: str, cfg: "dict[str, CfgVal]") -> "str | None":
+    """The config file, section and key behind the run option an error names, if a
+    ``.torchxconfig`` set it (so the one line says which file to fix)."""
+    from torchx.runner import config
+
+    for key in cfg:
+        if f"option {key}=" in message or f"{key} {cfg[key]!r}" in message:
+            where = config.origin(scheduler, key)
+            if where is not None:
+                return where
+    return None
 
 
 def _print_dryrun(info: "AppDryRunInfo[Any]") -> None:

@@ -268,6 +268,17 @@ def load(scheduler: str, f: TextIO, cfg: dict[str, CfgVal]) -> None:
             continue
         known[key] = (opt, raw)
     cfg.update(_validate_values(where, scheduler, known))
+    for key in known:
+        _ORIGINS[(scheduler, key)] = f"{where} [{scheduler}] {key}"
+
+
+_ORIGINS: dict[tuple[str, str], str] = {}
+
+
+def origin(scheduler: str, key: str) -> str | None:
+    """Where the value of run option ``key`` of ``scheduler`` came from (``file [section]
+    key``), when a config file set it in this process; ``None`` otherwise."""
+    return _ORIGINS.get((scheduler, key))
 
 
 def apply(scheduler: str, cfg: dict[str, CfgVal], dirs: Iterable[str] | None = None) -> None:

@@ -86,11 +86,15 @@ def find_config_files(dirs: Iterable[str] | None = None) -> list[str]:
 
 def new_parser(strict: bool = True) -> configparser.ConfigParser:
     """An INI parser as TorchX reads config files: case-sensitive keys, no interpolation,
-    no special ``[DEFAULT]`` section."""
+    no special ``[DEFAULT]`` section, and ``#``/``;`` comments after a value when whitespace
+    comes before them (``partition = debug  # mine``; a URL's ``#fragment`` stays)."""
     import configparser
 
     parser = configparser.ConfigParser(
-        interpolation=None, default_section=_NO_DEFAULT_SECTION, strict=strict
+        interpolation=None,
+        default_section=_NO_DEFAULT_SECTION,
+        strict=strict,
+        inline_comment_prefixes=("#", ";"),
     )
     parser.optionxform = str  # type: ignore[assignment,method-assign]
     return parser
