@@ -297,17 +297,20 @@ def test_no_sbatch_on_path(slurm_cluster: None, workdir: Path, tmp_path: Path) -
     bin_dir.mkdir()
     os.symlink("/bin/echo", bin_dir / "echo")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{bin_dir}"}
-    proc = subprocess.run(
-        [TORCHX, "run", "-s", "slurm", "utils.echo", "--msg", "x"],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-    assert proc.returncode != 0
-    assert proc.stderr.strip() == (
-        "torchx: error: sbatch not found: install Slurm's client tools or run on a login node"
-    )
+    # a missing script and a missing entrypoint are found too, but sbatch is the fix
+    for component in (["utils.echo", "--msg", "x"], ["utils.python", "--script", "nope.py"],
+                      ["utils.binary", "--entrypoint", "no-such-tool"]):  # fmt: skip
+        proc = subprocess.run(
+            [TORCHX, "run", "-s", "slurm", *component],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+        assert proc.returncode != 0
+        assert proc.stderr.strip() == (
+            "torchx: error: sbatch not found: install Slurm's client tools or run on a login node"
+        ), component
 
 
 @pytest.mark.slow
@@ -400,3 +403,42 @@ def test_job_dir_script_and_logs_are_private(runner: Any, tmp_path: Path) -> Non
     assert {p.name.split("-")[0] for p in made} >= {"torchx", "slurm"}
     for path in made:
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+
+
+def _unreachable_confs(tmp_path: Path) -> dict[str, str]:
+    """SLURM_CONF values under which Slurm cannot be reached: no configuration at all, and
+    a controller that does not answer (a port nothing listens on, short timeouts)."""
+    base = Path(os.environ.get("SLURM_CONF", "/etc/slurm/slurm.conf")).read_text()
+    kept = [
+        line
+        for line in base.splitlines()
+        if not line.startswith(("SlurmctldPort", "MessageTimeout", "TCPTimeout"))
+    ]
+    down = tmp_path / "down.conf"
+    down.write_text("\n".join([*kept, "SlurmctldPort=6999", "MessageTimeout=1", "TCPTimeout=1"]))
+    empty = tmp_path / "empty.conf"  # a missing file makes Slurm retry for 60 s first
+    empty.write_text("")
+    return {"unconfigured": str(empty), "controller down": str(down)}
+
+
+def test_unreachable_slurm_is_not_reported_as_a_missing_job(
+    runner: Any, tmp_path: Path, workdir: Path
+) -> None:
+    handle = runner.run(app(sh("echo ok")), "slurm")
+    assert wait(runner, handle).state == AppState.SUCCEEDED
+    for why, conf in _unreachable_confs(tmp_path).items():
+        env = {**os.environ, "SLURM_CONF": conf}
+        for command in (["status", handle], ["describe", handle], ["cancel", handle],
+                        ["log", f"{handle}/sh/0"], ["list", "-s", "slurm"]):  # fmt: skip
+            proc = subprocess.run(
+                [TORCHX, *command], env=env, capture_output=True, text=True, timeout=120
+            )
+            lines = proc.stderr.strip().splitlines()
+            assert proc.returncode != 0, (why, command, proc.stdout)
+            assert len(lines) == 1 and "Slurm could not be reached" in lines[0], (why, lines)
+            assert "not found" not in proc.stderr and "scontrol ping" in lines[0]
+        run = subprocess.run(
+            [TORCHX, "run", "-s", "slurm", "utils.echo"], env=env, capture_output=True,
+            text=True, timeout=120,
+        )  # fmt: skip
+        assert run.returncode != 0 and "could not be reached" in run.stderr, run.stderr

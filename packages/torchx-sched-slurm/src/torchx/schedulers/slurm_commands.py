@@ -14,11 +14,51 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["SlurmCommandError", "SlurmNotFoundError", "first_error_line", "run"]
+__all__ = [
+    "SlurmCommandError",
+    "SlurmNotFoundError",
+    "SlurmUnreachableError",
+    "first_error_line",
+    "run",
+    "unreachable",
+]
 
 
 class SlurmCommandError(Exception):
     """A Slurm command failed; the message is Slurm's own error, in one line."""
+
+
+class SlurmUnreachableError(SlurmCommandError):
+    """Slurm's controller (or its configuration, or its accounting) could not be reached:
+    a job's fate is unknown, which is not the same as the job being gone."""
+
+    def __init__(self, stderr: str, what: str = "Slurm") -> None:
+        super().__init__(
+            f"{what} could not be reached ({first_error_line(stderr)}); check that slurmctld"
+            " is up (`scontrol ping`) and that this host has Slurm's configuration"
+            " (/etc/slurm/slurm.conf, or SLURM_CONF)"
+        )
+
+
+_UNREACHABLE = (
+    "unable to contact",
+    "fetch_config",
+    "configuration file",
+    "configuration source",
+    "dns srv",
+    "connection refused",
+    "connection failure",
+    "socket timed out",
+    "zero bytes were transmitted",
+    "problem talking to the database",
+)
+
+
+def unreachable(stderr: str) -> bool:
+    """Whether a Slurm command's error says Slurm itself could not be reached (as opposed
+    to Slurm answering, e.g. ``Invalid job id specified``)."""
+    text = stderr.lower()
+    return any(marker in text for marker in _UNREACHABLE)
 
 
 class SlurmNotFoundError(SlurmCommandError):
@@ -94,9 +134,12 @@ def run(
 def first_error_line(stderr: str) -> str:
     """The most telling line of a Slurm error (``sbatch: error: ...`` lines first)."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    fatal = [line for line in lines if ": fatal: " in line]
     errors = [line for line in lines if "error" in line.lower()]
-    line = (errors or lines or ["(no message)"])[-1]
-    for prefix in ("sbatch: error: ", "squeue: error: ", "sacct: error: ", "scancel: error: "):
-        if line.startswith(prefix):
-            return line[len(prefix) :]
+    line = (fatal or errors or lines or ["(no message)"])[-1]
+    for program in ("sbatch", "squeue", "sacct", "scancel", "scontrol", "sinfo"):
+        for kind in ("error", "fatal"):
+            prefix = f"{program}: {kind}: "
+            if line.startswith(prefix):
+                return line[len(prefix) :]
     return line

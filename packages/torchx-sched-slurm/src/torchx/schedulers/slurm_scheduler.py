@@ -38,8 +38,10 @@ from torchx.schedulers.api import (
 from torchx.schedulers.slurm_commands import (
     SlurmCommandError,
     SlurmNotFoundError,
+    SlurmUnreachableError,
     first_error_line,
     run,
+    unreachable,
 )
 from torchx.schedulers.slurm_describe import (
     SLURM_STATES,
@@ -131,6 +133,19 @@ def _upstream_job_dirs(directory: str = ".") -> dict[str, str]:
     return dirs
 
 
+def _json_errors(out: str) -> str:
+    """The errors a ``--json`` answer reports (``""``: none), as one line."""
+    import json
+
+    try:
+        errors = json.loads(out).get("errors") or []
+    except (ValueError, AttributeError):
+        return ""
+    return "; ".join(
+        f"{e.get('description') or e.get('error')}" for e in errors if isinstance(e, dict)
+    )
+
+
 def _valid_job_id(app_id: str) -> str:
     if not app_id.isdigit():
         raise ValueError(
@@ -204,7 +219,11 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
             check_role_files,
             check_time,
         )
+        from torchx.util.host_checks import host_problem
+        from torchx.util.programs import find_program
 
+        if find_program("sbatch", os.environ.get("PATH", ""), os.getcwd()) is None:
+            host_problem(SlurmNotFoundError("sbatch"))  # before any other check: it is the fix
         opts = Opts.from_cfg(cfg)
         check_time(opts.time)
         for key in (*SBATCH_GROUP_OPTIONS, *SBATCH_JOB_OPTIONS):
@@ -306,6 +325,8 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
         else:
             # sbatch reads the script from stdin when no file is given
             code, out, err = run(argv, stdin=script, env=env)
+        if code != 0 and unreachable(err):
+            raise SlurmUnreachableError(err, "Slurm (sbatch)")
         if code != 0:
             raise SlurmCommandError(f"sbatch refused the job: {first_error_line(err)}")
         job_id = out.strip().split(";")[0]
@@ -349,6 +370,8 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
         if code == 0:
             rows = parse_squeue_text(out, leader=job_id)
             return rows or self._sacct(job_id)
+        if unreachable(err):
+            raise SlurmUnreachableError(err)
         if "invalid job id" not in err.lower():
             code, out, _ = run(["squeue", "--json", "-j", job_id])
             if code == 0 and out.lstrip().startswith("{"):
@@ -364,7 +387,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
 
     def _sacct(self, job_id: str) -> list[SlurmJob]:
         try:
-            code, out, _ = run(
+            code, out, err = run(
                 [
                     "sacct",
                     "--parsable2",
@@ -376,6 +399,9 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
             )
         except SlurmNotFoundError:
             return []
+        if code != 0 and unreachable(err):
+            # not in the queue, and the accounting that would know cannot be asked
+            raise SlurmUnreachableError(err, "Slurm's accounting (slurmdbd)")
         return parse_sacct_text(out, leader=job_id) if code == 0 else []
 
     def describe(self, app_id: str) -> DescribeAppResponse | None:
@@ -397,7 +423,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
         since = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() - days * 86400))
         groups: dict[str, list[SlurmJob]] = {}
         try:
-            code, out, _ = run(
+            code, out, err = run(
                 [
                     "sacct",
                     "--parsable2",
@@ -407,12 +433,21 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
                 ]
             )
         except SlurmNotFoundError:
-            code = 1
+            code, err = 1, ""
         if code == 0:
             groups = leaders(parse_sacct_text(out))
         code, out, err = run(["squeue", "--json"])
+        if code == 0 and '"errors"' in out and _json_errors(out):
+            # squeue --json exits 0 with an "errors" list when the controller is down: ask
+            # the text form, whose stderr says why
+            code, _, err = run(["squeue", "-h", "-O", "JobID"])
+            if code == 0:
+                err = f"squeue: error: {_json_errors(out)}"
+            raise SlurmUnreachableError(err)
         if code == 0:
             groups.update(leaders(parse_squeue_json(out)))
+        elif unreachable(err):
+            raise SlurmUnreachableError(err)
         elif not groups:
             raise SlurmCommandError(f"squeue failed: {first_error_line(err)}")
         result = []
