@@ -129,6 +129,15 @@ def test_single_node_success_logs_and_a_second_process(batch_queue: str, project
     assert describe.returncode == 0 and "'name': 'sh'" in describe.stdout
 
 
+def test_job_id_inside_the_job_is_the_handle(batch_queue: str, project: Path) -> None:
+    """The MLflow tracker names runs by $TORCHX_JOB_ID: it must be what `status` takes."""
+    proc = _run(batch_queue, *_sh('echo "job id: $TORCHX_JOB_ID"'), cwd=project,
+                extra=("--log",))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    handle = _handle(proc)
+    assert f"job id: {handle}\n" in proc.stderr + proc.stdout
+
+
 def test_unknown_apps_are_not_found(batch_queue: str, project: Path) -> None:
     for handle in (
         f"aws_batch://torchx/{batch_queue}:no-such-job",

@@ -111,6 +111,12 @@ else:
     assert hosts == [f"{app_id}-net-0", f"{app_id}-net-1"]
 
 
+def test_job_id_inside_the_job_is_the_handle(runner: Any) -> None:
+    handle, status = _run(runner, _app("jobid", _role("j", 'echo "$TORCHX_JOB_ID"')))
+    assert status.state == AppState.SUCCEEDED
+    assert _log(runner, handle, "j") == [f"{handle}\n"]
+
+
 def test_env_and_macros_per_replica(runner: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TORCHX_DKT_COPIED", "from-launcher")
     monkeypatch.setenv("TORCHX_DKT_OVERRIDDEN", "launcher-loses")

@@ -147,3 +147,20 @@ def test_api_refusals_are_one_line_and_create_nothing(fake: FakeKubernetes, tmp_
     assert all(not objects for objects in fake.store.values())
     missing = one_error_line(cli(tmp_path, "log", "kubernetes://torchx/default:gone-1/echo/0"))
     assert "gone-1" in missing
+
+
+@pytest.mark.parametrize("job_type", ["volcano", "batch"])
+def test_job_id_inside_the_pods_is_the_handle(
+    fake: FakeKubernetes, tmp_path: Path, job_type: str
+) -> None:
+    """The MLflow tracker names runs by $TORCHX_JOB_ID: it must be what `status` takes."""
+    run = cli(
+        tmp_path, "run", "-s", "kubernetes", "-cfg", f"queue=default,job_type={job_type}",
+        "--workspace", "", *ECHO,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    handle = run.stdout.strip().splitlines()[-1]
+    (pod,) = fake.pods()
+    env = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}
+    assert env["TORCHX_JOB_ID"] == handle
+    assert cli(tmp_path, "status", env["TORCHX_JOB_ID"]).returncode == 0

@@ -442,3 +442,9 @@ def test_unreachable_slurm_is_not_reported_as_a_missing_job(
             text=True, timeout=120,
         )  # fmt: skip
         assert run.returncode != 0 and "could not be reached" in run.stderr, run.stderr
+
+
+def test_job_id_inside_the_job_is_the_handle(runner: Any) -> None:
+    handle = runner.run(app(sh('echo "$TORCHX_JOB_ID"')), "slurm")
+    assert wait(runner, handle).state == AppState.SUCCEEDED
+    assert logs(runner, handle, "sh") == f"{handle}\n"

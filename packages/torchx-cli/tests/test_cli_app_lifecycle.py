@@ -207,3 +207,10 @@ def test_describe_masks_secret_looking_env_values(cli: Cli) -> None:
         assert "****" in shown.stdout and "visible" in shown.stdout
     revealed = cli.run("describe", "--show-secrets", handle)
     assert "s3cr3t" in revealed.stdout and "hf_abc" in revealed.stdout
+
+
+def test_job_id_inside_the_job_is_the_handle(cli: Cli) -> None:
+    run = cli.run("run", "-s", "local_cwd", "utils.sh", "sh", "-c", 'echo "id=$TORCHX_JOB_ID"')
+    assert run.returncode == 0, run.stderr
+    handle = run.stdout.strip()
+    assert f"id={handle}" in run.stderr  # the streamed log

@@ -36,6 +36,7 @@ from torchx.schedulers.api import (
     Stream,
     StructuredOpts,
     stream_name,
+    with_full_job_id,
 )
 from torchx.schedulers.aws_batch_clients import (
     AWSBatchError,
@@ -266,6 +267,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         opts = Opts.from_cfg(cfg)
         name = job_name_for(app.name, opts.share_id)
         images_to_push = self.dryrun_push_images(app, cfg)
+        app = with_full_job_id(app, f"{opts.queue}:{name}")  # $TORCHX_JOB_ID = the handle
         container_extra: dict[str, Any] = {"privileged": bool(opts.privileged)}
         if opts.ulimits:
             container_extra["ulimits"] = parse_ulimits(opts.ulimits)

@@ -37,6 +37,7 @@ from torchx.schedulers.api import (
     StructuredOpts,
     filter_regex,
     whole_lines,
+    with_full_job_id,
 )
 from torchx.schedulers.kubernetes_render import (
     ANNOTATION_ISTIO_SIDECAR,
@@ -387,6 +388,9 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         images_to_push = self.dryrun_push_images(app, cfg)
         render = RenderOptions.from_opts(opts)
         app_id = unique_app_id(app.name)
+        full_id = f"{opts.namespace}:{app_id}" if opts.job_type == "volcano" else ""
+        full_id = full_id or f"{opts.namespace}:batch:{app_id}"
+        app = with_full_job_id(app, full_id)  # $TORCHX_JOB_ID is the handle `run` prints
         if opts.job_type == "volcano":
             resource = volcano_job(app, app_id, render)
         else:

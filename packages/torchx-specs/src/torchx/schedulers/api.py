@@ -28,6 +28,7 @@ from torchx.specs.api import (
     RoleStatus,
     Workspace,
     cases,
+    macros,
     runopts,
 )
 from torchx.util.lazy_dataclass import MISSING, Field, dataclass, field, fields
@@ -50,6 +51,7 @@ __all__ = [
     "split_lines_iterator",
     "stream_name",
     "whole_lines",
+    "with_full_job_id",
 ]
 
 DAYS_IN_2_WEEKS = 14
@@ -271,6 +273,25 @@ def as_workspace_scheduler(scheduler: object) -> WorkspaceMixin[Any] | None:
     if mixin is not None and isinstance(scheduler, mixin):
         return typing.cast("WorkspaceMixin[Any]", scheduler)
     return None
+
+
+def with_full_job_id(app: AppDef, app_id: str) -> AppDef:
+    """``app`` whose roles see ``$TORCHX_JOB_ID`` as the exact handle ``run`` prints, for a
+    scheduler whose app id is more than the ``${app_id}`` macro (``NAMESPACE:NAME`` on
+    Kubernetes, ``QUEUE:NAME`` on AWS Batch). Roles without it are shared, not copied."""
+    from torchx.settings import ENV_TORCHX_JOB_ID
+
+    roles = []
+    for role in app.roles:
+        value = role.env.get(ENV_TORCHX_JOB_ID)
+        if value is None or macros.app_id not in value:
+            roles.append(role)
+            continue
+        copy = object.__new__(type(role))
+        copy.__dict__.update(role.__dict__)
+        copy.env = {**role.env, ENV_TORCHX_JOB_ID: value.replace(macros.app_id, app_id)}
+        roles.append(copy)
+    return AppDef(name=app.name, roles=roles, metadata=app.metadata)
 
 
 def stream_name(streams: Stream | str | None) -> str:
