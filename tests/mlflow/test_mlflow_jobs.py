@@ -34,6 +34,8 @@ if mode == "train":
 elif mode == "missing-artifact":
     run.add_artifact("model", "/no/such/model.pt")
 print("job done", run.job_id())
+if mode == "fail":
+    sys.exit(3)
 """
 
 
@@ -200,5 +202,23 @@ def test_unknown_tracker_name_does_not_stop_the_job(project: Project) -> None:
     assert proc.returncode == 0, proc.stderr
     output = proc.stdout + proc.stderr
     warnings = [line for line in output.splitlines() if "`mlfow`" in line]
-    assert len(warnings) == 1 and "it is skipped" in warnings[0]
+    assert len(warnings) == 2, output
+    assert "not installed" in warnings[0] and "did you mean `mlflow`?" in warnings[0]  # launcher
+    assert "it is skipped" in warnings[1]  # and the job itself
     assert "job done" in output
+
+
+def test_runs_end_with_the_apps_final_state(project: Project) -> None:
+    """The run gets an end time and the app's final state once the launcher sees it."""
+    ok = project.run_job("train")
+    proc = project.torchx(
+        "run", "-s", "local_cwd", "--wait", "utils.python", "--script", "job.py", "--", "fail",
+    )  # fmt: skip
+    assert proc.returncode != 0
+    failed = next(line for line in proc.stdout.splitlines() if line.startswith("local_cwd://"))
+    runs = project.runs()
+    assert runs[ok].info.status == "FINISHED" and runs[ok].info.end_time  # type: ignore[attr-defined]
+    assert runs[failed].info.status == "FAILED" and runs[failed].info.end_time  # type: ignore[attr-defined]
+    assert runs[failed].data.tags["torchx.app_state"] == "FAILED"  # type: ignore[attr-defined]
+    metadata = project.torchx("tracker", "list", "metadata", failed)
+    assert ["torchx.app_state", "FAILED"] in _table(metadata.stdout)

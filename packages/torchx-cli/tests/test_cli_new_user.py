@@ -99,3 +99,13 @@ def test_deleting_a_watched_app_is_reported_without_noise(cli: Cli) -> None:
         for noise in ("UnknownApp", "Traceback", "could not stream", "unknown local_cwd app"):
             assert noise not in err, err
         assert "cancelled and deleted" in err or "finished CANCELLED" in err, err
+
+
+def test_a_configured_tracker_that_is_not_installed_is_named(cli: Cli) -> None:
+    """TORCHX_TRACKERS=mlflow without torchx-tracker-mlflow used to run untracked silently."""
+    run = cli.run("run", "-s", "local_cwd", "utils.echo", env={"TORCHX_TRACKERS": "mlflow"})
+    assert run.returncode == 0, run.stderr
+    launcher = [line for line in run.stderr.splitlines() if "not installed" in line]
+    assert len(launcher) == 1, run.stderr
+    assert "tracker `mlflow` is configured" in launcher[0]
+    assert launcher[0].endswith("pip install torchx-tracker-mlflow")

@@ -499,6 +499,9 @@ class Runner:
             injected[_ENV_PARENT_RUN_ID] = parent_run_id
         trackers = get_configured_trackers()
         if trackers:
+            from torchx.runner._trackers import warn_missing_trackers
+
+            warn_missing_trackers(list(trackers))
             injected[_ENV_TRACKERS] = ",".join(trackers)
             for name, config in trackers.items():
                 if config:
@@ -594,7 +597,7 @@ class Runner:
             if desc is None:
                 self._apps.pop(app_handle, None)
                 return None
-            return AppStatus(
+            status = AppStatus(
                 state=desc.state,
                 num_restarts=desc.num_restarts,
                 msg=desc.msg,
@@ -602,6 +605,11 @@ class Runner:
                 ui_url=desc.ui_url,
                 roles=desc.roles_statuses,
             )
+            if status.is_terminal():
+                from torchx.runner._trackers import finish_tracked_app
+
+                finish_tracked_app(app_handle, status.state.name)
+            return status
 
     def wait(self, app_handle: AppHandle, wait_interval: float = 10) -> AppStatus | None:
         """Blocks until the app is finished; returns its final status (``None`` if unknown).

@@ -110,6 +110,11 @@ class TrackerBase(ABC):
     def run_ids(self, **kwargs: str) -> Iterable[str]:
         """Run ids known to the backend, filtered by backend-specific ``kwargs``."""
 
+    def app_finished(self, run_id: str, state: str) -> None:
+        """Called by the launcher once the app of run ``run_id`` (its app handle) is in the
+        final ``state`` (``SUCCEEDED``, ``FAILED``, ``CANCELLED``, ...). Backends that keep
+        a run status (MLflow) end the run here; the default does nothing."""
+
 
 def tracker_config_env_var_name(entrypoint_key: str) -> str:
     """``TORCHX_TRACKER_<NAME>_CONFIG``: the env var holding the config of tracker ``name``."""

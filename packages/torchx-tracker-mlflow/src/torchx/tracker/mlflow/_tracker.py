@@ -65,6 +65,10 @@ _ARTIFACT_NAME = re.compile(r"^[\w.\- :/]+$")
 _DEFAULT_RUN_WAIT_S = 30.0
 
 
+_MLFLOW_STATUS = {"SUCCEEDED": "FINISHED", "FAILED": "FAILED", "CANCELLED": "KILLED"}
+"""MLflow run status for each final TorchX app state (UNKNOWN leaves the run as it is)."""
+
+
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
 
@@ -295,6 +299,23 @@ class MLflowTracker(TrackerBase):
                 self.client.set_terminated(mlflow_id, status="FINISHED")
 
     # ------------------------------------------------------------------ TrackerBase
+
+    def app_finished(self, run_id: str, state: str) -> None:
+        """Ends the run of app ``run_id`` with the MLflow status matching its final
+        ``state`` (and tags it ``torchx.app_state``); a run that was never created is
+        left alone."""
+        import time
+
+        from mlflow.entities import RunTag
+
+        status = _MLFLOW_STATUS.get(state)
+        run = self._read_run(run_id)
+        if status is None or run is None:
+            return
+        mlflow_id = run.info.run_id
+        with self._errors(f"end run {run_id!r}"):
+            self.client.log_batch(mlflow_id, tags=[RunTag("torchx.app_state", state)])
+            self.client.set_terminated(mlflow_id, status=status, end_time=int(time.time() * 1000))
 
     def add_artifact(
         self,
