@@ -114,6 +114,7 @@ class TrackerBase(ABC):
         """Called by the launcher once the app of run ``run_id`` (its app handle) is in the
         final ``state`` (``SUCCEEDED``, ``FAILED``, ``CANCELLED``, ...). Backends that keep
         a run status (MLflow) end the run here; the default does nothing."""
+        del run_id, state  # optional hook: backends without a run status ignore it
 
 
 def tracker_config_env_var_name(entrypoint_key: str) -> str:
