@@ -134,8 +134,10 @@ def test_cancel(runner: Any) -> None:
     job_id = handle.rsplit("/", 1)[1]
     record = Path(os.environ["TORCHX_HOME"], "slurm", f"{job_id}.record")
     assert record.exists()
-    runner.delete(handle)  # forgets the record; Slurm keeps its accounting
-    assert not record.exists()
+    runner.delete(handle)  # Slurm keeps the job and its logs: so do status, list and log
+    assert record.exists()
+    assert runner.status(handle).state == AppState.CANCELLED
+    assert logs(runner, handle, "sh").startswith("started\n")
 
 
 def test_second_process_in_another_directory(runner: Any, tmp_path: Path) -> None:

@@ -11,7 +11,6 @@ from torchx.schedulers.slurm_records import (
     JobRecord,
     read_record,
     record_path,
-    remove_record,
     write_record,
 )
 
@@ -60,10 +59,3 @@ def test_missing_or_damaged_records_read_as_none() -> None:
     assert read_record("9") is None
     path.write_text("torchx-slurm-record 1\nrole\tt\tmany\n")
     assert read_record("9") is None
-
-
-def test_remove_forgets_the_record() -> None:
-    write_record(JobRecord("11", log_dir="/x"))
-    remove_record("11")
-    assert read_record("11") is None
-    remove_record("11")  # a second time is no error

@@ -14,7 +14,7 @@ import os
 from torchx.util.home import torchx_home
 from torchx.util.lazy_dataclass import dataclass, field
 
-__all__ = ["JobRecord", "read_record", "record_path", "remove_record", "write_record"]
+__all__ = ["JobRecord", "read_record", "record_path", "write_record"]
 
 _DIR = "slurm"
 _HEADER = "torchx-slurm-record 1"
@@ -82,11 +82,3 @@ def read_record(job_id: str) -> JobRecord | None:
     except (ValueError, UnicodeError):
         return None
     return record
-
-
-def remove_record(job_id: str) -> None:
-    """Forgets the job; a missing record is no error."""
-    try:  # noqa: SIM105 (contextlib is not otherwise imported)
-        os.unlink(record_path(job_id))
-    except OSError:
-        pass

@@ -60,7 +60,7 @@ from torchx.schedulers.slurm_parse import (
     parse_squeue_text,
     split_job_name,
 )
-from torchx.schedulers.slurm_records import JobRecord, read_record, remove_record, write_record
+from torchx.schedulers.slurm_records import JobRecord, read_record, write_record
 from torchx.schedulers.slurm_request import (
     APP_ID_MARK,
     RANK0_ENV,
@@ -471,9 +471,9 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
             raise SlurmCommandError(f"scancel {app_id} failed: {first_error_line(err)}")
 
     def _delete_existing(self, app_id: str) -> None:
-        """Cancels the job and forgets its record (Slurm keeps its accounting)."""
+        """Cancels the job. Slurm has no deletion: it keeps the job's accounting and log
+        files, so TorchX keeps its record too and status, list and log stay consistent."""
         self._cancel_existing(app_id)
-        remove_record(app_id)
 
     # -- logs --------------------------------------------------------------------------------
 
