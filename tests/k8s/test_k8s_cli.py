@@ -164,3 +164,25 @@ def test_job_id_inside_the_pods_is_the_handle(
     env = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}
     assert env["TORCHX_JOB_ID"] == handle
     assert cli(tmp_path, "status", env["TORCHX_JOB_ID"]).returncode == 0
+
+
+def test_config_problems_are_one_line_without_noise(tmp_path: Path) -> None:
+    """A malformed kubeconfig names the file; no kubeconfig, or an API server that is down,
+    gives the one error line without urllib3's retry warnings or a validate_spec warning."""
+    from torchx_k8s_testsupport import FakeKubernetes
+
+    bad = tmp_path / "bad-kubeconfig"
+    bad.write_text("apiVersion: v1\nclusters: [\n  - a: b\n")
+    gone = FakeKubernetes().start()
+    gone.write_kubeconfig(str(tmp_path / "down-kubeconfig"))
+    gone.stop()  # nothing listens there any more
+    run = ("run", "-s", "kubernetes", "-cfg", "queue=default", "--workspace", "", *ECHO)
+    cases = {
+        str(bad): f"cannot read the kubeconfig {bad}",
+        str(tmp_path / "missing"): "no Kubernetes cluster configured",
+        str(tmp_path / "down-kubeconfig"): "cannot reach the Kubernetes API server",
+    }
+    for kubeconfig, expected in cases.items():
+        for args in (run, ("status", "kubernetes://torchx/default:echo-abc")):
+            proc = cli(tmp_path, *args, env={"KUBECONFIG": kubeconfig})
+            assert expected in one_error_line(proc), (args, proc.stderr)

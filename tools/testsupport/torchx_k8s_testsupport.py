@@ -547,7 +547,8 @@ class FakeKubernetes:
     def handle(self, method: str, path: str, query: dict[str, str], body: Any) -> Any:
         parts = path.strip("/").split("/")
         if path.startswith(VOLCANO) and not self.volcano:
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            # an API group the server does not serve: a plain-text 404, as a real one sends
+            raise ApiError(404, "", "404 page not found")
         # [api, v1, namespaces, ns, kind, name?, sub?] or [apis, group, version, namespaces, ...]
         base = 2 if parts[0] == "api" else 3
         if len(parts) < base + 3 or parts[base] != "namespaces":
@@ -783,6 +784,9 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw) if raw else None
             result = self.fake.handle(method, split.path, query, body)
         except ApiError as e:
+            if not e.reason:  # not a Status: the server's bare text answer
+                self._send(e.code, f"{e.message}\n".encode(), "text/plain; charset=utf-8")
+                return
             status = {
                 "kind": "Status",
                 "apiVersion": "v1",

@@ -299,10 +299,26 @@ def test_volcano_rejects_unknown_queue_and_missing_volcano(
     with pytest.raises(KubernetesApiError, match=r"unable to find job queue: gpu"):
         sched.submit(app(), cfg("volcano", queue="gpu"))
     fake.volcano = False
-    with pytest.raises(KubernetesApiError, match=r"Volcano.*not served.*job_type=batch"):
+    with pytest.raises(KubernetesApiError) as e:  # the server answers "404 page not found"
         sched.submit(app(), cfg("volcano"))
+    assert str(e.value).startswith("Volcano is not installed on this cluster (no batch.volcano")
+    assert "-cfg job_type=batch" in str(e.value) and "page not found" not in str(e.value)
     assert sched.submit(app(), cfg("batch"))  # plain Jobs still work there
-    assert len(sched.list({"namespace": NS})) == 1
+    (listed,) = sched.list({"namespace": NS})
+    assert listed.name == app().name  # APP NAME is filled in
+
+
+def test_describe_gives_back_the_roles_command_and_env(
+    fake: FakeKubernetes, sched: KubernetesScheduler
+) -> None:
+    for job_type in ("volcano", "batch"):
+        app_id = sched.submit(app(), cfg(job_type))
+        described = sched.describe(app_id)
+        assert described is not None
+        (role,) = described.roles
+        original = app().roles[0]
+        assert (role.entrypoint, role.args) == (original.entrypoint, original.args), job_type
+        assert role.env["TORCHX_RANK0_HOST"], job_type
 
 
 def test_unknown_namespace(fake: FakeKubernetes, sched: KubernetesScheduler) -> None:

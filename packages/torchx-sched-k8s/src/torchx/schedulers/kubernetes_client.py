@@ -75,11 +75,13 @@ def connect(context: str | None = None) -> ApiClient:
     ``context`` picks a kubeconfig context (default: its current context). Raises
     :class:`KubernetesConfigError` with the fix when neither works.
     """
+    import yaml
     from kubernetes import client
     from kubernetes import config as kube_config
     from kubernetes.config.config_exception import ConfigException
 
     config: Any = kube_config
+    _quiet_retries()
 
     configuration = client.Configuration()
     if _in_cluster() and not context:
@@ -101,12 +103,27 @@ def connect(context: str | None = None) -> ApiClient:
         )
     except ConfigException as e:
         raise KubernetesConfigError(_config_problem(str(e), context)) from e
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, yaml.YAMLError) as e:
         raise KubernetesConfigError(
             f"cannot read the kubeconfig {os.pathsep.join(paths)}: {_first_line(e)}; fix the"
             " file or point KUBECONFIG at a valid one"
         ) from e
     return client.ApiClient(configuration)
+
+
+class _NoRetryNotes:
+    """Drops urllib3's "Retrying (...)" warnings: the one-line error after them says it."""
+
+    def filter(self, record: Any) -> bool:
+        return not str(record.msg).startswith("Retrying (")
+
+
+def _quiet_retries() -> None:
+    import logging
+
+    pool_log = logging.getLogger("urllib3.connectionpool")
+    if not any(isinstance(f, _NoRetryNotes) for f in pool_log.filters):
+        pool_log.addFilter(_NoRetryNotes())
 
 
 def _config_problem(message: str, context: str | None) -> str:
@@ -181,11 +198,13 @@ def api_error(e: Exception, action: str, namespace: str) -> KubernetesApiError:
                 f"namespace {namespace!r} does not exist ({message}); create it"
                 f" (`kubectl create namespace {namespace}`) or pass -cfg namespace=..."
             )
-        elif "Volcano" in action and "could not find the requested resource" in message:
+        elif "Volcano" in action and (
+            "could not find the requested resource" in message or "page not found" in message
+        ):
             text = (
-                f"the Volcano Job API (batch.volcano.sh/v1alpha1) is not served by this cluster"
-                f" while {action}; install Volcano, or use -cfg job_type=batch (plain"
-                " Kubernetes Jobs)"
+                "Volcano is not installed on this cluster (no batch.volcano.sh API; found"
+                f" while {action}); run with -cfg job_type=batch (plain Kubernetes Jobs, no"
+                " Volcano needed) or install Volcano"
             )
         else:
             text = f"not found while {action}: {message or 'no such object or API'}"

@@ -12,6 +12,7 @@ from typing import Any
 
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse
 from torchx.schedulers.kubernetes_render import (
+    LABEL_APP_NAME,
     LABEL_COMPLETION_INDEX,
     LABEL_REPLICA_ID,
     LABEL_ROLE_INDEX,
@@ -184,6 +185,21 @@ def volcano_app_state(job: dict[str, Any]) -> AppState:
     return JOB_STATE.get(str(phase), AppState.UNKNOWN)
 
 
+def _fill_role(role: Role, containers: list[dict[str, Any]]) -> None:
+    """Image, entrypoint, args and env of ``role`` from its (first replica's) container."""
+    container = containers[0] if containers else {}
+    role.image = str(container.get("image", ""))
+    command = [str(word) for word in container.get("command") or ()]
+    command += [str(word) for word in container.get("args") or ()]
+    if command:
+        role.entrypoint, role.args = command[0], command[1:]
+    role.env = {
+        str(e["name"]): str(e["value"])
+        for e in container.get("env") or ()
+        if isinstance(e, dict) and "name" in e and "value" in e
+    }
+
+
 def describe_volcano(
     app_id: str, namespace: str, job: dict[str, Any], pods: list[dict[str, Any]]
 ) -> DescribeAppResponse:
@@ -207,8 +223,8 @@ def describe_volcano(
             roles[role_name] = (Role(name=role_name, image="", num_replicas=0), [])
         role, statuses = roles[role_name]
         role.num_replicas += 1
-        containers = ((task.get("template") or {}).get("spec") or {}).get("containers") or [{}]
-        role.image = str(containers[0].get("image", ""))
+        if role.num_replicas == 1:
+            _fill_role(role, ((task.get("template") or {}).get("spec") or {}).get("containers"))
         statuses.append(collect.status(role_name, int(rid) if rid.isdigit() else 0, pod, default))
     restarts = int((job.get("status") or {}).get("retryCount") or 0)
     return DescribeAppResponse(
@@ -292,10 +308,9 @@ def describe_batch(
         failed = _condition(job, "Failed")
         if failed is not None:
             failures.append((name, f"{failed.get('reason')}: {failed.get('message') or ''}"))
-        containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or [{}]
-        roles.append(
-            Role(name=role_name, image=str(containers[0].get("image", "")), num_replicas=count)
-        )
+        role = Role(name=role_name, image="", num_replicas=count)
+        _fill_role(role, ((spec.get("template") or {}).get("spec") or {}).get("containers"))
+        roles.append(role)
         roles_statuses.append(RoleStatus(role_name, statuses))
     state = batch_app_state(jobs, collect.any_running)
     message = collect.message(state)
@@ -325,6 +340,7 @@ def list_rows(
         ListAppResponse(
             app_id=f"{namespace}:{(j.get('metadata') or {}).get('name')}",
             state=volcano_app_state(j),
+            name=_labels(j).get(LABEL_APP_NAME, ""),
         )
         for j in volcano_jobs
     ]
@@ -332,7 +348,11 @@ def list_rows(
     for job in batch_jobs:
         apps.setdefault(_labels(job).get(LABEL_INSTANCE, ""), []).append(job)
     rows += [
-        ListAppResponse(app_id=f"{namespace}:batch:{app}", state=batch_app_state(jobs))
+        ListAppResponse(
+            app_id=f"{namespace}:batch:{app}",
+            state=batch_app_state(jobs),
+            name=_labels(jobs[0]).get(LABEL_APP_NAME, ""),
+        )
         for app, jobs in apps.items()
         if app
     ]
