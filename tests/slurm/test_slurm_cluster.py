@@ -450,3 +450,14 @@ def test_job_id_inside_the_job_is_the_handle(runner: Any) -> None:
     handle = runner.run(app(sh('echo "$TORCHX_JOB_ID"')), "slurm")
     assert wait(runner, handle).state == AppState.SUCCEEDED
     assert logs(runner, handle, "sh") == f"{handle}\n"
+
+
+def test_log_since_warns_in_one_plain_line(runner: Any) -> None:
+    handle = runner.run(app(sh("echo hi")), "slurm")
+    assert wait(runner, handle).state == AppState.SUCCEEDED
+    proc = cli("log", "--since", "5m", f"{handle}/sh/0")
+    assert proc.stdout.endswith("hi\n")
+    assert proc.stderr.splitlines() == [
+        "torchx: warning: slurm does not support since/until for logs; they are ignored and"
+        " all log lines are returned"
+    ]

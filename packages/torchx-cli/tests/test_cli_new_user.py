@@ -109,3 +109,19 @@ def test_a_configured_tracker_that_is_not_installed_is_named(cli: Cli) -> None:
     assert len(launcher) == 1, run.stderr
     assert "tracker `mlflow` is configured" in launcher[0]
     assert launcher[0].endswith("pip install torchx-tracker-mlflow")
+
+
+def test_an_uninstalled_scheduler_names_its_distribution(
+    cli: Cli, one_line_error: OneLineError
+) -> None:
+    """This env has local_cwd only: the built-in names say what to install."""
+    run = cli.run("run", "-s", "kubernetes", "utils.echo")
+    assert one_line_error(run).startswith(
+        "torchx: error: scheduler 'kubernetes' is not installed: pip install torchx-sched-k8s"
+    )
+    status = cli.run("status", "slurm://torchx/12")
+    assert "scheduler in app handle 'slurm' is not installed: pip install torchx-sched-slurm" in (
+        one_line_error(status)
+    )
+    typo = cli.run("run", "-s", "local_cdw", "utils.echo")
+    assert "unknown scheduler 'local_cdw' (did you mean 'local_cwd'?)" in one_line_error(typo)

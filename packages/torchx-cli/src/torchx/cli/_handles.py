@@ -46,7 +46,14 @@ def check_scheduler(name: str, context: str = "scheduler") -> str:
     names = installed_schedulers()
     if name in names:
         return name
+    from torchx.specs._common import SCHEDULER_DISTRIBUTIONS
+
     installed = ", ".join(names) if names else "<none>"
+    dist = SCHEDULER_DISTRIBUTIONS.get(name)
+    if dist is not None:
+        raise CliError(
+            f"{context} '{name}' is not installed: pip install {dist} (installed: {installed})"
+        )
     raise CliError(
         f"unknown {context} '{name}'{_suggestion(name, names)}; installed: {installed}"
         " (see `torchx runopts`)"

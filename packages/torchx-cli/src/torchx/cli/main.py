@@ -360,6 +360,19 @@ def _basic_config(level: "int | str") -> None:
     )
 
 
+def _plain_warnings() -> None:
+    """Shows Python warnings (``warnings.warn`` by torchx or a plugin) as one plain line,
+    ``torchx: warning: MESSAGE``, without the source path and line that Python adds (kept
+    with ``--log_level debug``)."""
+    import warnings
+
+    def show(message: "Warning | str", category: type, *_: object, **__: object) -> None:
+        text = " ".join(str(message).split())
+        print(f"torchx: warning: {text}", file=sys.stderr, flush=True)
+
+    warnings.showwarning = show  # type: ignore[assignment]
+
+
 def _dispatch(args: "argparse.Namespace") -> int:
     """Runs the parsed subcommand; returns the exit code (errors are reported here)."""
     from torchx.cli._errors import report_exception
@@ -369,6 +382,8 @@ def _dispatch(args: "argparse.Namespace") -> int:
         level = _parse_log_level(args.log_level)
         debug = _is_debug(level)
         _configure_logging(level)
+        if not debug:
+            _plain_warnings()
         args.func(args)
         sys.stdout.flush()
     except SystemExit:

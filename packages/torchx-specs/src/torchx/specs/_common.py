@@ -65,6 +65,22 @@ class MalformedAppHandleException(Exception):
         self.app_handle = app_handle
 
 
+SCHEDULER_DISTRIBUTIONS = {
+    "local_cwd": "torchx-runner",
+    "local_docker": "torchx-sched-docker",
+    "slurm": "torchx-sched-slurm",
+    "kubernetes": "torchx-sched-k8s",
+    "aws_batch": "torchx-sched-batch",
+}
+"""Which distribution provides each scheduler this project ships."""
+
+
+def install_hint(scheduler_backend: str) -> str:
+    """`` (pip install DIST)`` for a scheduler this project ships, else ``""``."""
+    dist = SCHEDULER_DISTRIBUTIONS.get(scheduler_backend)
+    return f" (pip install {dist})" if dist else ""
+
+
 class UnknownSchedulerException(KeyError):
     """No scheduler is registered under the given name.
 
@@ -72,7 +88,7 @@ class UnknownSchedulerException(KeyError):
     """
 
     def __init__(self, scheduler_backend: str, available: Iterable[str] | None = None) -> None:
-        message = f"Unknown scheduler {scheduler_backend!r}"
+        message = f"Unknown scheduler {scheduler_backend!r}{install_hint(scheduler_backend)}"
         names = sorted(available) if available is not None else []
         if names:
             message += f"; registered schedulers: {', '.join(names)}"
