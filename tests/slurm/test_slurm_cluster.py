@@ -186,7 +186,7 @@ def test_retry_by_requeue(runner: Any) -> None:
     while time.monotonic() < deadline:
         status = runner.status(handle)
         # AppStatus.msg says why it waits, straight from squeue
-        if status.state == AppState.PENDING and status.msg == "pending: BeginTime":
+        if status.state == AppState.PENDING and status.msg.startswith("pending: BeginTime"):
             break
         assert not status.is_terminal(), status
         time.sleep(0.2)
@@ -461,3 +461,40 @@ def test_log_since_warns_in_one_plain_line(runner: Any) -> None:
         "torchx: warning: slurm does not support since/until for logs; they are ignored and"
         " all log lines are returned"
     ]
+
+
+def test_run_wait_says_why_a_job_is_queued_and_ctrl_c_says_it_still_is(
+    runner: Any, workdir: Path
+) -> None:
+    """With every node taken, `run --wait` prints the pending reason (explained) and, on
+    Ctrl-C, that the job is still queued: not that it "keeps running"."""
+    import signal
+
+    blocking = sh("sleep 120", n=4)
+    blocking.resource = Resource(cpu=2, gpu=0, memMB=256)  # a whole node each
+    blocker = runner.run(app(blocking, name="blocker"), "slurm")
+    proc = subprocess.Popen(
+        [TORCHX, "run", "--wait", "-s", "slurm", "utils.sh", "--cpu", "2", "echo", "late"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None and proc.stdout is not None
+        handle = proc.stdout.readline().strip()
+        waiting = proc.stderr.readline()  # "pending" until Slurm has looked at the job once
+        while waiting == f"torchx: {handle} is waiting: pending\n":
+            waiting = proc.stderr.readline()
+        assert waiting.startswith(f"torchx: {handle} is waiting: pending: "), waiting
+        assert "Resources (waiting for nodes to become free)" in waiting or "Priority" in waiting
+        proc.send_signal(signal.SIGINT)
+        _, rest = proc.communicate(timeout=60)
+        assert rest.strip().splitlines()[-1] == (
+            f"torchx: stopped waiting; {handle} is still queued (remove it with"
+            f" `torchx cancel {handle}`)"
+        )
+        assert proc.returncode == 130
+        runner.cancel(handle)
+    finally:
+        proc.kill()
+        runner.cancel(blocker)

@@ -89,7 +89,7 @@ class TestSqueue2205:
         assert (row.state, row.reason, row.hosts) == ("PENDING", "JobHeldUser", [])
         desc = describe_rows("12", [row], None)
         assert desc.state == AppState.PENDING
-        assert desc.msg == "pending: JobHeldUser"
+        assert desc.msg.startswith("pending: JobHeldUser (held by its user: `scontrol release")
 
     def test_raw_wait_status_is_decoded(self) -> None:
         (row,) = parse_squeue_json(fixture("squeue-22.05.json"), leader="13")
@@ -130,7 +130,9 @@ class TestSqueueNewer:
     def test_pending_reason_and_no_resources(self, version: str) -> None:
         (row,) = self.rows(version, "50")
         assert (row.state, row.reason) == ("PENDING", "Priority")
-        assert describe_rows("50", [row], None).msg == "pending: Priority"
+        assert describe_rows("50", [row], None).msg == (
+            "pending: Priority (jobs of higher priority are ahead of it)"
+        )
 
     def test_requeued_is_pending_with_restarts(self, version: str) -> None:
         (row,) = self.rows(version, "51")
@@ -138,7 +140,7 @@ class TestSqueueNewer:
         assert (desc.state, desc.num_restarts, desc.msg) == (
             AppState.PENDING,
             1,
-            "pending: BeginTime",
+            "pending: BeginTime (asked to start later (--begin))",
         )
 
     def test_exit_objects(self, version: str) -> None:
@@ -270,3 +272,15 @@ def test_malformed_json_reads_as_no_jobs() -> None:
     assert parse_squeue_json("not json") == []
     assert parse_squeue_json('{"jobs": {"x": 1}}') == []
     assert parse_squeue_json('{"jobs": [{"job_id": null}, 7]}') == []
+
+
+def test_reasons_that_can_never_be_met_say_so() -> None:
+    from torchx.schedulers.slurm_describe import explain_reason
+
+    for reason in ("PartitionConfig", "PartitionNodeLimit", "PartitionTimeLimit", "BadConstraints"):
+        assert "it can never start as submitted" in explain_reason(reason)
+    assert "it can never" not in explain_reason("Resources")
+    assert explain_reason("QOSMaxJobsPerUserLimit").endswith(
+        "(a limit of its QOS is reached; it starts once other jobs end)"
+    )
+    assert explain_reason("SomethingNew") == "SomethingNew"

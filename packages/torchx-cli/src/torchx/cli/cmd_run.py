@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from torchx.runner import Runner
-    from torchx.specs import AppDryRunInfo, CfgVal
+    from torchx.specs import AppDryRunInfo, AppStatus, CfgVal
 
 __all__ = [
     "LOCAL_SCHEDULER_WARNING_MSG",
@@ -412,17 +412,23 @@ class CmdRun(SubCommand):
         # local_cwd runs in the foreground as upstream's does; every other scheduler (including
         # local_docker, whose containers outlive this command) returns once the app is started.
         is_local = scheduler in _FOREGROUND_SCHEDULERS
+        notes = _PendingNotes(app_handle)
         try:
             # Scripts capture the handle from stdout: keep it the only line printed there.
             print(app_handle, flush=True)
             if is_local or run_args.wait or run_args.log:
-                _wait_and_exit(runner, app_handle, tee=run_args.tee_logs)
+                _wait_and_exit(runner, app_handle, tee=run_args.tee_logs, notes=notes)
             else:
                 _print_next_steps(runner, app_handle)
         except KeyboardInterrupt:
             if is_local:
                 runner.cancel(app_handle)
                 message = f"torchx: interrupted; cancelled {app_handle}"
+            elif notes.last_state in ("PENDING", "SUBMITTED"):
+                message = (
+                    f"torchx: stopped waiting; {app_handle} is still queued"
+                    f" (remove it with `torchx cancel {app_handle}`)"
+                )
             else:
                 message = (
                     f"torchx: stopped waiting; {app_handle} keeps running"
@@ -473,7 +479,30 @@ def _print_next_steps(runner: "Runner", app_handle: str) -> None:
     )
 
 
-def _wait_and_exit(runner: "Runner", app_handle: str, tee: bool) -> None:
+class _PendingNotes:
+    """Says why a waited-for app is not running yet, each time the reason changes."""
+
+    def __init__(self, app_handle: str) -> None:
+        self.app_handle = app_handle
+        self.last_state: str | None = None
+        self._said: str | None = None
+
+    def __call__(self, status: "AppStatus") -> None:
+        from torchx.specs import AppState
+
+        self.last_state = status.state.name
+        if status.state not in (AppState.PENDING, AppState.SUBMITTED):
+            self._said = None
+            return
+        reason = status.msg if status.msg and status.msg != "<NONE>" else "pending"
+        if reason != self._said:
+            self._said = reason
+            print(f"torchx: {self.app_handle} is waiting: {reason}", file=sys.stderr, flush=True)
+
+
+def _wait_and_exit(
+    runner: "Runner", app_handle: str, tee: bool, notes: "_PendingNotes | None" = None
+) -> None:
     """Streams every replica's log to stderr until the app ends; fails unless it succeeded."""
     import threading
 
@@ -493,7 +522,8 @@ def _wait_and_exit(runner: "Runner", app_handle: str, tee: bool) -> None:
         runner, app_handle, replicas, printer, should_tail=True, app_done=app_done
     )
     try:
-        status = runner.wait(app_handle, wait_interval=1)
+        notes = notes or _PendingNotes(app_handle)
+        status = runner.wait(app_handle, wait_interval=1, on_status=notes)
     finally:
         app_done.set()
 

@@ -370,7 +370,7 @@ def _plain_warnings() -> None:
         text = " ".join(str(message).split())
         print(f"torchx: warning: {text}", file=sys.stderr, flush=True)
 
-    warnings.showwarning = show  # type: ignore[assignment]
+    warnings.showwarning = show
 
 
 def _dispatch(args: "argparse.Namespace") -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
@@ -611,8 +611,17 @@ class Runner:
                 finish_tracked_app(app_handle, status.state.name)
             return status
 
-    def wait(self, app_handle: AppHandle, wait_interval: float = 10) -> AppStatus | None:
+    def wait(
+        self,
+        app_handle: AppHandle,
+        wait_interval: float = 10,
+        *,
+        on_status: Callable[[AppStatus], None] | None = None,
+    ) -> AppStatus | None:
         """Blocks until the app is finished; returns its final status (``None`` if unknown).
+
+        ``on_status`` is called with every status read while the app is not finished (to
+        say why it is still pending, for example).
 
         Between checks the scheduler's ``wait_for_change`` is given up to
         ``wait_interval`` seconds, so schedulers without an event source are polled that
@@ -629,6 +638,8 @@ class Runner:
                 app_status = self.status(app_handle)
                 if app_status is None or app_status.is_terminal():
                     return app_status
+                if on_status is not None:
+                    on_status(app_status)
                 scheduler.wait_for_change(app_id, window)
 
     def cancel(self, app_handle: AppHandle) -> None:

@@ -185,7 +185,7 @@ def volcano_app_state(job: dict[str, Any]) -> AppState:
     return JOB_STATE.get(str(phase), AppState.UNKNOWN)
 
 
-def _fill_role(role: Role, containers: list[dict[str, Any]]) -> None:
+def _fill_role(role: Role, containers: list[dict[str, Any]] | None) -> None:
     """Image, entrypoint, args and env of ``role`` from its (first replica's) container."""
     container = containers[0] if containers else {}
     role.image = str(container.get("image", ""))

@@ -82,12 +82,55 @@ def app_state(rows: list[SlurmJob]) -> AppState:
     return AppState.UNKNOWN
 
 
+_NEVER = "it can never start as submitted: cancel it and resubmit"
+_REASONS = {
+    "Priority": "jobs of higher priority are ahead of it",
+    "Resources": "waiting for nodes to become free",
+    "Dependency": "waiting for a job it depends on",
+    "DependencyNeverSatisfied": f"a job it depends on failed; {_NEVER} without the dependency",
+    "BeginTime": "asked to start later (--begin)",
+    "JobHeldUser": "held by its user: `scontrol release JOBID` lets it start",
+    "JobHeldAdmin": "held by an administrator",
+    "ReqNodeNotAvail": "the nodes it needs are down, drained or reserved",
+    "Reservation": "waiting for its reservation to start",
+    "PartitionDown": "its partition is down",
+    "PartitionInactive": "its partition is inactive",
+    "PartitionConfig": f"the request does not fit the partition's configuration; {_NEVER}"
+    " with fewer nodes, CPUs, memory or GPUs, or to another partition",
+    "PartitionNodeLimit": f"it asks for more nodes than the partition allows; {_NEVER} with"
+    " fewer replicas or to another partition",
+    "PartitionTimeLimit": f"its time limit exceeds the partition's; {_NEVER} with a shorter"
+    " -cfg time=... or to another partition",
+    "BadConstraints": f"no node has the features it asks for; {_NEVER} with another"
+    " -cfg constraint=...",
+    "InvalidAccount": f"its account is not valid here; {_NEVER} with another -cfg account=...",
+    "InvalidQOS": f"its QOS is not valid here; {_NEVER} with another -cfg qos=...",
+    "launch failed requeued held": "its launch failed and Slurm held it: see `scontrol show"
+    " job JOBID`, then `scontrol release JOBID`",
+}
+
+
+def explain_reason(reason: str) -> str:
+    """Slurm's raw pending reason with a short explanation of the common ones (saying so
+    when the job can never start as it is)."""
+    explanation = _REASONS.get(reason)
+    if explanation is None:
+        for prefix, text in (
+            ("QOS", "a limit of its QOS is reached; it starts once other jobs end"),
+            ("Assoc", "a limit of its account is reached; it starts once other jobs end"),
+        ):
+            if reason.startswith(prefix) and "Limit" in reason:
+                explanation = text
+                break
+    return f"{reason} ({explanation})" if explanation else reason
+
+
 def _message(state: AppState, rows: list[SlurmJob]) -> str:
     """Why the job is where it is: the pending reason, or how it ended."""
     leader = rows[0]
     reasons = [r.reason for r in rows if r.reason]
     if state == AppState.PENDING:
-        return f"pending: {reasons[0]}" if reasons else "pending"
+        return f"pending: {explain_reason(reasons[0])}" if reasons else "pending"
     if state == AppState.FAILED:
         codes = [r for r in rows if r.exit_code or r.signal]
         detail = leader.state.lower() if leader.state else "failed"
