@@ -206,6 +206,8 @@ def test_retries_use_the_restart_policy(runner: Any, tmp_path: Path) -> None:
     handle, status = _run(runner, _app("retry", role))
     assert status.state == AppState.FAILED
     assert (fail_dir / "count").read_text() == "2\n"
+    assert status.num_restarts == 1  # not -1
+    assert status.msg == "r/0: exit code 1"  # role/replica, not a container name cut short
 
 
 def test_cancel_keeps_containers_and_delete_removes_them(runner: Any, docker_client: Any) -> None:
@@ -216,9 +218,14 @@ def test_cancel_keeps_containers_and_delete_removes_them(runner: Any, docker_cli
         break
     assert runner.status(handle).state == AppState.RUNNING
     runner.cancel(handle)
-    assert runner.status(handle).state == AppState.CANCELLED
-    listed = {r.app_id: r.state for r in runner._scheduler(SCHED).list()}
-    assert listed[app_id] == AppState.CANCELLED
+    cancelled = runner.status(handle)
+    assert cancelled.state == AppState.CANCELLED
+    assert cancelled.roles[0].replicas[0].state == AppState.CANCELLED  # not FAILED
+    assert cancelled.num_restarts == 0
+    listed = {r.app_id: (r.state, r.name) for r in runner._scheduler(SCHED).list()}
+    assert listed[app_id] == (AppState.CANCELLED, "sleepy")  # APP NAME filled in
+    (role,) = runner.describe(handle).roles
+    assert (role.entrypoint, role.args) == ("sh", ["-c", "echo started; sleep 300"])
     kept = app_containers(docker_client, app_id)
     assert [c["State"] for c in kept] == ["exited"]
     assert _log(runner, handle, "s") == ["started\n"]  # still inspectable
@@ -335,7 +342,9 @@ def test_workspace_is_built_once_and_rebuilt_on_change(
     assert status.state == AppState.SUCCEEDED
     assert _log(runner, handle, "w") == ["hello from the workspace\n", "ignored\n"]
     first_image = runner.describe(handle).roles[0].image
-    assert "building workspace" in capfd.readouterr().err
+    built = capfd.readouterr().err
+    assert "building workspace" in built
+    assert "were not consumed" not in built  # WORKSPACE is passed only when declared
 
     os.utime(ws / "pkg" / "hello.txt", (1, 1))  # touched, not changed: still the same image
     handle, status = _run(runner, _app("ws", role), workspace=str(ws))

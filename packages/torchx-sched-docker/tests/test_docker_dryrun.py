@@ -6,6 +6,7 @@ real daemon in tests/docker.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from typing import Any
@@ -72,12 +73,19 @@ def test_one_container_per_replica_with_names_labels_and_env(sched: ds.DockerSch
         assert container.kwargs["environment"]["TORCHX_RANK0_HOST"] == f"{app_id}-trainer-0"
     assert second.kwargs["environment"]["ROLE_ENV"] == "r1"
     assert first.kwargs["environment"]["TORCHX_IMAGE"] == IMAGE
-    assert second.kwargs["labels"] == {
-        ds.LABEL_VERSION: second.kwargs["labels"][ds.LABEL_VERSION],
-        ds.LABEL_APP_ID: app_id,
-        ds.LABEL_ROLE_NAME: "trainer",
-        ds.LABEL_REPLICA_ID: "1",
-    }
+    assert (
+        second.kwargs["labels"]
+        == {
+            ds.LABEL_VERSION: second.kwargs["labels"][ds.LABEL_VERSION],
+            ds.LABEL_APP_ID: app_id,
+            "torchx.pytorch.org/app-name": "my app",  # `torchx list` shows it
+            ds.LABEL_ROLE_NAME: "trainer",
+            ds.LABEL_REPLICA_ID: "1",
+            # `describe` gives the command back exactly (Docker lists it as one string)
+            "torchx.pytorch.org/command": json.dumps(["python", *second.command[1:]]),
+        }
+    )
+    assert json.loads(second.kwargs["labels"]["torchx.pytorch.org/command"]) == second.command
     assert first.kwargs["mem_limit"] == first.kwargs["shm_size"] == "1024m"
     assert first.kwargs["nano_cpus"] == 2_000_000_000
     assert first.kwargs["device_requests"] == [

@@ -236,6 +236,19 @@ def _listed_state(summary: dict[str, Any]) -> AppState:
     return AppState.SUCCEEDED if match is not None and int(match.group(1)) == 0 else AppState.FAILED
 
 
+def _role_of(role_name: str, summary: dict[str, Any], num_replicas: int) -> Role:
+    """The role as its first container shows it: image, entrypoint and args."""
+    role = Role(name=role_name, image=str(summary.get("Image", "")), num_replicas=num_replicas)
+    command = (summary.get("Labels") or {}).get(labels.COMMAND)
+    try:
+        words = json.loads(command) if command else None
+    except ValueError:
+        words = None
+    if isinstance(words, list) and words:
+        role.entrypoint, role.args = str(words[0]), [str(w) for w in words[1:]]
+    return role
+
+
 def _container_name_prefix(app_id: str, role_name: str) -> str:
     """``<app_id[-30:]>-<role[:30]>``, made a valid start of a container name/hostname."""
     return _NAME_CHARS.sub("-", f"{app_id[-30:]}-{role_name[:30]}").lstrip("_.-") or "torchx"
@@ -406,8 +419,10 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                     "labels": {
                         LABEL_VERSION: __version__,
                         LABEL_APP_ID: app_id,
+                        labels.APP_NAME: app.name,
                         LABEL_ROLE_NAME: role_name,
                         LABEL_REPLICA_ID: rid,
+                        labels.COMMAND: json.dumps([entrypoint, *args]),
                     },
                     "network": NETWORK,
                     "privileged": privileged,
@@ -502,27 +517,30 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             str((v.get("Labels") or {}).get(LABEL_APP_ID, "")) for v in volumes.get("Volumes") or []
         }
 
-    def _replica_state(self, summary: dict[str, Any]) -> tuple[AppState, str]:
-        """The replica state of a container summary, and Docker's error message if any."""
+    def _replica_state(self, summary: dict[str, Any]) -> tuple[AppState, str, int]:
+        """The replica state of a container summary, Docker's error message if any, and
+        how often the container was restarted (known when it had to be inspected)."""
         state = str(summary.get("State", ""))
         died_with = self._exits.get(str(summary.get("Id", ""))) if state == "running" else None
         if died_with is None:
             listed = _listed_state(summary)
             if listed != AppState.FAILED:
-                return listed, ""
+                return listed, "", 0
         if died_with == 0:
-            return AppState.SUCCEEDED, ""  # exit 0 is never restarted (on-failure policy)
+            return AppState.SUCCEEDED, "", 0  # exit 0 is never restarted (on-failure policy)
         info = self._api.inspect_container(summary["Id"])
+        restarts = int(info.get("RestartCount") or 0)
         container_state = info.get("State") or {}
         if container_state.get("Running") or container_state.get("Restarting"):
-            return CONTAINER_STATE.get(str(container_state.get("Status")), AppState.RUNNING), ""
+            state_now = CONTAINER_STATE.get(str(container_state.get("Status")), AppState.RUNNING)
+            return state_now, "", restarts
         exit_code = int(container_state.get("ExitCode", -1))
         if exit_code == 0:
-            return AppState.SUCCEEDED, ""
+            return AppState.SUCCEEDED, "", restarts
         error = str(container_state.get("Error") or "")
         if container_state.get("OOMKilled"):
             error = error or "killed: out of memory (raise the role's memMB)"
-        return AppState.FAILED, error or f"exit code {exit_code}"
+        return AppState.FAILED, error or f"exit code {exit_code}", restarts
 
     def describe(self, app_id: str) -> DescribeAppResponse | None:
         self._describe_ns[app_id] = time.time_ns()
@@ -539,15 +557,17 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         roles_statuses: list[RoleStatus] = []
         states: list[AppState] = []
         errors: list[str] = []
+        restarts = 0
         for role_name, replicas in by_role.items():
             replicas.sort(key=lambda r: r[0])
             statuses: list[ReplicaStatus] = []
             for rid, summary in replicas:
-                state, error = self._replica_state(summary)
+                state, error, replica_restarts = self._replica_state(summary)
+                restarts = max(restarts, replica_restarts)
                 states.append(state)
                 name = str((summary.get("Names") or ["/"])[0]).lstrip("/")
                 if error:
-                    errors.append(f"{name}: {error}")
+                    errors.append(f"{role_name}/{rid}: {error}")
                 statuses.append(
                     ReplicaStatus(
                         id=rid,
@@ -558,13 +578,18 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                     )
                 )
             roles_statuses.append(RoleStatus(role_name, statuses))
-            image = str(replicas[0][1].get("Image", ""))
-            roles.append(Role(name=role_name, image=image, num_replicas=len(replicas)))
+            roles.append(_role_of(role_name, replicas[0][1], len(replicas)))
         state = self._app_state(app_id, states)
+        if state == AppState.CANCELLED:  # a stopped container exits non-zero: not a failure
+            for role_status in roles_statuses:
+                for replica in role_status.replicas:
+                    if replica.state != AppState.SUCCEEDED:
+                        replica.state = AppState.CANCELLED
         return DescribeAppResponse(
             app_id=app_id,
             state=state,
-            msg="; ".join(errors) if errors else NONE,
+            num_restarts=restarts,
+            msg="; ".join(errors) if errors and state != AppState.CANCELLED else NONE,
             roles_statuses=roles_statuses,
             roles=roles,
         )
@@ -591,12 +616,19 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             all=True, filters={"label": [LABEL_APP_ID]}
         )
         by_app: dict[str, list[AppState]] = {}
+        names: dict[str, str] = {}
         for summary in sorted(summaries, key=lambda s: int(s.get("Created") or 0)):
-            app_id = str((summary.get("Labels") or {}).get(LABEL_APP_ID, ""))
+            container_labels = summary.get("Labels") or {}
+            app_id = str(container_labels.get(LABEL_APP_ID, ""))
             by_app.setdefault(app_id, []).append(_listed_state(summary))
+            names[app_id] = str(container_labels.get(labels.APP_NAME, ""))
         cancelled = self._cancelled_apps() if by_app else set()
         return [
-            ListAppResponse(app_id=app_id, state=self._app_state(app_id, states, cancelled))
+            ListAppResponse(
+                app_id=app_id,
+                state=self._app_state(app_id, states, cancelled),
+                name=names[app_id],
+            )
             for app_id, states in by_app.items()
         ]
 

@@ -10,6 +10,7 @@ __all__ = [
     "APP_ID",
     "APP_NAME",
     "CANCELLED",
+    "COMMAND",
     "DOMAIN",
     "JOB_TYPE",
     "REPLICA_ID",
@@ -34,5 +35,8 @@ JOB_TYPE = f"{DOMAIN}/job-type"
 USER = f"{DOMAIN}/user"
 CANCELLED = f"{DOMAIN}/cancelled"
 """Marks a local_docker app that ``torchx cancel`` stopped (the daemon cannot tell)."""
+COMMAND = f"{DOMAIN}/command"
+"""The replica's command (entrypoint and args) as a JSON list, where the backend's own
+record of it is lossy (Docker lists a container's command as one string)."""
 WORKSPACE_HASH = f"{DOMAIN}/workspace-hash"
 """Content hash of the workspace an image was built from (the image workspace's cache)."""

@@ -217,6 +217,14 @@ def build_context(workspace: str) -> tuple[IO[bytes], str, bytes]:
     return sink, writer.digest.hexdigest(), dockerfile
 
 
+def _declared_args(dockerfile: bytes) -> set[str]:
+    """The names the Dockerfile declares with ``ARG`` (``ARG NAME`` or ``ARG NAME=default``)."""
+    text = dockerfile.decode("utf-8", errors="replace")
+    return set(
+        re.findall(r"^\s*ARG\s+([A-Za-z_][A-Za-z0-9_]*)", text, re.MULTILINE | re.IGNORECASE)
+    )
+
+
 def _base_images(dockerfile: bytes, image: str) -> tuple[list[str], bool]:
     """The ``FROM`` images of ``dockerfile`` (``$IMAGE`` resolved) and whether it uses IMAGE."""
     text = dockerfile.decode("utf-8", errors="replace")
@@ -366,7 +374,9 @@ class DockerWorkspaceMixin(WorkspaceMixin[dict[str, tuple[str, str]]]):
                     " write -cfg build_args=K1:V1,K2:V2"
                 )
             build_args = {str(k): str(v) for k, v in extra_args.items()}
-            build_args = {"IMAGE": role.image, "WORKSPACE": workspace, **build_args}
+            implicit = {"IMAGE": role.image, "WORKSPACE": workspace}
+            declared = _declared_args(dockerfile)  # docker warns about args nobody uses
+            build_args = {**{k: v for k, v in implicit.items() if k in declared}, **build_args}
             key_doc = {
                 "context": context_hash,
                 "bases": [(b, base_ids[b]) for b in bases],
