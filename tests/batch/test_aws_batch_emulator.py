@@ -251,6 +251,7 @@ def test_workspace_is_built_pushed_and_run(batch_queue: str, project: Path) -> N
         "utils.sh", "--image", IMAGE, "--memMB", "128", "cat", "data.txt", cwd=project,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
+    assert "pushing" not in proc.stderr and ": Pushed" not in proc.stderr  # quiet=True
     handle = _handle(proc)
     desc = _torchx("describe", handle, cwd=project).stdout
     assert f"'image': '{repo}:" in desc

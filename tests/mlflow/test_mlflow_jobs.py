@@ -120,6 +120,7 @@ def test_job_records_metadata_and_artifact(project: Project, tmp_path: Path) -> 
     assert jobs.returncode == 0, jobs.stderr
     assert _table(jobs.stdout) == [[handle]]
     metadata = project.torchx("tracker", "list", "metadata", handle)
+    assert metadata.stdout.split()[:2] == ["KEY", "VALUE"]
     assert ["lr", "0.1"] in _table(metadata.stdout)
     artifacts = project.torchx("tracker", "list", "artifacts", handle)
     ((name, path, meta),) = [line.split(maxsplit=2) for line in artifacts.stdout.splitlines()[2:]]

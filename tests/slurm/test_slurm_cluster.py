@@ -202,7 +202,10 @@ def test_retry_by_requeue(runner: Any) -> None:
     assert logs(runner, handle, "sh") == "attempt 0\nattempt 1\n"  # nothing overwritten
 
 
-def test_job_dir_workspace(runner: Any, tmp_path: Path, workdir: Path) -> None:
+def test_job_dir_workspace(
+    runner: Any, tmp_path: Path, workdir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("INFO")
     project = tmp_path / "project"
     (project / "data").mkdir(parents=True)
     (project / "run.sh").write_text('echo "in $(pwd)"; ls -1\n')
@@ -213,6 +216,8 @@ def test_job_dir_workspace(runner: Any, tmp_path: Path, workdir: Path) -> None:
     role.workspace = Workspace({str(project): ""})
     handle = runner.run(app(role), "slurm", cfg={"job_dir": str(job_dir)})
     assert wait(runner, handle).state == AppState.SUCCEEDED
+    assert f"Copied workspace {project} of role `sh` into {job_dir}" in caplog.text
+    assert "ghcr.io" not in caplog.text  # no image Slurm does not use
     lines = logs(runner, handle, "sh").splitlines()
     assert lines[0] == f"in {job_dir}"
     assert "run.sh" in lines and "data" not in lines

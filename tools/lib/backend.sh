@@ -103,8 +103,12 @@ wait_until() {
 # wait up to 20 s for it to go, then SIGKILL; removes PIDFILE. Nothing recorded, nothing done:
 # a server these scripts reused rather than started is left alone.
 stop_pid() {
-  local file="$1" target pid
-  [ -f "$file" ] || return 0
+  local file="$1" target pid what
+  what="$(basename "$file" .pid)"
+  if [ ! -f "$file" ]; then
+    echo "$NAME: $what was not started by the up script (nothing to stop)"
+    return 0
+  fi
   pid="$(cat "$file" 2>/dev/null)"
   target="$pid"
   [ "${2:-}" = group ] && target="-$pid"
@@ -112,6 +116,9 @@ stop_pid() {
     kill -TERM -- "$target" 2>/dev/null || kill -TERM "$pid" 2>/dev/null
     for _ in $(seq 1 200); do kill -0 -- "$target" 2>/dev/null || break; sleep 0.1; done
     kill -KILL -- "$target" 2>/dev/null || true
+    echo "$NAME: stopped $what (pid $pid)"
+  else
+    echo "$NAME: $what (pid ${pid:-?}) had already exited"
   fi
   rm -f "$file"
 }

@@ -92,7 +92,7 @@ class CmdTracker(SubCommand):
             print(format_table([[job_id] for job_id in job_ids], ["JOB ID"]))
         elif what == "metadata":
             metadata = self.tracker.metadata(args.RUN_ID)
-            print(format_table([[k, str(v)] for k, v in metadata.items()], ["ID", "VALUE"]))
+            print(format_table([[k, str(v)] for k, v in metadata.items()], ["KEY", "VALUE"]))
         elif what == "artifacts":
             found = list(self.tracker.artifacts(args.RUN_ID).values())
             if args.artifact:

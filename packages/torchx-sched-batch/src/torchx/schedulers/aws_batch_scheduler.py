@@ -350,7 +350,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         request = dryrun_info.request
         self._check_queue(request)
         if request.images_to_push:
-            self.push_images(request.images_to_push)
+            self.push_images(request.images_to_push, quiet=bool(dryrun_info._cfg.get("quiet")))
         client = self._client
         job_def_arn = api_call(
             f"register the job definition {request.name}",

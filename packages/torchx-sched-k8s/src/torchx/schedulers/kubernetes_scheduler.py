@@ -492,7 +492,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     def schedule(self, dryrun_info: AppDryRunInfo[KubernetesJob]) -> str:
         job = dryrun_info.request
         if job.images_to_push:
-            self.push_images(job.images_to_push)
+            self.push_images(job.images_to_push, quiet=bool(dryrun_info._cfg.get("quiet")))
         return self._create(job)
 
     # -- state -----------------------------------------------------------------------------

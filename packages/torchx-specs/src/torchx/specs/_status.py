@@ -184,9 +184,7 @@ def _format_replica(replica: ReplicaStatus) -> str:
                 f"    {_wrap(_trim_error(message), _ERROR_HEADER)}"
             )
     else:
-        data = state
-        if replica.state in (AppState.FAILED, AppState.CANCELLED):
-            data += " (no reply file)"
+        data = state  # no torchelastic reply: nothing more to say (the app's msg says why)
     marker = "*" if replica.id == 0 else " "
     return f"\n {marker}{replica.role}[{replica.id}]:{data}"
 

@@ -108,13 +108,15 @@ class WorkspaceMixin(abc.ABC, Generic[T]):
             old_image = role.image
             self.caching_build_workspace_and_update_role(role, cfg, build_cache)
             if role.image != old_image:
-                logger.info(
-                    "Built workspace %s of role `%s`: image %s -> %s",
-                    role.workspace,
-                    role.name,
-                    old_image,
-                    role.image,
-                )
+                logger.info(self.built_message(role, old_image))
+
+    def built_message(self, role: Role, old_image: str) -> str:
+        """The log line saying what building ``role``'s workspace gave (overridable: a
+        directory workspace says where it copied, not which image it replaced)."""
+        return (
+            f"Built workspace {role.workspace} of role `{role.name}`:"
+            f" image {old_image} -> {role.image}"
+        )
 
     def plan_workspaces(self, roles: list[Role], cfg: Mapping[str, CfgVal]) -> None:
         """What :meth:`build_workspaces` would do, without doing it (a dry run).

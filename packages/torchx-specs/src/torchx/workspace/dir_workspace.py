@@ -156,6 +156,9 @@ class DirWorkspaceMixin(WorkspaceMixin[None]):
             self._torchx_created_job_dirs = created
         return created
 
+    def built_message(self, role: Role, old_image: str) -> str:
+        return f"Copied workspace {role.workspace} of role `{role.name}` into {role.image}"
+
     def planned_image(self, role: Role, cfg: Mapping[str, CfgVal]) -> str:
         """``job_dir`` (not created by a dry run), or the role's image when it is unset."""
         job_dir = cfg.get("job_dir")

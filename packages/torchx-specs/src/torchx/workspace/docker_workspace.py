@@ -476,10 +476,16 @@ class DockerWorkspaceMixin(WorkspaceMixin[dict[str, tuple[str, str]]]):
             role.image = f"{repo}:{tag}"
         return images
 
-    def push_images(self, images_to_push: dict[str, tuple[str, str]]) -> None:
-        """Tags and pushes the images planned by :meth:`dryrun_push_images`, with progress."""
+    def push_images(self, images_to_push: dict[str, tuple[str, str]], quiet: bool = False) -> None:
+        """Tags and pushes the images planned by :meth:`dryrun_push_images`, with progress
+        (none when ``quiet``, the run option that also silences the build log)."""
         client = self._docker_client
-        for local, (repo, tag) in images_to_push.items():
-            print(f"torchx: pushing {repo}:{tag}", file=sys.stderr)
-            client.api.tag(local, repo, tag)
-            print_push_events(client.api.push(repo, tag, stream=True, decode=True))
+        out = open(os.devnull, "w") if quiet else sys.stderr  # noqa: SIM115
+        try:
+            for local, (repo, tag) in images_to_push.items():
+                print(f"torchx: pushing {repo}:{tag}", file=out)
+                client.api.tag(local, repo, tag)
+                print_push_events(client.api.push(repo, tag, stream=True, decode=True), out)
+        finally:
+            if quiet:
+                out.close()
