@@ -1,9 +1,11 @@
 """Bumps the one version every torchx distribution shares.
 
-The version lives in ``packages/torchx-specs/src/torchx/version.py`` (every
-``pyproject.toml`` reads it through ``[tool.hatch.version]``). Distributions pin each
-other exactly (``torchx-specs==X``) so they move in lockstep; this tool rewrites those
-pins too.
+The version lives in ``packages/torchx-specs/src/torchx/version.py`` (``torchx-specs``
+reads it through ``[tool.hatch.version]``) and, static so that every sdist builds on its
+own, in each other distribution's ``pyproject.toml``. Distributions require each other as
+a range over one minor release (``torchx-specs>=X.Y.0,<X.Y+1``, the compatibility policy
+in docs/releasing.md), so a backend can be upgraded alone; this tool moves those ranges
+to the new minor release too.
 
 Usage: ``python tools/bump_version.py 0.9.0``
 """
@@ -18,7 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 VERSION_FILE = ROOT / "packages" / "torchx-specs" / "src" / "torchx" / "version.py"
 _VERSION_LINE = re.compile(r'^__version__ = "([^"]+)"$', re.MULTILINE)
-_PIN = re.compile(r'"(torchx(?:-[a-z0-9-]+)?)==[^"]+"')
+_RANGE = re.compile(r'"(torchx(?:-[a-z0-9-]+)?)(?:\[[^\]]*\])?(?:==|>=)[^"]+"')
+_STATIC = re.compile(r'^version = "[^"]+"$', re.MULTILINE)
 _PEP440 = re.compile(r"^\d+(\.\d+)*((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?$")
 
 
@@ -39,11 +42,24 @@ def bump(new: str) -> list[Path]:
     changed.append(VERSION_FILE)
     for pyproject in sorted((ROOT / "packages").glob("*/pyproject.toml")):
         text = pyproject.read_text()
-        updated = _PIN.sub(lambda m: f'"{m.group(1)}=={new}"', text)
+        updated = _STATIC.sub(f'version = "{new}"', text)
+        updated = _RANGE.sub(lambda m: _requirement(m.group(0), new), updated)
         if updated != text:
             pyproject.write_text(updated)
             changed.append(pyproject)
     return changed
+
+
+def compatible_range(version: str) -> str:
+    """``>=X.Y.0,<X.Y+1``: every release of the minor series ``version`` belongs to."""
+    major, minor = (int(part) for part in re.findall(r"\d+", version)[:2])
+    return f">={major}.{minor}.0,<{major}.{minor + 1}"
+
+
+def _requirement(quoted: str, new: str) -> str:
+    name = re.match(r'"(torchx(?:-[a-z0-9-]+)?(?:\[[^\]]*\])?)', quoted)
+    assert name is not None
+    return f'"{name.group(1)}{compatible_range(new)}"'
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -334,6 +334,7 @@ def test_workspace_is_built_once_and_rebuilt_on_change(
     ws = tmp_path / "ws"
     (ws / "pkg").mkdir(parents=True)
     (ws / "pkg" / "hello.txt").write_text("hello from the workspace\n")
+    (ws / "pkg" / "unique.txt").write_text(f"{time.time_ns()}\n")  # no image of earlier runs
     (ws / "secret.txt").write_text("do not ship\n")
     (ws / ".dockerignore").write_text("secret.txt\n")
     role = _role("w", "cat pkg/hello.txt; test -e secret.txt && echo leaked || echo ignored")

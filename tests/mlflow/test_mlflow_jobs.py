@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -217,7 +218,14 @@ def test_runs_end_with_the_apps_final_state(project: Project) -> None:
     )  # fmt: skip
     assert proc.returncode != 0
     failed = next(line for line in proc.stdout.splitlines() if line.startswith("local_cwd://"))
-    runs = project.runs()
+    # a detached helper ends the runs (the CLI neither waits for MLflow nor imports it)
+    deadline = time.monotonic() + 60
+    while True:
+        runs = project.runs()
+        ended = [runs[h].info.end_time for h in (ok, failed)]  # type: ignore[attr-defined]
+        if all(ended) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     assert runs[ok].info.status == "FINISHED" and runs[ok].info.end_time  # type: ignore[attr-defined]
     assert runs[failed].info.status == "FAILED" and runs[failed].info.end_time  # type: ignore[attr-defined]
     assert runs[failed].data.tags["torchx.app_state"] == "FAILED"  # type: ignore[attr-defined]

@@ -46,7 +46,7 @@ def test_list_metadata(cli: Cli, tracked: dict[str, str]) -> None:
     proc = cli.run("tracker", "list", "metadata", "child-run", env=tracked)
     assert proc.returncode == 0, proc.stderr
     header, rows = _rows(proc.stdout)
-    assert header == ["ID", "VALUE"]
+    assert header == ["KEY", "VALUE"]
     assert sorted(rows) == [["lr", "0.1"], ["owner", "bob"]]
 
 

@@ -3,8 +3,11 @@ the end of each tracked run once the launcher sees its app in a final state.
 
 A job's trackers write while it runs; only the launcher (``run --wait``, ``status``, the
 Runner) sees how the app ended, so it tells each configured tracker (trackers that keep run
-state implement ``TrackerBase.app_finished``). Each app is finished once: a marker under
-``TORCHX_HOME`` remembers it across processes.
+state implement ``TrackerBase.app_finished``). That is done by a detached helper process
+(``python -m torchx.runner._trackers HANDLE STATE``), so that ``torchx status`` and
+``run --wait`` neither wait for a tracking server nor import its SDK; the helper's
+warnings go to ``$TORCHX_HOME/trackers/finish.log``. Each app is finished once: a marker
+under ``TORCHX_HOME`` remembers it across processes.
 """
 
 from __future__ import annotations
@@ -62,7 +65,8 @@ def _marker(handle: str) -> str:
 
 
 def finish_tracked_app(handle: str, state: str) -> None:
-    """Tells every configured tracker that ``handle`` ended in ``state`` (once per app)."""
+    """Has every configured tracker told that ``handle`` ended in ``state`` (once per app,
+    by a detached helper process)."""
     if handle in _finished:
         return
     _finished.add(handle)
@@ -73,23 +77,52 @@ def finish_tracked_app(handle: str, state: str) -> None:
             return
     from torchx.runner.api import get_configured_trackers
 
-    configured = get_configured_trackers()
-    if not configured:
+    if not get_configured_trackers() or os.path.exists(_marker(handle)):
         return
-    marker = _marker(handle)
-    if os.path.exists(marker):
-        return
+    import subprocess
+    import sys
+
+    from torchx.util.atomic import make_private_dirs
+
+    log = os.path.join(os.path.dirname(os.path.dirname(_marker(handle))), "finish.log")
+    make_private_dirs(os.path.dirname(log))
+    with open(os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") as out:
+        subprocess.Popen(
+            [sys.executable, "-m", "torchx.runner._trackers", handle, state],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,  # outlives the command; Ctrl-C does not reach it
+            cwd=os.getcwd(),
+        )
+
+
+def _finish_now(handle: str, state: str) -> int:
+    """The helper's work: tells the installed configured trackers, then leaves the marker."""
+    from torchx.runner.api import get_configured_trackers
     from torchx.tracker.api import TRACKER_ENTRYPOINT_GROUP, build_trackers
+    from torchx.util.atomic import try_write_private
     from torchx.util.entrypoints import load_group
 
+    marker = _marker(handle)
+    if os.path.exists(marker):
+        return 0
+    configured = get_configured_trackers()
     installed = load_group(TRACKER_ENTRYPOINT_GROUP)  # the rest was warned about at submit
     usable = {k: v for k, v in configured.items() if k in installed or ":" in k}
     for tracker in build_trackers(usable):
         try:
             tracker.app_finished(handle, state)
-        except Exception as e:  # a tracker's outage must not fail `status`
+        except Exception as e:  # report, and retry on a later status: no marker
             logger.warning("tracker %s could not record that %s ended: %s", tracker, handle, e)
-            return
-    from torchx.util.atomic import try_write_private
-
+            return 1
     try_write_private(marker, state.encode())
+    return 0
+
+
+if __name__ == "__main__":
+    import logging
+    import sys
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    sys.exit(_finish_now(sys.argv[1], sys.argv[2]))

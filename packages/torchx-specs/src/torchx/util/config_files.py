@@ -26,6 +26,7 @@ __all__ = [
     "new_parser",
     "parse_config",
     "read_config",
+    "strip_inline_comment",
 ]
 
 CONFIG_FILE = ".torchxconfig"
@@ -86,15 +87,11 @@ def find_config_files(dirs: Iterable[str] | None = None) -> list[str]:
 
 def new_parser(strict: bool = True) -> configparser.ConfigParser:
     """An INI parser as TorchX reads config files: case-sensitive keys, no interpolation,
-    no special ``[DEFAULT]`` section, and ``#``/``;`` comments after a value when whitespace
-    comes before them (``partition = debug  # mine``; a URL's ``#fragment`` stays)."""
+    no special ``[DEFAULT]`` section (inline comments: see :func:`strip_inline_comment`)."""
     import configparser
 
     parser = configparser.ConfigParser(
-        interpolation=None,
-        default_section=_NO_DEFAULT_SECTION,
-        strict=strict,
-        inline_comment_prefixes=("#", ";"),
+        interpolation=None, default_section=_NO_DEFAULT_SECTION, strict=strict
     )
     parser.optionxform = str  # type: ignore[assignment,method-assign]
     return parser
@@ -136,7 +133,21 @@ def parse_config(f: TextIO, path: str) -> dict[str, dict[str, str]]:
         raise ConfigError(f"{where}: malformed config file: {e}") from None
     except UnicodeDecodeError as e:
         raise ConfigError(f"{where}: not a UTF-8 text file ({e.reason})") from None
-    return {name: dict(parser.items(name, raw=True)) for name in parser.sections()}
+    return {
+        name: {k: strip_inline_comment(v) for k, v in parser.items(name, raw=True)}
+        for name in parser.sections()
+    }
+
+
+def strip_inline_comment(value: str) -> str:
+    """``value`` without a ``#``/``;`` comment that whitespace precedes, on each of its lines
+    (``partition = debug  # mine`` is ``debug``; a URL's ``#fragment`` stays). A value that
+    is nothing but a comment is kept whole, so that ``torchx configure``'s ``#FIXME``
+    placeholders are refused by name rather than read as empty."""
+    import re
+
+    lines = [re.sub(r"\s+[#;].*$", "", line) for line in value.split("\n")]
+    return "\n".join(lines)
 
 
 def read_config(path: str) -> dict[str, dict[str, str]]:
