@@ -310,3 +310,34 @@ def test_builtins_reports_a_component_module_that_fails_to_import(cli: Cli) -> N
         ("component modules", "brokencomps.oops")
     ]
     assert "utils.echo" in report["component_names"]
+
+
+OLD_CONTRACT_SCHEDULER = """
+TORCHX_PLUGIN_API = 0  # built for a contract this torchx-specs no longer offers
+
+
+def create_scheduler(session_name, **kwargs):
+    raise AssertionError("an incompatible plugin must not be called")
+"""
+
+
+def test_a_plugin_built_for_another_contract_is_one_line(
+    cli: Cli, one_line_error: OneLineError
+) -> None:
+    """It names the plugin, its version and what to install; the other plugins still load."""
+    cli.add_distribution(
+        "torchx-sched-oldthing",
+        "0.3.1",
+        {"torchx.schedulers": {"oldthing": "oldthing_sched:create_scheduler"}},
+        {"oldthing_sched.py": OLD_CONTRACT_SCHEDULER},
+    )
+    listed = cli.run("runopts")
+    assert listed.returncode == 0, listed.stderr
+    assert "local_cwd:" in listed.stdout and "Traceback" not in listed.stderr + listed.stdout
+    (failed,) = [line for line in listed.stdout.splitlines() if "failed to load" in line]
+    assert "plugin `torchx.schedulers:oldthing` (torchx-sched-oldthing 0.3.1)" in failed
+    assert "built for torchx plugin API 0" in failed
+    assert "pip install -U torchx-sched-oldthing" in failed
+    run = cli.run("run", "-s", "oldthing", "utils.echo")
+    assert "was built for torchx plugin API 0" in one_line_error(run)
+    assert cli.run("run", "-s", "local_cwd", "utils.echo").returncode == 0

@@ -62,6 +62,9 @@ if TYPE_CHECKING:
     import subprocess
     from datetime import datetime
 
+TORCHX_PLUGIN_API = 1
+"""The torchx plugin contract this module was built against (torchx.util.plugin_api)."""
+
 __all__ = [
     "COMBINED_LOG",
     "ENV_CUDA_VISIBLE_DEVICES",

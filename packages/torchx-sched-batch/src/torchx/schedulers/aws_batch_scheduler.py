@@ -86,6 +86,9 @@ if TYPE_CHECKING:
 
     import docker
 
+TORCHX_PLUGIN_API = 1
+"""The torchx plugin contract this module was built against (torchx.util.plugin_api)."""
+
 __all__ = [
     "CANCEL_REASON",
     "DEFAULT_ROLE_NAME",

@@ -75,6 +75,9 @@ if TYPE_CHECKING:
 
     import docker
 
+TORCHX_PLUGIN_API = 1
+"""The torchx plugin contract this module was built against (torchx.util.plugin_api)."""
+
 __all__ = [
     "CONTAINER_STATE",
     "LABEL_APP_ID",

@@ -77,6 +77,9 @@ if TYPE_CHECKING:
     import docker
     from kubernetes.client import ApiClient, V1Pod
 
+TORCHX_PLUGIN_API = 1
+"""The torchx plugin contract this module was built against (torchx.util.plugin_api)."""
+
 __all__ = [
     "ANNOTATION_ISTIO_SIDECAR",
     "JOB_STATE",

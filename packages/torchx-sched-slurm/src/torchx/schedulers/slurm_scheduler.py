@@ -82,6 +82,9 @@ from torchx.workspace.dir_workspace import DirWorkspaceMixin, job_dir_exists
 if TYPE_CHECKING:
     from datetime import datetime
 
+TORCHX_PLUGIN_API = 1
+"""The torchx plugin contract this module was built against (torchx.util.plugin_api)."""
+
 __all__ = [
     "SBATCH_GROUP_OPTIONS",
     "SBATCH_JOB_OPTIONS",

@@ -103,6 +103,10 @@ class EntryPointInfo(tuple[str, str, str, str, str]):
         """Imports the module and returns the attribute (or the module itself)."""
         __import__(self.module)  # importlib.import_module, without importing importlib
         obj: Any = sys.modules[self.module]
+        if getattr(obj, "TORCHX_PLUGIN_API", None) is not None:  # a plugin states its contract
+            from torchx.util.plugin_api import check_plugin_api
+
+            check_plugin_api(obj, f"{self.group}:{self.name}", self.dist, self.version)
         attr = self.attr
         if attr:
             for part in attr.split("."):

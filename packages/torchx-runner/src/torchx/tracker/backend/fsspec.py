@@ -27,6 +27,9 @@ from torchx.tracker.api import Lineage, TrackerArtifact, TrackerBase, TrackerSou
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
+TORCHX_PLUGIN_API = 1
+"""The torchx plugin contract this module was built against (torchx.util.plugin_api)."""
+
 __all__ = ["FsspecTracker", "create", "generate_filename"]
 
 _CONFIG_SUFFIXES = (".conf", ".cfg", ".ini", ".txt", ".properties", ".env")

@@ -13,6 +13,9 @@ from torchx.tracker.mlflow._errors import MLflowTrackerError
 from torchx.tracker.mlflow._params import flatten_params
 from torchx.tracker.mlflow._tracker import TAG_ARTIFACT_MD_PREFIX, MLflowLineage, MLflowTracker
 
+TORCHX_PLUGIN_API = 1
+"""The torchx plugin contract this module was built against (torchx.util.plugin_api)."""
+
 __all__ = [
     "TAG_ARTIFACT_MD_PREFIX",
     "MLflowLineage",
