@@ -66,6 +66,9 @@ step run slurm:test
 step run k8s:test
 step run batch:test
 step run mlflow:test
+# the release rehearsal: every artifact built, checked, published to a real index on
+# 127.0.0.1 and installed by name in fresh venvs (tools/release.py)
+step run release:rehearse
 for name in "${backends[@]}"; do
   if ! wait "${up_pid[$name]}"; then
     cat "$backend_log"
