@@ -195,7 +195,7 @@ def package_index(root: Path) -> Iterator[str]:
             ".",
             "--overwrite",
             str(root),
-        ],  # fmt: skip
+        ],
         stdout=log,
         stderr=subprocess.STDOUT,
     )
@@ -238,7 +238,7 @@ def upload(url: str, files: list[Path]) -> None:
             "-p",
             "rehearsal",
             *map(str, files),
-        ],  # fmt: skip
+        ],
         check=True,
         capture_output=True,
     )
