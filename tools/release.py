@@ -64,7 +64,7 @@ def _uv_build(source: Path, out: Path, *only: str) -> None:
     """``uv build`` of ``source`` into ``out`` (an sdist, then the wheel built from it)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("UV_")}
     subprocess.run(
-        ["uv", "build", "-q", *only, "--out-dir", str(out), str(source)],
+        [sys.executable, "-m", "uv", "build", "-q", *only, "--out-dir", str(out), str(source)],
         check=True,
         env=env,
     )
@@ -249,6 +249,7 @@ class Venv:
 
     def __init__(self, root: Path, name: str, index: str) -> None:
         self.path = root / name
+        self.python = self.path / "bin" / "python"
         self.index = index
         self.env = {
             k: v for k, v in os.environ.items() if not k.startswith(("UV_", "PIP_", "TORCHX"))
@@ -256,7 +257,7 @@ class Venv:
         self.env["TORCHX_HOME"] = str(root / f"{name}-home")
         self.env["PATH"] = f"{self.path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
         subprocess.run(
-            ["uv", "venv", "-q", "--python", sys.executable, str(self.path)],
+            [sys.executable, "-m", "uv", "venv", "-q", "--python", sys.executable, str(self.path)],
             check=True,
             env=self.env,
         )
@@ -264,7 +265,7 @@ class Venv:
     def pip(self, *args: str) -> subprocess.CompletedProcess[str]:
         index = ["--index-url", f"{self.index}/simple/"] if args[0] == "install" else []
         proc = subprocess.run(
-            ["uv", "pip", *args, "--python", str(self.path / "bin" / "python"), *index],
+            [sys.executable, "-m", "uv", "pip", *args, "--python", str(self.python), *index],
             capture_output=True, text=True, env=self.env, check=False,
         )  # fmt: skip
         if proc.returncode != 0:

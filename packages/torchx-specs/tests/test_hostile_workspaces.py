@@ -122,3 +122,20 @@ def test_job_dir_inside_the_workspace_is_not_copied_into_itself(tmp_path: Path) 
 
 class DirScheduler(DirWorkspaceMixin):
     """The job_dir copy alone (no scheduler)."""
+
+
+def test_a_long_copy_says_what_it_copies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A big workspace made --wait look hung: past a second, a line says what is copied
+    and how much (live on a terminal, once in a log), then that it is done."""
+    from torchx.workspace.api import WorkspaceProgress
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.bin").write_bytes(b"x" * (3 << 20))
+    monkeypatch.setattr(WorkspaceProgress, "SHOW_AFTER_S", 0.0)
+    copy_workspace(str(ws), str(tmp_path / "out"))
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith(f"torchx: copying workspace {ws}: ") and "so far" in lines[0]
+    assert lines[-1] == f"torchx: copying workspace {ws}: 1 files, 3.0 MB, done"
