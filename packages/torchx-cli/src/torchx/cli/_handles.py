@@ -23,7 +23,9 @@ MAX_HANDLE = 1024
 def shown(value: str, limit: int = 80) -> str:
     """``value`` as an error line may show it: control and escape bytes escaped (a handle
     cannot rewrite the terminal), cut to about ``limit`` characters."""
-    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in value[: limit + 1])
+    from torchx.util.strings import escape_unprintable
+
+    text = escape_unprintable(value[: limit + 1])
     return text if len(value) <= limit else text[:limit] + f"... ({len(value)} characters)"
 
 

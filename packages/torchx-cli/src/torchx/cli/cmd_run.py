@@ -488,13 +488,13 @@ class _PendingNotes:
         self._said: str | None = None
 
     def __call__(self, status: "AppStatus") -> None:
-        from torchx.specs import AppState
+        from torchx.specs import NONE, AppState
 
         self.last_state = status.state.name
         if status.state not in (AppState.PENDING, AppState.SUBMITTED):
             self._said = None
             return
-        reason = status.msg if status.msg and status.msg != "<NONE>" else "pending"
+        reason = status.msg if status.msg and status.msg != NONE else "pending"
         if reason != self._said:
             self._said = reason
             print(f"torchx: {self.app_handle} is waiting: {reason}", file=sys.stderr, flush=True)

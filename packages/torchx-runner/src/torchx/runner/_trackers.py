@@ -77,14 +77,15 @@ def finish_tracked_app(handle: str, state: str) -> None:
             return
     from torchx.runner.api import get_configured_trackers
 
-    if not get_configured_trackers() or os.path.exists(_marker(handle)):
+    marker = _marker(handle)
+    if not get_configured_trackers() or os.path.exists(marker):
         return
     import subprocess
     import sys
 
     from torchx.util.atomic import make_private_dirs
 
-    log = os.path.join(os.path.dirname(os.path.dirname(_marker(handle))), "finish.log")
+    log = os.path.join(os.path.dirname(os.path.dirname(marker)), "finish.log")
     make_private_dirs(os.path.dirname(log))
     with open(os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") as out:
         subprocess.Popen(

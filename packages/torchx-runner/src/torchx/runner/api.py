@@ -341,23 +341,18 @@ class Runner:
         (:class:`~torchx.specs.AppDryRunInfo`) is returned instead. ``app`` itself is
         never modified.
         """
-        if dryrun:
-            with log_event(
-                "run", scheduler, runcfg=_runcfg_json(cfg), workspace=_str_or_none(workspace)
-            ):
+        with log_event(
+            "run", scheduler, runcfg=_runcfg_json(cfg), workspace=_str_or_none(workspace)
+        ) as ctx:
+            if dryrun:
                 return self.dryrun(
                     app, scheduler, cfg=cfg, workspace=workspace, parent_run_id=parent_run_id
                 )
-        with (
-            log_event(
-                "run", scheduler, runcfg=_runcfg_json(cfg), workspace=_str_or_none(workspace)
-            ) as ctx,
-            real_submit(),
-        ):
-            dryrun_info = self.dryrun(
-                app, scheduler, cfg=cfg, workspace=workspace, parent_run_id=parent_run_id
-            )
-            handle = self.schedule(dryrun_info)
+            with real_submit():
+                dryrun_info = self.dryrun(
+                    app, scheduler, cfg=cfg, workspace=workspace, parent_run_id=parent_run_id
+                )
+                handle = self.schedule(dryrun_info)
             _fill_event(ctx, dryrun_info, handle)
             return handle
 

@@ -9,8 +9,6 @@ from torchx.util.log import get_logger
 
 log = get_logger(__name__)
 
-ENV_CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
-
 
 def cuda_device_count() -> int:
     """Number of GPUs listed by ``nvidia-smi -L``; 0 (with a warning) when it is unusable.

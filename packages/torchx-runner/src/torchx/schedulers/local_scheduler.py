@@ -383,9 +383,7 @@ def _check_roles(app: AppDef) -> None:
     check_file_name("app name", app.name)
     for role in app.roles:
         check_file_name(f"role name (app {app.name!r})", role.name)
-        problem = _mount_problem(role)
-        if problem is not None:
-            host_problem(problem)
+        host_problem(_mount_problem(role))
         if role.mounts:
             log.warning(
                 "local_cwd ignores the mounts of role %s: its processes see this host's"
@@ -634,9 +632,8 @@ class LocalScheduler(Scheduler[Opts]):
                 params.append(param)
                 log_dirs.append(replica_dir)
             if params:
-                problem = _program_problem(role.name, params[0].args, params[0].env, params[0].cwd)
-                if problem is not None:
-                    host_problem(problem)
+                first = params[0]
+                host_problem(_program_problem(role.name, first.args, first.env, first.cwd))
             role_params[role.name] = params
             role_log_dirs[role.name] = log_dirs
         return PopenRequest(app_id, app_log_dir, role_params, role_log_dirs)

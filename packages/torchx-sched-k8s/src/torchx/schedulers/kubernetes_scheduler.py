@@ -65,7 +65,7 @@ from torchx.schedulers.kubernetes_render import (
     unique_app_id,
     volcano_job,
 )
-from torchx.schedulers.kubernetes_status import JOB_STATE, TASK_STATE, newest_pod
+from torchx.schedulers.kubernetes_status import JOB_STATE, TASK_STATE, app_id_of, newest_pod
 from torchx.specs.api import AppDef, AppDryRunInfo, CfgVal, Role, runopts
 from torchx.util.lazy_dataclass import dataclass, field
 from torchx.util.log import get_logger
@@ -391,9 +391,8 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         images_to_push = self.dryrun_push_images(app, cfg)
         render = RenderOptions.from_opts(opts)
         app_id = unique_app_id(app.name)
-        full_id = f"{opts.namespace}:{app_id}" if opts.job_type == "volcano" else ""
-        full_id = full_id or f"{opts.namespace}:batch:{app_id}"
-        app = with_full_job_id(app, full_id)  # $TORCHX_JOB_ID is the handle `run` prints
+        # $TORCHX_JOB_ID is the handle `run` prints
+        app = with_full_job_id(app, app_id_of(opts.namespace, opts.job_type, app_id))
         if opts.job_type == "volcano":
             resource = volcano_job(app, app_id, render)
         else:
@@ -412,12 +411,11 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             KubernetesConfigError,
             cluster_configured,
         )
+        from torchx.util.host_checks import is_real_submit
 
         if wanted is False:
             return
         if wanted is None and not cluster_configured():
-            from torchx.util.host_checks import is_real_submit
-
             if is_real_submit():
                 return  # submitting says what is missing, in one line
             log.warning(
@@ -431,8 +429,6 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             unreachable = isinstance(e, KubernetesConfigError) or e.status is None
             if wanted or not unreachable:
                 raise
-            from torchx.util.host_checks import is_real_submit
-
             if not is_real_submit():  # submitting fails next with this very line
                 log.warning("kubernetes: skipped the server-side check of the job spec: %s", e)
 
@@ -460,7 +456,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                 f"{verb} Volcano job {name!r}",
                 ns,
             )
-            return f"{ns}:{name}"
+            return app_id_of(ns, "volcano", name)
         core, batch = self._core(), self._batch()
         created: list[tuple[str, str]] = []
         app_id = ""
@@ -479,7 +475,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             if not dry_run:
                 self._remove_created(ns, created)
             raise
-        return f"{ns}:batch:{app_id}"
+        return app_id_of(ns, "batch", app_id)
 
     def _remove_created(self, ns: str, created: list[tuple[str, str]]) -> None:
         core, batch = self._core(), self._batch()

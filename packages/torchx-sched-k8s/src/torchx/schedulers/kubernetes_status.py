@@ -23,6 +23,7 @@ from torchx.specs.api import NONE, AppState, ReplicaStatus, Role, RoleStatus, is
 __all__ = [
     "JOB_STATE",
     "TASK_STATE",
+    "app_id_of",
     "batch_app_state",
     "describe_batch",
     "describe_volcano",
@@ -185,6 +186,11 @@ def volcano_app_state(job: dict[str, Any]) -> AppState:
     return JOB_STATE.get(str(phase), AppState.UNKNOWN)
 
 
+def app_id_of(namespace: str, job_type: str, name: str) -> str:
+    """The app id of a job: ``NAMESPACE:NAME`` (Volcano) or ``NAMESPACE:batch:NAME``."""
+    return f"{namespace}:{name}" if job_type == "volcano" else f"{namespace}:batch:{name}"
+
+
 def _fill_role(role: Role, containers: list[dict[str, Any]] | None) -> None:
     """Image, entrypoint, args and env of ``role`` from its (first replica's) container."""
     container = containers[0] if containers else {}
@@ -338,7 +344,7 @@ def list_rows(
 
     rows = [
         ListAppResponse(
-            app_id=f"{namespace}:{(j.get('metadata') or {}).get('name')}",
+            app_id=app_id_of(namespace, "volcano", str((j.get("metadata") or {}).get("name"))),
             state=volcano_app_state(j),
             name=_labels(j).get(LABEL_APP_NAME, ""),
         )
@@ -349,7 +355,7 @@ def list_rows(
         apps.setdefault(_labels(job).get(LABEL_INSTANCE, ""), []).append(job)
     rows += [
         ListAppResponse(
-            app_id=f"{namespace}:batch:{app}",
+            app_id=app_id_of(namespace, "batch", app),
             state=batch_app_state(jobs),
             name=_labels(jobs[0]).get(LABEL_APP_NAME, ""),
         )

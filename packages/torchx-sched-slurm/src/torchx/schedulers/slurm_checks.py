@@ -86,21 +86,15 @@ def check_role_files(role: Role, workdir: str, strict_entrypoint: bool = False) 
     entrypoint = role.entrypoint
     path = role.env.get("PATH", os.environ.get("PATH", ""))
     if "$" not in entrypoint and find_program(entrypoint, path, workdir) is None:
-        if "/" in entrypoint:
-            problem = FileNotFoundError(
-                f"entrypoint {entrypoint!r} of role {role.name!r} is not an executable file"
-                f" on this host (looked in {workdir})"
-            )
-        else:
-            problem = FileNotFoundError(
-                f"entrypoint {entrypoint!r} of role {role.name!r} is not on this host's PATH"
-            )
+        where = (
+            f"not an executable file on this host (looked in {workdir})"
+            if "/" in entrypoint
+            else "not on this host's PATH"
+        )
+        problem = f"entrypoint {entrypoint!r} of role {role.name!r} is {where}"
         if strict_entrypoint:
-            host_problem(
-                FileNotFoundError(
-                    f"{problem}; install it, activate its environment or give its full path"
-                )
-            )
+            fix = "install it, activate its environment or give its full path"
+            host_problem(FileNotFoundError(f"{problem}; {fix}"))
         else:
             from torchx.util.log import get_logger
 

@@ -186,7 +186,9 @@ def comment_text(text: str) -> str:
     """``text`` for a ``#`` comment line of the script (the one quoting of that context):
     line breaks and other unprintable characters are written as escapes, so the comment
     cannot end early and leave the rest to run as shell."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    from torchx.util.strings import escape_unprintable
+
+    return escape_unprintable(text)
 
 
 def safe_name(value: str) -> str:

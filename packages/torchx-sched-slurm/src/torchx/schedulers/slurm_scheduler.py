@@ -426,7 +426,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
         since = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() - days * 86400))
         groups: dict[str, list[SlurmJob]] = {}
         try:
-            code, out, err = run(
+            code, out, _ = run(
                 [
                     "sacct",
                     "--parsable2",
@@ -436,7 +436,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
                 ]
             )
         except SlurmNotFoundError:
-            code, err = 1, ""
+            code = 1
         if code == 0:
             groups = leaders(parse_sacct_text(out))
         code, out, err = run(["squeue", "--json"])

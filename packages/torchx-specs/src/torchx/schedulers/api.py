@@ -287,10 +287,11 @@ def with_full_job_id(app: AppDef, app_id: str) -> AppDef:
         if value is None or macros.app_id not in value:
             roles.append(role)
             continue
-        copy = object.__new__(type(role))
-        copy.__dict__.update(role.__dict__)
-        copy.env = {**role.env, ENV_TORCHX_JOB_ID: value.replace(macros.app_id, app_id)}
-        roles.append(copy)
+        import copy
+
+        renamed = copy.copy(role)
+        renamed.env = {**role.env, ENV_TORCHX_JOB_ID: value.replace(macros.app_id, app_id)}
+        roles.append(renamed)
     return AppDef(name=app.name, roles=roles, metadata=app.metadata)
 
 

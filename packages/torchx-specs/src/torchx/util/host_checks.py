@@ -39,8 +39,11 @@ def is_real_submit() -> bool:
     return _REAL_SUBMIT.get()
 
 
-def host_problem(error: Exception) -> None:
-    """Raises ``error`` on a real submission; in a dry run, logs it as one warning line."""
+def host_problem(error: Exception | None) -> None:
+    """Raises ``error`` on a real submission; in a dry run, logs it as one warning line
+    (``None``: nothing is wrong)."""
+    if error is None:
+        return
     if _REAL_SUBMIT.get():
         raise error
     get_logger("torchx").warning("%s (a real run would be refused)", error)

@@ -1,6 +1,6 @@
 """String normalisation for names that schedulers restrict (e.g. Kubernetes labels)."""
 
-__all__ = ["check_env_names", "check_file_name", "normalize_str"]
+__all__ = ["check_env_names", "check_file_name", "escape_unprintable", "normalize_str"]
 
 MAX_FILE_NAME = 200
 """Longest role or app name a scheduler uses as a file name (255 bytes less a suffix)."""
@@ -51,3 +51,10 @@ def check_env_names(role_name: str, env: "dict[str, str]") -> None:
                 f"env var name {name!r} of role {role_name!r} is not a shell identifier;"
                 " use letters, digits and '_' (not starting with a digit)"
             )
+
+
+def escape_unprintable(text: str) -> str:
+    """``text`` with line breaks, escape sequences and other unprintable characters written
+    as Python escapes (``\\n``, ``\\x1b``): safe on one line of a script comment or an
+    error message, where they could end the line early or rewrite the terminal."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

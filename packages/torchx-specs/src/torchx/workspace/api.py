@@ -215,10 +215,8 @@ def _read_ignore_patterns(fs: Any, path: str, ignore_name: str | None) -> list[s
     if ignore_name is None:
         return []
     ignore_path = posixpath.join(path, ignore_name)
-    regular = (
-        fs.is_regular(ignore_path) if isinstance(fs, LocalFileSystem) else fs.isfile(ignore_path)
-    )
-    if not regular:
+    is_regular = getattr(fs, "is_regular", None) or fs.isfile  # local: not a link or FIFO
+    if not is_regular(ignore_path):
         if fs.exists(ignore_path):  # a FIFO would block the read forever; a link could lead out
             logger.warning("ignoring %s: it is not a regular file", ignore_path)
         return []

@@ -480,12 +480,8 @@ class DockerWorkspaceMixin(WorkspaceMixin[dict[str, tuple[str, str]]]):
         """Tags and pushes the images planned by :meth:`dryrun_push_images`, with progress
         (none when ``quiet``, the run option that also silences the build log)."""
         client = self._docker_client
-        out = open(os.devnull, "w") if quiet else sys.stderr  # noqa: SIM115
-        try:
-            for local, (repo, tag) in images_to_push.items():
-                print(f"torchx: pushing {repo}:{tag}", file=out)
-                client.api.tag(local, repo, tag)
-                print_push_events(client.api.push(repo, tag, stream=True, decode=True), out)
-        finally:
-            if quiet:
-                out.close()
+        out: IO[str] = io.StringIO() if quiet else sys.stderr  # errors still raise when quiet
+        for local, (repo, tag) in images_to_push.items():
+            print(f"torchx: pushing {repo}:{tag}", file=out)
+            client.api.tag(local, repo, tag)
+            print_push_events(client.api.push(repo, tag, stream=True, decode=True), out)
