@@ -60,12 +60,33 @@ def test_list_artifacts(cli: Cli, tracked: dict[str, str]) -> None:
     assert [r[:2] for r in _rows(only.stdout)[1]] == [["model", "/ckpt/model.pt"]]
 
 
-def test_lineage_is_a_clear_usage_error(
-    cli: Cli, one_line_error: OneLineError, tracked: dict[str, str]
-) -> None:
+def test_lineage(cli: Cli, tracked: dict[str, str]) -> None:
+    from torchx.tracker.backend.fsspec import create
+
+    create(tracked["TORCHX_TRACKER_FSSPEC_CONFIG"]).add_source(
+        "grandchild-run", "child-run", "model"
+    )
     proc = cli.run("tracker", "list", "lineage", "child-run", env=tracked)
-    assert proc.returncode == 2
-    assert "lineage is not implemented" in one_line_error(proc)
+    assert proc.returncode == 0, proc.stderr
+    header, rows = _rows(proc.stdout)
+    assert header == ["RELATION", "RUN", "ID", "ARTIFACT"]
+    assert rows == [["source", "parent-run"], ["descendant", "grandchild-run", "model"]]
+
+    sources = cli.run("tracker", "list", "lineage", "--sources-only", "child-run", env=tracked)
+    assert _rows(sources.stdout)[1] == [["source", "parent-run"]]
+    through = cli.run(
+        "tracker",
+        "list",
+        "lineage",
+        "--artifact",
+        "model",
+        "--descendants-only",
+        "child-run",
+        env=tracked,
+    )
+    assert _rows(through.stdout)[1] == [["descendant", "grandchild-run", "model"]]
+    none = cli.run("tracker", "list", "lineage", "--artifact", "logs", "child-run", env=tracked)
+    assert _rows(none.stdout)[1] == []
 
 
 def test_no_tracker_configured(cli: Cli, one_line_error: OneLineError) -> None:

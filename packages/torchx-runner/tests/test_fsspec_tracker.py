@@ -132,9 +132,16 @@ class TestOperations:
         tracker.add_metadata(run_id, ok=True)
         assert list(tracker.run_ids()) == [run_id]
 
-    def test_lineage_points_to_the_supported_queries(self, tracker: FsspecTracker) -> None:
-        with pytest.raises(NotImplementedError, match="sources"):
-            tracker.lineage("run")
+    def test_lineage_is_one_level_of_sources_and_descendants(self, tracker: FsspecTracker) -> None:
+        tracker.add_source("child", "parent", "model")
+        tracker.add_source("grandchild", "child")
+        lineage = tracker.lineage("child")
+        assert lineage.run_id == "child"
+        assert [(s.source_run_id, s.artifact_name) for s in lineage.sources] == [
+            ("parent", "model")
+        ]
+        assert lineage.descendants == ["grandchild"]
+        assert tracker.lineage("unknown").sources == []
 
     def test_root_must_exist(self, tmp_path: Path) -> None:
         with pytest.raises(FileNotFoundError, match="does not exist"):

@@ -23,7 +23,6 @@ class CmdTracker(SubCommand):
 
     def __init__(self) -> None:
         self._parser: argparse.ArgumentParser | None = None
-        self._lineage_parser: argparse.ArgumentParser | None = None
 
     @property
     def tracker(self) -> "TrackerBase":
@@ -65,13 +64,16 @@ class CmdTracker(SubCommand):
         artifacts.add_argument("--artifact", type=str, help="only the artifact with this name")
         artifacts.add_argument("RUN_ID", type=str, help="job run id")
 
-        lineage = what.add_parser("lineage", help="(not implemented) lineage of one run")
+        lineage = what.add_parser("lineage", help="sources and descendants of one run (one level)")
         only = lineage.add_mutually_exclusive_group()
-        only.add_argument("--sources-only", action="store_true", help="limit to sources")
-        only.add_argument("--descendants-only", action="store_true", help="limit to descendants")
-        lineage.add_argument("--artifact", type=str, help="limit to one artifact")
+        only.add_argument("--sources-only", action="store_true", help="only the run's sources")
+        only.add_argument(
+            "--descendants-only", action="store_true", help="only the runs derived from it"
+        )
+        lineage.add_argument(
+            "--artifact", type=str, help="only links through the artifact with this name"
+        )
         lineage.add_argument("RUN_ID", type=str, help="job run id")
-        self._lineage_parser = lineage
 
     def run(self, args: argparse.Namespace) -> None:
         from torchx.cli._table import format_table
@@ -82,11 +84,10 @@ class CmdTracker(SubCommand):
             return
         what = args.tracker_list
         if what == "lineage":
-            parser = self._lineage_parser or self._parser
-            if parser is not None:
-                parser.error("lineage is not implemented")
-            raise CliError("lineage is not implemented", exit_code=2)
-        if what == "jobs":
+            print(
+                format_table(_lineage_rows(self.tracker, args), ["RELATION", "RUN ID", "ARTIFACT"])
+            )
+        elif what == "jobs":
             filters = {"parent_run_id": args.parent_run_id} if args.parent_run_id else {}
             job_ids = self.tracker.run_ids(**filters)
             print(format_table([[job_id] for job_id in job_ids], ["JOB ID"]))
@@ -99,3 +100,21 @@ class CmdTracker(SubCommand):
                 found = [a for a in found if a.name == args.artifact]
             rows = [[a.name, a.path, str(a.metadata)] for a in found]
             print(format_table(rows, ["ARTIFACT", "PATH", "METADATA"]))
+
+
+def _lineage_rows(tracker: "TrackerBase", args: argparse.Namespace) -> list[list[str]]:
+    """``[relation, run id, artifact]`` rows of a run's direct sources and descendants,
+    read through the tracker contract so that any tracker backend answers."""
+    run_id: str = args.RUN_ID
+    artifact: str | None = args.artifact
+    rows: list[list[str]] = []
+    if not args.descendants_only:
+        for source in tracker.sources(run_id, artifact):
+            rows.append(["source", source.source_run_id, source.artifact_name or ""])
+    if not args.sources_only:
+        for child in tracker.run_ids(parent_run_id=run_id):
+            for link in tracker.sources(child, artifact):
+                if link.source_run_id == run_id:
+                    rows.append(["descendant", child, link.artifact_name or ""])
+                    break
+    return rows

@@ -7,6 +7,7 @@ are not thread-safe. ``boto3`` is imported on the first client, never at module 
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -81,14 +82,23 @@ def _new_client(service: str) -> Any:
     session = getattr(_local, "session", None)
     if session is None:
         _quiet_botocore()
-        session = _local.session = boto3.session.Session()
+        session = boto3.session.Session()
+        if session.region_name == "" and os.environ.get("AWS_REGION"):
+            # an empty AWS_DEFAULT_REGION hides AWS_REGION from botocore
+            session = boto3.session.Session(region_name=os.environ["AWS_REGION"])
+        _local.session = session
+    no_region = (
+        "no AWS region is configured; set AWS_DEFAULT_REGION (or AWS_REGION), or"
+        " `region` in ~/.aws/config for your profile"
+    )
+    if session.region_name == "":
+        # an empty AWS_DEFAULT_REGION is "set" to botocore, which then builds the
+        # endpoint `batch..amazonaws.com`: say what is missing instead
+        raise AWSRegionError(no_region)
     try:
         client = session.client(service)
     except botocore.exceptions.NoRegionError as e:
-        raise AWSRegionError(
-            "no AWS region is configured; set AWS_DEFAULT_REGION (or AWS_REGION), or"
-            " `region` in ~/.aws/config for your profile"
-        ) from e
+        raise AWSRegionError(no_region) from e
     except botocore.exceptions.ProfileNotFound as e:
         raise AWSCredentialsError(f"{e}; fix AWS_PROFILE or add the profile to ~/.aws") from e
     if session.get_credentials() is None:

@@ -24,6 +24,7 @@ __all__ = [
     "AppRun",
     "AppRunTrackableSource",
     "Lineage",
+    "RunLineage",
     "TrackerArtifact",
     "TrackerBase",
     "TrackerLoadError",
@@ -67,6 +68,16 @@ class AppRunTrackableSource:
 
 class Lineage:
     """The ancestry of a run (backends may return a richer subclass)."""
+
+
+@dataclass
+class RunLineage(Lineage):
+    """A run's direct sources (runs it derives from) and descendants (runs derived from
+    it): what the built-in trackers return from :meth:`TrackerBase.lineage`."""
+
+    run_id: str
+    sources: list[TrackerSource]
+    descendants: list[str]
 
 
 class TrackerBase(ABC):

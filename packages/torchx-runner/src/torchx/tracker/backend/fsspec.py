@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from torchx.tracker.api import Lineage, TrackerArtifact, TrackerBase, TrackerSource
+from torchx.tracker.api import RunLineage, TrackerArtifact, TrackerBase, TrackerSource
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
@@ -191,10 +191,10 @@ class FsspecTracker(TrackerBase):
         """Ids of the tracked runs that named ``run_id`` as a source."""
         return sorted({child for child, _ in self._linked_runs(run_id, "descendants", None)})
 
-    def lineage(self, run_id: str) -> Lineage:
-        raise NotImplementedError(
-            "FsspecTracker does not build lineage graphs; walk them with sources(run_id)"
-            " and descendants(run_id)"
+    def lineage(self, run_id: str) -> RunLineage:
+        """The run's direct sources and descendants (walk further by calling again)."""
+        return RunLineage(
+            run_id=run_id, sources=list(self.sources(run_id)), descendants=self.descendants(run_id)
         )
 
     def run_ids(self, **kwargs: str) -> Iterable[str]:

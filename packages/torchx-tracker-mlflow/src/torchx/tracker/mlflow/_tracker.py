@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from torchx.tracker.api import Lineage, TrackerArtifact, TrackerBase, TrackerSource
+from torchx.tracker.api import RunLineage, TrackerArtifact, TrackerBase, TrackerSource
 from torchx.tracker.mlflow._config import (
     default_experiment_name as _default_experiment_name,
 )
@@ -98,12 +98,9 @@ def _local_path(path: str) -> str | None:
 
 
 @dataclass
-class MLflowLineage(Lineage):
-    """A run's direct sources (runs it derives from) and descendants (runs derived from it)."""
-
-    run_id: str
-    sources: list[TrackerSource]
-    descendants: list[str]
+class MLflowLineage(RunLineage):
+    """A run's direct sources and descendants as MLflow records them (the MLflow
+    tracker's name for :class:`torchx.tracker.api.RunLineage`)."""
 
 
 class MLflowTracker(TrackerBase):
