@@ -47,6 +47,10 @@ done
 # localhost), tests/batch (moto's emulator, running jobs in that Docker daemon), tests/mlflow
 # (`mlflow server` with a SQLite store): fail rather than skip when the backend is missing.
 export TORCHX_REQUIRE_DOCKER=1 TORCHX_REQUIRE_SLURM=1 TORCHX_REQUIRE_MOTO=1 TORCHX_REQUIRE_MLFLOW=1
+# Chromium for the documentation tests, which look at the built pages in a real browser.
+bash tools/chromium-up.sh >>"$backend_log" 2>&1 &
+chromium_pid=$!
+export TORCHX_REQUIRE_CHROMIUM=1
 
 failed=()
 step() {
@@ -75,6 +79,13 @@ for name in "${backends[@]}"; do
     failed+=("tools/$name-up.sh")
   fi
 done
+if ! wait "$chromium_pid"; then
+  cat "$backend_log"
+  failed+=("tools/chromium-up.sh")
+fi
+# the documentation site: built with warnings as errors, every example on it run (against
+# local_cwd, and local_docker/Slurm, which are up by now), its pages opened in Chromium
+step run docs:test
 step run test tests
 
 if [ ${#failed[@]} -ne 0 ]; then
