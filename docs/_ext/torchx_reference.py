@@ -94,10 +94,10 @@ def components_markdown() -> str:
             if action.dest in ("help", argparse.SUPPRESS):
                 continue
             flags = ", ".join(action.option_strings) or f"{action.dest} ..."
-            if action.required:
-                default = "(required)"
-            elif action.nargs == argparse.REMAINDER:
+            if action.nargs == argparse.REMAINDER:
                 default = "[]"
+            elif action.required:
+                default = "(required)"
             else:
                 default = "None" if action.default is None else str(action.default)
             out.append(
