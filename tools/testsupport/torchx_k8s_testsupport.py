@@ -42,6 +42,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 VOLCANO = "/apis/batch.volcano.sh/v1alpha1"
+REVIEWS = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 TOKEN = "torchx-test-token"
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -549,6 +550,13 @@ class FakeKubernetes:
         if path.startswith(VOLCANO) and not self.volcano:
             # an API group the server does not serve: a plain-text 404, as a real one sends
             raise ApiError(404, "", "404 page not found")
+        if method == "GET" and path.rstrip("/") == "/version":
+            return {"major": "1", "minor": "31", "gitVersion": "v1.31.0", "platform": "linux/amd64"}
+        if method == "GET" and path.rstrip("/") == VOLCANO:
+            resources = [{"name": "jobs", "namespaced": True, "kind": "Job", "verbs": ["create"]}]
+            return {"kind": "APIResourceList", "groupVersion": VOLCANO[6:], "resources": resources}
+        if path == REVIEWS and method == "POST":
+            return self._review(body)
         # [api, v1, namespaces, ns, kind, name?, sub?] or [apis, group, version, namespaces, ...]
         base = 2 if parts[0] == "api" else 3
         if len(parts) < base + 3 or parts[base] != "namespaces":
@@ -628,6 +636,27 @@ class FakeKubernetes:
                 self._changed()
                 return obj
         raise ApiError(405, "MethodNotAllowed", f"{method} {path}")
+
+    def _review(self, body: Any) -> dict[str, Any]:
+        """A SelfSubjectAccessReview: allowed unless ``forbid`` named the verb and resource
+        (``forbid("create", "selfsubjectaccessreviews")`` refuses the review itself)."""
+        if ("create", "selfsubjectaccessreviews") in self.forbidden:
+            raise ApiError(
+                403,
+                "Forbidden",
+                'selfsubjectaccessreviews.authorization.k8s.io is forbidden: User "tester"'
+                ' cannot create resource "selfsubjectaccessreviews" in API group'
+                ' "authorization.k8s.io" at the cluster scope',
+            )
+        check_model(body, "V1SelfSubjectAccessReview", "SelfSubjectAccessReview")
+        attrs = body["spec"]["resourceAttributes"]
+        resource = attrs["resource"] + (
+            f"/{attrs['subresource']}" if attrs.get("subresource") else ""
+        )
+        if attrs.get("group"):
+            resource = f"{attrs['resource']}.{attrs['group']}"
+        allowed = (attrs["verb"], resource) not in self.forbidden
+        return {**body, "status": {"allowed": allowed, **({} if allowed else {"reason": "RBAC"})}}
 
     def _create(self, kind: str, ns: str, body: Any, dry_run: bool) -> dict[str, Any]:
         if not isinstance(body, dict):

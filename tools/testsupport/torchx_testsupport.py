@@ -191,3 +191,77 @@ def one_error_line(proc: Any, *, alone: bool = True, no_stdout: bool = False) ->
     if no_stdout:
         assert not proc.stdout.strip(), proc.stdout
     return str(errors[0])
+
+
+def torchx_check(*args: str, env: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
+    """``torchx check --json ARGS`` run for real: ``{backend: {"status", "checks": {name:
+    (status, found, fix)}, "exit": code}}`` for schedulers and trackers alike."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "torchx"), "check", "--json", *args],
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    result = json.loads(proc.stdout)
+    out: dict[str, dict[str, Any]] = {}
+    for kind in ("schedulers", "trackers"):
+        for name, entry in result[kind].items():
+            checks = {c["name"]: (c["status"], c["found"], c["fix"]) for c in entry["checks"]}
+            for status, _, fix in checks.values():
+                assert status in ("ready", "no checks") or fix, f"{name}: a problem without a fix"
+            out[name] = {"status": entry["status"], "checks": checks, "exit": proc.returncode}
+    return out
+
+
+def all_backends_down_env(tmp: Any, host: str = "127.0.0.1") -> dict[str, str]:
+    """Environment in which every backend ``torchx check`` probes is configured but down
+    (``host`` 127.0.0.1: a port nothing listens on, refused at once) or unreachable (a
+    black-holed ``host`` such as 192.0.2.1: connections hang until the probes give up)."""
+    import json
+    import socket
+    from pathlib import Path
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    tmp = Path(tmp)
+    (tmp / "slurm.conf").write_text(
+        "ClusterName=down\n"
+        f"SlurmctldHost=down({host})\nSlurmctldPort={port}\n"
+        f"AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageHost={host}\n"
+        f"AccountingStoragePort={port}\n"
+        "NodeName=n1 CPUs=1 State=UNKNOWN\nPartitionName=debug Nodes=n1 Default=YES State=UP\n"
+    )
+    kubeconfig = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "down", "cluster": {"server": f"http://{host}:{port}"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "down", "context": {"cluster": "down", "user": "u"}}],
+        "current-context": "down",
+    }
+    (tmp / "kubeconfig").write_text(json.dumps(kubeconfig))
+    (tmp / ".torchxconfig").write_text("[aws_batch]\nqueue = some-queue\n")
+    return {
+        "DOCKER_HOST": f"tcp://{host}:{port}",
+        "SLURM_CONF": str(tmp / "slurm.conf"),
+        "KUBECONFIG": str(tmp / "kubeconfig"),
+        "AWS_ENDPOINT_URL": f"http://{host}:{port}",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "TORCHXCONFIG": str(tmp / ".torchxconfig"),
+        "TORCHX_TRACKERS": "mlflow,fsspec",
+        "TORCHX_TRACKER_MLFLOW_CONFIG": f"http://{host}:{port}",
+        "TORCHX_TRACKER_FSSPEC_CONFIG": str(tmp / "runs"),
+    }

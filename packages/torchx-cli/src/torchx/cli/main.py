@@ -44,6 +44,10 @@ BUILTIN_SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "list the components `torchx run` knows by name",
     ),
     "cancel": ("torchx.cli.cmd_cancel:CmdCancel", "cancel a running app"),
+    "check": (
+        "torchx.cli.cmd_check:CmdCheck",
+        "say whether each scheduler and tracker is ready, and how to fix what is not",
+    ),
     "configure": (
         "torchx.cli.cmd_configure:CmdConfigure",
         "write a .torchxconfig with the schedulers' run options",

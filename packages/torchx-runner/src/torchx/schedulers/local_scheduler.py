@@ -62,6 +62,8 @@ if TYPE_CHECKING:
     import subprocess
     from datetime import datetime
 
+    from torchx.util.readiness import ReadinessCheck
+
 TORCHX_PLUGIN_API = 1
 """The torchx plugin contract this module was built against (torchx.util.plugin_api)."""
 
@@ -542,6 +544,12 @@ class LocalScheduler(Scheduler[Opts]):
         self._done_fds: dict[str, int] = {}
 
     # -- options ---------------------------------------------------------------------------
+
+    def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
+        """Where app state goes, and the interpreter and torchrun jobs would get."""
+        from torchx.schedulers.local_checks import local_checks
+
+        return local_checks()
 
     def _run_opts(self) -> runopts:
         return Opts.as_runopts()

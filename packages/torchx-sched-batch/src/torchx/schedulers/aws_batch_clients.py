@@ -76,17 +76,29 @@ def thread_client(service: str) -> Any:
 
 
 def _new_client(service: str) -> Any:
-    import boto3
-    import botocore.exceptions
-
     session = getattr(_local, "session", None)
     if session is None:
-        _quiet_botocore()
-        session = boto3.session.Session()
-        if session.region_name == "" and os.environ.get("AWS_REGION"):
-            # an empty AWS_DEFAULT_REGION hides AWS_REGION from botocore
-            session = boto3.session.Session(region_name=os.environ["AWS_REGION"])
-        _local.session = session
+        session = _local.session = new_session()
+    return client_of(session, service)
+
+
+def new_session() -> Any:
+    """A boto3 session from the standard chain (an empty AWS_DEFAULT_REGION falls back to
+    AWS_REGION, as a user setting both would expect)."""
+    import boto3
+
+    _quiet_botocore()
+    session = boto3.session.Session()
+    if session.region_name == "" and os.environ.get("AWS_REGION"):
+        # an empty AWS_DEFAULT_REGION hides AWS_REGION from botocore
+        session = boto3.session.Session(region_name=os.environ["AWS_REGION"])
+    return session
+
+
+def client_of(session: Any, service: str, config: Any = None) -> Any:
+    """``session.client(service)``; a missing region, profile or credentials is one line."""
+    import botocore.exceptions
+
     no_region = (
         "no AWS region is configured; set AWS_DEFAULT_REGION (or AWS_REGION), or"
         " `region` in ~/.aws/config for your profile"
@@ -96,7 +108,7 @@ def _new_client(service: str) -> Any:
         # endpoint `batch..amazonaws.com`: say what is missing instead
         raise AWSRegionError(no_region)
     try:
-        client = session.client(service)
+        client = session.client(service, config=config)
     except botocore.exceptions.NoRegionError as e:
         raise AWSRegionError(no_region) from e
     except botocore.exceptions.ProfileNotFound as e:

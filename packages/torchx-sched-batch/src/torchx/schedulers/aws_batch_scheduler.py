@@ -86,6 +86,8 @@ if TYPE_CHECKING:
 
     import docker
 
+    from torchx.util.readiness import ReadinessCheck
+
 TORCHX_PLUGIN_API = 1
 """The torchx plugin contract this module was built against (torchx.util.plugin_api)."""
 
@@ -233,6 +235,12 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         return self.__log_client if self.__log_client is not None else thread_client("logs")
 
     # -- options and validation ------------------------------------------------------------
+
+    def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
+        """Credentials and region, then the configured queue and its compute."""
+        from torchx.schedulers.aws_batch_readiness import batch_checks
+
+        return batch_checks(dict(cfg or {}))
 
     def _run_opts(self) -> runopts:
         return Opts.as_runopts()

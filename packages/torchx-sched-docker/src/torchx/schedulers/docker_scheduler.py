@@ -75,6 +75,8 @@ if TYPE_CHECKING:
 
     import docker
 
+    from torchx.util.readiness import ReadinessCheck
+
 TORCHX_PLUGIN_API = 1
 """The torchx plugin contract this module was built against (torchx.util.plugin_api)."""
 
@@ -354,6 +356,13 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         return self._engine
 
     # -- options and validation ------------------------------------------------------------
+
+    def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
+        """The daemon this scheduler would use, and the built-in components' image."""
+        from torchx.schedulers.docker_checks import docker_checks
+        from torchx.version import get_torchx_image
+
+        return docker_checks(get_torchx_image())
 
     def _run_opts(self) -> runopts:
         return Opts.as_runopts()

@@ -238,7 +238,9 @@ def _short(e: Exception) -> str:
 
 
 def _host_of(e: Exception) -> str:
-    pool = getattr(e, "pool", None)
+    # urllib3 2.x names the connection `conn` (`pool` is deprecated there), 1.x `pool`
+    attrs = getattr(e, "__dict__", {})
+    pool = attrs.get("conn") or attrs.get("pool")
     host = getattr(pool, "host", None)
     port = getattr(pool, "port", None)
     return f" at {host}:{port}" if host else ""

@@ -77,6 +77,8 @@ if TYPE_CHECKING:
     import docker
     from kubernetes.client import ApiClient, V1Pod
 
+    from torchx.util.readiness import ReadinessCheck
+
 TORCHX_PLUGIN_API = 1
 """The torchx plugin contract this module was built against (torchx.util.plugin_api)."""
 
@@ -367,6 +369,12 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         return BatchV1Api(self._api_client())
 
     # -- options and validation ------------------------------------------------------------
+
+    def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
+        """The kubeconfig, the API server, your permissions there, and Volcano."""
+        from torchx.schedulers.kubernetes_readiness import kubernetes_checks
+
+        return kubernetes_checks(dict(cfg or {}))
 
     def _run_opts(self) -> runopts:
         return Opts.as_runopts()

@@ -82,6 +82,8 @@ from torchx.workspace.dir_workspace import DirWorkspaceMixin, job_dir_exists
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from torchx.util.readiness import ReadinessCheck
+
 TORCHX_PLUGIN_API = 1
 """The torchx plugin contract this module was built against (torchx.util.plugin_api)."""
 
@@ -190,6 +192,13 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
     def __init__(self, session_name: str) -> None:
         super().__init__("slurm", session_name)
         self._partition_memory: dict[str, int] | None = None
+
+    def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
+        """Slurm's commands here, the controller, the partitions and the accounting."""
+        from torchx.schedulers.slurm_readiness import slurm_checks
+
+        partition = (cfg or {}).get("partition")
+        return slurm_checks(str(partition) if partition else None)
 
     def _run_opts(self) -> runopts:
         return Opts.as_runopts()

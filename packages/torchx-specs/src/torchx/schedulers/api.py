@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     import ast
     from datetime import datetime
 
+    from torchx.util.readiness import ReadinessCheck
     from torchx.workspace.api import WorkspaceMixin
 
 __all__ = [
@@ -109,6 +110,19 @@ class Scheduler(abc.ABC, Generic[T]):
     def __init__(self, backend: str, session_name: str) -> None:
         self.backend = backend
         self.session_name = session_name
+
+    def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
+        """Cheap, read-only probes of what this scheduler needs (``torchx check``).
+
+        ``cfg`` holds the run options as configured (``.torchxconfig``, ``-cfg``). Each
+        returned :class:`torchx.util.readiness.ReadinessCheck` says what was found and,
+        for a problem, one fix. Probes must finish within a few seconds, create or change
+        nothing and never reveal secrets. Default: no checks (override to add yours).
+        """
+        from torchx.util.readiness import NO_CHECKS, ReadinessCheck
+
+        del cfg  # the default probes nothing
+        return [ReadinessCheck("checks", NO_CHECKS, f"scheduler `{self.backend}` offers no checks")]
 
     def close(self) -> None:
         """Releases local resources; idempotent, never raises. Default: nothing to do."""

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from torchx.settings import ENV_TORCHX_JOB_ID, ENV_TORCHX_PARENT_RUN_ID, ENV_TORCHX_TRACKERS
 from torchx.util.lazy_dataclass import dataclass
 from torchx.util.log import get_logger
+from torchx.util.readiness import ReadinessCheck
 
 __all__ = [
     "ENV_TORCHX_JOB_ID",
@@ -31,6 +32,7 @@ __all__ = [
     "TrackerSource",
     "build_tracker",
     "build_trackers",
+    "check_tracker",
     "tracker_config_env_var_name",
     "trackers_from_environ",
 ]
@@ -167,6 +169,35 @@ def build_tracker(name: str, config: str | None) -> TrackerBase:
     except Exception as e:
         message = " ".join(str(e).split()) or type(e).__name__
         raise TrackerLoadError(f"tracker `{name}` cannot be created: {message}") from e
+
+
+def check_tracker(name: str, config: str | None) -> list[ReadinessCheck]:
+    """``torchx check`` for tracker ``name``: the ``check_ready(config)`` function of the
+    module its entry point names, when it has one (creating the tracker would create its
+    store, and a check must change nothing). Unknown trackers are NOT_READY."""
+    import importlib
+
+    from torchx.util.entrypoints import entry_points
+    from torchx.util.readiness import NO_CHECKS, not_ready
+
+    found = [ep for ep in entry_points(TRACKER_ENTRYPOINT_GROUP) if ep.name == name]
+    module_name = found[0].module if found else name.partition(":")[0]
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as e:
+        installed = ", ".join(sorted(ep.name for ep in entry_points(TRACKER_ENTRYPOINT_GROUP)))
+        return [
+            not_ready(
+                "tracker",
+                f"tracker `{name}` cannot be loaded ({type(e).__name__}: {e})",
+                f"install the distribution that provides it (installed: {installed or '<none>'};"
+                " see `torchx plugins`)",
+            )
+        ]
+    check = getattr(module, "check_ready", None)
+    if not callable(check):
+        return [ReadinessCheck("checks", NO_CHECKS, f"tracker `{name}` offers no checks")]
+    return list(check(config))
 
 
 def build_trackers(factory_and_config: Mapping[str, str | None]) -> Iterable[TrackerBase]:

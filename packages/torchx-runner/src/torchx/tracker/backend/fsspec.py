@@ -27,10 +27,12 @@ from torchx.tracker.api import RunLineage, TrackerArtifact, TrackerBase, Tracker
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
+    from torchx.util.readiness import ReadinessCheck
+
 TORCHX_PLUGIN_API = 1
 """The torchx plugin contract this module was built against (torchx.util.plugin_api)."""
 
-__all__ = ["FsspecTracker", "create", "generate_filename"]
+__all__ = ["FsspecTracker", "check_ready", "create", "generate_filename"]
 
 _CONFIG_SUFFIXES = (".conf", ".cfg", ".ini", ".txt", ".properties", ".env")
 """A missing path with one of these suffixes is a mistyped config file, not a new root."""
@@ -290,3 +292,51 @@ def create(config: str | None) -> FsspecTracker:
             raise FileNotFoundError(f"fsspec tracker config file {config} does not exist")
         fs.makedirs(path, exist_ok=True)
     return FsspecTracker(fs, path)
+
+
+def check_ready(config: str | None) -> list[ReadinessCheck]:
+    """``torchx check`` of this tracker: its store exists and can be written, or can be
+    created (nothing is created or written here)."""
+    from torchx.util.readiness import not_configured, not_ready, probe, ready
+
+    fix = (
+        "point [tracker:fsspec] config (or TORCHX_TRACKER_FSSPEC_CONFIG) at a directory you"
+        " can write, or at a file with `protocol` and `root_path` lines"
+    )
+    if not config:
+        return [not_configured("store", "no config: the fsspec tracker needs a directory", fix)]
+
+    def store() -> ReadinessCheck:
+        import fsspec
+
+        fs, path = fsspec.core.url_to_fs(config)
+        if fs.isfile(path):
+            with fs.open(path, "r") as f:
+                settings = _parse_config(str(f.read()), config)
+            missing = [k for k in _REQUIRED_KEYS if k not in settings]
+            if missing:
+                return not_ready("store", f"{config} lacks {', '.join(missing)}", fix)
+            protocol, root = settings.pop("protocol"), settings.pop("root_path")
+            fs, path = fsspec.filesystem(protocol, **settings), root
+            if not fs.isdir(path):
+                return not_ready("store", f"root_path {root} ({protocol}) does not exist", fix)
+        elif not fs.isdir(path):
+            if path.endswith(_CONFIG_SUFFIXES):
+                return not_ready("store", f"config file {config} does not exist", fix)
+            if _is_local(fs):
+                parent = os.path.dirname(os.path.abspath(path))
+                while parent and not os.path.exists(parent):
+                    parent = os.path.dirname(parent)
+                if not os.access(parent, os.W_OK | os.X_OK):
+                    return not_ready("store", f"{path} cannot be created under {parent}", fix)
+            return ready("store", f"{config}: will be created on the first tracked run")
+        if _is_local(fs) and not os.access(path, os.W_OK | os.X_OK):
+            return not_ready("store", f"{path} is not writable", fix)
+        return ready("store", f"{config}: runs are stored there")
+
+    return [probe("store", store, fix)]
+
+
+def _is_local(fs: AbstractFileSystem) -> bool:
+    protocol = fs.protocol
+    return "file" in (protocol if isinstance(protocol, (tuple, list)) else (protocol,))

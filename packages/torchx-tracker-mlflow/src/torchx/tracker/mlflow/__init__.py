@@ -11,6 +11,7 @@ Importing this package does not import ``mlflow``; the tracker does on first use
 from torchx.tracker.mlflow._config import default_experiment_name, resolve_settings
 from torchx.tracker.mlflow._errors import MLflowTrackerError
 from torchx.tracker.mlflow._params import flatten_params
+from torchx.tracker.mlflow._readiness import check_ready
 from torchx.tracker.mlflow._tracker import TAG_ARTIFACT_MD_PREFIX, MLflowLineage, MLflowTracker
 
 TORCHX_PLUGIN_API = 1
@@ -21,6 +22,7 @@ __all__ = [
     "MLflowLineage",
     "MLflowTracker",
     "MLflowTrackerError",
+    "check_ready",
     "create_tracker",
     "default_experiment_name",
     "flatten_params",

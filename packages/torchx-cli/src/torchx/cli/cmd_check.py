@@ -1,0 +1,229 @@
+"""``torchx check``: whether each installed scheduler and tracker is ready, and how to fix
+what is not.
+
+Every scheduler's :meth:`~torchx.schedulers.api.Scheduler.check_ready` and every configured
+tracker's ``check_ready(config)`` run concurrently, each in its own thread, all bounded by
+one deadline: a probe that has not answered by then is reported as not ready, so the
+command ends in a few seconds even when every backend is down or unreachable.
+"""
+
+import argparse
+import sys
+import threading
+import time
+
+from torchx.cli.cmd_base import SubCommand
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from torchx.util.readiness import ReadinessCheck
+
+__all__ = ["CmdCheck"]
+
+DEFAULT_TIMEOUT_S = 4.0
+"""How long the probes may take together (each probe also bounds its own calls)."""
+
+
+class _Target:
+    """One scheduler or tracker being checked, in its own thread."""
+
+    def __init__(self, kind: str, name: str, run: "Callable[[], list[ReadinessCheck]]") -> None:
+        self.kind = kind
+        self.name = name
+        self.checks: list[ReadinessCheck] | None = None
+        self._run = run
+        self.thread = threading.Thread(target=self._main, name=f"check-{name}", daemon=True)
+
+    def _main(self) -> None:
+        from torchx.util.readiness import not_ready
+
+        try:
+            self.checks = self._run()
+        except Exception as e:
+            found = " ".join(str(e).split())[:300] or type(e).__name__
+            self.checks = [
+                not_ready(
+                    "load",
+                    f"{type(e).__name__}: {found}",
+                    f"see `torchx plugins` and `torchx --log_level DEBUG check -s {self.name}`",
+                )
+            ]
+
+
+def _scheduler_checks(name: str, cfg: "dict[str, Any]") -> "list[ReadinessCheck]":
+    from torchx.runner import config
+    from torchx.schedulers import get_scheduler_factories
+
+    scheduler = get_scheduler_factories()[name](session_name="torchx")
+    try:
+        config.apply(name, cfg)
+        return list(scheduler.check_ready(cfg))
+    finally:
+        scheduler.close()
+
+
+def _tracker_checks(name: str, tracker_config: "str | None") -> "list[ReadinessCheck]":
+    from torchx.tracker.api import check_tracker
+
+    return check_tracker(name, tracker_config)
+
+
+class CmdCheck(SubCommand):
+    """``torchx check [-s SCHEDULER ...] [-t TRACKER ...] [-cfg K=V,...] [--json]``."""
+
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+        subparser.add_argument(
+            "-s",
+            "--scheduler",
+            action="append",
+            default=[],
+            metavar="SCHEDULER",
+            help="check only these schedulers (repeat, or comma-separated); default: every"
+            " installed scheduler and every configured tracker",
+        )
+        subparser.add_argument(
+            "-t",
+            "--tracker",
+            action="append",
+            default=[],
+            metavar="TRACKER",
+            help="check these trackers (repeat, or comma-separated); default: the configured"
+            " ones when no scheduler is named",
+        )
+        subparser.add_argument(
+            "-cfg",
+            "--scheduler_args",
+            type=str,
+            default="",
+            help="run options to check with, as KEY=VALUE,... (e.g. queue=my-queue); the"
+            " .torchxconfig values apply too",
+        )
+        subparser.add_argument(
+            "--timeout",
+            type=float,
+            default=DEFAULT_TIMEOUT_S,
+            help="seconds the probes may take in all (default: %(default)s)",
+        )
+        subparser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    def run(self, args: argparse.Namespace) -> None:
+        from torchx.cli._errors import CliError
+        from torchx.cli._handles import check_scheduler, installed_schedulers
+
+        named = [n.strip() for value in args.scheduler for n in value.split(",") if n.strip()]
+        trackers_named = [
+            n.strip() for value in args.tracker for n in value.split(",") if n.strip()
+        ]
+        schedulers = [check_scheduler(n) for n in named] if named else []
+        if not named and not trackers_named:
+            schedulers = installed_schedulers()
+        cfg = _parse_cfg(args.scheduler_args)
+        if args.timeout <= 0:
+            raise CliError(f"--timeout must be positive, got {args.timeout:g}")
+
+        from functools import partial
+
+        targets = [
+            _Target("scheduler", n, partial(_scheduler_checks, n, dict(cfg))) for n in schedulers
+        ]
+        trackers = _trackers_to_check(trackers_named, checking_all=not named)
+        targets += [
+            _Target("tracker", n, partial(_tracker_checks, n, c)) for n, c in trackers.items()
+        ]
+        _run_all(targets, args.timeout)
+        results = [(t.kind, t.name, t.checks or []) for t in targets]
+        if args.json:
+            from torchx.cli._json import print_json
+
+            print_json(_as_json(results))
+        else:
+            print(_as_table(results, no_tracker=not trackers and not named))
+        explicit = set(named) | set(trackers_named)
+        failing = [
+            name
+            for _, name, checks in results
+            if name in explicit and any(c.status in ("not ready", "not configured") for c in checks)
+        ]
+        if failing:
+            sys.stdout.flush()
+            raise CliError(f"not ready: {', '.join(failing)} (see the fixes above)")
+
+
+def _parse_cfg(text: str) -> "dict[str, str]":
+    from torchx.cli._errors import CliError
+
+    cfg: dict[str, str] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise CliError(f"malformed -cfg item '{item}'; use KEY=VALUE,KEY2=VALUE2")
+        cfg[key.strip()] = value.strip()
+    return cfg
+
+
+def _trackers_to_check(named: "list[str]", checking_all: bool) -> "dict[str, str | None]":
+    from torchx.runner.api import get_configured_trackers
+
+    configured = get_configured_trackers() if (named or checking_all) else {}
+    if not named:
+        return configured
+    return {name: configured.get(name) for name in named}
+
+
+def _run_all(targets: "list[_Target]", timeout: float) -> None:
+    """Starts every probe and waits until all answered or the deadline passed."""
+    from torchx.util.readiness import not_ready
+
+    deadline = time.monotonic() + timeout
+    for target in targets:
+        target.thread.start()
+    for target in targets:
+        target.thread.join(max(0.0, deadline - time.monotonic()))
+        if target.thread.is_alive():
+            target.checks = [
+                not_ready(
+                    "answer",
+                    f"no answer within {timeout:g} s",
+                    "the service is slow or unreachable: check its address (or pass a"
+                    " longer --timeout)",
+                )
+            ]
+
+
+def _as_json(results: "list[tuple[str, str, list[ReadinessCheck]]]") -> "dict[str, Any]":
+    from torchx.util.readiness import overall
+
+    out: dict[str, Any] = {"schedulers": {}, "trackers": {}}
+    for kind, name, checks in results:
+        out[f"{kind}s"][name] = {
+            "status": overall(checks),
+            "checks": [
+                {"name": c.name, "status": c.status, "found": c.found, "fix": c.fix} for c in checks
+            ],
+        }
+    return out
+
+
+def _as_table(results: "list[tuple[str, str, list[ReadinessCheck]]]", no_tracker: bool) -> str:
+    from torchx.cli._table import format_table
+    from torchx.util.readiness import overall
+
+    rows: list[list[str]] = []
+    for kind, name, checks in results:
+        label = name if kind == "scheduler" else f"{name} (tracker)"
+        status = overall(checks)
+        for i, check in enumerate(checks):
+            rows.append(
+                [label if i == 0 else "", status if i == 0 else "", check.name, check.found]
+            )
+            if check.fix:
+                rows.append(["", "", "", f"fix: {check.fix}"])
+    table = format_table(rows, ["BACKEND", "STATUS", "CHECK", "FOUND"])
+    if no_tracker:
+        table += "\n\nno tracker configured (optional: see `torchx tracker` and [torchx:tracker])"
+    return table

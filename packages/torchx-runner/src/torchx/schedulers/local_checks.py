@@ -1,0 +1,73 @@
+"""``torchx check`` probes of the ``local_cwd`` scheduler: where apps keep their state,
+and the interpreter and ``torchrun`` a job started here would get."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+from torchx.util.readiness import ReadinessCheck, not_ready, probe, ready
+
+
+def state_dir_check() -> ReadinessCheck:
+    """``TORCHX_HOME`` is writable, or can be created (nothing is created here)."""
+    from torchx.util.home import torchx_home
+
+    home = torchx_home()
+    fix = f"make {home} writable, or point TORCHX_HOME at a directory you own"
+    if os.path.isdir(home):
+        if os.access(home, os.W_OK | os.X_OK):
+            return ready("state dir", f"TORCHX_HOME {home} is writable")
+        return not_ready("state dir", f"TORCHX_HOME {home} is not writable", fix)
+    if os.path.exists(home):
+        return not_ready("state dir", f"TORCHX_HOME {home} is not a directory", fix)
+    parent = os.path.dirname(os.path.abspath(home))
+    while parent and not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if os.access(parent, os.W_OK | os.X_OK):
+        return ready("state dir", f"TORCHX_HOME {home} will be created on the first run")
+    return not_ready("state dir", f"TORCHX_HOME {home} cannot be created under {parent}", fix)
+
+
+def _version(program: str) -> str:
+    proc = subprocess.run(
+        [program, "--version"], capture_output=True, text=True, timeout=3, check=False
+    )
+    return (
+        (proc.stdout.strip() or proc.stderr.strip()).splitlines()[0] if proc.returncode == 0 else ""
+    )
+
+
+def interpreter_check() -> ReadinessCheck:
+    """The ``python`` a job's command finds on ``PATH`` (jobs inherit this environment)."""
+    found = shutil.which("python") or shutil.which("python3")
+    if found is None:
+        return not_ready(
+            "python",
+            "no `python` on PATH: utils.python and dist.ddp jobs would not start",
+            "activate the environment your jobs should run in (or put python on PATH)",
+        )
+    version = _version(found)
+    return ready("python", f"{found} ({version})" if version else found)
+
+
+def torchrun_check() -> ReadinessCheck:
+    """``torchrun``, which ``dist.ddp`` runs; jobs of other components do not need it."""
+    found = shutil.which("torchrun")
+    if found is None:
+        # not a problem of local_cwd: only dist.ddp needs it, so this stays "ready"
+        return ready(
+            "torchrun",
+            "no `torchrun` on PATH: only dist.ddp needs it (pip install torch where jobs run)",
+        )
+    return ready("torchrun", found)
+
+
+def local_checks() -> list[ReadinessCheck]:
+    fix = "see `torchx --log_level DEBUG check -s local_cwd`"
+    return [
+        probe("state dir", state_dir_check, fix),
+        probe("python", interpreter_check, fix),
+        probe("torchrun", torchrun_check, fix),
+    ]

@@ -1,0 +1,206 @@
+"""``torchx check`` probes of the ``kubernetes`` scheduler: the kubeconfig (context and
+namespace), the API server, what this user may do there (SelfSubjectAccessReviews, which
+the API server answers without storing anything) and whether Volcano is installed."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from torchx.util.readiness import ReadinessCheck, not_configured, not_ready, ready
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
+TIMEOUT_S = 3.0
+
+# (verb, API group, resource, subresource) the scheduler needs, per job type
+_NEEDED = {
+    "volcano": [
+        ("create", "batch.volcano.sh", "jobs", ""),
+        ("get", "", "pods", ""),
+        ("get", "", "pods", "log"),
+    ],
+    "batch": [
+        ("create", "batch", "jobs", ""),
+        ("create", "", "services", ""),
+        ("get", "", "pods", ""),
+        ("get", "", "pods", "log"),
+    ],
+}
+
+
+def _context() -> tuple[str, str]:
+    """(context name, its namespace) of the kubeconfig, as the scheduler would use them."""
+    from kubernetes import config as kube_config
+
+    from torchx.schedulers.kubernetes_client import kubeconfig_arg
+
+    config: Any = kube_config
+    contexts, active = config.list_kube_config_contexts(config_file=kubeconfig_arg())
+    wanted = os.environ.get("TORCHX_KUBE_CONTEXT")
+    if wanted:
+        active = next((c for c in contexts or () if c.get("name") == wanted), None)
+        if active is None:
+            raise ValueError(f"context {wanted!r} (TORCHX_KUBE_CONTEXT) is not in the kubeconfig")
+    active = active or {}
+    return str(active.get("name", "")), str((active.get("context") or {}).get("namespace") or "")
+
+
+def _json_of(response: Any) -> Any:
+    import json
+
+    try:
+        return json.loads(response.data or b"{}")
+    finally:
+        response.release_conn()
+
+
+def _version(client: ApiClient) -> Any:
+    from kubernetes.client import VersionApi
+
+    raw = VersionApi(client).get_code(_preload_content=False, _request_timeout=TIMEOUT_S)
+    return _json_of(raw)
+
+
+def _volcano_api(client: ApiClient) -> Any:
+    from kubernetes.client import CustomObjectsApi
+
+    raw = CustomObjectsApi(client).get_api_resources(
+        "batch.volcano.sh", "v1alpha1", _preload_content=False, _request_timeout=TIMEOUT_S
+    )
+    return _json_of(raw)
+
+
+def _review(  # noqa: PLR0917 (one access question)
+    client: ApiClient, namespace: str, verb: str, group: str, resource: str, sub: str
+) -> Any:
+    from kubernetes.client import (
+        AuthorizationV1Api,
+        V1ResourceAttributes,
+        V1SelfSubjectAccessReview,
+        V1SelfSubjectAccessReviewSpec,
+    )
+
+    attributes = V1ResourceAttributes(
+        namespace=namespace, verb=verb, group=group, resource=resource, subresource=sub or None
+    )
+    body = V1SelfSubjectAccessReview(
+        api_version="authorization.k8s.io/v1",
+        kind="SelfSubjectAccessReview",
+        spec=V1SelfSubjectAccessReviewSpec(resource_attributes=attributes),
+    )
+    raw = AuthorizationV1Api(client).create_self_subject_access_review(
+        body, _preload_content=False, _request_timeout=TIMEOUT_S
+    )
+    return _json_of(raw)
+
+
+def _error_of(e: Exception, action: str, namespace: str) -> tuple[str, str]:
+    """(found, fix) for a failed API call, from the scheduler's own one-line errors."""
+    from torchx.schedulers.kubernetes_client import api_error
+
+    text = str(api_error(e, action, namespace))
+    found, sep, fix = text.partition("; ")
+    return found, fix if sep else "see `kubectl cluster-info` and `kubectl auth can-i --list`"
+
+
+def kubernetes_checks(cfg: dict[str, Any]) -> list[ReadinessCheck]:
+    from torchx.schedulers.kubernetes_client import (
+        KubernetesConfigError,
+        cluster_configured,
+        connect,
+    )
+
+    if not cluster_configured():
+        from torchx.schedulers.kubernetes_client import kubeconfig_arg
+
+        return [
+            not_configured(
+                "kubeconfig",
+                f"no kubeconfig at {kubeconfig_arg()} and not running in a pod",
+                "point KUBECONFIG at your cluster's config (e.g. `aws eks update-kubeconfig`,"
+                " `gcloud container clusters get-credentials`)",
+            )
+        ]
+    try:
+        client = connect(os.environ.get("TORCHX_KUBE_CONTEXT") or None)
+        context, context_ns = _context()
+    except (KubernetesConfigError, ValueError) as e:
+        found, _, fix = str(e).partition("; ")
+        return [not_ready("kubeconfig", found, fix or "fix the kubeconfig (`kubectl config view`)")]
+    _no_retries(client)
+    namespace = str(cfg.get("namespace") or context_ns or "default")
+    job_type = str(cfg.get("job_type") or "volcano")
+    host = client.configuration.host
+    checks = [ready("kubeconfig", f"context {context or '(in-cluster)'}, namespace {namespace}")]
+
+    try:
+        version = _version(client)
+    except Exception as e:
+        found, fix = _error_of(e, "asking for its version", namespace)
+        checks.append(not_ready("api server", found, fix))
+        return checks
+    checks.append(ready("api server", f"Kubernetes {version.get('gitVersion', '?')} at {host}"))
+    checks.append(_volcano_check(client, job_type, namespace))
+    checks.append(_permissions_check(client, job_type, namespace))
+    return checks
+
+
+def _no_retries(client: ApiClient) -> None:
+    """One attempt per call: a probe reports a down server at once rather than retrying."""
+    client.configuration.retries = False
+    pool = getattr(client.rest_client, "pool_manager", None)
+    if pool is not None:
+        pool.connection_pool_kw["retries"] = False
+
+
+def _volcano_check(client: ApiClient, job_type: str, namespace: str) -> ReadinessCheck:
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        _volcano_api(client)
+        installed = True
+    except ApiException as e:
+        if e.status != 404:
+            found, fix = _error_of(e, "looking for Volcano's API", namespace)
+            return not_ready("volcano", found, fix)
+        installed = False
+    if installed:
+        return ready("volcano", f"installed (batch.volcano.sh); job_type={job_type} applies")
+    if job_type == "volcano":
+        return not_ready(
+            "volcano",
+            "not installed (no batch.volcano.sh API), and job_type=volcano (the default)",
+            "run with -cfg job_type=batch (plain Kubernetes Jobs; or set it in [kubernetes] of"
+            " .torchxconfig), or install Volcano",
+        )
+    return ready("volcano", "not installed; job_type=batch needs none")
+
+
+def _permissions_check(client: ApiClient, job_type: str, namespace: str) -> ReadinessCheck:
+    needed = _NEEDED.get(job_type, _NEEDED["volcano"])
+    denied = []
+    for verb, group, resource, sub in needed:
+        what = f"{verb} {resource}{'/' + sub if sub else ''}{'.' + group if group else ''}"
+        try:
+            review = _review(client, namespace, verb, group, resource, sub)
+        except Exception as e:
+            found, _ = _error_of(e, "asking what you may do (SelfSubjectAccessReview)", namespace)
+            return not_ready(
+                "permissions",
+                found,
+                "ask a cluster admin to let you create selfsubjectaccessreviews"
+                " (authorization.k8s.io), or check with `kubectl auth can-i --list`",
+            )
+        if not (review.get("status") or {}).get("allowed"):
+            denied.append(what)
+    if denied:
+        return not_ready(
+            "permissions",
+            f"in namespace {namespace} you may not: {', '.join(denied)}",
+            f"ask a cluster admin for a Role granting {', '.join(denied)} in namespace"
+            f" {namespace}, or pick a namespace you may use (-cfg namespace=...)",
+        )
+    allowed = ", ".join(f"{v} {r}{'/' + s if s else ''}" for v, _, r, s in needed)
+    return ready("permissions", f"in namespace {namespace} you may {allowed}")

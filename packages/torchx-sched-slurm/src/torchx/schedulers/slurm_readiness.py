@@ -1,0 +1,137 @@
+"""``torchx check`` probes of the ``slurm`` scheduler: Slurm's client commands on this
+host, the controller, the partitions a job could go to, and the accounting that keeps
+finished jobs visible. Read-only: ``scontrol ping``, ``sinfo`` and ``sacct`` only."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+from torchx.schedulers.slurm_commands import first_error_line
+from torchx.util.readiness import (
+    ReadinessCheck,
+    not_configured,
+    not_ready,
+    probe,
+    ready,
+)
+
+TIMEOUT_S = 3.0
+_COMMANDS = ("sbatch", "squeue", "scontrol", "sinfo", "sacct", "scancel")
+_CONF_FIX = (
+    "start slurmctld, or give this host Slurm's configuration (/etc/slurm/slurm.conf, or"
+    " SLURM_CONF)"
+)
+
+
+def _run(*argv: str) -> tuple[int, str, str]:
+    try:
+        proc = subprocess.run(
+            list(argv), capture_output=True, text=True, timeout=TIMEOUT_S, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return 124, "", f"{argv[0]}: no answer within {TIMEOUT_S:g} s"
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def commands_check() -> ReadinessCheck:
+    missing = [c for c in _COMMANDS if shutil.which(c) is None]
+    if len(missing) == len(_COMMANDS):
+        return not_configured(
+            "commands",
+            "Slurm's client commands are not installed on this host",
+            "run torchx on a Slurm login node, or install Slurm's client tools (slurm-client)",
+        )
+    if missing:
+        return not_ready(
+            "commands",
+            f"missing on PATH: {', '.join(missing)}",
+            "install Slurm's full client tools (slurm-client), or fix PATH",
+        )
+    return ready("commands", f"{', '.join(_COMMANDS)} on PATH ({shutil.which('sbatch')})")
+
+
+def controller_check() -> ReadinessCheck:
+    code, out, err = _run("scontrol", "ping")
+    text = " ".join(out.split())
+    text = text.split("*", 1)[0].strip()  # drop the "** RESTORE SLURMCTLD **" banner
+    if code == 0 and "is UP" in text:
+        return ready("controller", text)
+    return not_ready("controller", text or first_error_line(err), _CONF_FIX)
+
+
+def partitions_check(partition: str | None) -> ReadinessCheck:
+    code, out, err = _run("sinfo", "-h", "-o", "%P|%a|%D|%t")
+    if code != 0:
+        return not_ready("partitions", first_error_line(err), _CONF_FIX)
+    states: dict[str, tuple[str, int, set[str]]] = {}
+    for line in out.splitlines():
+        name, avail, nodes, state = [*line.split("|"), "", "", "", ""][:4]
+        default = name.endswith("*")
+        key = name.rstrip("*") + ("*" if default else "")
+        _, count, seen = states.get(key, (avail, 0, set()))
+        states[key] = (avail, count + int(nodes or 0), seen | {state})
+    shown = [
+        f"{name} ({avail}, {count} nodes: {'/'.join(sorted(seen))})"
+        for name, (avail, count, seen) in sorted(states.items())
+    ]
+    usable = [
+        n
+        for n, (avail, _, seen) in states.items()
+        if avail == "up" and seen - {"down", "drain", "down*", "drng"}
+    ]
+    if partition:
+        names = {n.rstrip("*") for n in states}
+        if partition not in names:
+            return not_ready(
+                "partitions",
+                f"partition {partition!r} (run option) does not exist; found: {', '.join(shown)}",
+                f"set -cfg partition= (or [slurm] partition) to one of {', '.join(sorted(names))}",
+            )
+        usable = [n for n in usable if n.rstrip("*") == partition]
+    if not usable:
+        return not_ready(
+            "partitions",
+            f"no partition is up with usable nodes: {', '.join(shown) or 'none'}",
+            "ask the cluster's admin to resume the nodes"
+            " (`scontrol update nodename=... state=resume`)",
+        )
+    return ready("partitions", ", ".join(shown))
+
+
+def accounting_check() -> ReadinessCheck:
+    code, _, err = _run("sacct", "-n", "-X", "-o", "JobID", "-S", "now-1hours")
+    if code == 0:
+        return ready("accounting", "sacct answers: finished jobs stay visible to status/log/list")
+    return not_ready(
+        "accounting",
+        first_error_line(err),
+        "start slurmdbd (and its database), or configure accounting"
+        " (AccountingStorageType=accounting_storage/slurmdbd) so finished jobs can be looked up",
+    )
+
+
+def slurm_checks(partition: str | None) -> list[ReadinessCheck]:
+    """The commands first (without them nothing else can be asked); then the controller
+    and, beside it, the accounting (another daemon); the partitions only when the
+    controller is up (``sinfo`` would otherwise retry for a long time)."""
+    import threading
+
+    fix = "see `torchx --log_level DEBUG check -s slurm`"
+    commands = probe("commands", commands_check, fix)
+    if commands.status == "not configured":
+        return [commands]
+    accounting: list[ReadinessCheck] = []
+    beside = threading.Thread(
+        target=lambda: accounting.append(probe("accounting", accounting_check, fix)), daemon=True
+    )
+    beside.start()
+    controller = probe("controller", controller_check, fix)
+    checks = [commands, controller]
+    if controller.status == "ready":
+        checks.append(probe("partitions", lambda: partitions_check(partition), fix))
+    beside.join(TIMEOUT_S + 1)
+    checks += accounting or [
+        not_ready("accounting", f"sacct: no answer within {TIMEOUT_S:g} s", _CONF_FIX)
+    ]
+    return checks

@@ -1,0 +1,24 @@
+"""``torchx check`` when every backend is configured but down: every scheduler and tracker
+is reported, each problem with its fix, no traceback, and nothing is created.
+(How fast that is: benchmarks/bench_check.py.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from torchx_testsupport import all_backends_down_env, torchx_check
+
+
+def test_every_backend_down(tmp_path: Path) -> None:
+    env = all_backends_down_env(tmp_path)
+    result = torchx_check(env=env)
+    for name in ("local_docker", "slurm", "kubernetes", "aws_batch", "mlflow"):
+        assert result[name]["status"] in ("not ready", "not configured"), (name, result[name])
+    assert result["local_cwd"]["status"] == "ready"
+    assert result["fsspec"]["status"] == "ready"
+    assert result["local_docker"]["exit"] == 0, "nothing was named: a survey exits 0"
+    assert (
+        "cannot reach the Kubernetes API server" in result["kubernetes"]["checks"]["api server"][1]
+    )
+    assert "cannot reach" in result["aws_batch"]["checks"]["queue"][1]
+    assert not (tmp_path / "runs").exists()
