@@ -27,7 +27,7 @@ test_tmp="$(mktemp -d -t torchx-tests-XXXXXX)"
 # typing and unit steps run (its output shown only if it fails), or reused when already up,
 # and stopped by pid at exit unless it was already up (docker-down.sh itself stops only what
 # docker-up.sh started).
-backends=(docker slurm moto mlflow)
+backends=(docker slurm moto mlflow ray)
 declare -A up_pid was_up
 stop_backends() {
   for name in "${backends[@]}"; do
@@ -45,8 +45,10 @@ for name in "${backends[@]}"; do
 done
 # tests/docker (dockerd, the test image, a local registry), tests/slurm (a 4-node cluster on
 # localhost), tests/batch (moto's emulator, running jobs in that Docker daemon), tests/mlflow
-# (`mlflow server` with a SQLite store): fail rather than skip when the backend is missing.
+# (`mlflow server` with a SQLite store), tests/ray (a head and a worker node of a real Ray
+# cluster): fail rather than skip when the backend is missing.
 export TORCHX_REQUIRE_DOCKER=1 TORCHX_REQUIRE_SLURM=1 TORCHX_REQUIRE_MOTO=1 TORCHX_REQUIRE_MLFLOW=1
+export TORCHX_REQUIRE_RAY=1
 # Chromium for the documentation tests, which look at the built pages in a real browser.
 bash tools/chromium-up.sh >>"$backend_log" 2>&1 &
 chromium_pid=$!
@@ -70,6 +72,7 @@ step run slurm:test
 step run k8s:test
 step run batch:test
 step run mlflow:test
+step run ray:test
 # the release rehearsal: every artifact built, checked, published to a real index on
 # 127.0.0.1 and installed by name in fresh venvs (tools/release.py)
 step run release:rehearse

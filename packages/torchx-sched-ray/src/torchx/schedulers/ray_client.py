@@ -1,0 +1,250 @@
+"""The Ray Jobs REST API, spoken with the standard library.
+
+A laptop submits to a Ray cluster without installing Ray: every call is one HTTP request
+to the cluster's dashboard (``/api/jobs/``, ``/api/packages/``, ``/api/v0/logs/``). Errors
+become one line that names the address and what to do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
+
+DEFAULT_ADDRESS = "http://127.0.0.1:8265"
+TIMEOUT_S = 30.0
+MIN_RAY = (2, 10)
+"""Oldest Ray whose dashboard serves what this scheduler uses (jobs, packages, per-actor
+log files through the v0 state API)."""
+
+__all__ = [
+    "DEFAULT_ADDRESS",
+    "RayApiError",
+    "RayJobsClient",
+    "RayNotFoundError",
+    "RayUnreachableError",
+    "resolve_address",
+]
+
+
+class RayApiError(RuntimeError):
+    """The Ray dashboard refused or failed a request; the message says what to do."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class RayUnreachableError(RayApiError):
+    """Nothing answers at the dashboard address."""
+
+
+class RayNotFoundError(RayApiError):
+    """A 404: the job (or file) does not exist on this cluster."""
+
+
+def resolve_address(option: str | None) -> tuple[str, str]:
+    """``(dashboard URL, where it came from)``: the ``dashboard_address`` run option, then
+    ``$RAY_API_SERVER_ADDRESS``, then ``$RAY_ADDRESS``, then 127.0.0.1:8265.
+
+    The run option always wins (upstream let ``RAY_ADDRESS`` override it silently). A bare
+    ``host:port`` means ``http://host:port``; a ``ray://`` client address or ``auto`` is
+    not a dashboard address and is refused in one line.
+    """
+    for value, origin in (
+        (option, "run option dashboard_address"),
+        (os.environ.get("RAY_API_SERVER_ADDRESS"), "RAY_API_SERVER_ADDRESS"),
+        (os.environ.get("RAY_ADDRESS"), "RAY_ADDRESS"),
+    ):
+        if value and value.strip():
+            return _dashboard_url(value.strip(), origin), origin
+    return DEFAULT_ADDRESS, "the default"
+
+
+def _dashboard_url(value: str, origin: str) -> str:
+    scheme = value.split("://", 1)[0] if "://" in value else ""
+    if scheme in ("http", "https"):
+        url = value.rstrip("/")
+    elif not scheme and value != "auto" and ":" in value:
+        url = "http://" + value.rstrip("/")
+    else:
+        raise RayApiError(
+            f"{origin}={value!r} is not the address of a Ray dashboard; set -cfg"
+            " dashboard_address=http://HOST:8265 (the dashboard serves the Jobs API)"
+        )
+    parts = urlsplit(url)
+    if not parts.hostname:
+        raise RayApiError(f"{origin}={value!r} names no host; use http://HOST:8265")
+    return url
+
+
+def _token() -> str | None:
+    """The bearer token of a cluster running with token auth (never printed)."""
+    token = os.environ.get("RAY_AUTH_TOKEN")
+    if token:
+        return token.strip()
+    path = Path(os.environ.get("RAY_AUTH_TOKEN_PATH") or "~/.ray/auth_token").expanduser()
+    try:
+        return path.read_text().strip() or None
+    except OSError:
+        return None
+
+
+class RayJobsClient:
+    """The dashboard calls the scheduler makes, each a fresh stdlib HTTP request."""
+
+    def __init__(self, address: str, origin: str = "the run option", timeout: float = TIMEOUT_S):
+        self.address = address
+        self.origin = origin
+        self.timeout = timeout
+        self._token = _token()
+
+    # -- transport -------------------------------------------------------------------------
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        content_type: str = "application/json",
+        timeout: float | None = None,
+    ) -> bytes:
+        import urllib.error
+        import urllib.request
+
+        headers = {"Content-Type": content_type} if body is not None else {}
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+        # the URL is http(s) only: resolve_address refuses anything else
+        request = urllib.request.Request(  # noqa: S310
+            self.address + path, data=body, method=method, headers=headers
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=timeout or self.timeout) as response:  # noqa: S310
+                return bytes(response.read())
+        except urllib.error.HTTPError as e:
+            raise self._http_error(e, method, path) from None
+        except (OSError, ValueError) as e:
+            reason = getattr(e, "reason", None) or e
+            raise RayUnreachableError(
+                f"cannot reach the Ray dashboard at {self.address} (from {self.origin}:"
+                f" {_short(reason)}); start the cluster, or point -cfg dashboard_address="
+                "http://HOST:8265 (or RAY_API_SERVER_ADDRESS) at its dashboard"
+            ) from None
+
+    def _http_error(self, e: Any, method: str, path: str) -> RayApiError:
+        try:
+            text = e.read().decode("utf-8", "replace")
+        except OSError:
+            text = ""
+        try:
+            detail = json.loads(text).get("detail") or json.loads(text).get("msg") or text
+        except (ValueError, AttributeError):
+            detail = text
+        detail = " ".join(str(detail).split())[:300] or e.reason
+        if e.code == 404:
+            return RayNotFoundError(
+                f"not found on the Ray cluster at {self.address}: {detail}", 404
+            )
+        if e.code in (401, 403):
+            return RayApiError(
+                f"the Ray dashboard at {self.address} refused {method} {path} ({e.code}:"
+                f" {detail}); set RAY_AUTH_TOKEN to the cluster's token",
+                e.code,
+            )
+        return RayApiError(
+            f"the Ray dashboard at {self.address} answered {e.code} to {method} {path}: {detail}",
+            e.code,
+        )
+
+    def _json(
+        self, method: str, path: str, payload: Any = None, timeout: float | None = None
+    ) -> Any:
+        body = None if payload is None else json.dumps(payload).encode()
+        return json.loads(self._request(method, path, body, timeout=timeout) or b"null")
+
+    # -- the cluster -----------------------------------------------------------------------
+
+    def version(self, timeout: float | None = None) -> dict[str, Any]:
+        """``/api/version``; a Ray too old for this scheduler is a one-line error."""
+        found: dict[str, Any] = self._json("GET", "/api/version", timeout=timeout)
+        ray_version = str(found.get("ray_version", "0"))
+        numbers = tuple(int(p) for p in ray_version.split(".")[:2] if p.isdigit())
+        if numbers < MIN_RAY:
+            raise RayApiError(
+                f"the Ray cluster at {self.address} runs Ray {ray_version}, whose Jobs API lacks"
+                f" what TorchX needs; use Ray {'.'.join(map(str, MIN_RAY))} or newer"
+            )
+        return found
+
+    def nodes(self, timeout: float | None = None) -> list[dict[str, Any]]:
+        found = self._json("GET", "/nodes?view=summary", timeout=timeout)
+        return list(((found or {}).get("data") or {}).get("summary") or [])
+
+    # -- jobs ------------------------------------------------------------------------------
+
+    def submit(self, body: dict[str, Any]) -> str:
+        try:
+            answer = self._json("POST", "/api/jobs/", body)
+        except RayApiError as e:
+            if e.status == 500 and "already exists" in str(e):
+                raise RayApiError(
+                    f"a Ray job named {body.get('submission_id')!r} already exists; run again"
+                    " (a new name is generated)",
+                    500,
+                ) from None
+            raise
+        return str(answer.get("submission_id") or answer.get("job_id"))
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        found: dict[str, Any] = self._json("GET", f"/api/jobs/{quote(job_id, safe='')}")
+        return found
+
+    def jobs(self) -> list[dict[str, Any]]:
+        found = self._json("GET", "/api/jobs/")
+        return list(found or [])
+
+    def driver_log(self, job_id: str) -> str:
+        found = self._json("GET", f"/api/jobs/{quote(job_id, safe='')}/logs")
+        return str((found or {}).get("logs", ""))
+
+    def stop(self, job_id: str) -> bool:
+        found = self._json("POST", f"/api/jobs/{quote(job_id, safe='')}/stop")
+        return bool((found or {}).get("stopped"))
+
+    def delete(self, job_id: str) -> None:
+        self._request("DELETE", f"/api/jobs/{quote(job_id, safe='')}")
+
+    # -- packages (workspaces and the driver) ----------------------------------------------
+
+    def has_package(self, uri_name: str) -> bool:
+        try:
+            self._request("GET", f"/api/packages/gcs/{uri_name}")
+        except RayNotFoundError:
+            return False
+        return True
+
+    def upload_package(self, uri_name: str, data: bytes) -> None:
+        self._request("PUT", f"/api/packages/gcs/{uri_name}", data, "application/octet-stream")
+
+    # -- replica logs ----------------------------------------------------------------------
+
+    def actor_log(self, actor_id: str, suffix: str) -> bytes:
+        """The whole ``out`` or ``err`` log file of an actor (its worker process)."""
+        query = urlencode({"actor_id": actor_id, "suffix": suffix, "lines": -1})
+        return self._request("GET", f"/api/v0/logs/file?{query}")
+
+
+def _short(reason: object) -> str:
+    text = str(reason)
+    for needle, short in (
+        ("Connection refused", "connection refused"),
+        ("Name or service not known", "unknown host"),
+        ("timed out", "timed out"),
+        ("No route to host", "no route to host"),
+    ):
+        if needle in text:
+            return short
+    return text.splitlines()[0][:200] if text else type(reason).__name__

@@ -1,0 +1,144 @@
+"""From a Ray job and its driver's ``[torchx]`` event lines to TorchX's app state, with a
+state, host and exit code for every replica and the reason an app waits."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass as std_dataclass
+from typing import Any
+
+from torchx.specs.api import AppState
+
+EVENT_PREFIX = "[torchx] "
+
+JOB_STATES = {
+    "PENDING": AppState.PENDING,
+    "RUNNING": AppState.RUNNING,
+    "SUCCEEDED": AppState.SUCCEEDED,
+    "FAILED": AppState.FAILED,
+    "STOPPED": AppState.CANCELLED,
+}
+
+
+@std_dataclass
+class ReplicaInfo:
+    role: str
+    replica: int
+    state: AppState
+    host: str = ""
+    actor_ids: list[str] | None = None
+    exit_code: int | None = None
+
+
+def events(driver_log: str) -> list[dict[str, Any]]:
+    """The driver's events, in order (other lines of the log are Ray's own)."""
+    found = []
+    for line in driver_log.splitlines():
+        if line.startswith(EVENT_PREFIX):
+            try:
+                found.append(json.loads(line[len(EVENT_PREFIX) :]))
+            except ValueError:
+                continue
+    return found
+
+
+def replicas(
+    roles: dict[str, int], job_state: AppState, found: list[dict[str, Any]]
+) -> dict[tuple[str, int], ReplicaInfo]:
+    """Every replica of ``roles`` (name -> count) with what the events say of it."""
+    terminal = job_state in (AppState.SUCCEEDED, AppState.FAILED, AppState.CANCELLED)
+    start = AppState.CANCELLED if job_state == AppState.CANCELLED else AppState.PENDING
+    info = {
+        (role, i): ReplicaInfo(role, i, start if terminal else AppState.PENDING, actor_ids=[])
+        for role, count in roles.items()
+        for i in range(count)
+    }
+    for event in found:
+        key = (str(event.get("role")), int(event.get("replica", -1)))
+        replica = info.get(key)
+        if replica is None:
+            continue
+        kind = event.get("event")
+        if kind == "running":
+            replica.state = AppState.RUNNING
+            replica.host = str(event.get("host") or "")
+            assert replica.actor_ids is not None
+            replica.actor_ids.append(str(event.get("actor_id")))
+            replica.exit_code = None
+        elif kind == "exited":
+            code = event.get("code")
+            replica.exit_code = code if isinstance(code, int) else None
+            replica.state = AppState.SUCCEEDED if code == 0 else AppState.FAILED
+        elif kind == "stopped":
+            replica.state = AppState.CANCELLED
+    if terminal:
+        for replica in info.values():
+            if replica.state == AppState.RUNNING:  # the job ended under it (stop, node lost)
+                replica.state = (
+                    AppState.CANCELLED if job_state == AppState.CANCELLED else (AppState.FAILED)
+                )
+    return info
+
+
+def app_state(job: dict[str, Any], found: list[dict[str, Any]]) -> tuple[AppState, str]:
+    """``(state, message)``: Ray's job status, except that a running driver still waiting
+    for its placement group is PENDING with what it waits for."""
+    status = str(job.get("status", ""))
+    state = JOB_STATES.get(status, AppState.UNKNOWN)
+    kinds = [e.get("event") for e in found]
+    if state == AppState.RUNNING and "running" not in kinds:
+        return AppState.PENDING, pending_reason(found)
+    if state == AppState.FAILED:
+        unplaceable = next((e for e in found if e.get("event") == "unplaceable"), None)
+        if unplaceable is not None:
+            return state, "resources never became free: " + _needs(unplaceable)
+        exits = [e for e in found if e.get("event") == "exited" and e.get("code")]
+        if exits:
+            first = exits[-1]
+            return state, (
+                f"replica {first.get('role')}/{first.get('replica')} exited with code"
+                f" {first.get('code')}"
+            )
+    message = str(job.get("message") or "")
+    if state == AppState.PENDING:
+        message = message or "the job waits to start (its runtime env is being set up)"
+    return state, message
+
+
+def pending_reason(found: list[dict[str, Any]]) -> str:
+    pending = next((e for e in reversed(found) if e.get("event") == "pending"), None)
+    if pending is None:
+        waiting = next((e for e in found if e.get("event") == "waiting"), None)
+        if waiting is None:
+            return "the TorchX driver is starting"
+        return "reserving resources: " + _bundles(waiting.get("bundles") or [])
+    return "waiting for resources: " + _needs(pending)
+
+
+def _needs(event: dict[str, Any]) -> str:
+    bundles = event.get("bundles") or []
+    cluster = event.get("cluster") or {}
+    total = {
+        k: v for k, v in cluster.items() if not k.startswith("node:") and "memory" not in k.lower()
+    }
+    have = ", ".join(f"{k} {_num(v)}" for k, v in sorted(total.items())) or "nothing"
+    if "memory" in cluster:
+        have += f", memory {_num(cluster['memory'] / 2**20)} MB"
+    return f"{_bundles(bundles)}; the cluster has {have} in all"
+
+
+def _bundles(bundles: list[dict[str, Any]]) -> str:
+    counts: dict[str, int] = {}
+    for bundle in bundles:
+        shown = ", ".join(
+            f"{k} {_num(v / 2**20)} MB" if k == "memory" else f"{k} {_num(v)}"
+            for k, v in sorted(bundle.items())
+        )
+        counts[shown] = counts.get(shown, 0) + 1
+    parts = [f"{n} x {{{b}}}" for b, n in counts.items()]
+    return f"{len(bundles)} replica bundle(s) ({'; '.join(parts)})"
+
+
+def _num(value: Any) -> str:
+    number = float(value)
+    return str(int(number)) if number == int(number) else f"{number:g}"

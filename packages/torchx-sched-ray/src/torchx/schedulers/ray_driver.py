@@ -1,0 +1,275 @@
+"""The driver of a TorchX app on Ray: uploaded with every job and run by Ray's job
+supervisor inside the cluster (``python .torchx_ray/driver.py``). It imports only ``ray``
+and the standard library (TorchX is not installed in the cluster).
+
+It reads the app from ``$TORCHX_RAY_JOB`` (JSON written by the scheduler), reserves one
+placement-group bundle per replica (all replicas gang-scheduled), starts one actor per
+replica in its bundle and runs the replica's command there with its environment, restarts
+replicas as ``max_retries``/``retry_policy`` allow, and exits with the app's result.
+
+What happens is printed as ``[torchx] {json}`` event lines on the driver's own log, which
+the scheduler reads back (``describe``): the actors' output is not forwarded there
+(``log_to_driver=False``) but stays in each actor's own log files, one pair per replica,
+each line prefixed by its UTC time so that ``torchx log --since/--until`` can filter.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+import ray
+from ray.util.placement_group import placement_group, remove_placement_group
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+EVENT_PREFIX = "[torchx] "
+ENV_JOB = "TORCHX_RAY_JOB"
+NAMESPACE = "torchx"
+WAIT_NOTE_S = 5.0
+
+
+def event(kind: str, **fields: Any) -> None:
+    print(EVENT_PREFIX + json.dumps({"event": kind, "t": time.time(), **fields}), flush=True)
+
+
+def _die_with_parent() -> None:
+    """Runs in the replica's child: SIGKILL it when the actor's worker dies."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+    os.setsid()
+
+
+def _stamp() -> bytes:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ ").encode()
+
+
+def _copy(source: Any, sink: Any) -> None:
+    """Copies ``source`` to ``sink`` line by line, each line prefixed by its time."""
+    for line in iter(source.readline, b""):
+        sink.write(_stamp() + line)
+        sink.flush()
+    source.close()
+
+
+@ray.remote(max_concurrency=2, max_restarts=0)
+class Replica:
+    """One replica: runs its command and returns the exit status."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def node_ip(self) -> str:
+        return str(ray.util.get_node_ip_address())
+
+    def run(self, argv: list[str], env: dict[str, str]) -> int:
+        full_env = {k: v for k, v in os.environ.items() if k != ENV_JOB}
+        full_env.update(env)
+        try:
+            self.proc = subprocess.Popen(
+                argv,
+                env=full_env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                preexec_fn=_die_with_parent,  # noqa: PLW1509 (setsid + death signal only)
+            )
+        except OSError as e:
+            sys.stderr.buffer.write(_stamp() + f"cannot start {argv[0]!r}: {e}\n".encode())
+            sys.stderr.flush()
+            return 127
+        copiers = [
+            threading.Thread(target=_copy, args=(self.proc.stdout, sys.stdout.buffer)),
+            threading.Thread(target=_copy, args=(self.proc.stderr, sys.stderr.buffer)),
+        ]
+        for t in copiers:
+            t.start()
+        code = self.proc.wait()
+        for t in copiers:
+            t.join()
+        return code
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+
+
+def _bundle(resource: dict[str, float]) -> dict[str, float]:
+    return {k: v for k, v in resource.items() if v and v > 0}
+
+
+def _actor_options(resource: dict[str, float], pg: Any, index: int, name: str) -> dict[str, Any]:
+    custom = {k: v for k, v in resource.items() if k not in ("CPU", "GPU", "memory") and v > 0}
+    options: dict[str, Any] = {
+        "name": name,
+        "namespace": NAMESPACE,
+        "num_cpus": resource.get("CPU", 0) or 0,
+        "num_gpus": resource.get("GPU", 0) or 0,
+        "resources": custom,
+        "scheduling_strategy": PlacementGroupSchedulingStrategy(
+            placement_group=pg, placement_group_bundle_index=index
+        ),
+    }
+    if resource.get("memory"):
+        options["memory"] = resource["memory"]
+    return options
+
+
+class App:
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+        self.app_id: str = spec["app_id"]
+        self.roles: list[dict[str, Any]] = spec["roles"]
+        self.slots = [
+            (role_index, replica)
+            for role_index, role in enumerate(self.roles)
+            for replica in role["replicas"]
+        ]
+        self.pg: Any = None
+        self.node_of_bundle: dict[int, str] = {}
+        self.actors: dict[int, Any] = {}
+        self.attempts: dict[int, int] = {}
+
+    def reserve(self) -> bool:
+        bundles = [_bundle(self.roles[r]["resource"]) or {"CPU": 0.001} for r, _ in self.slots]
+        self.pg = placement_group(bundles, strategy=self.spec.get("strategy", "SPREAD"))
+        event("waiting", bundles=bundles, strategy=self.spec.get("strategy", "SPREAD"))
+        timeout = float(self.spec.get("placement_timeout_s") or 0)
+        started = time.monotonic()
+        noted = False
+        while True:
+            ready, _ = ray.wait([self.pg.ready()], timeout=WAIT_NOTE_S)
+            if ready:
+                break
+            if not noted:
+                event(
+                    "pending",
+                    bundles=bundles,
+                    cluster=ray.cluster_resources(),
+                    available=ray.available_resources(),
+                )
+                noted = True
+            if timeout and time.monotonic() - started > timeout:
+                event("unplaceable", bundles=bundles, cluster=ray.cluster_resources())
+                return False
+        table = ray.util.placement_group_table(self.pg)
+        ips = {n["NodeID"]: n["NodeManagerAddress"] for n in ray.nodes()}
+        for index, node_id in table.get("bundles_to_node_id", {}).items():
+            self.node_of_bundle[int(index)] = ips.get(node_id, "")
+        return True
+
+    def start(self, slot: int) -> Any:
+        role_index, replica = self.slots[slot]
+        role = self.roles[role_index]
+        attempt = self.attempts.get(slot, 0)
+        name = f"{self.app_id}/{role['name']}/{replica['id']}/{attempt}"
+        options = _actor_options(role["resource"], self.pg, slot, name)
+        actor = Replica.options(**options).remote()  # type: ignore[attr-defined]
+        env = dict(replica["env"])
+        # The replica in bundle 0 hosts the rendezvous (torchrun's c10d store): it sees
+        # itself as "localhost", which torchrun always recognises as this host; every other
+        # replica gets the IP of bundle 0's node.
+        env[self.spec["rank0_env"]] = "localhost" if slot == 0 else self.node_of_bundle.get(0, "")
+        ref = actor.run.remote(replica["argv"], env)
+        self.actors[slot] = actor
+        event(
+            "running",
+            role=role["name"],
+            replica=replica["id"],
+            attempt=attempt,
+            actor_id=actor._actor_id.hex(),
+            host=self.node_of_bundle.get(slot, ""),
+        )
+        return ref
+
+    def stop(self, slots: list[int]) -> None:
+        for slot in slots:
+            actor = self.actors.pop(slot, None)
+            if actor is not None:
+                # an actor that already died cannot stop its process: the death signal did
+                with contextlib.suppress(Exception):
+                    ray.get(actor.stop.remote(), timeout=10)
+                ray.kill(actor)
+
+    def run(self) -> int:
+        if not self.reserve():
+            return 3
+        running = {self.start(slot): slot for slot in range(len(self.slots))}
+        result = 0
+        while running:
+            done, _ = ray.wait(list(running), num_returns=1)
+            slot = running.pop(done[0])
+            role_index, replica = self.slots[slot]
+            role = self.roles[role_index]
+            try:
+                code = int(ray.get(done[0]))
+            except Exception as e:  # the actor died (node lost, killed)
+                code = 137
+                event("lost", role=role["name"], replica=replica["id"], error=str(e)[:300])
+            event("exited", role=role["name"], replica=replica["id"], code=code)
+            self.stop([slot])
+            if code == 0:
+                continue
+            group = self._retry_group(slot)
+            if group:
+                others = [s for s in group if s != slot]
+                for ref, s in list(running.items()):
+                    if s in others:
+                        running.pop(ref)
+                self.stop(others)
+                for s in group:
+                    self.attempts[s] = self.attempts.get(s, 0) + 1
+                    running[self.start(s)] = s
+                event(
+                    "restarted", role=role["name"], replicas=[self.slots[s][1]["id"] for s in group]
+                )
+                continue
+            result = code
+            self.stop(list(running.values()))
+            for s in running.values():
+                r, rep = self.slots[s]
+                event("stopped", role=self.roles[r]["name"], replica=rep["id"])
+            running.clear()
+        return result
+
+    def _retry_group(self, slot: int) -> list[int]:
+        """The slots to restart after ``slot`` failed (empty: no retries left)."""
+        role_index, _ = self.slots[slot]
+        role = self.roles[role_index]
+        if self.attempts.get(slot, 0) >= int(role.get("max_retries", 0)):
+            return []
+        policy = role.get("retry_policy", "APPLICATION")
+        if policy == "REPLICA":
+            return [slot]
+        if policy == "ROLE":
+            return [s for s, (r, _) in enumerate(self.slots) if r == role_index]
+        return list(range(len(self.slots)))
+
+
+def main() -> int:
+    spec = json.loads(os.environ[ENV_JOB])
+    ray.init(log_to_driver=False, namespace=NAMESPACE)
+    app = App(spec)
+    event("started", app_id=app.app_id, replicas=len(app.slots))
+    try:
+        code = app.run()
+    finally:
+        if app.pg is not None:
+            remove_placement_group(app.pg)
+    event("finished", code=code)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,240 @@
+"""What ``torchx run -s ray`` submits: the run options, the Ray job (entrypoint, runtime
+env, metadata) and the app spec the driver reads, built without contacting the cluster so
+that a dry run needs neither a cluster nor Ray."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from torchx.schedulers.api import HELP_KEY, StructuredOpts
+from torchx.specs.api import AppDef, CfgVal, Role, macros
+from torchx.specs.replica_macros import ReplicaMacros
+from torchx.util.lazy_dataclass import dataclass, field
+
+DRIVER_PATH = ".torchx_ray/driver.py"
+"""Where the driver lies inside the job's working dir (never in the user's directory)."""
+ENV_JOB = "TORCHX_RAY_JOB"
+RANK0_ENV = "TORCHX_RANK0_HOST"
+META_APP = "torchx.app"
+META_APP_ID = "torchx.app_id"
+META_SESSION = "torchx.session"
+META_ROLES = "torchx.roles"
+STRATEGIES = ("SPREAD", "PACK", "STRICT_SPREAD", "STRICT_PACK")
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+@dataclass
+class Opts(StructuredOpts):
+    """Run options of ``ray``."""
+
+    dashboard_address: str | None = field(
+        default=None,
+        metadata={
+            HELP_KEY: "the cluster's dashboard (Jobs API), e.g. http://head:8265; default:"
+            " $RAY_API_SERVER_ADDRESS, then $RAY_ADDRESS, then 127.0.0.1:8265"
+        },
+    )
+    placement_strategy: str = field(
+        default="SPREAD",
+        metadata={
+            HELP_KEY: "how the replicas' bundles are placed on nodes: SPREAD, PACK,"
+            " STRICT_SPREAD or STRICT_PACK"
+        },
+    )
+    placement_timeout_s: int = field(
+        default=0,
+        metadata={
+            HELP_KEY: "fail the app when its resources are not free after this many seconds"
+            " (0: wait, reporting PENDING and what it waits for)"
+        },
+    )
+    python: str = field(
+        default="python",
+        metadata={HELP_KEY: "the interpreter that runs the TorchX driver in the cluster"},
+    )
+    pip: list[str] | None = field(
+        default=None,
+        metadata={HELP_KEY: "packages pip installs into the job's runtime env (pkg1,pkg2)"},
+    )
+    requirements: str | None = field(
+        default=None,
+        metadata={HELP_KEY: "a requirements.txt whose packages go into the job's runtime env"},
+    )
+    metadata: dict[str, str] | None = field(
+        default=None, metadata={HELP_KEY: "extra job metadata (K:V,K2:V2) shown by Ray"}
+    )
+
+
+@dataclass
+class RayJob:
+    """A Ray job as ``schedule`` submits it; ``package_dir`` is the local directory whose
+    files (plus the driver) become the job's working dir (None: the driver alone)."""
+
+    address: str
+    address_origin: str
+    submission_id: str
+    entrypoint: str
+    runtime_env: dict[str, Any]
+    metadata: dict[str, str]
+    spec: dict[str, Any]
+    package_dir: str | None = None
+
+    def body(self, package_uri: str) -> dict[str, Any]:
+        """The JSON body of ``POST /api/jobs/`` once the package is uploaded."""
+        runtime_env = dict(self.runtime_env)
+        runtime_env["working_dir"] = package_uri
+        env_vars = dict(runtime_env.get("env_vars") or {})
+        env_vars[ENV_JOB] = json.dumps(self.spec, separators=(",", ":"))
+        runtime_env["env_vars"] = env_vars
+        return {
+            "submission_id": self.submission_id,
+            "entrypoint": self.entrypoint,
+            "runtime_env": runtime_env,
+            "metadata": self.metadata,
+        }
+
+    def __str__(self) -> str:
+        shown = self.body(f"gcs://_ray_pkg_<hash>.zip (uploaded at submit: {self.package_what()})")
+        shown["runtime_env"]["env_vars"][ENV_JOB] = self.spec
+        return json.dumps({"dashboard": self.address, **shown}, indent=2)
+
+    def package_what(self) -> str:
+        where = f"the files of {self.package_dir} and" if self.package_dir else ""
+        return f"{where} the TorchX driver {DRIVER_PATH}".strip()
+
+
+def bundle_of(role: Role) -> dict[str, float]:
+    """The placement-group bundle of one replica: CPU, GPU, memory (bytes) and the role's
+    ``devices`` as Ray custom resources; unset (non-positive) amounts are left out."""
+    resource = role.resource
+    bundle: dict[str, float] = {}
+    if resource.cpu > 0:
+        bundle["CPU"] = float(resource.cpu)
+    if resource.gpu > 0:
+        bundle["GPU"] = float(resource.gpu)
+    if resource.memMB > 0:
+        bundle["memory"] = float(int(resource.memMB) * 1024 * 1024)
+    for name, count in (resource.devices or {}).items():
+        if count > 0:
+            bundle[name] = float(count)
+    return bundle
+
+
+def app_spec(app: AppDef, app_id: str, opts: Opts) -> dict[str, Any]:
+    """What the driver runs: each replica's argv and env with the macros applied."""
+    roles = []
+    for role in app.roles:
+        templates = ReplicaMacros([role.entrypoint, *role.args], role.env)
+        replicas = []
+        for i in range(role.num_replicas):
+            values = macros.Values(
+                img_root=".", app_id=app_id, replica_id=str(i), rank0_env=RANK0_ENV
+            )
+            argv, env = templates.apply(values.to_dict())
+            env = {**env, "TORCHX_REPLICA_ID": str(i), "TORCHX_ROLE_NAME": role.name}
+            replicas.append({"id": i, "argv": argv, "env": env})
+        roles.append(
+            {
+                "name": role.name,
+                "resource": bundle_of(role),
+                "max_retries": int(role.max_retries),
+                "retry_policy": role.retry_policy.name,
+                "replicas": replicas,
+            }
+        )
+    return {
+        "app_id": app_id,
+        "strategy": opts.placement_strategy,
+        "placement_timeout_s": opts.placement_timeout_s,
+        "rank0_env": RANK0_ENV,
+        "roles": roles,
+    }
+
+
+def runtime_env(opts: Opts) -> dict[str, Any]:
+    packages = list(opts.pip or [])
+    if opts.requirements:
+        try:
+            text = Path(opts.requirements).read_text()
+        except OSError as e:
+            raise ValueError(
+                f"cannot read requirements file {opts.requirements!r} ({e.strerror}); fix -cfg"
+                " requirements=PATH"
+            ) from None
+        for raw in text.splitlines():
+            line = raw.partition("#")[0].strip()
+            if line:
+                packages.append(line)
+    return {"pip": packages} if packages else {}
+
+
+def job_metadata(app: AppDef, app_id: str, session: str, opts: Opts) -> dict[str, str]:
+    metadata = {str(k): str(v) for k, v in (app.metadata or {}).items()}
+    metadata.update({str(k): str(v) for k, v in (opts.metadata or {}).items()})
+    metadata.update(
+        {
+            META_APP: app.name,
+            META_APP_ID: app_id,
+            META_SESSION: session,
+            META_ROLES: json.dumps(
+                {r.name: r.num_replicas for r in app.roles}, separators=(",", ":")
+            ),
+        }
+    )
+    return metadata
+
+
+def check_options(opts: Opts) -> None:
+    if opts.placement_strategy not in STRATEGIES:
+        raise ValueError(
+            f"unknown placement_strategy {opts.placement_strategy!r}; use one of"
+            f" {', '.join(STRATEGIES)}"
+        )
+    if opts.placement_timeout_s < 0:
+        raise ValueError("placement_timeout_s must be 0 (wait) or a number of seconds")
+
+
+def build_package(package_dir: str | None) -> tuple[str, bytes]:
+    """``(gcs name, zip bytes)`` of the job's working dir: the workspace files (what
+    ``.torchxignore`` leaves in; links kept as links, nothing followed out) plus the
+    driver. The zip is deterministic, so an unchanged workspace is uploaded once."""
+    from torchx.workspace.api import LocalFileSystem, walk_workspace
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        if package_dir:
+            fs = LocalFileSystem()
+            entries = []
+            for directory, _, files in walk_workspace(fs, package_dir):
+                for name, info in files.items():
+                    rel = os.path.relpath(os.path.join(directory, name), package_dir)
+                    if rel == DRIVER_PATH or info["type"] == "other":
+                        continue
+                    entries.append((rel, info))
+            for rel, info in sorted(entries):
+                member = zipfile.ZipInfo(rel, _ZIP_TIME)
+                if info["type"] == "link":
+                    member.external_attr = 0o120777 << 16
+                    archive.writestr(member, info["destination"])
+                    continue
+                member.external_attr = (info["mode"] & 0o777 | 0o100000) << 16
+                member.compress_type = zipfile.ZIP_DEFLATED
+                with open(info["name"], "rb") as f:
+                    archive.writestr(member, f.read())
+        driver = zipfile.ZipInfo(DRIVER_PATH, _ZIP_TIME)
+        driver.external_attr = 0o100644 << 16
+        driver.compress_type = zipfile.ZIP_DEFLATED
+        archive.writestr(driver, (Path(__file__).parent / "ray_driver.py").read_bytes())
+    data = buffer.getvalue()
+    return f"_ray_pkg_{hashlib.sha256(data).hexdigest()[:32]}.zip", data
+
+
+def opts_from(cfg: Mapping[str, CfgVal]) -> Opts:
+    return Opts.from_cfg(cfg)

@@ -1,0 +1,428 @@
+"""The ``ray`` scheduler: a TorchX app as one Ray job, submitted over the Jobs REST API.
+
+* The submitting machine needs no Ray: every call is a stdlib HTTP request to the
+  cluster's dashboard (``ray_client``). The dashboard address is the ``dashboard_address``
+  run option, then ``$RAY_API_SERVER_ADDRESS``, then ``$RAY_ADDRESS``, then 127.0.0.1:8265.
+* One app is one Ray job whose entrypoint is a small driver shipped in this distribution
+  (``ray_driver``), uploaded with the job (never written into your directory). It
+  gang-schedules every replica in one placement group (one bundle per replica: the role's
+  CPU, GPU, memory and ``devices`` as custom resources), runs each replica's command in an
+  actor of its own, restarts replicas as ``max_retries``/``retry_policy`` allow, and exits
+  with the app's result.
+* The workspace (the current directory on ``torchx run``; ``.torchxignore`` honoured) is
+  zipped with the driver into the job's working dir, uploaded once per content.
+* ``describe`` reads the job and the driver's event lines: per-replica states, hosts and exit
+  codes, and PENDING with what the app waits for while its resources are not free.
+* ``log_iter`` reads each replica's own log files (stdout and stderr apart), filters by
+  time, regex and stream, and follows a running replica.
+* The app id is the Ray submission id; jobs carry TorchX's app and session in their metadata,
+  so ``list`` shows TorchX's jobs only.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from torchx.schedulers.api import (
+    DescribeAppResponse,
+    ListAppResponse,
+    Scheduler,
+    Stream,
+    filter_regex,
+)
+from torchx.schedulers.ray_request import (
+    META_APP_ID,
+    META_ROLES,
+    Opts,
+    RayJob,
+    app_spec,
+    build_package,
+    check_options,
+    job_metadata,
+    runtime_env,
+)
+from torchx.specs.api import (
+    AppDef,
+    AppDryRunInfo,
+    AppState,
+    CfgVal,
+    ReplicaStatus,
+    Role,
+    RoleStatus,
+    runopts,
+)
+from torchx.util.log import get_logger
+from torchx.workspace.api import WorkspaceMixin
+
+if TYPE_CHECKING:
+    from torchx.schedulers.ray_client import RayJobsClient
+    from torchx.util.readiness import ReadinessCheck
+
+TORCHX_PLUGIN_API = 1
+"""The torchx plugin contract this module was built against (torchx.util.plugin_api)."""
+
+__all__ = ["Opts", "RayJob", "RayOpts", "RayScheduler", "create_scheduler"]
+
+logger = get_logger(__name__)
+
+RayOpts = Opts
+"""Upstream's name of the run options."""
+
+_FOLLOW_POLL_S = 1.0
+_TERMINAL = (AppState.SUCCEEDED, AppState.FAILED, AppState.CANCELLED)
+_RAY_LOG_HEADERS = (b":job_id:", b":actor_name:", b":task_name:", b":task_attempt")
+
+_Entries = list[tuple[str, str]]
+"""``(time stamp, line)`` of a replica's log (``list`` is a method name in the class)."""
+
+
+class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
+    """Runs TorchX apps as Ray jobs (see the module docstring)."""
+
+    def __init__(self, session_name: str) -> None:
+        super().__init__("ray", session_name)
+        self._clients: dict[str | None, RayJobsClient] = {}
+
+    # -- options and the cluster ------------------------------------------------------------
+
+    def _run_opts(self) -> runopts:
+        return Opts.as_runopts()
+
+    def _client(self, address: str | None = None) -> RayJobsClient:
+        from torchx.schedulers.ray_client import RayJobsClient, resolve_address
+
+        client = self._clients.get(address)
+        if client is None:
+            url, origin = resolve_address(address)
+            client = self._clients[address] = RayJobsClient(url, origin)
+        return client
+
+    def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
+        """The dashboard answers, its Ray version, and the nodes with their resources."""
+        from torchx.schedulers.ray_readiness import ray_checks
+
+        return ray_checks(Opts.from_cfg(cfg or {}).dashboard_address)
+
+    # -- workspaces --------------------------------------------------------------------------
+
+    def caching_build_workspace_and_update_role(
+        self, role: Role, cfg: Mapping[str, CfgVal], build_cache: dict[object, object]
+    ) -> None:
+        """The workspace becomes the job's working dir: the role records the directory
+        (it is zipped and uploaded at submit, where the driver joins it)."""
+        workspace = role.workspace
+        if not workspace:
+            return
+        if not workspace.is_unmapped_single_project():
+            raise ValueError(
+                f"role `{role.name}`: a Ray job has one working dir; give the workspace as one"
+                " directory (no mapped projects)"
+            )
+        role.image = next(iter(workspace.projects))
+
+    def planned_image(self, role: Role, cfg: Mapping[str, CfgVal]) -> str:
+        workspace = role.workspace
+        return next(iter(workspace.projects)) if workspace else role.image
+
+    def built_message(self, role: Role, old_image: str) -> str:
+        return f"workspace {role.workspace} of role `{role.name}` becomes the job's working dir"
+
+    # -- submit ------------------------------------------------------------------------------
+
+    def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[RayJob]:
+        from torchx.schedulers.ids import make_unique
+        from torchx.schedulers.ray_client import resolve_address
+
+        opts = Opts.from_cfg(cfg)
+        check_options(opts)
+        app_id = make_unique(_job_name(app.name))
+        directories = {r.image for r in app.roles if r.workspace}
+        if len(directories) > 1:
+            raise ValueError(
+                "the roles of a Ray job share one working dir, but they have different"
+                f" workspaces ({', '.join(sorted(directories))}); give them one"
+            )
+        address, origin = resolve_address(opts.dashboard_address)
+        job = RayJob(
+            address=address,
+            address_origin=origin,
+            submission_id=app_id,
+            entrypoint=f"{opts.python} {_driver_arg()}",
+            runtime_env=runtime_env(opts),
+            metadata=job_metadata(app, app_id, self.session_name, opts),
+            spec=app_spec(app, app_id, opts),
+            package_dir=next(iter(directories), None),
+        )
+        return AppDryRunInfo(job, str)
+
+    def _validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal]) -> None:
+        if not app.roles:
+            raise ValueError(f"app {app.name!r} has no roles")
+
+    def schedule(self, dryrun_info: AppDryRunInfo[RayJob]) -> str:
+        from torchx.schedulers.ray_client import RayJobsClient
+
+        job = dryrun_info.request
+        client = RayJobsClient(job.address, job.address_origin)
+        client.version()
+        name, data = build_package(job.package_dir)
+        if not client.has_package(name):
+            client.upload_package(name, data)
+        return client.submit(job.body(f"gcs://{name}"))
+
+    # -- state -------------------------------------------------------------------------------
+
+    def _job_and_events(self, app_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+        """The job and its driver's events, fetched side by side (two HTTP calls)."""
+        from torchx.schedulers.ray_client import RayNotFoundError
+        from torchx.schedulers.ray_describe import events
+
+        client = self._client()
+        log: list[str] = []
+        failure: list[BaseException] = []
+
+        def read_log() -> None:
+            try:
+                log.append(client.driver_log(app_id))
+            except BaseException as e:  # reported by the caller's thread
+                failure.append(e)
+
+        reader = threading.Thread(target=read_log, daemon=True)
+        reader.start()
+        try:
+            job = client.job(app_id)
+        except RayNotFoundError:
+            reader.join()
+            return None
+        reader.join()
+        if failure and not isinstance(failure[0], RayNotFoundError):
+            raise failure[0]
+        return job, events(log[0] if log else "")
+
+    def describe(self, app_id: str) -> DescribeAppResponse | None:
+        from torchx.schedulers.ray_describe import app_state, replicas
+
+        found = self._job_and_events(app_id)
+        if found is None:
+            return None
+        job, found_events = found
+        metadata = {str(k): str(v) for k, v in (job.get("metadata") or {}).items()}
+        state, message = app_state(job, found_events)
+        roles = _roles_of(metadata)
+        infos = replicas(roles, state, found_events)
+        role_statuses = []
+        for role_name in roles:
+            statuses = [
+                ReplicaStatus(
+                    id=info.replica,
+                    state=info.state,
+                    role=role_name,
+                    hostname=info.host,
+                    structured_error_msg=(
+                        f"exit code {info.exit_code}" if info.exit_code else "<NONE>"
+                    ),
+                )
+                for (name, _), info in sorted(infos.items())
+                if name == role_name
+            ]
+            role_statuses.append(RoleStatus(role_name, statuses))
+        restarts = sum(1 for e in found_events if e.get("event") == "restarted")
+        return DescribeAppResponse(
+            app_id=app_id,
+            state=state,
+            num_restarts=restarts,
+            msg=message,
+            ui_url=f"{self._client().address}/#/jobs/{app_id}",
+            metadata=metadata,
+            roles_statuses=role_statuses,
+            roles=[Role(name=r, image="", num_replicas=n) for r, n in roles.items()],
+        )
+
+    def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
+        """TorchX's jobs on the cluster (those whose metadata carry a TorchX app id)."""
+        from torchx.schedulers.ray_describe import JOB_STATES
+
+        address = Opts.from_cfg(cfg or {}).dashboard_address
+        rows = []
+        for job in self._client(address).jobs():
+            metadata = job.get("metadata") or {}
+            app_id = metadata.get(META_APP_ID)
+            if not app_id or job.get("submission_id") != app_id:
+                continue
+            rows.append(
+                ListAppResponse(
+                    app_id=str(app_id),
+                    state=JOB_STATES.get(str(job.get("status")), AppState.UNKNOWN),
+                    name=str(metadata.get("torchx.app") or ""),
+                )
+            )
+        return rows
+
+    # -- cancel / delete ---------------------------------------------------------------------
+
+    def _cancel_existing(self, app_id: str) -> None:
+        from torchx.schedulers.ray_describe import JOB_STATES
+
+        client = self._client()
+        client.stop(app_id)
+        deadline = time.monotonic() + 5
+        status = ""
+        while time.monotonic() < deadline:
+            status = str(client.job(app_id).get("status"))
+            if JOB_STATES.get(status) in _TERMINAL:
+                return
+            time.sleep(0.2)
+        if status == "PENDING":
+            logger.warning(
+                "Ray keeps a job that has not started yet PENDING after a stop until its"
+                " runtime env is ready (ray#58353); it will not run, and then reads CANCELLED"
+            )
+
+    def _delete_existing(self, app_id: str) -> None:
+        from torchx.schedulers.ray_describe import JOB_STATES
+
+        client = self._client()
+        if JOB_STATES.get(str(client.job(app_id).get("status"))) not in _TERMINAL:
+            self._cancel_existing(app_id)
+        client.delete(app_id)
+
+    # -- logs --------------------------------------------------------------------------------
+
+    def log_iter(  # noqa: PLR0917 (positional order is the public API)
+        self,
+        app_id: str,
+        role_name: str,
+        k: int = 0,
+        regex: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        should_tail: bool = False,
+        streams: Stream | None = None,
+    ) -> Iterable[str]:
+        """Replica ``k`` of ``role_name``: its own output (every attempt in order), each line
+        as written; ``streams`` picks stdout, stderr or both (merged by time)."""
+        lines: Iterable[str] = self._replica_lines(
+            app_id, role_name, k, since, until, should_tail, streams or Stream.COMBINED
+        )
+        if regex:
+            lines = filter_regex(regex, lines)
+        return lines
+
+    def _replica_lines(  # noqa: PLR0917 (internal)
+        self,
+        app_id: str,
+        role_name: str,
+        k: int,
+        since: datetime | None,
+        until: datetime | None,
+        should_tail: bool,
+        streams: Stream,
+    ) -> Iterator[str]:
+        suffixes = {"stdout": ["out"], "stderr": ["err"]}.get(streams.value, ["out", "err"])
+        seen: dict[tuple[str, str], int] = {}
+        while True:
+            info, finished = self._replica(app_id, role_name, k)
+            fresh: _Entries = []
+            for actor_id in info.actor_ids or []:
+                for suffix in suffixes:
+                    entries = self._actor_lines(actor_id, suffix)
+                    start = seen.get((actor_id, suffix), 0)
+                    seen[(actor_id, suffix)] = len(entries)
+                    fresh += entries[start:]
+            fresh.sort(key=lambda entry: entry[0])  # stdout and stderr merged by time
+            for stamp, line in fresh:
+                when = _parse_stamp(stamp)
+                if since is not None and when is not None and when < _aware(since):
+                    continue
+                if until is not None and when is not None and when > _aware(until):
+                    continue
+                yield line
+            if not should_tail or finished:
+                return
+            time.sleep(_FOLLOW_POLL_S)
+
+    def _replica(self, app_id: str, role_name: str, k: int) -> tuple[Any, bool]:
+        from torchx.schedulers.ray_describe import app_state, replicas
+
+        found = self._job_and_events(app_id)
+        if found is None:
+            raise ValueError(f"unknown Ray job {app_id!r} (see `torchx list -s ray`)")
+        job, found_events = found
+        roles = _roles_of(job.get("metadata") or {})
+        if role_name not in roles:
+            raise ValueError(
+                f"app {app_id} has no role {role_name!r}; its roles are: {', '.join(roles)}"
+            )
+        if not 0 <= k < roles[role_name]:
+            raise ValueError(
+                f"role {role_name!r} of app {app_id} has replicas 0..{roles[role_name] - 1};"
+                f" there is no replica {k}"
+            )
+        state, _ = app_state(job, found_events)
+        info = replicas(roles, state, found_events)[(role_name, k)]
+        return info, info.state in _TERMINAL or state in _TERMINAL
+
+    def _actor_lines(self, actor_id: str, suffix: str) -> _Entries:
+        """``(time stamp, line)`` of one actor's log file; a file not written yet is empty."""
+        from torchx.schedulers.ray_client import RayApiError
+
+        try:
+            raw = self._client().actor_log(actor_id, suffix)
+        except RayApiError as e:
+            if e.status in (404, 500):
+                return []
+            raise
+        entries = []
+        for line in raw.splitlines(keepends=True):
+            if line.startswith(_RAY_LOG_HEADERS):
+                continue
+            stamp, sep, rest = line.partition(b" ")
+            text = rest if sep and stamp.endswith(b"Z") else line
+            entries.append((stamp.decode() if sep else "", text.decode("utf-8", "replace")))
+        if entries and not entries[-1][1].endswith("\n"):
+            entries[-1] = (entries[-1][0], entries[-1][1] + "\n")
+        return entries
+
+
+def _roles_of(metadata: Mapping[str, Any]) -> dict[str, int]:
+    import json
+
+    try:
+        roles = json.loads(str(metadata.get(META_ROLES) or "{}"))
+    except ValueError:
+        roles = {}
+    return {str(name): int(count) for name, count in roles.items()}
+
+
+def _parse_stamp(stamp: str) -> datetime | None:
+    try:
+        return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return None
+
+
+def _aware(when: datetime) -> datetime:
+    return when if when.tzinfo is not None else when.astimezone()
+
+
+def _driver_arg() -> str:
+    from torchx.schedulers.ray_request import DRIVER_PATH
+
+    return DRIVER_PATH
+
+
+def _job_name(name: str) -> str:
+    """A name Ray accepts as a submission id, from the app's name."""
+    import re
+
+    cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.") or "app"
+    return cleaned[:40]
+
+
+def create_scheduler(session_name: str, **kwargs: Any) -> RayScheduler:
+    """The ``torchx.schedulers`` entry point of ``ray``."""
+    return RayScheduler(session_name)

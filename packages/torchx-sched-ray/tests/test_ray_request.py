@@ -1,0 +1,156 @@
+"""What a Ray job is made of, without a cluster: the dry run, the bundles, macros, the
+address rules, the package, the option checks; and that none of it imports Ray."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from torchx.schedulers.ray_client import RayApiError, RayJobsClient, resolve_address
+from torchx.schedulers.ray_request import DRIVER_PATH, ENV_JOB, build_package
+from torchx.schedulers.ray_scheduler import create_scheduler
+from torchx.specs import AppDef, Resource, Role, macros
+
+
+def _app() -> AppDef:
+    trainer = Role(
+        name="trainer",
+        image="unused",
+        entrypoint="python",
+        args=["-m", "train", "--rank", macros.replica_id, "--job", macros.app_id],
+        env={"MASTER": f"${{{macros.rank0_env}}}", "LR": "0.1"},
+        num_replicas=2,
+        resource=Resource(cpu=2, gpu=1, memMB=512, devices={"worker_node": 1}),
+        max_retries=2,
+    )
+    ps = Role(
+        name="ps", image="unused", entrypoint="echo", args=["ps"], resource=Resource(1, 0, -1)
+    )
+    return AppDef(name="my app!", roles=[trainer, ps], metadata={"team": "vision"})
+
+
+@pytest.fixture(autouse=True)
+def _no_ray_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS", "RAY_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_dry_run_shows_the_job_as_sent() -> None:
+    info = create_scheduler("tests").submit_dryrun(_app(), {"placement_strategy": "PACK"})
+    job = info.request
+    assert job.submission_id.startswith("my-app-")
+    assert job.entrypoint == f"python {DRIVER_PATH}"
+    assert job.address == "http://127.0.0.1:8265"
+    spec = job.spec
+    assert spec["strategy"] == "PACK" and spec["app_id"] == job.submission_id
+    trainer, ps = spec["roles"]
+    assert trainer["resource"] == {
+        "CPU": 2.0,
+        "GPU": 1.0,
+        "memory": 512.0 * 2**20,
+        "worker_node": 1.0,
+    }
+    assert ps["resource"] == {"CPU": 1.0}
+    assert trainer["max_retries"] == 2 and trainer["retry_policy"] == "APPLICATION"
+    second = trainer["replicas"][1]
+    assert second["argv"] == ["python", "-m", "train", "--rank", "1", "--job", job.submission_id]
+    assert second["env"]["MASTER"] == "${TORCHX_RANK0_HOST}"
+    assert second["env"]["LR"] == "0.1" and second["env"]["TORCHX_REPLICA_ID"] == "1"
+    assert job.metadata["team"] == "vision"
+    assert job.metadata["torchx.app_id"] == job.submission_id
+    assert json.loads(job.metadata["torchx.roles"]) == {"trainer": 2, "ps": 1}
+    shown = json.loads(str(job))
+    assert shown["runtime_env"]["env_vars"][ENV_JOB]["roles"][0]["name"] == "trainer"
+    assert shown["runtime_env"]["working_dir"].startswith("gcs://_ray_pkg_<hash>.zip")
+
+
+def test_the_run_option_wins_over_ray_address(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAY_ADDRESS", "http://from-env:8265")
+    assert resolve_address("http://head:8265") == (
+        "http://head:8265",
+        "run option dashboard_address",
+    )
+    assert resolve_address(None) == ("http://from-env:8265", "RAY_ADDRESS")
+    monkeypatch.setenv("RAY_API_SERVER_ADDRESS", "api:9000")
+    assert resolve_address(None) == ("http://api:9000", "RAY_API_SERVER_ADDRESS")
+
+
+@pytest.mark.parametrize("value", ["ray://head:10001", "auto", "http://"])
+def test_addresses_that_are_no_dashboard_are_refused(value: str) -> None:
+    with pytest.raises(RayApiError, match=r"dashboard_address=http://HOST:8265|names no host"):
+        resolve_address(value)
+
+
+def test_an_unreachable_dashboard_is_one_line() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    client = RayJobsClient(f"http://127.0.0.1:{port}", "run option dashboard_address")
+    with pytest.raises(RayApiError) as caught:
+        client.version()
+    assert str(caught.value) == (
+        f"cannot reach the Ray dashboard at http://127.0.0.1:{port} (from run option"
+        " dashboard_address: connection refused); start the cluster, or point -cfg"
+        " dashboard_address=http://HOST:8265 (or RAY_API_SERVER_ADDRESS) at its dashboard"
+    )
+
+
+@pytest.mark.parametrize(
+    ("cfg", "message"),
+    [
+        ({"placement_strategy": "RANDOM"}, "unknown placement_strategy 'RANDOM'"),
+        ({"placement_timeout_s": -1}, "placement_timeout_s must be"),
+        ({"requirements": "/no/such/requirements.txt"}, "cannot read requirements file"),
+    ],
+)
+def test_bad_options_are_one_line(cfg: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        create_scheduler("tests").submit_dryrun(_app(), cfg)  # type: ignore[arg-type]
+
+
+def test_requirements_and_pip_make_the_runtime_env(tmp_path: Path) -> None:
+    (tmp_path / "req.txt").write_text("numpy==2.*  # arrays\n\n# comment\nrequests\n")
+    cfg = {"pip": ["tqdm"], "requirements": str(tmp_path / "req.txt")}
+    job = create_scheduler("t").submit_dryrun(_app(), cfg).request  # type: ignore[arg-type]
+    assert job.runtime_env == {"pip": ["tqdm", "numpy==2.*", "requests"]}
+
+
+def test_package_is_the_workspace_plus_the_driver(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "big.bin").write_bytes(b"x" * 10)
+    (tmp_path / ".torchxignore").write_text("data\n")
+    os.symlink("/etc/passwd", tmp_path / "link")
+    name, data = build_package(str(tmp_path))
+    again, same = build_package(str(tmp_path))
+    assert (name, data) == (again, same), "an unchanged workspace must give the same package"
+    assert name.startswith("_ray_pkg_") and name.endswith(".zip")
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        names = set(archive.namelist())
+        assert names == {".torchxignore", "train.py", "link", DRIVER_PATH}
+        link = archive.getinfo("link")
+        assert (link.external_attr >> 16) & 0o170000 == 0o120000
+        assert archive.read("link") == b"/etc/passwd", "a link is kept as a link, not followed"
+    alone, _ = build_package(None)
+    assert alone != name
+
+
+def test_no_ray_import_on_the_submitting_side() -> None:
+    code = (
+        "import sys\n"
+        "from torchx.schedulers.ray_scheduler import create_scheduler\n"
+        "from torchx.specs import AppDef, Role\n"
+        "s = create_scheduler('t')\n"
+        "s.submit_dryrun(AppDef('a', [Role('r', 'i', entrypoint='echo')]), {})\n"
+        "s.run_opts()\n"
+        "assert 'ray' not in sys.modules, 'ray imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,0 +1,245 @@
+"""The ray scheduler on a real two-node Ray cluster (tools/ray-up.sh), through the CLI and
+the Runner: results, replica placement, env and macros, logs, cancel, workspaces, the
+pending reason and dist.ddp across both nodes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from torchx_ray_testsupport import dashboard_get
+
+from torchx.specs import AppDef, AppState, Resource, Role, macros
+
+TORCHX = str(Path(sys.executable).parent / "torchx")
+
+
+def cli(
+    *args: str, cwd: Path | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [TORCHX, *args], capture_output=True, text=True, timeout=300, cwd=cwd, check=False
+    )
+    if check:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def sh(name: str, script: str, replicas: int = 1, **resource: Any) -> Role:
+    return Role(
+        name=name,
+        image="unused",
+        entrypoint="sh",
+        args=["-c", script],
+        num_replicas=replicas,
+        resource=Resource(cpu=resource.pop("cpu", 1), gpu=0, memMB=128, **resource),
+    )
+
+
+def wait(runner: Any, handle: str) -> Any:
+    status = runner.wait(handle, wait_interval=0.5)
+    assert status is not None
+    return status
+
+
+def test_success_and_logs_through_the_cli(workdir: Path) -> None:
+    proc = cli("run", "-s", "ray", "--wait", "--log", "utils.echo", "--msg", "hello ray")
+    handle = proc.stdout.strip()
+    assert handle.startswith("ray://torchx/echo-")
+    assert "echo/0 hello ray" in proc.stderr
+    assert "finished SUCCEEDED" in proc.stderr
+    # from another process and directory
+    elsewhere = workdir.parent
+    status = cli("status", handle, cwd=elsewhere).stdout
+    assert "State: SUCCEEDED" in status
+    assert cli("log", f"{handle}/echo/0", cwd=elsewhere).stdout == "echo/0 hello ray\n"
+    assert handle in cli("list", "-s", "ray", cwd=elsewhere).stdout
+    assert "'name': 'echo'" in cli("describe", handle, cwd=elsewhere).stdout
+
+
+def test_failure_keeps_the_exit_code(runner: Any) -> None:
+    handle = runner.run(AppDef("bad", [sh("main", "echo before; exit 3")]), "ray")
+    status = wait(runner, handle)
+    assert status.state == AppState.FAILED
+    assert status.msg == "replica main/0 exited with code 3"
+    (replica,) = status.roles[0].replicas
+    assert replica.state == AppState.FAILED and replica.structured_error_msg == "exit code 3"
+
+
+def test_two_roles_spread_over_both_nodes_with_env_and_macros(runner: Any) -> None:
+    role_a = sh("a", 'echo "a $TORCHX_REPLICA_ID of ${app_id} rank0=$TORCHX_RANK0_HOST $LR"', 2)
+    role_a.args[1] = role_a.args[1].replace("${app_id}", macros.app_id)
+    role_a.env = {"LR": "0.1"}
+    role_b = sh("b", f"echo b {macros.replica_id}", 2, devices={"worker_node": 1})
+    handle = runner.run(
+        AppDef("spread", [role_a, role_b]), "ray", cfg={"placement_strategy": "SPREAD"}
+    )
+    status = wait(runner, handle)
+    assert status.state == AppState.SUCCEEDED, status
+    app_id = handle.rsplit("/", 1)[1]
+    for k in (0, 1):
+        (line,) = list(runner.log_lines(handle, "a", k))
+        assert line.startswith(f"a {k} of {app_id} rank0=") and line.endswith(" 0.1\n")
+        assert list(runner.log_lines(handle, "b", k)) == [f"b {k}\n"]
+    # what Ray says: the b replicas ran on the worker node (its custom resource), and the
+    # app as a whole used both nodes
+    actors = dashboard_get("/api/v0/actors?detail=1&limit=10000")["data"]["result"]["result"]
+    mine = {
+        a["name"]: a["node_id"] for a in actors if str(a.get("name", "")).startswith(app_id + "/")
+    }
+    nodes = dashboard_get("/nodes?view=summary")["data"]["summary"]
+    worker = {
+        n["raylet"]["nodeId"]
+        for n in nodes
+        if "workerNode" in n["raylet"].get("resourcesTotal", {})
+    }
+    assert {mine[f"{app_id}/b/0/0"], mine[f"{app_id}/b/1/0"]} <= worker
+    assert len(set(mine.values())) == 2
+
+
+def test_streams_and_filters(runner: Any) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from torchx.schedulers.api import Stream
+
+    script = "echo out1; echo err1 >&2; sleep 1; echo out2; echo err2 >&2"
+    handle = runner.run(AppDef("streams", [sh("s", script)]), "ray")
+    assert wait(runner, handle).state == AppState.SUCCEEDED
+    assert list(runner.log_lines(handle, "s", 0, streams=Stream.STDOUT)) == ["out1\n", "out2\n"]
+    assert list(runner.log_lines(handle, "s", 0, streams=Stream.STDERR)) == ["err1\n", "err2\n"]
+    assert list(runner.log_lines(handle, "s", 0, regex="2$")) == ["out2\n", "err2\n"]
+    future = datetime.now(timezone.utc) + timedelta(hours=1)
+    assert list(runner.log_lines(handle, "s", 0, since=future)) == []
+    assert len(list(runner.log_lines(handle, "s", 0, until=future))) == 4
+
+
+def test_follow_a_running_replica(runner: Any) -> None:
+    handle = runner.run(
+        AppDef("follow", [sh("f", "for i in 1 2 3; do echo line $i; sleep 1; done")]), "ray"
+    )
+    lines = list(runner.log_lines(handle, "f", 0, should_tail=True))
+    assert lines == ["line 1\n", "line 2\n", "line 3\n"]
+    assert wait(runner, handle).state == AppState.SUCCEEDED
+
+
+def test_cancel_ends_cancelled(runner: Any) -> None:
+    handle = runner.run(AppDef("long", [sh("l", "echo started; sleep 300")]), "ray")
+    deadline = time.monotonic() + 60
+    while runner.status(handle).state != AppState.RUNNING and time.monotonic() < deadline:
+        time.sleep(0.5)
+    runner.cancel(handle)
+    status = runner.status(handle)
+    assert status.state == AppState.CANCELLED
+    assert status.roles[0].replicas[0].state == AppState.CANCELLED
+
+
+def test_pending_says_what_it_waits_for_then_cancel(runner: Any) -> None:
+    handle = runner.run(AppDef("huge", [sh("h", "true", cpu=64)]), "ray")
+    deadline = time.monotonic() + 60
+    status = runner.status(handle)
+    while "waiting for resources" not in status.msg and time.monotonic() < deadline:
+        time.sleep(0.5)
+        status = runner.status(handle)
+    assert status.state == AppState.PENDING
+    assert status.msg.startswith("waiting for resources: 1 replica bundle(s) (1 x {CPU 64,")
+    assert "the cluster has CPU 4" in status.msg
+    runner.cancel(handle)
+    assert runner.status(handle).state == AppState.CANCELLED
+
+
+def test_placement_timeout_fails_with_the_reason(runner: Any) -> None:
+    handle = runner.run(
+        AppDef("never", [sh("n", "true", cpu=64)]), "ray", cfg={"placement_timeout_s": 3}
+    )
+    status = wait(runner, handle)
+    assert status.state == AppState.FAILED
+    assert status.msg.startswith("resources never became free: 1 replica bundle(s)")
+
+
+def test_retries_restart_a_failed_replica(runner: Any, workdir: Path) -> None:
+    role = sh("r", "if [ -e .done ]; then echo second; else touch .done; echo first; exit 1; fi")
+    role.max_retries = 1
+    handle = runner.run(AppDef("retry", [role]), "ray")
+    status = wait(runner, handle)
+    # each attempt runs in a fresh actor whose working dir is the job's: .done survives
+    assert status.state == AppState.SUCCEEDED, status
+    assert list(runner.log_lines(handle, "r", 0)) == ["first\n", "second\n"]
+    assert runner.describe(handle) is not None
+
+
+def test_workspace_script_runs(workdir: Path) -> None:
+    (workdir / "train.py").write_text(
+        "import os\nprint('trained in', os.path.basename(os.getcwd()))\n"
+    )
+    (workdir / ".torchxignore").write_text("secret.txt\n")
+    (workdir / "secret.txt").write_text("do not ship")
+    (workdir / "check.py").write_text(
+        "import os\nprint('secret shipped:', os.path.exists('secret.txt'))\n"
+    )
+    proc = cli("run", "-s", "ray", "--wait", "--log", "utils.python", "--script", "train.py")
+    assert "python/0 trained in _ray_pkg_" in proc.stderr
+    proc = cli("run", "-s", "ray", "--wait", "--log", "utils.python", "--script", "check.py")
+    assert "python/0 secret shipped: False" in proc.stderr
+    assert not (workdir / ".torchx_ray").exists(), "the driver must not land in the user's dir"
+
+
+def test_unknown_job_and_bad_address_are_one_line(workdir: Path, tmp_path: Path) -> None:
+    proc = cli("status", "ray://torchx/no-such-job", check=False)
+    assert proc.returncode != 0 and proc.stderr.strip().count("\n") == 0
+    assert "not found" in proc.stderr
+    env = {**os.environ, "RAY_ADDRESS": "http://127.0.0.1:1"}
+    proc = subprocess.run(
+        [TORCHX, "run", "-s", "ray", "utils.echo"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "torchx: error: cannot reach the Ray dashboard at http://127.0.0.1:1 (from RAY_ADDRESS:"
+        " connection refused); start the cluster, or point -cfg dashboard_address="
+        "http://HOST:8265 (or RAY_API_SERVER_ADDRESS) at its dashboard"
+    )
+
+
+def test_check_reports_the_cluster(ray_cluster: str) -> None:
+    from torchx_testsupport import torchx_check
+
+    entry = torchx_check("-s", "ray")["ray"]
+    assert entry["status"] == "ready"
+    assert entry["checks"]["dashboard"][1] == f"Ray 2.60.0 at {ray_cluster} (from RAY_ADDRESS)"
+    assert entry["checks"]["nodes"][1].startswith("2 alive: CPU 4")
+    down = torchx_check("-s", "ray", env={"RAY_ADDRESS": "http://127.0.0.1:1"})["ray"]
+    assert down["status"] == "not ready" and down["exit"] == 1
+
+
+@pytest.mark.slow
+def test_ddp_with_gloo_across_the_two_nodes(workdir: Path) -> None:
+    (workdir / "train.py").write_text(
+        "import torch, torch.distributed as dist\n"
+        "dist.init_process_group('gloo')\n"
+        "t = torch.tensor([dist.get_rank() + 1.0])\n"
+        "dist.all_reduce(t)\n"
+        "print(f'rank {dist.get_rank()}/{dist.get_world_size()} sum {int(t.item())}')\n"
+        "dist.destroy_process_group()\n"
+    )
+    probe = subprocess.run(
+        [TORCHX, "run", "-s", "ray", "--wait", "--log", "utils.python", "-c", "import torch"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    if probe.returncode != 0:
+        pytest.skip(
+            "the Ray cluster's Python has no torch (tools/ray-up.sh installs it from /opt/wheels)"
+        )
+    proc = cli(
+        "run", "-s", "ray", "-cfg", "placement_strategy=STRICT_SPREAD", "--wait", "--log",
+        "dist.ddp", "-j", "2x1", "--cpu", "1", "--memMB", "512", "--script", "train.py",
+    )  # fmt: skip
+    out = proc.stdout + proc.stderr
+    assert "rank 0/2 sum 3" in out and "rank 1/2 sum 3" in out
