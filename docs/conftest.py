@@ -6,9 +6,10 @@ bash, in a directory of its own per page, and its output (stdout and stderr toge
 must match the lines shown under it, ``...`` standing for any text. Blocks marked
 ``shell`` or ``bash`` are shown, never run (cluster set-up, installs).
 
-A command that runs a real job on ``local_docker`` or ``slurm`` needs that backend: it is
+A command that runs a real job on ``local_docker``, ``slurm`` or ``ray`` needs that backend: it is
 skipped where the backend is not up, unless ``TORCHX_REQUIRE_DOCKER`` /
-``TORCHX_REQUIRE_SLURM`` is set (as the test command sets it), which makes that a failure.
+``TORCHX_REQUIRE_SLURM`` / ``TORCHX_REQUIRE_RAY`` is set (as the test command sets it),
+which makes that a failure.
 ``--dryrun`` commands need no backend. ``$IMAGE`` is an image the Docker daemon has.
 """
 
@@ -66,7 +67,7 @@ def _backend_of(command: str) -> str | None:
         raise AssertionError(
             f"a runnable docs example submits to {scheduler}, which cannot run here: {command}"
         )
-    return {"local_docker": "DOCKER", "slurm": "SLURM"}.get(scheduler or "")
+    return {"local_docker": "DOCKER", "slurm": "SLURM", "ray": "RAY"}.get(scheduler or "")
 
 
 def _backend_up(backend: str) -> tuple[bool, str]:
@@ -79,12 +80,18 @@ def _backend_up(backend: str) -> tuple[bool, str]:
                 timeout=20,
             )
             return proc.returncode == 0, f"no Docker daemon with the image {TEST_IMAGE}"
+        if backend == "RAY":
+            import urllib.request
+
+            url = os.environ.get("RAY_ADDRESS") or "http://127.0.0.1:8265"
+            with urllib.request.urlopen(f"{url}/api/version", timeout=10):  # noqa: S310
+                return True, ""
         proc = subprocess.run(
             ["scontrol", "ping"], capture_output=True, text=True, timeout=20, check=False
         )
         return "is UP" in proc.stdout, "no Slurm controller answers `scontrol ping`"
     except (OSError, subprocess.SubprocessError) as e:
-        return False, str(e)
+        return False, f"no {backend.lower()} backend ({e})"
 
 
 def _require(backend: str) -> None:

@@ -154,3 +154,14 @@ def test_no_ray_import_on_the_submitting_side() -> None:
         "assert 'ray' not in sys.modules, 'ray imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_workspace_over_the_size_limit_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from torchx.workspace.api import WorkspaceTooLargeError
+
+    (tmp_path / "big.bin").write_bytes(b"x" * (2 << 20))
+    monkeypatch.setenv("TORCHX_WORKSPACE_MAX_MB", "1")
+    with pytest.raises(WorkspaceTooLargeError, match="holds more than 1 MB"):
+        build_package(str(tmp_path))

@@ -205,8 +205,9 @@ def build_package(package_dir: str | None) -> tuple[str, bytes]:
     """``(gcs name, zip bytes)`` of the job's working dir: the workspace files (what
     ``.torchxignore`` leaves in; links kept as links, nothing followed out) plus the
     driver. The zip is deterministic, so an unchanged workspace is uploaded once."""
-    from torchx.workspace.api import LocalFileSystem, walk_workspace
+    from torchx.workspace.api import LocalFileSystem, WorkspaceProgress, walk_workspace
 
+    progress = WorkspaceProgress(package_dir or "(none)", "packing")
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         if package_dir:
@@ -226,12 +227,15 @@ def build_package(package_dir: str | None) -> tuple[str, bytes]:
                     continue
                 member.external_attr = (info["mode"] & 0o777 | 0o100000) << 16
                 member.compress_type = zipfile.ZIP_DEFLATED
+                progress.add_file(rel)
+                progress.add_bytes(int(info["size"]), rel)  # raises past the size limit
                 with open(info["name"], "rb") as f:
                     archive.writestr(member, f.read())
         driver = zipfile.ZipInfo(DRIVER_PATH, _ZIP_TIME)
         driver.external_attr = 0o100644 << 16
         driver.compress_type = zipfile.ZIP_DEFLATED
         archive.writestr(driver, (Path(__file__).parent / "ray_driver.py").read_bytes())
+    progress.done()
     data = buffer.getvalue()
     return f"_ray_pkg_{hashlib.sha256(data).hexdigest()[:32]}.zip", data
 
