@@ -64,8 +64,12 @@ def main() -> None:
 
     runs = interleaved(
         {
-            "(c) ray job submit": [str(RAY_BIN / "ray"), "job", "submit", "--address", DASHBOARD, "--", "echo", "hi"],
-            "(d) torchx run --wait": [torchx, "run", "-s", "ray", "--workspace", "", "--wait", "utils.echo", "--msg", "hi"],
+            "(c) ray job submit": [
+                str(RAY_BIN / "ray"), "job", "submit", "--address", DASHBOARD, "--", "echo", "hi",
+            ],
+            "(d) torchx run --wait": [
+                torchx, "run", "-s", "ray", "--workspace", "", "--wait", "utils.echo", "--msg", "hi",
+            ],
         },
         args.run_runs,
         {**env, "PATH": f"{RAY_BIN}:{env['PATH']}"},
