@@ -58,9 +58,8 @@ def main() -> None:
     print(f"status of {handle} ({args.runs} runs)")
     medians = print_medians(status, "(a) python + one GET", "of (a)")
     ratio = medians["(b) torchx status"] / medians["(a) python + one GET"]
-    print(
-        f"  (b)/(a) = {ratio:.2f} (target <= {MAX_STATUS_RATIO}) {verdict(ratio <= MAX_STATUS_RATIO)}"
-    )
+    ok = verdict(ratio <= MAX_STATUS_RATIO)
+    print(f"  (b)/(a) = {ratio:.2f} (target <= {MAX_STATUS_RATIO}) {ok}")
 
     runs = interleaved(
         {
@@ -68,7 +67,8 @@ def main() -> None:
                 str(RAY_BIN / "ray"), "job", "submit", "--address", DASHBOARD, "--", "echo", "hi",
             ],
             "(d) torchx run --wait": [
-                torchx, "run", "-s", "ray", "--workspace", "", "--wait", "utils.echo", "--msg", "hi",
+                torchx, "run", "-s", "ray", "--workspace", "", "--wait",
+                "utils.echo", "--msg", "hi",
             ],
         },
         args.run_runs,
