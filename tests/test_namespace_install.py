@@ -89,7 +89,7 @@ def test_wheel_install_merges_into_one_namespace(tmp_path: Path) -> None:
         check=True,
         cwd=tmp_path,
     )
-    for scheduler in ("local_cwd", "local_docker", "slurm", "kubernetes", "aws_batch"):
+    for scheduler in ("local_cwd", "local_docker", "slurm", "kubernetes", "aws_batch", "ray"):
         assert f"'{scheduler}'" in out.stdout
     # Every module came from the one merged site-packages directory.
     where = subprocess.run(

@@ -73,6 +73,7 @@ step run k8s:test
 step run batch:test
 step run mlflow:test
 step run ray:test
+step run kfp:test
 # the release rehearsal: every artifact built, checked, published to a real index on
 # 127.0.0.1 and installed by name in fresh venvs (tools/release.py)
 step run release:rehearse
