@@ -505,3 +505,32 @@ def test_run_wait_says_why_a_job_is_queued_and_ctrl_c_says_it_still_is(
     finally:
         proc.kill()
         runner.cancel(blocker)
+
+
+def test_list_filters(runner: Any, workdir: Path) -> None:
+    """--state, --name and --limit filter the listing; --since narrows Slurm's own
+    accounting window and the queue (a job submitted before it is left out)."""
+    import json
+    import time
+
+    old = runner.run(app(sh("true"), name="oldjob"), "slurm")
+    assert wait(runner, old).state == AppState.SUCCEEDED
+    time.sleep(1.1)  # squeue's submit times have a resolution of one second
+    cutoff = time.time()
+    time.sleep(1.1)
+    ok = runner.run(app(sh("true"), name="newok"), "slurm")
+    bad = runner.run(app(sh("exit 3"), name="newbad"), "slurm")
+    for handle in (ok, bad):
+        wait(runner, handle)
+    since = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(cutoff))
+
+    def listed(*args: str) -> list[str]:
+        proc = cli("list", "-s", "slurm", "--json", *args)
+        return [row["app_handle"] for row in json.loads(proc.stdout)]
+
+    recent = listed("--since", since)
+    assert ok in recent and bad in recent and old not in recent
+    assert listed("--since", since, "--state", "failed") == [bad]
+    assert listed("--since", since, "--name", "newo*") == [ok]
+    assert listed("--since", since, "--limit", "1") == [recent[-1]]
+    assert old in listed("--since", "1h")

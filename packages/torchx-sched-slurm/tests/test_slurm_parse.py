@@ -284,3 +284,24 @@ def test_reasons_that_can_never_be_met_say_so() -> None:
         "(a limit of its QOS is reached; it starts once other jobs end)"
     )
     assert explain_reason("SomethingNew") == "SomethingNew"
+
+
+def test_squeue_list_rows_recorded_from_22_05() -> None:
+    """``torchx list`` reads only id, heterogeneous leader, state and name from squeue's
+    text form (recorded: two single jobs and one two-component heterogeneous job)."""
+    from torchx.schedulers.slurm_parse import parse_squeue_list
+
+    rows = parse_squeue_list(fixture("squeue-list-22.05.txt"))
+    assert [(r.job_id, r.het_leader, r.het_offset, r.state, r.name) for r in rows] == [
+        ("220", "220", 0, "COMPLETED", "echo:echo-0"),
+        ("221", "221", 0, "COMPLETED", "sh:sh-0"),
+        ("222", "222", 0, "COMPLETED", "train:trainer-0"),
+        ("223", "222", 1, "COMPLETED", "train:trainer-1"),
+    ]
+    groups = leaders(rows)
+    assert sorted(groups) == ["220", "221", "222"] and len(groups["222"]) == 2
+    import time
+
+    submitted = time.mktime(time.strptime("2026-11-25T17:01:00", "%Y-%m-%dT%H:%M:%S"))
+    later = [r.job_id for r in parse_squeue_list(fixture("squeue-list-22.05.txt"), submitted)]
+    assert later == ["222", "223"], "only the jobs submitted since then"

@@ -5,6 +5,10 @@ import argparse
 from torchx.cli.argparse_util import ArgOnceAction, torchxconfig_list
 from torchx.cli.cmd_base import SubCommand
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from torchx.schedulers.list_filter import ListFilter
+
 __all__ = ["APP_NAME_HEADER", "HANDLE_HEADER", "NAME_HEADER", "STATUS_HEADER", "CmdList"]
 
 HANDLE_HEADER = "APP HANDLE"
@@ -37,6 +41,23 @@ class CmdList(SubCommand):
             action=ArgOnceAction,
             help="scheduler run options as KEY=VALUE,KEY2=VALUE2 (see `torchx runopts`)",
         )
+        subparser.add_argument(
+            "--state",
+            type=str,
+            help="only apps in these states, e.g. running,pending (comma-separated)",
+        )
+        subparser.add_argument(
+            "--since",
+            type=str,
+            help="only apps started since: a duration (30m, 12h, 2d, 1w) or a date/time;"
+            " on Slurm it sets the accounting window (default: list_days)",
+        )
+        subparser.add_argument(
+            "--name", type=str, help="only apps whose name matches this glob, e.g. 'train*'"
+        )
+        subparser.add_argument(
+            "--limit", type=int, help="at most this many apps, the newest (after the filters)"
+        )
         subparser.add_argument("--json", action="store_true", help="print the apps as JSON")
 
     def run(self, args: argparse.Namespace) -> None:
@@ -53,7 +74,7 @@ class CmdList(SubCommand):
                 scheduler_runopts(runner, scheduler), scheduler, args.scheduler_args
             )
             config.apply(scheduler=scheduler, cfg=cfg)
-            apps = runner.list(scheduler, cfg=cfg)
+            apps = runner.list(scheduler, cfg=cfg, list_filter=_list_filter(args))
         if args.json:
             from torchx.cli._json import print_json
 
@@ -73,3 +94,23 @@ class CmdList(SubCommand):
 
         rows = [[app.app_handle, app.name, str(app.state)] for app in apps]
         print(format_table(rows, [HANDLE_HEADER, APP_NAME_HEADER, STATUS_HEADER]))
+
+
+def _list_filter(args: argparse.Namespace) -> "ListFilter | None":
+    """The filters given on the command line (None: list everything, as upstream)."""
+    if args.state is None and args.since is None and args.name is None and args.limit is None:
+        return None
+    from torchx.cli._errors import CliError
+    from torchx.schedulers.list_filter import ListFilter, parse_since, parse_states
+
+    if args.limit is not None and args.limit < 0:
+        raise CliError(f"--limit must be 0 or more, got {args.limit}", exit_code=2)
+    try:
+        return ListFilter(
+            states=parse_states(args.state) if args.state is not None else None,
+            since=parse_since(args.since) if args.since is not None else None,
+            name=args.name,
+            limit=args.limit,
+        )
+    except ValueError as e:
+        raise CliError(str(e), exit_code=2) from None

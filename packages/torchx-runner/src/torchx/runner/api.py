@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
     from torchx.schedulers import SchedulerFactory
     from torchx.schedulers.api import ListAppResponse, Scheduler, Stream
+    from torchx.schedulers.list_filter import ListFilter
     from torchx.specs.api import Role
 
 __all__ = ["NONE", "Runner", "S", "get_configured_trackers", "get_runner"]
@@ -713,15 +714,25 @@ class Runner:
             )
 
     def list(
-        self, scheduler: str, cfg: Mapping[str, CfgVal] | None = None
+        self,
+        scheduler: str,
+        cfg: Mapping[str, CfgVal] | None = None,
+        *,
+        list_filter: ListFilter | None = None,
     ) -> list[ListAppResponse]:
         """The apps ``scheduler`` knows about, with their handles filled in.
 
-        ``cfg`` narrows the listing where the scheduler supports it (e.g. a namespace).
+        ``cfg`` narrows the listing where the scheduler supports it (e.g. a namespace);
+        ``list_filter`` keeps apps by state, start time, name and count
+        (:class:`torchx.schedulers.list_filter.ListFilter`), applied by the backend where
+        the scheduler can.
         """
         with log_event("list", scheduler):
             sched = self._scheduler(scheduler)
-            apps = sched.list(cfg) if cfg is not None else sched.list()
+            if list_filter is not None:
+                apps = sched.list_filtered(cfg, list_filter)
+            else:
+                apps = sched.list(cfg) if cfg is not None else sched.list()
             for app in apps:
                 app.app_handle = make_app_handle(scheduler, self._name, app.app_id)
             return apps

@@ -445,6 +445,40 @@ def parse_squeue_text(text: str, leader: str | None = None) -> list[SlurmJob]:
     return rows
 
 
+SQUEUE_LIST_FIELDS = ("JobID", "HetJobID", "HetJobOffset", "State", "SubmitTime", "Name")
+SQUEUE_LIST_FORMAT = ",".join(f"{name}:|" for name in SQUEUE_LIST_FIELDS)
+"""``squeue -O`` format of ``list``: only what a listing shows (the name last)."""
+
+
+def parse_squeue_list(text: str, since: float | None = None) -> list[SlurmJob]:
+    """Rows of ``squeue -h -t all -O SQUEUE_LIST_FORMAT``: id, heterogeneous leader and
+    offset, state and name, nothing a listing does not print; with ``since`` (epoch
+    seconds), only jobs submitted since then."""
+    import time
+
+    rows = []
+    for line in text.splitlines():
+        parts = line.split("|", len(SQUEUE_LIST_FIELDS) - 1)
+        if len(parts) < len(SQUEUE_LIST_FIELDS) or not parts[0].strip().isdigit():
+            continue
+        job_id, het, offset, state, submitted, name = parts
+        if since is not None:
+            try:
+                when = time.mktime(time.strptime(submitted.strip(), "%Y-%m-%dT%H:%M:%S"))
+            except ValueError:
+                when = None
+            if when is not None and when < since:
+                continue
+        row = SlurmJob(job_id.strip())
+        if het.strip().isdigit() and het.strip() != "0":
+            row.het_leader = het.strip()
+            row.het_offset = _number(offset) or 0
+        row.state = base_state(state)
+        row.name = name.rstrip("|").strip()
+        rows.append(row)
+    return rows
+
+
 def split_job_name(name: str) -> tuple[str, str, int] | None:
     """(app, role, replica) of a TorchX job name ``app:role-3`` (or upstream's ``role-3``).
 

@@ -52,11 +52,13 @@ from torchx.schedulers.slurm_describe import (
 )
 from torchx.schedulers.slurm_parse import (
     SQUEUE_FORMAT,
+    SQUEUE_LIST_FORMAT,
     SlurmJob,
     leaders,
     parse_sacct_text,
     parse_scontrol_text,
     parse_squeue_json,
+    parse_squeue_list,
     parse_squeue_text,
     split_job_name,
 )
@@ -82,6 +84,7 @@ from torchx.workspace.dir_workspace import DirWorkspaceMixin, job_dir_exists
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from torchx.schedulers.list_filter import ListFilter
     from torchx.util.readiness import ReadinessCheck
 
 TORCHX_PLUGIN_API = 1
@@ -138,17 +141,8 @@ def _upstream_job_dirs(directory: str = ".") -> dict[str, str]:
     return dirs
 
 
-def _json_errors(out: str) -> str:
-    """The errors a ``--json`` answer reports (``""``: none), as one line."""
-    import json
-
-    try:
-        errors = json.loads(out).get("errors") or []
-    except (ValueError, AttributeError):
-        return ""
-    return "; ".join(
-        f"{e.get('description') or e.get('error')}" for e in errors if isinstance(e, dict)
-    )
+_Rows = list[ListAppResponse]
+"""Rows of a listing (``list`` is a method name inside the scheduler class)."""
 
 
 def _valid_job_id(app_id: str) -> str:
@@ -432,32 +426,54 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
         import time
 
         days = Opts.from_cfg(cfg or {}).list_days
-        since = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() - days * 86400))
-        groups: dict[str, list[SlurmJob]] = {}
+        return self._list(time.time() - days * 86400)
+
+    def list_filtered(self, cfg: Mapping[str, CfgVal] | None, list_filter: ListFilter) -> _Rows:
+        """``--since`` becomes the accounting window (instead of ``list_days``)."""
+        import time
+
+        since = list_filter.since
+        if since is None:
+            since = time.time() - Opts.from_cfg(cfg or {}).list_days * 86400
+        return list_filter.apply(self._list(since))
+
+    def _list(self, since: float) -> _Rows:
+        """``sacct`` (accounting since ``since``) and ``squeue`` (the queue) in their text
+        forms, run side by side, with only the fields a listing needs."""
+        import threading
+        import time
+
+        start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since))
+        accounting: list[tuple[int, str, str]] = []
+
+        def ask_accounting() -> None:
+            try:
+                accounting.append(
+                    run(
+                        [
+                            "sacct",
+                            "--parsable2",
+                            "--allocations",
+                            "--format=JobID,JobName%256,State",
+                            f"--starttime={start}",
+                        ]
+                    )
+                )
+            except SlurmNotFoundError:
+                accounting.append((1, "", ""))
+
+        beside = threading.Thread(target=ask_accounting, daemon=True)
+        beside.start()
         try:
-            code, out, _ = run(
-                [
-                    "sacct",
-                    "--parsable2",
-                    "--allocations",
-                    "--format=JobID,JobName%256,State",
-                    f"--starttime={since}",
-                ]
-            )
-        except SlurmNotFoundError:
-            code = 1
+            code, out, err = run(["squeue", "-h", "-t", "all", "-O", SQUEUE_LIST_FORMAT])
+        finally:
+            beside.join()
+        groups: dict[str, list[SlurmJob]] = {}
+        acct_code, acct_out, _ = accounting[0] if accounting else (1, "", "")
+        if acct_code == 0:
+            groups = leaders(parse_sacct_text(acct_out))
         if code == 0:
-            groups = leaders(parse_sacct_text(out))
-        code, out, err = run(["squeue", "--json"])
-        if code == 0 and '"errors"' in out and _json_errors(out):
-            # squeue --json exits 0 with an "errors" list when the controller is down: ask
-            # the text form, whose stderr says why
-            code, _, err = run(["squeue", "-h", "-O", "JobID"])
-            if code == 0:
-                err = f"squeue: error: {_json_errors(out)}"
-            raise SlurmUnreachableError(err)
-        if code == 0:
-            groups.update(leaders(parse_squeue_json(out)))
+            groups.update(leaders(parse_squeue_list(out, since)))
         elif unreachable(err):
             raise SlurmUnreachableError(err)
         elif not groups:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     import ast
     from datetime import datetime
 
+    from torchx.schedulers.list_filter import ListFilter
     from torchx.util.readiness import ReadinessCheck
     from torchx.workspace.api import WorkspaceMixin
 
@@ -110,6 +111,22 @@ class Scheduler(abc.ABC, Generic[T]):
     def __init__(self, backend: str, session_name: str) -> None:
         self.backend = backend
         self.session_name = session_name
+
+    def list_filtered(
+        self, cfg: Mapping[str, CfgVal] | None, list_filter: ListFilter
+    ) -> list[ListAppResponse]:
+        """:meth:`list` narrowed by ``list_filter`` (``torchx list --state/--since/--name/
+        --limit``). The default filters the rows of :meth:`list` by state, name and count
+        and warns that ``since`` needs the scheduler's help; a scheduler whose backend can
+        filter (by time, by state) overrides this."""
+        if list_filter.since is not None:
+            from torchx.util.log import get_logger
+
+            get_logger(__name__).warning(
+                "scheduler `%s` cannot list by start time: --since is not applied", self.backend
+            )
+        rows = self.list(cfg) if cfg is not None else self.list()
+        return list_filter.apply(rows)
 
     def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
         """Cheap, read-only probes of what this scheduler needs (``torchx check``).
