@@ -59,6 +59,8 @@ def test_success_and_logs_through_the_cli(workdir: Path) -> None:
     assert "State: SUCCEEDED" in status
     assert cli("log", f"{handle}/echo/0", cwd=elsewhere).stdout == "echo/0 hello ray\n"
     assert handle in cli("list", "-s", "ray", cwd=elsewhere).stdout
+    assert handle in cli("list", "-s", "ray", "--since", "10m", "--name", "echo").stdout
+    assert handle not in cli("list", "-s", "ray", "--state", "failed").stdout
     assert "'name': 'echo'" in cli("describe", handle, cwd=elsewhere).stdout
 
 

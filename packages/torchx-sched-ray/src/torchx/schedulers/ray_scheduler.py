@@ -59,6 +59,7 @@ from torchx.util.log import get_logger
 from torchx.workspace.api import WorkspaceMixin
 
 if TYPE_CHECKING:
+    from torchx.schedulers.list_filter import ListFilter
     from torchx.schedulers.ray_client import RayJobsClient
     from torchx.util.readiness import ReadinessCheck
 
@@ -76,6 +77,7 @@ _FOLLOW_POLL_S = 1.0
 _TERMINAL = (AppState.SUCCEEDED, AppState.FAILED, AppState.CANCELLED)
 _RAY_LOG_HEADERS = (b":job_id:", b":actor_name:", b":task_name:", b":task_attempt")
 
+_Rows = list[ListAppResponse]
 _Entries = list[tuple[str, str]]
 """``(time stamp, line)`` of a replica's log (``list`` is a method name in the class)."""
 
@@ -244,14 +246,24 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         """TorchX's jobs on the cluster (those whose metadata carry a TorchX app id)."""
+        return self._list(cfg, None)
+
+    def list_filtered(self, cfg: Mapping[str, CfgVal] | None, list_filter: ListFilter) -> _Rows:
+        """``--since`` keeps the jobs Ray started since then (its ``start_time``)."""
+        return list_filter.apply(self._list(cfg, list_filter.since))
+
+    def _list(self, cfg: Mapping[str, CfgVal] | None, since: float | None) -> _Rows:
         from torchx.schedulers.ray_describe import JOB_STATES
 
         address = Opts.from_cfg(cfg or {}).dashboard_address
         rows = []
-        for job in self._client(address).jobs():
+        jobs = sorted(self._client(address).jobs(), key=lambda j: j.get("start_time") or 0)
+        for job in jobs:
             metadata = job.get("metadata") or {}
             app_id = metadata.get(META_APP_ID)
             if not app_id or job.get("submission_id") != app_id:
+                continue
+            if since is not None and (job.get("start_time") or 0) / 1000 < since:
                 continue
             rows.append(
                 ListAppResponse(
