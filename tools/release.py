@@ -54,7 +54,7 @@ METADATA_FIELDS = (
     "Keywords",
     "Description-Content-Type",
 )
-ALL_SCHEDULERS = ["aws_batch", "kubernetes", "local_cwd", "local_docker", "slurm"]
+ALL_SCHEDULERS = ["aws_batch", "kubernetes", "local_cwd", "local_docker", "ray", "slurm"]
 
 
 # --------------------------------------------------------------------------- build
@@ -363,7 +363,10 @@ def _meta_package_and_extras(root: Path, index: str) -> None:
     for extra in ("kubernetes", "aws_batch", "ray", "kfp", "gcp_batch", "dev"):
         said = venv.install(f"torchx[{extra}]")
         assert "extra" not in said.lower() or "does not have" not in said, said
-    assert "docker" in venv.installed()  # kubernetes/aws_batch bring the workspace builder
+    installed = venv.installed()
+    assert "docker" in installed  # kubernetes/aws_batch bring the workspace builder
+    # the kfp extra adds the KFP adapter (kept out of the default set: kfp pins kubernetes)
+    assert "torchx-pipelines-kfp" in installed and "torchx-sched-ray" in installed, installed
 
 
 @scenario
