@@ -11,7 +11,9 @@ from torchx_testsupport import all_backends_down_env, torchx_check
 
 def test_every_backend_down(tmp_path: Path) -> None:
     env = all_backends_down_env(tmp_path)
-    result = torchx_check(env=env)
+    # what is reported, not how fast (benchmarks/bench_check.py): a generous deadline, so a
+    # loaded CI machine importing the SDKs slowly still gets every probe's own answer
+    result = torchx_check("--timeout", "60", env=env)
     for name in ("local_docker", "slurm", "kubernetes", "aws_batch", "mlflow"):
         assert result[name]["status"] in ("not ready", "not configured"), (name, result[name])
     assert result["local_cwd"]["status"] == "ready"

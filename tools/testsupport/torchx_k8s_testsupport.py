@@ -601,6 +601,12 @@ class FakeKubernetes:
                     if ons == ns and matches(o, terms) and named in (None, oname)
                 ]
                 meta = {"resourceVersion": str(self.revision)}
+                if query.get("limit"):  # pages, as the API server's limit/continue
+                    start = int(query.get("continue") or 0)
+                    end = start + int(query["limit"])
+                    if end < len(items):
+                        meta["continue"] = str(end)
+                    items = items[start:end]
                 return {"kind": "List", "apiVersion": "v1", "metadata": meta, "items": items}
             if verb == "deletecollection":
                 terms = parse_selector(query.get("labelSelector", ""))

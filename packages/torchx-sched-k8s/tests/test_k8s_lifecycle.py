@@ -459,3 +459,34 @@ def test_without_watch_permission_the_wait_polls(
     sched.wait_for_change(app_id, 0.2)  # a refused watch is no error: it sleeps instead
     sched.wait_for_change(app_id, 0.2)  # and is not asked for again
     assert fake.watches() == 1
+
+
+def test_list_reads_thousands_of_jobs_in_pages(
+    fake: FakeKubernetes, sched: KubernetesScheduler
+) -> None:
+    """1,201 TorchX jobs come back whole, in pages of LIST_PAGE (the `continue` token)."""
+    import copy
+
+    from torchx.schedulers.kubernetes_scheduler import LIST_PAGE
+
+    sched.submit(app(replicas=1), cfg("batch"))
+    ((_, name), template) = next(iter(fake.store["jobs"].items()))
+    with fake.cond:
+        for i in range(1200):
+            clone = copy.deepcopy(template)
+            clone["metadata"]["name"] = f"{name}-{i:04d}"
+            clone["metadata"]["labels"]["app.kubernetes.io/instance"] = f"app{i:04d}"
+            fake.store["jobs"][(NS, f"{name}-{i:04d}")] = clone
+    before = fake.count_requests(
+        lambda method, path: (
+            method == "GET" and path.startswith("/apis/batch/v1/") and path.endswith("/jobs")
+        )
+    )
+    rows = sched.list({"namespace": NS})
+    pages = fake.count_requests(
+        lambda method, path: (
+            method == "GET" and path.startswith("/apis/batch/v1/") and path.endswith("/jobs")
+        )
+    )
+    assert len(rows) == 1201
+    assert pages - before == -(-1201 // LIST_PAGE), "one request per page of batch jobs"

@@ -25,7 +25,7 @@ import contextlib
 import functools
 import re
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from torchx.schedulers.api import (
@@ -622,7 +622,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         """TorchX apps in ``cfg["namespace"]`` (else the kube context's, else default)."""
-        from torchx.schedulers.kubernetes_client import NotFound, read_json
+        from torchx.schedulers.kubernetes_client import NotFound
         from torchx.schedulers.kubernetes_status import list_rows
 
         ns = str((cfg or {}).get("namespace") or self._default_namespace())
@@ -630,8 +630,8 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         selector = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
         custom = self._custom()
         try:
-            volcano = (
-                read_json(
+            volcano = list(
+                _pages(
                     custom.list_namespaced_custom_object,
                     "listing Volcano jobs",
                     ns,
@@ -640,13 +640,20 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                     ns,
                     _VOLCANO_PLURAL,
                     label_selector=selector,
-                ).get("items")
-                or []
+                )
             )
         except NotFound:  # no Volcano on this cluster
             volcano = []
-        batch = self._batch_jobs(ns, f"{selector},{LABEL_KIND}=batch")
-        return list_rows(ns, list(volcano), batch)
+        batch = list(
+            _pages(
+                self._batch().list_namespaced_job,
+                "listing jobs",
+                ns,
+                ns,
+                label_selector=f"{selector},{LABEL_KIND}=batch",
+            )
+        )
+        return list_rows(ns, volcano, batch)
 
     def _default_namespace(self) -> str:
         import os
@@ -876,6 +883,29 @@ def _merge(sources: list[Iterator[str]]) -> Iterator[str]:
             raise item
         else:
             yield item
+
+
+LIST_PAGE = 500
+"""Objects per list request: a namespace of thousands of jobs is read in pages (the API
+server's ``continue`` token), so no single answer is huge."""
+
+
+def _pages(
+    fn: Callable[..., Any], action: str, ns: str, /, *args: Any, **kw: Any
+) -> Iterator[dict[str, Any]]:
+    """The items of a list call, page by page (``limit`` + ``continue``), read lazily."""
+    from torchx.schedulers.kubernetes_client import read_json
+
+    token: str | None = None
+    while True:
+        page_kw = dict(kw, limit=LIST_PAGE)
+        if token:
+            page_kw["_continue"] = token
+        page = read_json(fn, action, ns, *args, **page_kw)
+        yield from page.get("items") or []
+        token = (page.get("metadata") or {}).get("continue")
+        if not token:
+            return
 
 
 def create_scheduler(
