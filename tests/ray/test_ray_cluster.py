@@ -250,3 +250,12 @@ def test_ddp_with_gloo_across_the_two_nodes(workdir: Path) -> None:
     )  # fmt: skip
     out = proc.stdout + proc.stderr
     assert "rank 0/2 sum 3" in out and "rank 1/2 sum 3" in out
+
+
+def test_delete_removes_the_job(runner: Any) -> None:
+    handle = runner.run(AppDef("gone", [sh("g", "echo bye")]), "ray")
+    assert wait(runner, handle).state == AppState.SUCCEEDED
+    runner.delete(handle)
+    assert runner.describe(handle) is None
+    app_id = handle.rsplit("/", 1)[1]
+    assert app_id not in {j.get("submission_id") for j in dashboard_get("/api/jobs/")}
