@@ -236,6 +236,11 @@ class RayJobsClient:
         query = urlencode({"actor_id": actor_id, "suffix": suffix, "lines": -1})
         return self._request("GET", f"/api/v0/logs/file?{query}")
 
+    def node_log(self, node_id: str, filename: str) -> bytes:
+        """The whole log file ``filename`` of node ``node_id`` (there after its actor)."""
+        query = urlencode({"node_id": node_id, "filename": filename, "lines": -1})
+        return self._request("GET", f"/api/v0/logs/file?{query}")
+
 
 def _short(reason: object) -> str:
     text = str(reason)

@@ -28,6 +28,8 @@ class ReplicaInfo:
     host: str = ""
     actor_ids: list[str] | None = None
     exit_code: int | None = None
+    log_files: list[dict[str, str]] | None = None
+    """Per attempt: ``node_id``, ``out`` and ``err`` file names (empty: read by actor id)."""
 
 
 def events(driver_log: str) -> list[dict[str, Any]]:
@@ -49,7 +51,9 @@ def replicas(
     terminal = job_state in (AppState.SUCCEEDED, AppState.FAILED, AppState.CANCELLED)
     start = AppState.CANCELLED if job_state == AppState.CANCELLED else AppState.PENDING
     info = {
-        (role, i): ReplicaInfo(role, i, start if terminal else AppState.PENDING, actor_ids=[])
+        (role, i): ReplicaInfo(
+            role, i, start if terminal else AppState.PENDING, actor_ids=[], log_files=[]
+        )
         for role, count in roles.items()
         for i in range(count)
     }
@@ -62,8 +66,11 @@ def replicas(
         if kind == "running":
             replica.state = AppState.RUNNING
             replica.host = str(event.get("host") or "")
-            assert replica.actor_ids is not None
+            assert replica.actor_ids is not None and replica.log_files is not None
             replica.actor_ids.append(str(event.get("actor_id")))
+            replica.log_files.append(
+                {k[4:]: str(v) for k, v in event.items() if k.startswith("log_") and v}
+            )
             replica.exit_code = None
         elif kind == "exited":
             code = event.get("code")

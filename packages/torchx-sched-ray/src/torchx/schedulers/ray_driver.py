@@ -70,8 +70,16 @@ class Replica:
     def __init__(self) -> None:
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def node_ip(self) -> str:
-        return str(ray.util.get_node_ip_address())
+    def log_files(self) -> dict[str, str]:
+        """This actor's node and the names of its stdout/stderr log files there (Ray
+        serves files by node and name even after the actor is gone)."""
+        files = {"node_id": ray.get_runtime_context().get_node_id()}
+        for fd, key in ((1, "out"), (2, "err")):
+            try:
+                files[key] = os.path.basename(os.readlink(f"/proc/self/fd/{fd}"))
+            except OSError:
+                files[key] = ""
+        return files
 
     def run(self, argv: list[str], env: dict[str, str]) -> int:
         full_env = {k: v for k, v in os.environ.items() if k != ENV_JOB}
@@ -181,6 +189,10 @@ class App:
         # itself as "localhost", which torchrun always recognises as this host; every other
         # replica gets the IP of bundle 0's node.
         env[self.spec["rank0_env"]] = "localhost" if slot == 0 else self.node_of_bundle.get(0, "")
+        try:
+            files = ray.get(actor.log_files.remote(), timeout=60)
+        except Exception:  # the logs are then read by actor id
+            files = {}
         ref = actor.run.remote(replica["argv"], env)
         self.actors[slot] = actor
         event(
@@ -190,6 +202,7 @@ class App:
             attempt=attempt,
             actor_id=actor._actor_id.hex(),
             host=self.node_of_bundle.get(slot, ""),
+            **{f"log_{k}": v for k, v in files.items()},
         )
         return ref
 

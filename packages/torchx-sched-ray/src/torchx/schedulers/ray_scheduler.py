@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -74,8 +75,10 @@ RayOpts = Opts
 """Upstream's name of the run options."""
 
 _FOLLOW_POLL_S = 1.0
+_UNREAD_GRACE_S = 15.0
 _TERMINAL = (AppState.SUCCEEDED, AppState.FAILED, AppState.CANCELLED)
-_RAY_LOG_HEADERS = (b":job_id:", b":actor_name:", b":task_name:", b":task_attempt")
+_STAMP = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
+"""The UTC time the driver's replica actor puts before each line it copies."""
 
 _Rows = list[ListAppResponse]
 _Entries = list[tuple[str, str]]
@@ -336,14 +339,20 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
     ) -> Iterator[str]:
         suffixes = {"stdout": ["out"], "stderr": ["err"]}.get(streams.value, ["out", "err"])
         seen: dict[tuple[str, str], int] = {}
+        unread_since: float | None = None
         while True:
             info, finished = self._replica(app_id, role_name, k)
             fresh: _Entries = []
-            for actor_id in info.actor_ids or []:
+            unread: list[str] = []
+            attempts = zip(info.actor_ids or [], info.log_files or [], strict=False)
+            for actor_id, files in attempts:
                 for suffix in suffixes:
-                    entries = self._actor_lines(actor_id, suffix)
+                    entries = self._actor_lines(actor_id, suffix, files)
+                    if entries is None:  # not readable (yet): keep what was read so far
+                        unread.append(f"{actor_id}.{suffix}")
+                        continue
                     start = seen.get((actor_id, suffix), 0)
-                    seen[(actor_id, suffix)] = len(entries)
+                    seen[(actor_id, suffix)] = max(start, len(entries))
                     fresh += entries[start:]
             fresh.sort(key=lambda entry: entry[0])  # stdout and stderr merged by time
             for stamp, line in fresh:
@@ -353,6 +362,18 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
                 if until is not None and when is not None and when > _aware(until):
                     continue
                 yield line
+            if finished and unread:
+                # a finished replica's files must be read once more before giving up: the
+                # node's agent may answer late; nothing is dropped silently
+                unread_since = unread_since or time.monotonic()
+                if time.monotonic() - unread_since > _UNREAD_GRACE_S:
+                    raise RuntimeError(
+                        f"the logs of replica {role_name}/{k} of {app_id} could not be read"
+                        f" from the Ray cluster ({', '.join(unread)}); its node may be gone"
+                        " (see the Ray dashboard)"
+                    )
+                time.sleep(_FOLLOW_POLL_S / 2)
+                continue
             if not should_tail or finished:
                 return
             time.sleep(_FOLLOW_POLL_S)
@@ -378,23 +399,31 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
         info = replicas(roles, state, found_events)[(role_name, k)]
         return info, info.state in _TERMINAL or state in _TERMINAL
 
-    def _actor_lines(self, actor_id: str, suffix: str) -> _Entries:
-        """``(time stamp, line)`` of one actor's log file; a file not written yet is empty."""
+    def _actor_lines(self, actor_id: str, suffix: str, files: Mapping[str, str]) -> _Entries | None:
+        """``(time stamp, line)`` of what the replica wrote to one stream; None while the
+        file cannot be read (not written yet, or the node's agent does not answer).
+
+        Read by node and file name where the driver recorded them (that works after the
+        actor is gone), else by actor id. Only the lines the driver stamped are the
+        replica's: the rest is Ray's own (the worker's headers, its exit tracebacks)."""
         from torchx.schedulers.ray_client import RayApiError
 
+        client = self._client()
         try:
-            raw = self._client().actor_log(actor_id, suffix)
+            if files.get("node_id") and files.get(suffix):
+                raw = client.node_log(files["node_id"], files[suffix])
+            else:
+                raw = client.actor_log(actor_id, suffix)
         except RayApiError as e:
             if e.status in (404, 500):
-                return []
+                return None
             raise
         entries = []
         for line in raw.splitlines(keepends=True):
-            if line.startswith(_RAY_LOG_HEADERS):
-                continue
             stamp, sep, rest = line.partition(b" ")
-            text = rest if sep and stamp.endswith(b"Z") else line
-            entries.append((stamp.decode() if sep else "", text.decode("utf-8", "replace")))
+            if not sep or not _STAMP.fullmatch(stamp):
+                continue
+            entries.append((stamp.decode(), rest.decode("utf-8", "replace")))
         if entries and not entries[-1][1].endswith("\n"):
             entries[-1] = (entries[-1][0], entries[-1][1] + "\n")
         return entries
