@@ -343,3 +343,13 @@ class TestScriptQuoting:
     def test_job_options_are_checked(self, sched: SlurmScheduler, key: str, value: str) -> None:
         with pytest.raises(ValueError, match=f"^run option {key}="):
             sched.submit_dryrun(app_of(role()), {key: value})
+
+
+def test_a_command_that_exits_before_reading_its_input_reports_its_status() -> None:
+    """sbatch refusing a broken configuration exits before reading the batch script: that
+    is its exit status and error, not a BrokenPipeError (which the CLI would take for a
+    closed stdout and exit 0 in silence)."""
+    from torchx.schedulers.slurm_commands import run
+
+    code, out, err = run(["sh", "-c", "echo refused >&2; exit 3"], stdin=b"#!/bin/bash\n" * 200_000)
+    assert (code, out, err) == (3, "", "refused\n")

@@ -103,7 +103,12 @@ def run(
             os.close(in_r)
     if in_w >= 0:
         try:
-            os.write(in_w, stdin or b"")
+            _write_all(in_w, stdin or b"")
+        except BrokenPipeError:
+            # the command exited without reading its input (sbatch refusing a broken
+            # configuration does): its exit status and stderr below say why. Letting the
+            # error through would read as "stdout's reader went away" to the CLI.
+            pass
         finally:
             os.close(in_w)
     chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
@@ -129,6 +134,12 @@ def run(
         decode(chunks[out_r]).decode("utf-8", "replace"),
         decode(chunks[err_r]).decode("utf-8", "replace"),
     )
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def first_error_line(stderr: str) -> str:
