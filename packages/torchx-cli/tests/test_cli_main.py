@@ -237,3 +237,28 @@ def test_status_of_a_handle_imports_no_argparse(cli: Cli) -> None:
     imported = _modules_after(cli, argv)
     assert "torchx.cli.cmd_status" in imported
     assert not imported & {"argparse", "gettext"}, sorted(imported & {"argparse", "gettext"})
+
+
+def test_a_broken_pipe_of_our_own_is_an_error_not_a_quiet_exit(
+    cli: Cli, one_line_error: OneLineError
+) -> None:
+    """Only a closed stdout (`torchx log | head`) ends quietly; a pipe to a child that
+    exited early is reported like any other error."""
+    cli.add_distribution(
+        "pipe-cmd",
+        "1.0",
+        {"torchx.cli.cmds": {"pipe": "pipe_cmd:Pipe"}},
+        {
+            "pipe_cmd.py": (
+                "from torchx.cli.cmd_base import SubCommand\n"
+                "class Pipe(SubCommand):\n"
+                "    def add_arguments(self, subparser):\n"
+                "        pass\n"
+                "    def run(self, args):\n"
+                "        raise BrokenPipeError(32, 'Broken pipe')\n"
+            )
+        },
+    )
+    proc = cli.run("pipe")
+    assert proc.returncode == 1
+    assert "Broken pipe" in one_line_error(proc)

@@ -377,6 +377,18 @@ def _plain_warnings() -> None:
     warnings.showwarning = show
 
 
+def _stdout_gone() -> bool:
+    """Whether stdout is a pipe whose reader has closed it."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(event & select.POLLERR for _, event in poller.poll(0))
+    except (OSError, ValueError):
+        return False
+
+
 def _dispatch(args: "argparse.Namespace") -> int:
     """Runs the parsed subcommand; returns the exit code (errors are reported here)."""
     from torchx.cli._errors import report_exception
@@ -395,7 +407,10 @@ def _dispatch(args: "argparse.Namespace") -> int:
     except KeyboardInterrupt:
         print("torchx: interrupted", file=sys.stderr, flush=True)
         return 130
-    except BrokenPipeError:
+    except BrokenPipeError as e:
+        if not _stdout_gone():
+            # a pipe of our own broke (a child that exited early): an error like any other
+            return report_exception(e, debug)
         # The reader went away (e.g. `torchx log ... | head`): stop quietly.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
