@@ -169,11 +169,14 @@ def test_placement_timeout_fails_with_the_reason(runner: Any) -> None:
 
 
 def test_retries_restart_a_failed_replica(runner: Any, workdir: Path) -> None:
-    role = sh("r", "if [ -e .done ]; then echo second; else touch .done; echo first; exit 1; fi")
+    # the marker is per app: jobs with the same package share its unpacked working dir
+    marker = f".done-{macros.app_id}"
+    script = f"if [ -e {marker} ]; then echo second; else touch {marker}; echo first; exit 1; fi"
+    role = sh("r", script)
     role.max_retries = 1
     handle = runner.run(AppDef("retry", [role]), "ray")
     status = wait(runner, handle)
-    # each attempt runs in a fresh actor whose working dir is the job's: .done survives
+    # each attempt runs in a fresh actor whose working dir is the job's: the marker survives
     assert status.state == AppState.SUCCEEDED, status
     assert list(runner.log_lines(handle, "r", 0)) == ["first\n", "second\n"]
     assert runner.describe(handle) is not None
