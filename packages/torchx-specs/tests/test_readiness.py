@@ -75,3 +75,20 @@ def test_a_tracker_module_without_check_ready_has_no_checks(module: str) -> None
 
     (check,) = check_tracker(module, None)
     assert check.status == NO_CHECKS
+
+
+def test_write_problem_looks_without_creating(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from torchx.util.readiness import write_problem
+
+    root = Path(str(tmp_path))
+    assert write_problem(str(root)) is None
+    assert write_problem(str(root / "a" / "b"), directory=True) is None
+    assert not (root / "a").exists(), "a check creates nothing"
+    (root / "file").write_text("")
+    assert write_problem(str(root / "file")) is None
+    assert (
+        write_problem(str(root / "file"), directory=True) == f"{root / 'file'} is not a directory"
+    )
+    assert write_problem(str(root / "file" / "sub")) == f"{root / 'file'} is not a directory"

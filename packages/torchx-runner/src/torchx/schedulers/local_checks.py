@@ -13,21 +13,19 @@ from torchx.util.readiness import ReadinessCheck, not_ready, probe, ready
 def state_dir_check() -> ReadinessCheck:
     """``TORCHX_HOME`` is writable, or can be created (nothing is created here)."""
     from torchx.util.home import torchx_home
+    from torchx.util.readiness import write_problem
 
     home = torchx_home()
-    fix = f"make {home} writable, or point TORCHX_HOME at a directory you own"
+    problem = write_problem(home, directory=True)
+    if problem:
+        return not_ready(
+            "state dir",
+            f"TORCHX_HOME: {problem}",
+            f"make {home} writable, or point TORCHX_HOME at a directory you own",
+        )
     if os.path.isdir(home):
-        if os.access(home, os.W_OK | os.X_OK):
-            return ready("state dir", f"TORCHX_HOME {home} is writable")
-        return not_ready("state dir", f"TORCHX_HOME {home} is not writable", fix)
-    if os.path.exists(home):
-        return not_ready("state dir", f"TORCHX_HOME {home} is not a directory", fix)
-    parent = os.path.dirname(os.path.abspath(home))
-    while parent and not os.path.exists(parent):
-        parent = os.path.dirname(parent)
-    if os.access(parent, os.W_OK | os.X_OK):
-        return ready("state dir", f"TORCHX_HOME {home} will be created on the first run")
-    return not_ready("state dir", f"TORCHX_HOME {home} cannot be created under {parent}", fix)
+        return ready("state dir", f"TORCHX_HOME {home} is writable")
+    return ready("state dir", f"TORCHX_HOME {home} will be created on the first run")
 
 
 def _version(program: str) -> str:

@@ -9,6 +9,7 @@ tracker's module may define ``check_ready(config)``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 
 from torchx.util.lazy_dataclass import dataclass
@@ -24,6 +25,7 @@ __all__ = [
     "overall",
     "probe",
     "ready",
+    "write_problem",
 ]
 
 READY = "ready"
@@ -71,3 +73,28 @@ def probe(name: str, fn: Callable[[], ReadinessCheck], fix: str) -> ReadinessChe
     except Exception as e:  # a probe reports what went wrong; it never raises
         text = str(e).strip().splitlines()
         return not_ready(name, text[0][:300] if text else type(e).__name__, fix)
+
+
+def write_problem(path: str, directory: bool = False) -> str | None:
+    """None when this process can write ``path`` (an existing file or directory, or one a
+    first write would create), else why not, in a few words naming the path. Only looks:
+    the nearest existing ancestor of a missing path must be a writable directory.
+    ``directory``: ``path`` must be a directory where it exists."""
+    path = os.path.abspath(os.path.expanduser(path))
+    target = path
+    while not os.path.exists(target):
+        parent = os.path.dirname(target)
+        if parent == target:
+            return f"{path} has no existing parent directory"
+        target = parent
+    if target == path and not os.path.isdir(path):
+        if directory:
+            return f"{path} is not a directory"
+        return None if os.access(path, os.W_OK) else f"{path} is not writable"
+    if not os.path.isdir(target):
+        return f"{target} is not a directory"
+    if os.access(target, os.W_OK | os.X_OK):
+        return None
+    return (
+        f"{path} is not writable" if target == path else f"{path} cannot be created under {target}"
+    )

@@ -266,14 +266,24 @@ def create(config: str | None) -> FsspecTracker:
       missing. (A missing path ending in ``.conf``/``.cfg``/``.ini``/``.txt`` is reported
       as a missing config file instead.)
     """
-    import fsspec
-
     if not config:
         raise ValueError(
             "the fsspec tracker needs a config: a directory to store runs in (e.g."
             " TORCHX_TRACKER_FSSPEC_CONFIG=/tmp/tracker_data) or a file with `protocol` and"
             " `root_path` lines"
         )
+    fs, path, from_file = _store(config)
+    if not from_file and not fs.isdir(path):
+        fs.makedirs(path, exist_ok=True)
+    return FsspecTracker(fs, path)
+
+
+def _store(config: str) -> tuple[AbstractFileSystem, str, bool]:
+    """``(filesystem, root directory, whether a config file named them)`` of ``config``
+    (the root may not exist yet). A config file must have ``protocol`` and ``root_path``;
+    a missing path that looks like a config file is reported as one."""
+    import fsspec
+
     fs, path = fsspec.core.url_to_fs(config)
     if fs.isfile(path):
         with fs.open(path, "r") as f:
@@ -284,20 +294,17 @@ def create(config: str | None) -> FsspecTracker:
                 f"fsspec tracker config {config} lacks {', '.join(missing)}; it needs"
                 " `protocol = <fsspec protocol>` and `root_path = <directory>` lines"
             )
-        protocol = settings.pop("protocol")
-        root_path = settings.pop("root_path")
-        return FsspecTracker(fsspec.filesystem(protocol, **settings), root_path)
-    if not fs.isdir(path):
-        if path.endswith(_CONFIG_SUFFIXES):
-            raise FileNotFoundError(f"fsspec tracker config file {config} does not exist")
-        fs.makedirs(path, exist_ok=True)
-    return FsspecTracker(fs, path)
+        protocol, root = settings.pop("protocol"), settings.pop("root_path")
+        return fsspec.filesystem(protocol, **settings), root, True
+    if not fs.isdir(path) and path.endswith(_CONFIG_SUFFIXES):
+        raise FileNotFoundError(f"fsspec tracker config file {config} does not exist")
+    return fs, path, False
 
 
 def check_ready(config: str | None) -> list[ReadinessCheck]:
     """``torchx check`` of this tracker: its store exists and can be written, or can be
     created (nothing is created or written here)."""
-    from torchx.util.readiness import not_configured, not_ready, probe, ready
+    from torchx.util.readiness import not_configured, not_ready, probe, ready, write_problem
 
     fix = (
         "point [tracker:fsspec] config (or TORCHX_TRACKER_FSSPEC_CONFIG) at a directory you"
@@ -307,31 +314,15 @@ def check_ready(config: str | None) -> list[ReadinessCheck]:
         return [not_configured("store", "no config: the fsspec tracker needs a directory", fix)]
 
     def store() -> ReadinessCheck:
-        import fsspec
-
-        fs, path = fsspec.core.url_to_fs(config)
-        if fs.isfile(path):
-            with fs.open(path, "r") as f:
-                settings = _parse_config(str(f.read()), config)
-            missing = [k for k in _REQUIRED_KEYS if k not in settings]
-            if missing:
-                return not_ready("store", f"{config} lacks {', '.join(missing)}", fix)
-            protocol, root = settings.pop("protocol"), settings.pop("root_path")
-            fs, path = fsspec.filesystem(protocol, **settings), root
-            if not fs.isdir(path):
-                return not_ready("store", f"root_path {root} ({protocol}) does not exist", fix)
-        elif not fs.isdir(path):
-            if path.endswith(_CONFIG_SUFFIXES):
-                return not_ready("store", f"config file {config} does not exist", fix)
-            if _is_local(fs):
-                parent = os.path.dirname(os.path.abspath(path))
-                while parent and not os.path.exists(parent):
-                    parent = os.path.dirname(parent)
-                if not os.access(parent, os.W_OK | os.X_OK):
-                    return not_ready("store", f"{path} cannot be created under {parent}", fix)
+        fs, path, from_file = _store(config)
+        exists = fs.isdir(path)
+        if from_file and not exists:
+            return not_ready("store", f"root_path {path} of {config} does not exist", fix)
+        problem = write_problem(path, directory=True) if _is_local(fs) else None
+        if problem:
+            return not_ready("store", problem, fix)
+        if not exists:
             return ready("store", f"{config}: will be created on the first tracked run")
-        if _is_local(fs) and not os.access(path, os.W_OK | os.X_OK):
-            return not_ready("store", f"{path} is not writable", fix)
         return ready("store", f"{config}: runs are stored there")
 
     return [probe("store", store, fix)]

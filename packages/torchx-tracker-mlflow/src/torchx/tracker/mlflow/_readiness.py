@@ -7,22 +7,9 @@ from __future__ import annotations
 import os
 from urllib.parse import urlsplit
 
-from torchx.util.readiness import ReadinessCheck, not_ready, ready
+from torchx.util.readiness import ReadinessCheck, not_ready, ready, write_problem
 
 TIMEOUT_S = 3.0
-
-
-def _writable_path(path: str) -> str | None:
-    """None when ``path`` (a file or directory to be) can be written here, else why not."""
-    target = path
-    while target and not os.path.exists(target):
-        target = os.path.dirname(target)
-    if not target:
-        return "no existing parent directory"
-    if os.path.isfile(target) and target == path:
-        return None if os.access(target, os.W_OK) else "the file is not writable"
-    directory = target if os.path.isdir(target) else os.path.dirname(target)
-    return None if os.access(directory, os.W_OK | os.X_OK) else f"{directory} is not writable"
 
 
 def check_ready(config: str | None) -> list[ReadinessCheck]:
@@ -42,14 +29,14 @@ def check_ready(config: str | None) -> list[ReadinessCheck]:
     if parts.scheme.startswith("sqlite"):
         path = uri.split(":///", 1)[1] if ":///" in uri else ""
         path = path if path.startswith("/") else "/" + path
-        problem = _writable_path(path)
+        problem = write_problem(path)
         if problem:
             return [not_ready("store", f"SQLite store {path}: {problem}", _STORE_FIX)]
         state = "exists" if os.path.exists(path) else "will be created on the first run"
         return [ready("store", f"SQLite store {path} ({state}; writable)")]
     if parts.scheme in ("", "file"):
         path = parts.path if parts.scheme == "file" else uri
-        problem = _writable_path(os.path.expanduser(path))
+        problem = write_problem(path, directory=True)
         if problem:
             return [not_ready("store", f"file store {path}: {problem}", _STORE_FIX)]
         return [ready("store", f"file store {path} (writable)")]
