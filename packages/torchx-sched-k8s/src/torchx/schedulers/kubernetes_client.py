@@ -224,17 +224,9 @@ def api_error(e: Exception, action: str, namespace: str) -> KubernetesApiError:
 
 
 def _short(e: Exception) -> str:
-    reason = getattr(e, "reason", None)
-    text = str(reason or e)
-    for needle, short in (
-        ("Connection refused", "connection refused"),
-        ("Name or service not known", "unknown host"),
-        ("timed out", "timed out"),
-        ("CERTIFICATE_VERIFY_FAILED", "TLS certificate not trusted"),
-    ):
-        if needle in text:
-            return short
-    return _first_line(text)
+    from torchx.util.strings import connection_problem
+
+    return connection_problem(getattr(e, "reason", None) or e)
 
 
 def _host_of(e: Exception) -> str:

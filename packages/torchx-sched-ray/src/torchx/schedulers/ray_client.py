@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
+from torchx.util.strings import connection_problem
+
 DEFAULT_ADDRESS = "http://127.0.0.1:8265"
 TIMEOUT_S = 30.0
 MIN_RAY = (2, 10)
@@ -130,8 +132,8 @@ class RayJobsClient:
             reason = getattr(e, "reason", None) or e
             raise RayUnreachableError(
                 f"cannot reach the Ray dashboard at {self.address} (from {self.origin}:"
-                f" {_short(reason)}); start the cluster, or point -cfg dashboard_address="
-                "http://HOST:8265 (or RAY_API_SERVER_ADDRESS) at its dashboard"
+                f" {connection_problem(reason)}); start the cluster, or point -cfg"
+                " dashboard_address=http://HOST:8265 (or RAY_API_SERVER_ADDRESS) at its dashboard"
             ) from None
 
     def _http_error(self, e: Any, method: str, path: str) -> RayApiError:
@@ -240,16 +242,3 @@ class RayJobsClient:
         """The whole log file ``filename`` of node ``node_id`` (there after its actor)."""
         query = urlencode({"node_id": node_id, "filename": filename, "lines": -1})
         return self._request("GET", f"/api/v0/logs/file?{query}")
-
-
-def _short(reason: object) -> str:
-    text = str(reason)
-    for needle, short in (
-        ("Connection refused", "connection refused"),
-        ("Name or service not known", "unknown host"),
-        ("timed out", "timed out"),
-        ("No route to host", "no route to host"),
-    ):
-        if needle in text:
-            return short
-    return text.splitlines()[0][:200] if text else type(reason).__name__

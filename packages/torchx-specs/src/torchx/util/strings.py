@@ -1,6 +1,12 @@
 """String normalisation for names that schedulers restrict (e.g. Kubernetes labels)."""
 
-__all__ = ["check_env_names", "check_file_name", "escape_unprintable", "normalize_str"]
+__all__ = [
+    "check_env_names",
+    "check_file_name",
+    "connection_problem",
+    "escape_unprintable",
+    "normalize_str",
+]
 
 MAX_FILE_NAME = 200
 """Longest role or app name a scheduler uses as a file name (255 bytes less a suffix)."""
@@ -58,3 +64,25 @@ def escape_unprintable(text: str) -> str:
     as Python escapes (``\\n``, ``\\x1b``): safe on one line of a script comment or an
     error message, where they could end the line early or rewrite the terminal."""
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+_CONNECTION_PROBLEMS = (
+    ("Connection refused", "connection refused"),
+    ("Name or service not known", "unknown host"),
+    ("nodename nor servname", "unknown host"),
+    ("timed out", "timed out"),
+    ("No route to host", "no route to host"),
+    ("Permission denied", "permission denied"),
+    ("CERTIFICATE_VERIFY_FAILED", "TLS certificate not trusted"),
+)
+
+
+def connection_problem(reason: object) -> str:
+    """A few words for why a connection failed (``connection refused``, ``unknown host``,
+    ...) from an exception or its reason, else the reason's first line: what the one-line
+    "cannot reach ..." errors of every backend say."""
+    text = str(reason)
+    for needle, short in _CONNECTION_PROBLEMS:
+        if needle in text:
+            return short
+    return text.splitlines()[0][:200] if text.strip() else type(reason).__name__

@@ -98,15 +98,11 @@ def _daemon_address() -> str:
 
 
 def _short_reason(exc: BaseException) -> str:
-    text = str(exc)
-    for needle, reason in (
-        ("No such file or directory", "no daemon socket there"),
-        ("Connection refused", "connection refused"),
-        ("Permission denied", "permission denied"),
-    ):
-        if needle in text:
-            return reason
-    return text.splitlines()[0][:200] if text else type(exc).__name__
+    if "No such file or directory" in str(exc):
+        return "no daemon socket there"
+    from torchx.util.strings import connection_problem
+
+    return connection_problem(exc)
 
 
 def daemon_unavailable(exc: BaseException, address: str | None = None) -> DockerUnavailableError:
