@@ -4,10 +4,10 @@ state, host and exit code for every replica and the reason an app waits."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass as std_dataclass
 from typing import Any
 
 from torchx.specs.api import AppState
+from torchx.util.lazy_dataclass import dataclass
 
 EVENT_PREFIX = "[torchx] "
 
@@ -20,7 +20,7 @@ JOB_STATES = {
 }
 
 
-@std_dataclass
+@dataclass
 class ReplicaInfo:
     role: str
     replica: int

@@ -9,12 +9,11 @@ import io
 import json
 import os
 import zipfile
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from torchx.schedulers.api import HELP_KEY, StructuredOpts
-from torchx.specs.api import AppDef, CfgVal, Role, macros
+from torchx.specs.api import AppDef, Role, macros
 from torchx.specs.replica_macros import ReplicaMacros
 from torchx.util.lazy_dataclass import dataclass, field
 
@@ -238,7 +237,3 @@ def build_package(package_dir: str | None) -> tuple[str, bytes]:
     progress.done()
     data = buffer.getvalue()
     return f"_ray_pkg_{hashlib.sha256(data).hexdigest()[:32]}.zip", data
-
-
-def opts_from(cfg: Mapping[str, CfgVal]) -> Opts:
-    return Opts.from_cfg(cfg)

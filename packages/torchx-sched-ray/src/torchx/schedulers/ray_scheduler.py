@@ -36,6 +36,7 @@ from torchx.schedulers.api import (
     filter_regex,
 )
 from torchx.schedulers.ray_request import (
+    DRIVER_PATH,
     META_APP_ID,
     META_ROLES,
     Opts,
@@ -156,7 +157,7 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
             address=address,
             address_origin=origin,
             submission_id=app_id,
-            entrypoint=f"{opts.python} {_driver_arg()}",
+            entrypoint=f"{opts.python} {DRIVER_PATH}",
             runtime_env=runtime_env(opts),
             metadata=job_metadata(app, app_id, self.session_name, opts),
             spec=app_spec(app, app_id, opts),
@@ -448,12 +449,6 @@ def _parse_stamp(stamp: str) -> datetime | None:
 
 def _aware(when: datetime) -> datetime:
     return when if when.tzinfo is not None else when.astimezone()
-
-
-def _driver_arg() -> str:
-    from torchx.schedulers.ray_request import DRIVER_PATH
-
-    return DRIVER_PATH
 
 
 def _job_name(name: str) -> str:
