@@ -17,3 +17,13 @@ def _private_torchx_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
     monkeypatch.setenv("HOME", str(tmp_path / "user_home"))
     os.makedirs(tmp_path / "user_home", exist_ok=True)
     yield home
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The directory a test submits from (the current directory for the test's commands;
+    local and Slurm jobs run and write their logs there, Ray jobs take it as workspace)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    return work

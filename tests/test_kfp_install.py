@@ -4,12 +4,11 @@ requests and urllib3 exactly) and the Kubernetes scheduler works there (a dry ru
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from torchx_testsupport import build_wheels, fresh_venv
 
 ROOT = Path(__file__).resolve().parent.parent
 DISTS = ["torchx-specs", "torchx-runner", "torchx-cli", "torchx-sched-k8s", "torchx-pipelines-kfp"]
@@ -18,22 +17,8 @@ DISTS = ["torchx-specs", "torchx-runner", "torchx-cli", "torchx-sched-k8s", "tor
 @pytest.mark.slow
 def test_kfp_k8s_and_cli_resolve_together(tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
-    for dist in DISTS:
-        subprocess.run(
-            [sys.executable, "-m", "build", "--wheel", "--no-isolation", "-o", str(wheels)],
-            cwd=ROOT / "packages" / dist,
-            check=True,
-            capture_output=True,
-        )
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    uv = shutil.which("uv")
-    install = (
-        [uv, "pip", "install", "--python", str(python)]
-        if uv
-        else [str(python), "-m", "pip", "install", "-q"]
-    )
+    build_wheels(ROOT, DISTS, wheels)
+    python, install = fresh_venv(tmp_path / "venv")
     done = subprocess.run(
         [*install, "--find-links", str(wheels),
          "torchx-pipelines-kfp", "torchx-sched-k8s", "torchx-cli"],
@@ -48,7 +33,7 @@ def test_kfp_k8s_and_cli_resolve_together(tmp_path: Path) -> None:
     ).stdout.split()  # fmt: skip
     assert versions[0].startswith("2.") and int(versions[1].split(".")[0]) < 31
     dry = subprocess.run(
-        [str(venv / "bin" / "torchx"), "run", "-s", "kubernetes", "-cfg", "queue=default",
+        [str(python.parent / "torchx"), "run", "-s", "kubernetes", "-cfg", "queue=default",
          "--workspace", "", "--dryrun", "utils.echo", "--msg", "hi"],
         capture_output=True, text=True, cwd=tmp_path,
     )  # fmt: skip

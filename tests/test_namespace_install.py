@@ -8,12 +8,12 @@ editable installs keep one ``src`` tree per distribution on ``sys.path``.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from torchx_testsupport import build_wheels, fresh_venv
 
 ROOT = Path(__file__).resolve().parent.parent
 SPLIT_MODULES = [
@@ -37,17 +37,6 @@ print(torchx.__version__)
 DISTS = [p.name for p in sorted((ROOT / "packages").iterdir()) if (p / "pyproject.toml").exists()]
 
 
-def _build_wheels(out: Path) -> list[Path]:
-    for dist in DISTS:
-        subprocess.run(
-            [sys.executable, "-m", "build", "--wheel", "--no-isolation", "-o", str(out)],
-            cwd=ROOT / "packages" / dist,
-            check=True,
-            capture_output=True,
-        )
-    return sorted(out.glob("*.whl"))
-
-
 def test_editable_install_spans_src_trees() -> None:
     import torchx.schedulers
 
@@ -62,20 +51,13 @@ def test_editable_install_spans_src_trees() -> None:
 
 @pytest.mark.slow
 def test_wheel_install_merges_into_one_namespace(tmp_path: Path) -> None:
-    wheels = _build_wheels(tmp_path / "wheels")
+    wheels = build_wheels(ROOT, DISTS, tmp_path / "wheels")
     assert {w.name.split("-")[0] for w in wheels} == {d.replace("-", "_") for d in DISTS}
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    python = venv / "bin" / "python"
+    python, install = fresh_venv(venv)
     # The meta-package alone, with our wheels as the only source of torchx-*: it must pull
     # in every distribution; the SDKs come from the package index.
     meta = next(w for w in wheels if w.name.startswith("torchx-"))
-    uv = shutil.which("uv")
-    install = (
-        [uv, "pip", "install", "--python", str(python)]
-        if uv
-        else [str(python), "-m", "pip", "install", "-q"]
-    )
     done = subprocess.run(
         [*install, "--find-links", str(meta.parent), str(meta)],
         capture_output=True,

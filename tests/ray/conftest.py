@@ -33,14 +33,6 @@ def _dashboard_env(ray_cluster: str, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    return work
-
-
-@pytest.fixture
 def runner(ray_cluster: str, workdir: Path) -> Iterator[Any]:
     """A Runner whose jobs still running when the test ends are cancelled."""
     with runner_that_cleans_up(lambda r, handle: r.cancel(handle)) as r:

@@ -36,15 +36,6 @@ def slurm_cluster() -> None:
 
 
 @pytest.fixture
-def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The submit directory (jobs run there and write their logs there)."""
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    return work
-
-
-@pytest.fixture
 def runner(slurm_cluster: None, workdir: Path) -> Iterator[Any]:
     """A Runner whose jobs still queued or running when the test ends are cancelled."""
     with runner_that_cleans_up(lambda r, handle: r.cancel(handle)) as r:

@@ -265,3 +265,39 @@ def all_backends_down_env(tmp: Any, host: str = "127.0.0.1") -> dict[str, str]:
         "TORCHX_TRACKER_MLFLOW_CONFIG": f"http://{host}:{port}",
         "TORCHX_TRACKER_FSSPEC_CONFIG": str(tmp / "runs"),
     }
+
+
+def build_wheels(root: Any, dists: list[str], out: Any) -> list[Any]:
+    """Wheels of ``packages/<dist>`` for each of ``dists`` (no isolation: the test env has
+    hatchling), into ``out``; returns their paths."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    for dist in dists:
+        subprocess.run(
+            [sys.executable, "-m", "build", "--wheel", "--no-isolation", "-o", str(out)],
+            cwd=Path(root) / "packages" / dist,
+            check=True,
+            capture_output=True,
+        )
+    return sorted(Path(out).glob("*.whl"))
+
+
+def fresh_venv(path: Any) -> tuple[Any, list[str]]:
+    """A new virtualenv at ``path``: ``(its python, the argv prefix that installs into it)``
+    (uv where it is on PATH, else the venv's pip)."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
+    python = Path(path) / "bin" / "python"
+    uv = shutil.which("uv")
+    install = (
+        [uv, "pip", "install", "--python", str(python)]
+        if uv
+        else [str(python), "-m", "pip", "install", "-q"]
+    )
+    return python, install

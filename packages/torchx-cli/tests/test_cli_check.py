@@ -4,7 +4,6 @@ with and without a check hook, and the exit status for what was named explicitly
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 TYPE_CHECKING = False
@@ -80,7 +79,7 @@ def test_local_cwd_is_ready(cli: Cli) -> None:
     assert header.split() == ["BACKEND", "STATUS", "CHECK", "FOUND"]
     assert first.split()[:3] == ["local_cwd", "ready", "state"]
     assert str(Path(cli.env["TORCHX_HOME"])) in first
-    assert any(line.split()[:1] == ["python"] and sys.executable.split("/")[-1] for line in rest)
+    assert any(line.split()[:1] == ["python"] for line in rest), rest
 
 
 def test_json_schema(cli: Cli) -> None:
@@ -110,9 +109,7 @@ def test_unwritable_state_dir_is_not_ready_and_fails_when_named(
 
 def test_unknown_scheduler_is_one_line(cli: Cli, one_line_error: OneLineError) -> None:
     proc = cli.run("check", "-s", "slurmm")
-    assert "unknown scheduler 'slurmm' (did you mean 'slurm'?)" in one_line_error(proc) or (
-        "unknown scheduler 'slurmm'" in one_line_error(proc)
-    )
+    assert "unknown scheduler 'slurmm'" in one_line_error(proc)
 
 
 def test_plugins_take_part(cli: Cli, one_line_error: OneLineError) -> None:
