@@ -165,3 +165,9 @@ def test_a_workspace_over_the_size_limit_is_refused(
     monkeypatch.setenv("TORCHX_WORKSPACE_MAX_MB", "1")
     with pytest.raises(WorkspaceTooLargeError, match="holds more than 1 MB"):
         build_package(str(tmp_path))
+
+
+def test_the_interpreter_option_is_one_shell_word() -> None:
+    cfg = {"python": "/opt/my env/bin/python; touch /tmp/pwned"}
+    job = create_scheduler("t").submit_dryrun(_app(), cfg).request  # type: ignore[arg-type]
+    assert job.entrypoint == f"'/opt/my env/bin/python; touch /tmp/pwned' {DRIVER_PATH}"

@@ -153,17 +153,19 @@ class CmdCheck(SubCommand):
 
 
 def _parse_cfg(text: str) -> "dict[str, str]":
+    """``-cfg KEY=VALUE,...`` split as ``torchx run`` splits it; each probe reads the keys
+    it knows (one ``-cfg`` may serve several schedulers)."""
+    if not text.strip():
+        return {}
     from torchx.cli._errors import CliError
+    from torchx.util.types import to_dict
 
-    cfg: dict[str, str] = {}
-    for item in (part.strip() for part in text.split(",")):
-        if not item:
-            continue
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise CliError(f"malformed -cfg item '{item}'; use KEY=VALUE,KEY2=VALUE2")
-        cfg[key.strip()] = value.strip()
-    return cfg
+    try:
+        return dict(to_dict(text))
+    except ValueError as e:
+        raise CliError(
+            f"malformed -cfg '{text}': {e}; expected KEY=VALUE pairs separated by ','"
+        ) from None
 
 
 def _trackers_to_check(named: "list[str]", checking_all: bool) -> "dict[str, str | None]":

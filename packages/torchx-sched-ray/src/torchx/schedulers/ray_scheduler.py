@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -157,7 +158,8 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
             address=address,
             address_origin=origin,
             submission_id=app_id,
-            entrypoint=f"{opts.python} {DRIVER_PATH}",
+            # Ray runs the entrypoint in a shell: the interpreter option is one quoted word
+            entrypoint=f"{shlex.quote(opts.python)} {DRIVER_PATH}",
             runtime_env=runtime_env(opts),
             metadata=job_metadata(app, app_id, self.session_name, opts),
             spec=app_spec(app, app_id, opts),
