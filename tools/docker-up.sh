@@ -29,7 +29,8 @@ if ! docker info >/dev/null 2>&1; then
   fi
   # a previous daemon that died may have left its pid file and bind mount behind
   rm -f /var/run/docker.pid
-  start_daemon "$STATE/dockerd.pid" "$STATE/dockerd.log" dockerd --storage-driver=overlay2
+  # --live-restore: containers keep running while the daemon restarts (tools/restart.sh)
+  start_daemon "$STATE/dockerd.pid" "$STATE/dockerd.log" dockerd --storage-driver=overlay2 --live-restore
   wait_until 30 "$STATE/dockerd.pid" "$STATE/dockerd.log" dockerd docker info
 fi
 

@@ -24,8 +24,9 @@ tool_venv "$venv" "import mlflow.server, sys; sys.exit(mlflow.__version__ != '$V
   "mlflow==$VERSION"
 
 # A fresh store per start: runs of an earlier session would only slow the searches down.
+# tools/restart.sh keeps it (TORCHX_MLFLOW_KEEP_STORE=1): a restart must not lose runs.
 data="$STATE/data"
-rm -rf "$data"
+[ "${TORCHX_MLFLOW_KEEP_STORE:-}" = 1 ] || rm -rf "$data"
 mkdir -p "$data/artifacts"
 # Job execution (huey workers) is not needed by a tracking server; one worker keeps it light.
 start_daemon "$STATE/mlflow.pid" "$STATE/mlflow.log" \

@@ -629,7 +629,11 @@ class Runner:
         window = wait_interval
         if scheduler.has_event_source:
             window = max(wait_interval, _EVENT_WAIT_S)
-        with log_event("wait", backend, app_id):
+        from torchx.util.retry import patience
+
+        # a wait lasts as long as the app: an outage of the scheduler's service (a restart
+        # of its controller, a dropped connection) is ridden out, up to TORCHX_OUTAGE_S
+        with log_event("wait", backend, app_id), patience():
             while True:
                 app_status = self.status(app_handle)
                 if app_status is None or app_status.is_terminal():
@@ -702,7 +706,7 @@ class Runner:
         with log_event("log_lines", backend, app_id):
             if self.status(app_handle) is None:
                 raise UnknownAppException(app_handle)
-            return scheduler.log_iter(
+            lines = scheduler.log_iter(
                 app_id,
                 role_name,
                 k,
@@ -712,6 +716,12 @@ class Runner:
                 should_tail,
                 streams=streams,
             )
+            if not should_tail:
+                return lines
+            from torchx.util.retry import patient
+
+            # a followed log lasts as long as the replica: ride out service outages
+            return patient(iter(lines))
 
     def list(
         self,

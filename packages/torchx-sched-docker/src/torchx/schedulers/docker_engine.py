@@ -251,8 +251,10 @@ class EngineClient:
         follow: bool = False,
         since: Any = None,
         until: Any = None,
+        timestamps: bool = False,
     ) -> Iterator[bytes]:
-        """The container's output as the payloads of Docker's multiplexed frames."""
+        """The container's output as the payloads of Docker's multiplexed frames (each
+        entry prefixed with its RFC 3339 time and a space with ``timestamps``)."""
         del stream  # always streamed
         conn, response = self._request(
             "GET",
@@ -261,6 +263,7 @@ class EngineClient:
                 "stdout": stdout,
                 "stderr": stderr,
                 "follow": follow,
+                "timestamps": timestamps,
                 "since": _unix_time(since),
                 "until": _unix_time(until),
             },

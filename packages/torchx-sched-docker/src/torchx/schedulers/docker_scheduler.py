@@ -27,7 +27,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from torchx.schedulers import labels
@@ -65,7 +65,6 @@ from torchx.util.log import get_logger
 from torchx.workspace.docker_workspace import (
     DockerWorkspaceMixin,
     connect_docker,
-    daemon_unavailable,
     ensure_image,
     local_image_id,
 )
@@ -343,16 +342,15 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         the SDK's ``APIClient``. Both take the same calls."""
         if self._engine is None:
             from torchx.schedulers import docker_engine
+            from torchx.schedulers.docker_retry import RetryingApi
 
             engine = None if self._explicit_client else docker_engine.from_env()
             if engine is None:
-                self._engine = self._docker_client.api
+                self._engine = RetryingApi(self._docker_client.api, "DOCKER_HOST")
             else:
-                try:
-                    engine.ping()
-                except OSError as e:
-                    raise daemon_unavailable(e, engine.address) from e
-                self._engine = engine
+                api = RetryingApi(engine, engine.address)
+                api.ping()
+                self._engine = api
         return self._engine
 
     # -- options and validation ------------------------------------------------------------
@@ -663,7 +661,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             decode=True,
         )
         try:
-            for event in events:
+            for event in _until_dropped(events):
                 event_ns = int(event.get("timeNano") or 0)
                 if event_ns < since_ns:
                     continue
@@ -760,9 +758,14 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             kwargs["since"] = since
         if until is not None:
             kwargs["until"] = until
-        chunks = self._api.logs(found[0]["Id"], **kwargs)
-        # Docker frames a log by the program's writes: re-split it into whole lines
-        lines = (line.decode("utf-8", "replace") for line in whole_lines(chunks))
+        if should_tail:
+            from torchx.schedulers.docker_logs import follow_log
+
+            raw = follow_log(self._api, found[0]["Id"], kwargs)
+        else:
+            # Docker frames a log by the program's writes: re-split it into whole lines
+            raw = whole_lines(self._api.logs(found[0]["Id"], **kwargs))
+        lines = (line.decode("utf-8", "replace") for line in raw)
         return filter_regex(regex, lines) if regex else lines
 
     def _raise_no_replica(self, app_id: str, role_name: str, k: int) -> None:
@@ -796,3 +799,15 @@ def create_scheduler(
     runner forwards) are ignored."""
     del kwargs
     return DockerScheduler(session_name=session_name, docker_client=docker_client)
+
+
+def _until_dropped(events: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The events of a stream until it ends or the daemon drops it (a restart): the caller
+    describes the app next, which waits for the daemon to come back."""
+    from torchx.schedulers.docker_retry import transient
+
+    try:
+        yield from events
+    except Exception as e:
+        if not transient(e):
+            raise

@@ -18,6 +18,7 @@ __all__ = [
     "SlurmCommandError",
     "SlurmNotFoundError",
     "SlurmUnreachableError",
+    "ask",
     "first_error_line",
     "run",
     "unreachable",
@@ -40,18 +41,18 @@ class SlurmUnreachableError(SlurmCommandError):
         )
 
 
-_UNREACHABLE = (
+_NO_CONFIG = ("fetch_config", "configuration file", "configuration source", "dns srv")
+"""This host has no usable Slurm configuration: no restart will fix it, so not retried."""
+_TRANSIENT = (
     "unable to contact",
-    "fetch_config",
-    "configuration file",
-    "configuration source",
-    "dns srv",
     "connection refused",
     "connection failure",
     "socket timed out",
     "zero bytes were transmitted",
     "problem talking to the database",
 )
+"""The controller or slurmdbd is down or slow: worth waiting for."""
+_UNREACHABLE = _NO_CONFIG + _TRANSIENT
 
 
 def unreachable(stderr: str) -> bool:
@@ -59,6 +60,44 @@ def unreachable(stderr: str) -> bool:
     to Slurm answering, e.g. ``Invalid job id specified``)."""
     text = stderr.lower()
     return any(marker in text for marker in _UNREACHABLE)
+
+
+_NOT_SENT = ("unable to contact", "connection refused")
+"""Errors after which a submission surely did not reach the controller (safe to resend)."""
+
+
+def ask(
+    argv: list[str],
+    what: str = "Slurm",
+    *,
+    stdin: bytes | None = None,
+    env: Mapping[str, str] | None = None,
+    resend: bool = True,
+) -> tuple[int, str, str]:
+    """:func:`run`, riding out an unreachable controller (a slurmctld restart, a dropped
+    connection) within the retry budget of :mod:`torchx.util.retry`; then
+    :class:`SlurmUnreachableError` naming ``what``. Any other result is returned as is.
+
+    ``resend=False`` (submissions) retries only errors that prove nothing was received,
+    so a job is never queued twice.
+    """
+    from torchx.util.retry import retry_call
+
+    def once() -> tuple[int, str, str]:
+        code, out, err = run(argv, stdin=stdin, env=env)
+        if code != 0 and unreachable(err):
+            raise SlurmUnreachableError(err, what)
+        return code, out, err
+
+    def transient(e: BaseException) -> bool:
+        if not isinstance(e, SlurmUnreachableError):
+            return False
+        text = str(e).lower()
+        if any(marker in text for marker in _NO_CONFIG):
+            return False
+        return any(marker in text for marker in (_TRANSIENT if resend else _NOT_SENT))
+
+    return retry_call(once, service=what, is_transient=transient)
 
 
 class SlurmNotFoundError(SlurmCommandError):

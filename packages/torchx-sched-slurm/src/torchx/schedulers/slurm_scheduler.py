@@ -38,10 +38,9 @@ from torchx.schedulers.api import (
 from torchx.schedulers.slurm_commands import (
     SlurmCommandError,
     SlurmNotFoundError,
-    SlurmUnreachableError,
+    ask,
     first_error_line,
     run,
-    unreachable,
 )
 from torchx.schedulers.slurm_describe import (
     SLURM_STATES,
@@ -327,12 +326,10 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
             with open(fd, "wb") as f:
                 f.write(script)
-            code, out, err = run([*argv, path], env=env)
+            code, out, err = ask([*argv, path], "Slurm (sbatch)", env=env, resend=False)
         else:
             # sbatch reads the script from stdin when no file is given
-            code, out, err = run(argv, stdin=script, env=env)
-        if code != 0 and unreachable(err):
-            raise SlurmUnreachableError(err, "Slurm (sbatch)")
+            code, out, err = ask(argv, "Slurm (sbatch)", stdin=script, env=env, resend=False)
         if code != 0:
             raise SlurmCommandError(f"sbatch refused the job: {first_error_line(err)}")
         job_id = out.strip().split(";")[0]
@@ -372,12 +369,10 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
         then ``scontrol`` are asked; a job the controller no longer holds (``Invalid job
         id``) is looked up in accounting.
         """
-        code, out, err = run(["squeue", "-h", "-t", "all", "-j", job_id, "-O", SQUEUE_FORMAT])
+        code, out, err = ask(["squeue", "-h", "-t", "all", "-j", job_id, "-O", SQUEUE_FORMAT])
         if code == 0:
             rows = parse_squeue_text(out, leader=job_id)
             return rows or self._sacct(job_id)
-        if unreachable(err):
-            raise SlurmUnreachableError(err)
         if "invalid job id" not in err.lower():
             code, out, _ = run(["squeue", "--json", "-j", job_id])
             if code == 0 and out.lstrip().startswith("{"):
@@ -393,7 +388,8 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
 
     def _sacct(self, job_id: str) -> list[SlurmJob]:
         try:
-            code, out, err = run(
+            # not in the queue: the accounting knows, and is waited for if it cannot be asked
+            code, out, _ = ask(
                 [
                     "sacct",
                     "--parsable2",
@@ -401,13 +397,11 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
                     "--format=JobID,JobName%256,State,ExitCode,NodeList,Reason,WorkDir",
                     "-j",
                     job_id,
-                ]
+                ],
+                "Slurm's accounting (slurmdbd)",
             )
         except SlurmNotFoundError:
             return []
-        if code != 0 and unreachable(err):
-            # not in the queue, and the accounting that would know cannot be asked
-            raise SlurmUnreachableError(err, "Slurm's accounting (slurmdbd)")
         return parse_sacct_text(out, leader=job_id) if code == 0 else []
 
     def describe(self, app_id: str) -> DescribeAppResponse | None:
@@ -465,7 +459,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
         beside = threading.Thread(target=ask_accounting, daemon=True)
         beside.start()
         try:
-            code, out, err = run(["squeue", "-h", "-t", "all", "-O", SQUEUE_LIST_FORMAT])
+            code, out, err = ask(["squeue", "-h", "-t", "all", "-O", SQUEUE_LIST_FORMAT])
         finally:
             beside.join()
         groups: dict[str, list[SlurmJob]] = {}
@@ -474,8 +468,6 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
             groups = leaders(parse_sacct_text(acct_out))
         if code == 0:
             groups.update(leaders(parse_squeue_list(out, since)))
-        elif unreachable(err):
-            raise SlurmUnreachableError(err)
         elif not groups:
             raise SlurmCommandError(f"squeue failed: {first_error_line(err)}")
         result = []
@@ -494,7 +486,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
     # -- cancel / delete ----------------------------------------------------------------------
 
     def _cancel_existing(self, app_id: str) -> None:
-        code, _, err = run(["scancel", _valid_job_id(app_id)])
+        code, _, err = ask(["scancel", _valid_job_id(app_id)])
         if code != 0:
             raise SlurmCommandError(f"scancel {app_id} failed: {first_error_line(err)}")
 

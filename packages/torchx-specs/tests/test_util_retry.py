@@ -1,0 +1,141 @@
+"""The shared retry rule: transient failures are retried within a budget, permanent ones
+are raised at once, and the final error says how long torchx tried."""
+
+from __future__ import annotations
+
+import random
+import threading
+
+import pytest
+
+from torchx.util.retry import (
+    ServiceUnavailableError,
+    backoff_delays,
+    budget_s,
+    patience,
+    patient,
+    retry_call,
+)
+
+
+class Clock:
+    """Time that passes only when the code under test sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def flaky(failures: int, error: Exception) -> tuple[list[int], object]:
+    calls: list[int] = []
+
+    def fn() -> str:
+        calls.append(1)
+        if len(calls) <= failures:
+            raise error
+        return "ok"
+
+    return calls, fn
+
+
+def transient(e: BaseException) -> bool:
+    return isinstance(e, ConnectionError)
+
+
+def test_transient_failures_are_retried_until_the_service_answers() -> None:
+    clock = Clock()
+    calls, fn = flaky(4, ConnectionRefusedError("connection refused"))
+    result = retry_call(
+        fn, service="svc", is_transient=transient, budget=30, sleep=clock.sleep, clock=clock
+    )  # type: ignore[arg-type]
+    assert result == "ok"
+    assert len(calls) == 5
+    assert len(clock.sleeps) == 4
+    # doubling steps, each at least half of its step
+    assert clock.sleeps[0] >= 0.1 and clock.sleeps[3] >= 0.8
+
+
+def test_a_permanent_error_is_raised_at_once() -> None:
+    clock = Clock()
+    calls, fn = flaky(5, PermissionError("403 forbidden"))
+    with pytest.raises(PermissionError, match="403"):
+        retry_call(fn, service="svc", is_transient=transient, sleep=clock.sleep, clock=clock)  # type: ignore[arg-type]
+    assert len(calls) == 1 and clock.sleeps == []
+
+
+def test_the_budget_bounds_the_outage_and_the_error_says_so() -> None:
+    clock = Clock()
+    _calls, fn = flaky(10_000, ConnectionResetError("connection reset by peer"))
+    with pytest.raises(ServiceUnavailableError) as caught:
+        retry_call(
+            fn, service="svc", is_transient=transient, budget=20, sleep=clock.sleep, clock=clock
+        )  # type: ignore[arg-type]
+    message = str(caught.value)
+    assert message.startswith("connection reset by peer (still failing after")
+    assert "TORCHX_RETRY_S" in message
+    assert isinstance(caught.value.last, ConnectionResetError)
+    assert 20 <= clock.now <= 20 + 5  # never sleeps past the budget by more than a step
+    assert max(clock.sleeps) <= 5
+
+
+def test_budget_zero_gives_the_backend_error_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TORCHX_RETRY_S", "0")
+    calls, fn = flaky(3, ConnectionRefusedError("refused"))
+    with pytest.raises(ConnectionRefusedError):
+        retry_call(fn, service="svc", is_transient=transient)  # type: ignore[arg-type]
+    assert len(calls) == 1
+
+
+def test_patience_lengthens_the_budget_only_inside(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TORCHX_RETRY_S", "7")
+    monkeypatch.setenv("TORCHX_OUTAGE_S", "900")
+    assert budget_s() == 7
+    with patience():
+        assert budget_s() == 900
+        with patience(3):
+            assert budget_s() == 3
+        assert budget_s() == 900
+    assert budget_s() == 7
+
+
+def test_patient_iterators_carry_their_patience_into_any_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TORCHX_RETRY_S", "7")
+    seen: list[float] = []
+
+    def source() -> object:
+        for _ in range(3):
+            seen.append(budget_s())
+            yield len(seen)
+
+    items = patient(source(), 120)  # type: ignore[arg-type]
+    out: list[int] = []
+    reader = threading.Thread(target=lambda: out.extend(items))
+    reader.start()
+    reader.join()
+    assert out == [1, 2, 3]
+    assert seen == [120, 120, 120]
+    assert budget_s() == 7  # nothing leaks to the caller between items
+
+
+def test_a_bad_budget_setting_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TORCHX_RETRY_S", "soon")
+    with pytest.raises(ValueError, match=r"TORCHX_RETRY_S='soon' is not a number of seconds"):
+        budget_s()
+
+
+def test_jittered_delays_differ_between_clients_and_stay_capped() -> None:
+    a = backoff_delays(rng=random.Random(1))
+    b = backoff_delays(rng=random.Random(2))
+    first_a = [next(a) for _ in range(12)]
+    first_b = [next(b) for _ in range(12)]
+    assert first_a != first_b
+    assert all(2.5 <= d <= 5 for d in first_a[6:])

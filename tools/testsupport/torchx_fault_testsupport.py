@@ -1,0 +1,88 @@
+"""Fault injection for the tests of issue 24: restart a real service while torchx waits on
+it or follows a log through it, then count what came through.
+
+Each fault test records one row (``record_fault``) into ``$TORCHX_FAULT_RECORD`` when set:
+``benchmarks/bench_faults.py`` runs the fault tests with it and renders the table of
+faults injected, survived and lines lost (docs/faults.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+RESTART = Path(__file__).resolve().parents[1] / "restart.sh"
+
+
+def numbered_script(n: int, delay_s: float) -> str:
+    """A shell loop printing ``line-1`` .. ``line-N``, one every ``delay_s`` seconds."""
+    return f"for i in $(seq 1 {n}); do echo line-$i; sleep {delay_s}; done"
+
+
+def count_lines(text: str, n: int) -> tuple[int, int]:
+    """(lines lost, lines repeated) of ``line-1``..``line-N`` in ``text`` (each line may
+    carry a prefix, such as the ``role/replica`` of ``torchx log``)."""
+    seen = [m.group(0) for m in re.finditer(r"\bline-\d+$", text, re.MULTILINE)]
+    lost = sum(1 for i in range(1, n + 1) if f"line-{i}" not in seen)
+    return lost, len(seen) - len(set(seen))
+
+
+def restart(service: str, down_s: float = 3) -> None:
+    """Stops ``service`` (slurmctld, dockerd, moto, mlflow), waits ``down_s``, starts it."""
+    proc = subprocess.run(
+        ["bash", str(RESTART), service, str(down_s)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    if proc.returncode != 0:
+        pytest.fail(f"could not restart {service}: {proc.stderr.strip() or proc.stdout}")
+
+
+def restart_in_background(service: str, down_s: float = 3) -> threading.Thread:
+    """:func:`restart` in a thread (joined by the caller), so the test keeps reading."""
+    errors: list[BaseException] = []
+
+    def go() -> None:
+        try:
+            restart(service, down_s)
+        except BaseException as e:  # pytest.fail raises an exception pytest knows
+            errors.append(e)
+
+    thread = threading.Thread(target=go, daemon=True)
+    thread.errors = errors  # type: ignore[attr-defined]
+    thread.start()
+    return thread
+
+
+def record_fault(
+    backend: str,
+    fault: str,
+    *,
+    survived: bool,
+    lost: int | str = "-",
+    repeated: int | str = "-",
+    outcome: str = "",
+) -> None:
+    """Adds this test's row to the fault table (when ``$TORCHX_FAULT_RECORD`` is set)."""
+    path = os.environ.get("TORCHX_FAULT_RECORD")
+    if not path:
+        return
+    row: dict[str, Any] = {
+        "backend": backend,
+        "fault": fault,
+        "survived": survived,
+        "lost": lost,
+        "repeated": repeated,
+        "outcome": outcome,
+    }
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(row) + "\n")
