@@ -56,19 +56,23 @@ class _Target:
 def _scheduler_checks(name: str, cfg: "dict[str, Any]") -> "list[ReadinessCheck]":
     from torchx.runner import config
     from torchx.schedulers import get_scheduler_factories
+    from torchx.util.retry import patience
 
     scheduler = get_scheduler_factories()[name](session_name="torchx")
     try:
         config.apply(name, cfg)
-        return list(scheduler.check_ready(cfg))
+        with patience(0):  # a check reports a service that is away; it does not wait for it
+            return list(scheduler.check_ready(cfg))
     finally:
         scheduler.close()
 
 
 def _tracker_checks(name: str, tracker_config: "str | None") -> "list[ReadinessCheck]":
     from torchx.tracker.api import check_tracker
+    from torchx.util.retry import patience
 
-    return check_tracker(name, tracker_config)
+    with patience(0):
+        return check_tracker(name, tracker_config)
 
 
 class CmdCheck(SubCommand):

@@ -79,7 +79,7 @@ def _new_client(service: str) -> Any:
     session = getattr(_local, "session", None)
     if session is None:
         session = _local.session = new_session()
-    return client_of(session, service)
+    return client_of(session, service, retry_config())
 
 
 def new_session() -> Any:
@@ -129,36 +129,92 @@ def _quiet_botocore() -> None:
             logger.setLevel(logging.WARNING)
 
 
+_READ_PREFIXES = ("describe_", "list_", "get_", "filter_")
+_TRANSIENT_CODES = frozenset(
+    {
+        "Throttling", "ThrottlingException", "ThrottledException", "TooManyRequestsException",
+        "RequestLimitExceeded", "ServiceUnavailable", "ServiceUnavailableException",
+        "InternalFailure", "InternalServerError", "ServerException",
+    }
+)  # fmt: skip
+
+
+def retry_config() -> Any:
+    """botocore's ``standard`` retry mode (jittered backoff on throttling, 5xx and dropped
+    connections, 3 tries): set once here for every client, unless the user chose a mode
+    or a number of tries (``AWS_RETRY_MODE``, ``AWS_MAX_ATTEMPTS``, or ~/.aws/config)."""
+    if os.environ.get("AWS_RETRY_MODE") or os.environ.get("AWS_MAX_ATTEMPTS"):
+        return None
+    from botocore.config import Config
+
+    return Config(retries={"mode": "standard"})
+
+
+def _transient(e: BaseException, read: bool) -> bool:
+    """An outage or throttling that outlived botocore's own tries: worth waiting for. A
+    call that changes something is retried only if it surely never reached AWS."""
+    import botocore.exceptions
+
+    if isinstance(e, botocore.exceptions.EndpointConnectionError):
+        return True  # the connection was refused: nothing was sent
+    if not read:
+        return False
+    if isinstance(e, botocore.exceptions.ClientError):
+        error = e.response.get("Error", {})
+        status = int(e.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+        return str(error.get("Code", "")) in _TRANSIENT_CODES or status in (500, 502, 503, 504)
+    return isinstance(e, (botocore.exceptions.ConnectionError, botocore.exceptions.HTTPClientError))
+
+
 def api_call(what: str, fn: Callable[..., T], **kwargs: Any) -> T:
     """``fn(**kwargs)`` with botocore's failures raised as one-line :class:`AWSBatchError`s.
 
-    ``what`` names the call for the message (``"describe the job queue q"``).
+    ``what`` names the call for the message (``"describe the job queue q"``). An outage
+    is ridden out within the retry budget of :mod:`torchx.util.retry`.
     """
-    import botocore.exceptions
+    from torchx.util.retry import retry_call
 
+    read = getattr(fn, "__name__", "").startswith(_READ_PREFIXES)
     try:
-        return fn(**kwargs)
-    except botocore.exceptions.ClientError as e:
+        return retry_call(
+            lambda: fn(**kwargs),
+            service="AWS",
+            is_transient=lambda e: _transient(e, read),
+        )
+    except Exception as e:
+        last = getattr(e, "last", None)
+        if isinstance(last, Exception):  # gave up on an outage: say so after the error
+            error = _one_line(what, last)
+            error.args = (f"{error}{str(e)[len(str(last)) :]}",)
+            raise error from e
+        raise _one_line(what, e) from e
+
+
+def _one_line(what: str, e: Exception) -> Exception:
+    """The one-line error for botocore's failure ``e`` of the call ``what`` (``e`` itself
+    when it is not botocore's)."""
+    import botocore.exceptions as bx
+
+    if isinstance(e, bx.ClientError):
         error = e.response.get("Error", {})
         code = str(error.get("Code", "")) or type(e).__name__
         message = " ".join(str(error.get("Message", "") or e).split())
         if code in _REJECTED_CODES:
-            raise AWSCredentialsError(
+            return AWSCredentialsError(
                 f"AWS rejected the request to {what} ({code}: {message}); check the"
                 f" credentials and their permissions ({_CREDENTIALS_HINT})",
                 code,
-            ) from e
-        raise AWSBatchError(f"could not {what}: {code}: {message}", code) from e
-    except botocore.exceptions.NoCredentialsError as e:
-        raise AWSCredentialsError(f"no AWS credentials found; {_CREDENTIALS_HINT}") from e
-    except botocore.exceptions.NoRegionError as e:
-        raise AWSRegionError(
-            "no AWS region is configured; set AWS_DEFAULT_REGION (or AWS_REGION)"
-        ) from e
-    except botocore.exceptions.EndpointConnectionError as e:
-        raise AWSBatchError(
+            )
+        return AWSBatchError(f"could not {what}: {code}: {message}", code)
+    if isinstance(e, bx.NoCredentialsError):
+        return AWSCredentialsError(f"no AWS credentials found; {_CREDENTIALS_HINT}")
+    if isinstance(e, bx.NoRegionError):
+        return AWSRegionError("no AWS region is configured; set AWS_DEFAULT_REGION (or AWS_REGION)")
+    if isinstance(e, bx.EndpointConnectionError):
+        return AWSBatchError(
             f"could not {what}: cannot reach {e.kwargs.get('endpoint_url', 'AWS')};"
             " check the network, the region and AWS_ENDPOINT_URL"
-        ) from e
-    except botocore.exceptions.BotoCoreError as e:
-        raise AWSBatchError(f"could not {what}: {' '.join(str(e).split())}") from e
+        )
+    if isinstance(e, bx.BotoCoreError):
+        return AWSBatchError(f"could not {what}: {' '.join(str(e).split())}")
+    return e
