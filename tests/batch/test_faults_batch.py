@@ -62,7 +62,7 @@ def test_status_loop_rides_through_a_moto_restart(batch_queue: str, tmp_path: Pa
     errors = [p.stderr.strip().splitlines()[-1] for p in refused]
     clear = all(
         "Traceback" not in p.stderr and "not found" in line.lower()
-        for p, line in zip(refused, errors)
+        for p, line in zip(refused, errors, strict=True)
     )
     record_fault(
         "aws_batch", "moto restart during a `status` loop", survived=clear and bool(answered),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+import stat
 import subprocess
 import sys
 import threading
@@ -212,23 +215,34 @@ def test_malformed_config_is_one_line(
     assert "\n" not in str(info.value)
 
 
-def test_unreachable_server_names_the_uri_and_imports_nothing() -> None:
+def test_unreachable_server_keeps_the_write_names_the_uri_and_imports_nothing(
+    tmp_path: Path,
+) -> None:
+    """A job's write to a server that is away does not fail the job: it is kept in a
+    private journal (and said so, with the password masked) for a later write."""
     code = (
         "import sys\n"
-        "from torchx.tracker.mlflow import create_tracker, MLflowTrackerError\n"
+        "from torchx.tracker.mlflow import create_tracker\n"
         "t = create_tracker('http://user:secret@127.0.0.1:9')\n"
         "assert 'mlflow' not in sys.modules, 'configuring must not import mlflow'\n"
-        "try:\n"
-        "    t.add_metadata('r', a=1)\n"
-        "except MLflowTrackerError as e:\n"
-        "    print(e)\n"
+        "t.add_metadata('r', a=1)\n"
+        "print('job goes on')\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    ).stdout.strip()
-    assert out.startswith("cannot reach the MLflow tracking server at http://user:***@127.0.0.1:9")
-    assert "secret" not in out
-    assert "\n" not in out
+    env = {**os.environ, "TORCHX_HOME": str(tmp_path), "TORCHX_RETRY_S": "0"}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True,
+        env=env,
+    )  # fmt: skip
+    assert proc.stdout.strip() == "job goes on"
+    warning = proc.stderr.strip()
+    assert "cannot reach the MLflow tracking server at http://user:***@127.0.0.1:9" in warning
+    assert "kept `add_metadata` of run 'r'" in warning
+    assert "secret" not in warning
+    (journal,) = (tmp_path / "trackers" / "mlflow-pending").iterdir()
+    assert stat.S_IMODE(journal.stat().st_mode) == 0o600
+    assert json.loads(journal.read_text()) == {
+        "op": "add_metadata", "args": ["r"], "kwargs": {"a": 1}
+    }  # fmt: skip
 
 
 def test_bad_uri_scheme_is_one_line(tmp_path: Path) -> None:

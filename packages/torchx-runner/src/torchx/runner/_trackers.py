@@ -111,9 +111,13 @@ def _finish_now(handle: str, state: str) -> int:
     configured = get_configured_trackers()
     installed = load_group(TRACKER_ENTRYPOINT_GROUP)  # the rest was warned about at submit
     usable = {k: v for k, v in configured.items() if k in installed or ":" in k}
+    from torchx.util.retry import patience
+
     for tracker in build_trackers(usable):
         try:
-            tracker.app_finished(handle, state)
+            # detached from the user's command: it can wait out a tracking server's outage
+            with patience():
+                tracker.app_finished(handle, state)
         except Exception as e:  # report, and retry on a later status: no marker
             logger.warning("tracker %s could not record that %s ended: %s", tracker, handle, e)
             return 1

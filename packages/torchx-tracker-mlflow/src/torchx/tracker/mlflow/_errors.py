@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 __all__ = [
     "MLflowTrackerError",
+    "MLflowUnreachableError",
     "check_reachable",
     "display_uri",
     "mlflow_errors",
@@ -21,6 +22,14 @@ _MAX_MESSAGE = 300
 
 class MLflowTrackerError(RuntimeError):
     """The MLflow store cannot be used (unreachable, refused the request, bad URI)."""
+
+
+class MLflowUnreachableError(MLflowTrackerError):
+    """The tracking server did not answer (down, restarting, network): a write is kept
+    for later rather than lost, and a read may be tried again."""
+
+
+_UNREACHABLE_MARKS = ("max retries exceeded", "connection refused", "connection aborted")
 
 
 def _first_line(text: str) -> str:
@@ -67,7 +76,7 @@ def check_reachable(tracking_uri: str, timeout: float = 5.0) -> None:
             pass
     except OSError as e:
         reason = e.strerror or str(e) or type(e).__name__
-        raise MLflowTrackerError(
+        raise MLflowUnreachableError(
             f"cannot reach the MLflow tracking server at {display_uri(tracking_uri)}"
             f" ({reason}); start it or {_HINT}"
         ) from None
@@ -102,10 +111,15 @@ def mlflow_errors(tracking_uri: str, action: str) -> Iterator[None]:
     except MLflowTrackerError:
         raise
     except MlflowException as e:
+        message = _first_line(e.message)
+        if any(mark in message.lower() for mark in _UNREACHABLE_MARKS):
+            raise MLflowUnreachableError(
+                f"MLflow at {display_uri(tracking_uri)} failed to {action}: {message}"
+            ) from e
         raise MLflowTrackerError(
-            f"MLflow at {display_uri(tracking_uri)} refused to {action}: {_first_line(e.message)}"
+            f"MLflow at {display_uri(tracking_uri)} refused to {action}: {message}"
         ) from e
     except (OSError, ConnectionError) as e:
-        raise MLflowTrackerError(
+        raise MLflowUnreachableError(
             f"MLflow at {display_uri(tracking_uri)} failed to {action}: {_first_line(str(e))}"
         ) from e

@@ -17,13 +17,14 @@ records is kept on the run itself, so MLflow's UI and ``MlflowClient`` see it to
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import posixpath
 import re
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from torchx.tracker.api import RunLineage, TrackerArtifact, TrackerBase, TrackerSource
@@ -33,18 +34,22 @@ from torchx.tracker.mlflow._config import (
 from torchx.tracker.mlflow._config import default_tracking_uri, is_tracking_uri
 from torchx.tracker.mlflow._errors import (
     MLflowTrackerError,
+    MLflowUnreachableError,
     check_reachable,
     display_uri,
     mlflow_errors,
     prepare_local_store,
 )
 from torchx.util.lazy_dataclass import dataclass
+from torchx.util.log import get_logger
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
     from mlflow.entities import Experiment, Run
 
 __all__ = ["TAG_ARTIFACT_MD_PREFIX", "MLflowLineage", "MLflowTracker"]
+
+logger = get_logger(__name__)
 
 TAG_ARTIFACT_MD_PREFIX = "torchx.artifact.metadata"
 """Tags ``<prefix>.<artifact name>.<key>`` hold an artifact's metadata."""
@@ -67,6 +72,26 @@ _DEFAULT_RUN_WAIT_S = 30.0
 
 _MLFLOW_STATUS = {"SUCCEEDED": "FINISHED", "FAILED": "FAILED", "CANCELLED": "KILLED"}
 """MLflow run status for each final TorchX app state (UNKNOWN leaves the run as it is)."""
+
+
+W = TypeVar("W", bound=Callable[..., None])
+
+
+def _kept_when_away(method: W) -> W:
+    """Makes a write ride out an away server: retried within the budget, then kept in
+    the journal (``_pending``) and written later, instead of failing the job."""
+
+    @functools.wraps(method)
+    def write(self: MLflowTracker, *args: Any, **kwargs: Any) -> None:
+        self._write(method.__name__, method, list(args), kwargs)
+
+    return write  # type: ignore[return-value]
+
+
+def _away(e: BaseException) -> bool:
+    return isinstance(e, MLflowUnreachableError) or isinstance(
+        getattr(e, "last", None), MLflowUnreachableError
+    )
 
 
 def _digest(text: str) -> str:
@@ -295,8 +320,69 @@ class MLflowTracker(TrackerBase):
             for mlflow_id in self._run_ids.values():
                 self.client.set_terminated(mlflow_id, status="FINISHED")
 
+    # ------------------------------------------------------------------ away server
+
+    def _write(
+        self, op: str, method: Callable[..., None], args: list[Any], kwargs: dict[str, Any]
+    ) -> None:
+        from torchx.util.retry import retry_call
+
+        def once() -> None:
+            check_reachable(self.tracking_uri, timeout=2.0)
+            self._replay_kept()
+            method(self, *args, **kwargs)
+
+        try:
+            retry_call(
+                once, service=f"MLflow at {display_uri(self.tracking_uri)}", is_transient=_away
+            )
+        except Exception as e:
+            if not _away(e):
+                raise
+            self._keep(op, args, kwargs, e)
+
+    def _keep(self, op: str, args: list[Any], kwargs: dict[str, Any], why: BaseException) -> None:
+        from torchx.tracker.mlflow._pending import keep
+
+        path = keep(self.tracking_uri, op, args, kwargs)
+        logger.warning(
+            "%s; kept `%s` of run %r in %s, written by the next write to this server",
+            str(why).splitlines()[0][:300],
+            op,
+            args[0] if args else "",
+            path,
+        )
+
+    def _replay_kept(self) -> None:
+        """Writes what was kept while the server was away (the server answers now)."""
+        from torchx.tracker.mlflow._pending import keep, taken
+
+        away: BaseException | None = None
+        for entry in taken(self.tracking_uri):
+            op, args, kwargs = entry["op"], entry["args"], entry["kwargs"]
+            if away is not None:
+                keep(self.tracking_uri, op, args, kwargs)
+                continue
+            try:
+                getattr(type(self), op).__wrapped__(self, *args, **kwargs)
+            except Exception as e:
+                if _away(e):
+                    away = e
+                    keep(self.tracking_uri, op, args, kwargs)
+                else:
+                    logger.warning(
+                        "not recorded in MLflow: `%s` of run %r kept while the server was"
+                        " away (%s)",
+                        op,
+                        args[0] if args else "",
+                        str(e).splitlines()[0][:300] if str(e) else type(e).__name__,
+                    )
+        if away is not None:
+            raise away
+
     # ------------------------------------------------------------------ TrackerBase
 
+    @_kept_when_away
     def app_finished(self, run_id: str, state: str) -> None:
         """Ends the run of app ``run_id`` with the MLflow status matching its final
         ``state`` (and tags it ``torchx.app_state``); a run that was never created is
@@ -314,6 +400,7 @@ class MLflowTracker(TrackerBase):
             self.client.log_batch(mlflow_id, tags=[RunTag("torchx.app_state", state)])
             self.client.set_terminated(mlflow_id, status=status, end_time=int(time.time() * 1000))
 
+    @_kept_when_away
     def add_artifact(
         self,
         run_id: str,
@@ -377,6 +464,7 @@ class MLflowTracker(TrackerBase):
             for name in sorted(paths)
         }
 
+    @_kept_when_away
     def add_metadata(self, run_id: str, **kwargs: object) -> None:
         """Records ``kwargs`` as tags of the run (MLflow stores the values as strings)."""
         if not kwargs:
@@ -395,6 +483,7 @@ class MLflowTracker(TrackerBase):
             if not key.startswith(_INTERNAL_TAG_PREFIXES)
         }
 
+    @_kept_when_away
     def add_source(self, run_id: str, source_id: str, artifact_name: str | None = None) -> None:
         """Records that ``run_id`` derives from run ``source_id`` (optionally one artifact).
 
