@@ -25,6 +25,11 @@ for the server, as etcd's revision) and is kept as a watch event; lists carry th
 revision they were read at, and ``?watch=true`` lists stream the ADDED/MODIFIED/DELETED
 events after ``resourceVersion`` (all objects as ADDED without one), filtered by label
 and ``metadata.name`` field selectors, until ``timeoutSeconds``.
+
+Faults are injected with :meth:`FakeKubernetes.inject`: the next matching requests are
+answered 429 (with ``Retry-After``), 500 or 503, have their connection closed with no
+answer, are answered slowly, have their watch or followed log cut after the first write,
+or have their watch ended by a ``410 Expired`` ERROR event (a resource version too old).
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ import json
 import os
 import re
 import secrets
+import socket
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -160,6 +167,15 @@ def matches(obj: dict[str, Any], terms: Iterable[tuple[str, str, str | None]]) -
     return True
 
 
+FAULTS = ("429", "500", "503", "reset", "slow", "drop", "gone")
+
+
+class _Fault:
+    def __init__(self, kind: str, on: str, times: int, delay_s: float, after: int) -> None:
+        self.kind, self.on, self.times, self.delay_s = kind, on, times, delay_s
+        self.after = after
+
+
 class FakeKubernetes:
     """The stand-in server and its controllers (see the module docstring)."""
 
@@ -194,6 +210,33 @@ class FakeKubernetes:
         self.delivered: list[tuple[str, dict[str, Any]]] = []
         """(event type, object) of every event a watch has sent."""
         self._seen: dict[tuple[str, str, str], str] = {}
+        self._faults: list[_Fault] = []
+        self.faults_met: list[tuple[str, str, str]] = []
+        """(fault, method, path) of every fault a request met, in order."""
+
+    # -- faults ------------------------------------------------------------------------------
+
+    def inject(
+        self, fault: str, *, on: str = "", times: int = 1, delay_s: float = 2.0, after: int = 0
+    ) -> None:
+        """The next ``times`` requests whose ``"METHOD path?query"`` (``WATCH`` for
+        watches, ``LOG`` for followed logs) matches the regex ``on`` meet ``fault``, one
+        of :data:`FAULTS`, once ``after`` such requests have gone through."""
+        assert fault in FAULTS, fault
+        with self.cond:
+            self._faults.append(_Fault(fault, on, times, delay_s, after))
+
+    def _take_fault(self, method: str, path: str) -> _Fault | None:
+        with self.cond:
+            for fault in self._faults:
+                if fault.times > 0 and re.search(fault.on, f"{method} {path}"):
+                    if fault.after > 0:
+                        fault.after -= 1
+                        continue
+                    fault.times -= 1
+                    self.faults_met.append((fault.kind, method, path))
+                    return fault
+            return None
 
     # -- lifecycle of the server ------------------------------------------------------------
 
@@ -800,6 +843,7 @@ def _stamp(at: float) -> bytes:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     fake: FakeKubernetes
+    fault: _Fault | None = None
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         del format, args
@@ -813,6 +857,11 @@ class _Handler(BaseHTTPRequestHandler):
         with self.fake.cond:
             self.fake.requests.append(("WATCH" if watch else method, split.path))
             self.fake.cond.notify_all()  # tests wait for a watch to be open
+        followed = split.path.endswith("/log") and query.get("follow") == "true"
+        kind = "WATCH" if watch else "LOG" if followed else method
+        self.fault = self.fake._take_fault(kind, self.path)
+        if self.fault is not None and self._meet(self.fault):
+            return
         try:
             if self.headers.get("Authorization") != f"Bearer {TOKEN}":
                 raise ApiError(401, "Unauthorized", "Unauthorized")
@@ -840,6 +889,39 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_watch(result)
             return
         self._send(201 if method == "POST" else 200, json.dumps(result).encode())
+
+    def _meet(self, fault: _Fault) -> bool:
+        """Plays ``fault`` before the request is served; whether that answered it."""
+        if fault.kind == "slow":
+            time.sleep(fault.delay_s)
+            return False
+        if fault.kind == "reset":
+            self._cut()
+            return True
+        if fault.kind in ("429", "500", "503"):
+            code = int(fault.kind)
+            reason = {429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable"}
+            status = {
+                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": f"injected fault: {code}", "reason": reason[code], "code": code,
+            }  # fmt: skip
+            data = json.dumps(status).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            if code == 429:
+                self.send_header("Retry-After", "1")
+            self.end_headers()
+            self.wfile.write(data)
+            return True
+        return False  # drop and gone act on the stream (_send_log, _send_watch)
+
+    def _cut(self) -> None:
+        """Closes the connection at once (a reset), whatever was or was not sent."""
+        self.wfile.flush()
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.close_connection = True
+        self.connection.close()
 
     def _send(self, code: int, data: bytes, content_type: str = "application/json") -> None:
         self.send_response(code)
@@ -885,6 +967,9 @@ class _Handler(BaseHTTPRequestHandler):
                     if data:
                         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                 self.wfile.flush()
+                if fresh and self.fault is not None and self.fault.kind == "drop":
+                    self._cut()  # a connection lost mid-stream
+                    return
                 if finished:
                     break
             self.wfile.write(b"0\r\n\r\n")
@@ -898,6 +983,22 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
+        if self.fault is not None and self.fault.kind == "gone":
+            expired = {
+                "type": "ERROR",
+                "object": {
+                    "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                    "message": f"too old resource version: {request.since} ({fake.revision})",
+                    "reason": "Expired", "code": 410,
+                },
+            }  # fmt: skip
+            line = json.dumps(expired).encode() + b"\n"
+            self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(line), line))
+            return
+        if self.fault is not None and self.fault.kind == "drop":
+            self.wfile.flush()
+            self._cut()  # the watch is dropped before any event
+            return
         with fake.cond:
             if request.since is None:  # no version: the current objects, as ADDED
                 since = fake.revision
@@ -948,3 +1049,37 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_DELETE(self) -> None:
         self._serve("DELETE")
+
+
+# -- what the scheduler's tests submit -----------------------------------------------------
+
+NS = "default"
+
+
+def app(replicas: int = 2, name: str = "trainer") -> Any:
+    """A one-role app (role ``train``, image ``img:1``) with ``replicas`` replicas."""
+    from torchx.specs import AppDef, Resource, Role
+
+    role = Role(
+        "train",
+        "img:1",
+        entrypoint="python",
+        args=["-m", "train"],
+        num_replicas=replicas,
+        resource=Resource(cpu=1, gpu=0, memMB=2048),
+    )
+    return AppDef(name, [role])
+
+
+def cfg(job_type: str, **extra: object) -> dict[str, object]:
+    """Run options for ``job_type`` (``volcano`` or ``batch``) in the default queue."""
+    return {"queue": "default", "job_type": job_type, **extra}
+
+
+def replica_pod(fake: FakeKubernetes, app_id: str, replica: int) -> str:
+    """The name of the pod of replica ``replica`` of role ``train`` of ``app_id``."""
+    name = app_id.rpartition(":")[2]
+    pods = fake.pod_names(NS, f"app.kubernetes.io/instance={name}")
+    mine = [p for p in pods if f"-train-{replica}-" in p]
+    assert len(mine) == 1, pods
+    return mine[0]

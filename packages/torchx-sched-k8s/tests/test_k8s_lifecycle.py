@@ -7,58 +7,16 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from torchx_k8s_testsupport import FakeKubernetes
+from torchx_k8s_testsupport import NS, FakeKubernetes, app, cfg, replica_pod
 
 from torchx.schedulers.kubernetes_client import KubernetesApiError, KubernetesConfigError
 from torchx.schedulers.kubernetes_scheduler import KubernetesScheduler, create_scheduler
 from torchx.schedulers.kubernetes_status import newest_pod
-from torchx.specs import AppDef, AppState, Resource, Role
+from torchx.specs import AppState
 from torchx.specs.overlays import set_overlay
-
-NS = "default"
-
-
-@pytest.fixture
-def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeKubernetes]:
-    server = FakeKubernetes().start()
-    monkeypatch.setenv("KUBECONFIG", server.write_kubeconfig(str(tmp_path / "config")))
-    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def sched(fake: FakeKubernetes) -> KubernetesScheduler:
-    return create_scheduler("torchx")
-
-
-def app(replicas: int = 2, name: str = "trainer") -> AppDef:
-    role = Role(
-        "train",
-        "img:1",
-        entrypoint="python",
-        args=["-m", "train"],
-        num_replicas=replicas,
-        resource=Resource(cpu=1, gpu=0, memMB=2048),
-    )
-    return AppDef(name, [role])
-
-
-def cfg(job_type: str, **extra: object) -> dict[str, object]:
-    return {"queue": "default", "job_type": job_type, **extra}
-
-
-def replica_pod(fake: FakeKubernetes, app_id: str, replica: int) -> str:
-    name = app_id.rpartition(":")[2]
-    pods = fake.pod_names(NS, f"app.kubernetes.io/instance={name}")
-    mine = [p for p in pods if f"-train-{replica}-" in p]
-    assert len(mine) == 1, pods
-    return mine[0]
-
 
 JOB_TYPES = pytest.mark.parametrize("job_type", ["volcano", "batch"])
 

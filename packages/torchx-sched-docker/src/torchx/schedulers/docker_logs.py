@@ -1,10 +1,9 @@
 """Following a container's log through a restart of the Docker daemon.
 
 The daemon ends every log stream when it stops; with ``live-restore`` the container runs
-on and its log keeps growing. The follower asks for the log with timestamps, remembers
-the stamp of the last entry it gave out (and how many entries carried that very stamp),
-and when the stream ends while the container still runs, or breaks, it asks again from
-that second on and drops what it already gave: no line lost, none repeated.
+on and its log keeps growing. The follower asks for the log with timestamps and, when
+the stream ends while the container still runs, or breaks, asks again from where it
+stood (:mod:`torchx.schedulers.log_resume`): no line lost, none repeated.
 """
 
 from __future__ import annotations
@@ -12,40 +11,26 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from torchx.schedulers.log_resume import ResumePoint, Stamp, parse_stamp
+
 __all__ = ["follow_log"]
 
-_Stamp = tuple[str, int]
-"""(RFC 3339 seconds ``YYYY-MM-DDTHH:MM:SS``, nanoseconds): ordered like the time."""
 
-
-def _stamp(raw: bytes) -> _Stamp:
-    text = raw.decode("ascii", "replace").rstrip("Z")
-    seconds, _, fraction = text.partition(".")
-    nanos = int((fraction[:9]).ljust(9, "0")) if fraction[:9].isdigit() else 0
-    return seconds, nanos
-
-
-def _epoch_seconds(stamp: _Stamp) -> int:
-    from datetime import datetime, timezone
-
-    at = datetime.strptime(stamp[0], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
-    return int(at.timestamp())
-
-
-def _entries(frames: Any) -> Iterator[tuple[_Stamp, bytes]]:
+def _entries(frames: Any) -> Iterator[tuple[Stamp | None, bytes]]:
     """(stamp, line) per log line: each frame is one timestamped entry; a line longer than
     the daemon's entry limit comes as several entries, joined here under the first stamp."""
     pending: bytes = b""
-    first: _Stamp | None = None
+    first: Stamp | None = None
+    started = False
     for frame in frames:
         raw, _, text = frame.partition(b" ")
-        if first is None:
-            first = _stamp(raw)
+        if not started:
+            first, started = parse_stamp(raw), True
         pending += text
         if pending.endswith(b"\n"):
             yield first, pending
-            pending, first = b"", None
-    if first is not None and pending:
+            pending, first, started = b"", None, False
+    if pending:
         yield first, pending
 
 
@@ -54,24 +39,17 @@ def follow_log(api: Any, container_id: str, kwargs: dict[str, Any]) -> Iterator[
     daemon restarts; ``kwargs`` are those of ``logs()`` (streams, ``since``, ``until``)."""
     from torchx.schedulers.docker_retry import transient
 
-    last: _Stamp | None = None
-    at_last = 0  # entries given out that carry the stamp `last`
+    point = ResumePoint()
     following = True
     while True:
         ask = dict(kwargs, timestamps=True, follow=following, stream=True)
-        if last is not None:
-            ask["since"] = _epoch_seconds(last)
-        skip = at_last
+        since = point.resume()
+        if since is not None:
+            ask["since"] = since
         try:
             for stamp, line in _entries(api.logs(container_id, **ask)):
-                if last is not None and stamp < last:
-                    continue  # given out before the stream was asked for again
-                if last is not None and stamp == last and skip:
-                    skip -= 1
-                    continue
-                at_last = at_last + 1 if stamp == last else 1
-                last = stamp
-                yield line
+                if point.fresh(stamp):
+                    yield line
         except Exception as e:
             if not transient(e):
                 raise

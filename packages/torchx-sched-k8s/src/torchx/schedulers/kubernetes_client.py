@@ -238,8 +238,36 @@ def _host_of(e: Exception) -> str:
     return f" at {host}:{port}" if host else ""
 
 
-def call(fn: Callable[[], R], action: str, namespace: str) -> R:
-    """Runs one API call, turning client failures into :class:`KubernetesApiError`."""
+_RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
+def _transient(e: BaseException, repeatable: bool) -> bool:
+    """Throttling (429), an overloaded or restarting server (5xx) or a lost connection:
+    worth asking again. A create is asked again only when it surely did not arrive (429,
+    or a refused connection), so an object is never created twice."""
+    if not isinstance(e, KubernetesApiError):
+        return False
+    if e.status is not None:
+        return e.status in _RETRY_STATUSES if repeatable else e.status == 429
+    return repeatable or "refused" in str(e).lower()
+
+
+def call(fn: Callable[[], R], action: str, namespace: str, *, repeatable: bool = True) -> R:
+    """Runs one API call, turning client failures into :class:`KubernetesApiError`.
+
+    Transient failures are retried within the budget of :mod:`torchx.util.retry`;
+    ``repeatable=False`` (creates) retries only what cannot have reached the server.
+    """
+    from torchx.util.retry import retry_call
+
+    return retry_call(
+        lambda: _call_once(fn, action, namespace),
+        service="the Kubernetes API server",
+        is_transient=lambda e: _transient(e, repeatable),
+    )
+
+
+def _call_once(fn: Callable[[], R], action: str, namespace: str) -> R:
     from kubernetes.client.exceptions import ApiException
     from urllib3.exceptions import HTTPError
 
@@ -279,7 +307,9 @@ def first_event(
 ) -> bool:
     """Watches ``fn``'s list (``watch=True``) until its first event or for ``timeout``
     seconds; whether an event came. ``kw`` picks the objects (selectors) and the
-    ``resource_version`` to start after. Raises :class:`KubernetesApiError`."""
+    ``resource_version`` to start after. A dropped watch reads as no event (the caller
+    lists again); an ``ERROR`` event is raised as :class:`KubernetesApiError` with its
+    code (410: the version expired, list again)."""
     from urllib3.exceptions import HTTPError
 
     response = call(
@@ -295,12 +325,38 @@ def first_event(
         namespace,
     )
     try:
-        return any(chunk.strip() for chunk in response.stream(64 * 1024, decode_content=True))
+        for line in _lines(response.stream(64 * 1024, decode_content=True)):
+            _raise_error_event(line, action)
+            return True
+        return False
     except (OSError, HTTPError):  # a read timeout or a dropped connection: no event
         return False
     finally:
         response.close()  # a watch is never read to its end: drop the connection
         response.release_conn()
+
+
+def _lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    pending = b""
+    for chunk in chunks:
+        *done, pending = (pending + chunk).split(b"\n")
+        yield from (line for line in done if line.strip())
+    if pending.strip():
+        yield pending
+
+
+def _raise_error_event(line: bytes, action: str) -> None:
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return
+    if isinstance(event, dict) and event.get("type") == "ERROR":
+        status = event.get("object") or {}
+        code = int(status.get("code") or 0) or None
+        raise KubernetesApiError(
+            f"the watch ended while {action}: {status.get('message') or status.get('reason')}",
+            code,
+        )
 
 
 def iter_chunks(response: Any) -> Iterator[bytes]:

@@ -123,7 +123,7 @@ LABEL_UNIQUE_NAME = LABEL_INSTANCE
 JOB_TYPES = ("volcano", "batch")
 _VOLCANO_GROUP, _VOLCANO_VERSION, _VOLCANO_PLURAL = "batch.volcano.sh", "v1alpha1", "jobs"
 _POLL_S = 5.0  # between two describes where the API server refuses watches
-_TIMESTAMP = re.compile(rb"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)")
+_TIMESTAMP = re.compile(rb"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d+)?Z?")
 
 
 @dataclass
@@ -463,6 +463,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                 ),
                 f"{verb} Volcano job {name!r}",
                 ns,
+                repeatable=dry_run,
             )
             return app_id_of(ns, "volcano", name)
         core, batch = self._core(), self._batch()
@@ -477,7 +478,12 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                     if kind == "Service"
                     else batch.create_namespaced_job
                 )
-                call(functools.partial(create, ns, obj, **kw), f"{verb} {kind} {name!r}", ns)
+                call(
+                    functools.partial(create, ns, obj, **kw),
+                    f"{verb} {kind} {name!r}",
+                    ns,
+                    repeatable=dry_run,
+                )
                 created.append((kind, name))
         except BaseException:
             if not dry_run:
@@ -830,27 +836,76 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         kw: dict[str, Any],
         until: datetime | None,
     ) -> Iterator[str]:
-        from torchx.schedulers.kubernetes_client import call, iter_chunks
+        """One container's lines; a followed log whose stream breaks (an API server
+        restart, a dropped connection) is asked for again from where it stood (:mod:`torchx.schedulers.log_resume`), so no line is lost or
+        repeated."""
+        import time
+
+        from torchx.schedulers.kubernetes_client import KubernetesApiError, call, iter_chunks
+        from torchx.schedulers.log_resume import ResumePoint, parse_stamp
 
         core = self._core()
-        response = call(
-            lambda: core.read_namespaced_pod_log(
-                pod_name, ns, container=container, _preload_content=False, **kw
-            ),
-            f"reading the log of {pod_name}/{container}",
-            ns,
-        )
         prefix = f"[{container}] " if prefixed else ""
         limit = None
         if until is not None:
             limit = (until if until.tzinfo else until.astimezone()).strftime("%Y-%m-%dT%H:%M:%S")
-        for raw in whole_lines(iter_chunks(response)):
-            if limit is not None:
-                stamp = _TIMESTAMP.match(raw)
-                if stamp and stamp.group(1).decode() > limit:
-                    response.close()
-                    return
-            yield prefix + raw.decode("utf-8", errors="replace")
+        point = ResumePoint()
+        following = bool(kw.get("follow"))
+        while True:
+            ask = dict(kw, follow=following)
+            since = point.resume()
+            if since is not None:
+                ask["since_seconds"] = max(1, int(time.time()) - since + 1)
+            response = call(
+                lambda ask=ask: core.read_namespaced_pod_log(
+                    pod_name, ns, container=container, _preload_content=False, **ask
+                ),
+                f"reading the log of {pod_name}/{container}",
+                ns,
+            )
+            broke = False
+            try:
+                for raw in whole_lines(iter_chunks(response)):
+                    stamp = _TIMESTAMP.match(raw)
+                    if limit is not None and stamp and stamp.group(1).decode() > limit:
+                        response.close()
+                        return
+                    if point.fresh(parse_stamp(stamp.group(0)) if stamp else None):
+                        yield prefix + raw.decode("utf-8", errors="replace")
+            except Exception as e:
+                if not following or not _stream_broke(e):
+                    raise
+                broke = True
+            if not broke:
+                return  # the server ends a followed log when the container ends
+            try:
+                if self._container_ended(ns, pod_name, container):
+                    following = False  # one last read of what came while it was away
+            except KubernetesApiError as e:
+                if e.status == 404:
+                    return  # the pod is gone, and its log with it
+                raise
+
+    def _container_ended(self, ns: str, pod_name: str, container: str) -> bool:
+        from torchx.schedulers.kubernetes_client import read_json
+
+        pod = read_json(
+            self._core().read_namespaced_pod, f"reading pod {pod_name!r}", ns, pod_name, ns
+        )
+        status = pod.get("status") or {}
+        if status.get("phase") in ("Succeeded", "Failed"):
+            return True
+        for found in status.get("containerStatuses") or ():
+            if found.get("name") == container:
+                return "terminated" in (found.get("state") or {})
+        return False
+
+
+def _stream_broke(e: BaseException) -> bool:
+    """Whether ``e`` is a followed stream cut short (rather than an answer)."""
+    from urllib3.exceptions import HTTPError
+
+    return isinstance(e, (OSError, HTTPError))
 
 
 def _chain(sources: list[Iterator[str]]) -> Iterator[str]:
