@@ -837,8 +837,8 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         until: datetime | None,
     ) -> Iterator[str]:
         """One container's lines; a followed log whose stream breaks (an API server
-        restart, a dropped connection) is asked for again from where it stood (:mod:`torchx.schedulers.log_resume`), so no line is lost or
-        repeated."""
+        restart, a dropped connection) is asked for again from where it stood
+        (:mod:`torchx.schedulers.log_resume`), so no line is lost or repeated."""
         import time
 
         from torchx.schedulers.kubernetes_client import KubernetesApiError, call, iter_chunks
