@@ -927,8 +927,12 @@ def _merge(sources: list[Iterator[str]]) -> Iterator[str]:
             lines.put((i, e))
         lines.put((i, None))
 
+    import contextvars
+
     for i, source in enumerate(sources):
-        threading.Thread(target=pump, args=(i, source), daemon=True).start()
+        # each pump reads in the reader's context (a followed log's patience with outages)
+        context = contextvars.copy_context()
+        threading.Thread(target=context.run, args=(pump, i, source), daemon=True).start()
     open_count = len(sources)
     while open_count:
         _, item = lines.get()

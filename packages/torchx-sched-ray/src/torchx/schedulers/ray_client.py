@@ -82,6 +82,12 @@ def _dashboard_url(value: str, origin: str) -> str:
     return url
 
 
+def _transient(e: BaseException, repeatable: bool) -> bool:
+    if isinstance(e, RayUnreachableError):
+        return repeatable or "refused" in str(e).lower()
+    return repeatable and isinstance(e, RayApiError) and e.status in (502, 503, 504)
+
+
 def _token() -> str | None:
     """The bearer token of a cluster running with token auth (never printed)."""
     token = os.environ.get("RAY_AUTH_TOKEN")
@@ -112,6 +118,26 @@ class RayJobsClient:
         body: bytes | None = None,
         content_type: str = "application/json",
         timeout: float | None = None,
+    ) -> bytes:
+        """One call, with a dashboard restart or a dropped connection ridden out within
+        the budget of :mod:`torchx.util.retry`. A job submission is sent again only when
+        the connection was refused (nothing arrived), so a job never starts twice."""
+        from torchx.util.retry import retry_call
+
+        repeatable = not (method == "POST" and path == "/api/jobs/")
+        return retry_call(
+            lambda: self._request_once(method, path, body, content_type, timeout),
+            service=f"the Ray dashboard at {self.address}",
+            is_transient=lambda e: _transient(e, repeatable),
+        )
+
+    def _request_once(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None,
+        content_type: str,
+        timeout: float | None,
     ) -> bytes:
         import urllib.error
         import urllib.request

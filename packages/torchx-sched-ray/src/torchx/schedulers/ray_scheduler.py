@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import re
 import shlex
 import threading
@@ -199,7 +200,9 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
             except BaseException as e:  # reported by the caller's thread
                 failure.append(e)
 
-        reader = threading.Thread(target=read_log, daemon=True)
+        # the caller's context goes along: a wait's patience with an outage, for one
+        context = contextvars.copy_context()
+        reader = threading.Thread(target=context.run, args=(read_log,), daemon=True)
         reader.start()
         try:
             job = client.job(app_id)
