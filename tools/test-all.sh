@@ -90,7 +90,10 @@ fi
 # the documentation site: built with warnings as errors, every example on it run (against
 # local_cwd, and local_docker/Slurm, which are up by now), its pages opened in Chromium
 step run docs:test
-step run test tests
+step run test -m "not faults" tests
+# faults last: they restart slurmctld, dockerd, moto, the MLflow server and the Ray
+# dashboard under running jobs (tools/restart.sh); benchmarks/bench_faults.py tabulates them
+step run test -m faults tests
 
 if [ ${#failed[@]} -ne 0 ]; then
   echo "FAILED steps: ${failed[*]}"

@@ -619,7 +619,7 @@ class FakeKubernetes:
             ("DELETE", True): "delete",
             ("DELETE", False): "deletecollection",
         }[(method, name is not None)]
-        if verb == "list" and query.get("watch") in ("true", "1"):
+        if verb == "list" and _flag(query, "watch"):
             verb = "watch"
         if (verb, resource) in self.forbidden:
             raise ApiError(
@@ -767,6 +767,12 @@ class FakeKubernetes:
         self._changed()
 
 
+def _flag(query: dict[str, str], name: str) -> bool:
+    """A boolean query parameter as the API server reads it (clients send ``true`` or, in
+    older versions of the Python client, ``True``)."""
+    return query.get(name, "").lower() in ("true", "1")
+
+
 def _is_watch(method: str, path: str) -> bool:
     del path
     return method == "WATCH"
@@ -853,11 +859,11 @@ class _Handler(BaseHTTPRequestHandler):
         query = {k: v[-1] for k, v in parse_qs(split.query).items()}
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        watch = method == "GET" and query.get("watch") in ("true", "1")
+        watch = method == "GET" and _flag(query, "watch")
         with self.fake.cond:
             self.fake.requests.append(("WATCH" if watch else method, split.path))
             self.fake.cond.notify_all()  # tests wait for a watch to be open
-        followed = split.path.endswith("/log") and query.get("follow") == "true"
+        followed = split.path.endswith("/log") and _flag(query, "follow")
         kind = "WATCH" if watch else "LOG" if followed else method
         self.fault = self.fake._take_fault(kind, self.path)
         if self.fault is not None and self._meet(self.fault):
@@ -933,7 +939,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _send_log(self, request: _LogRequest) -> None:
         fake, q = self.fake, request.query
         key = (request.ns, request.pod, request.container)
-        stamps = q.get("timestamps") == "true"
+        stamps = _flag(q, "timestamps")
         since = time.time() - int(q["sinceSeconds"]) if "sinceSeconds" in q else None
 
         def render(entries: list[tuple[float, bytes]]) -> bytes:
@@ -943,7 +949,7 @@ class _Handler(BaseHTTPRequestHandler):
                     out += (_stamp(at) + text) if stamps else text
             return out
 
-        if q.get("follow") != "true":
+        if not _flag(q, "follow"):
             with fake.cond:
                 data = render(fake.logs.get(key, []))
             self._send(200, data, "text/plain")
