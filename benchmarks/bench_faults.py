@@ -71,11 +71,12 @@ def time_permanent_errors(runs: int) -> list[tuple[str, float, float]]:
             ]  # fmt: skip
             results = []
             for case, args, extra in cases:
-                results.append(_timed(case, torchx, args, extra, runs, tmp))
+                results.append(_timed(case, torchx, args, extra, runs=runs, cwd=tmp))
             fake.forbid("list", "jobs.batch")
             results.append(
                 _timed("kubernetes: 403 forbidden", torchx,
-                       ["status", "kubernetes://torchx/default:batch:any-1"], k8s_env, runs, tmp)
+                       ["status", "kubernetes://torchx/default:batch:any-1"], k8s_env,
+                       runs=runs, cwd=tmp)
             )  # fmt: skip
             return results
     finally:
@@ -83,7 +84,7 @@ def time_permanent_errors(runs: int) -> list[tuple[str, float, float]]:
 
 
 def _timed(
-    case: str, torchx: str, args: list[str], extra: dict[str, str], runs: int, cwd: str
+    case: str, torchx: str, args: list[str], extra: dict[str, str], *, runs: int, cwd: str
 ) -> tuple[str, float, float]:
     base = {k: v for k, v in os.environ.items() if k != "TORCHX_RETRY_S"}
     env = {**base, **extra, "TORCHX_HOME": os.path.join(cwd, "home")}
