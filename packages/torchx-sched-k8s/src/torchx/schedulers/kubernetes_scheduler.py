@@ -857,8 +857,13 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             if since is not None:
                 ask["since_seconds"] = max(1, int(time.time()) - since + 1)
             response = call(
-                lambda ask=ask: core.read_namespaced_pod_log(
-                    pod_name, ns, container=container, _preload_content=False, **ask
+                functools.partial(
+                    core.read_namespaced_pod_log,
+                    pod_name,
+                    ns,
+                    container=container,
+                    _preload_content=False,
+                    **ask,
                 ),
                 f"reading the log of {pod_name}/{container}",
                 ns,
