@@ -83,7 +83,7 @@ def test_log_follow_rides_through_a_slurmctld_restart(slurm_cluster: None, workd
     lost, repeated = count_lines(out, LINES)
     survived = follower.returncode == 0 and not lost and not repeated
     record_fault(
-        "slurm", "slurmctld restart during `log -f`", survived=survived, lost=lost,
+        "slurm", "slurmctld restart during `log --tail`", survived=survived, lost=lost,
         repeated=repeated, outcome="followed to the job's end" if survived else err[-200:],
     )  # fmt: skip
     assert survived, (follower.returncode, lost, repeated, out[-300:], err)

@@ -261,3 +261,45 @@ def test_list_makes_a_bounded_number_of_calls(stubbed: Any) -> None:
     assert [(a.app_id, a.state, a.name) for a in apps] == [
         ("gpu:trainer-bx3k9", AppState.RUNNING, "trainer")
     ]
+
+
+def test_list_follows_every_page_and_filters_before_describing(stubbed: Any) -> None:
+    """Upstream stopped at 100 jobs per queue: every ``nextToken`` is followed; ``--since``
+    is Batch's own AFTER_CREATED_AT filter and ``--state`` skips jobs before DescribeJobs."""
+    from torchx.schedulers.list_filter import ListFilter
+
+    sched, batch, _ = stubbed
+
+    def summary(job_id: str, status: str) -> dict[str, Any]:
+        name = f"trainer-{job_id}"
+        return {
+            "jobArn": f"arn:aws:batch:eu-west-1:1:job/{job_id}", "jobId": job_id,
+            "jobName": name, "status": status, "createdAt": 1,
+            "jobDefinition": f"arn:aws:batch:eu-west-1:1:job-definition/{name}:1",
+        }  # fmt: skip
+
+    listing = {
+        "jobQueue": "gpu",
+        "filters": [{"name": "AFTER_CREATED_AT", "values": ["1700000000000"]}],
+        "maxResults": 100,
+    }
+    batch.add_response(
+        "list_jobs",
+        {"jobSummaryList": [summary("a1", "RUNNING"), summary("a2", "SUCCEEDED")],
+         "nextToken": "page-2"},
+        listing,
+    )  # fmt: skip
+    batch.add_response(
+        "list_jobs",
+        {"jobSummaryList": [summary("a3", "RUNNABLE")]},
+        {**listing, "nextToken": "page-2"},
+    )
+    running = dict(RESPONSES["describe_mnp"]["jobs"][0], jobId="a1", jobName="trainer-a1")
+    pending = dict(running, jobId="a3", jobName="trainer-a3", status="RUNNABLE")
+    batch.add_response("describe_jobs", {"jobs": [running, pending]}, {"jobs": ["a1", "a3"]})
+    wanted = ListFilter(states=frozenset({AppState.RUNNING, AppState.PENDING}), since=1.7e9)
+    apps = sched.list_filtered({"queue": "gpu"}, wanted)
+    assert [(a.app_id, a.state) for a in apps] == [
+        ("gpu:trainer-a1", AppState.RUNNING),
+        ("gpu:trainer-a3", AppState.PENDING),
+    ]

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from torchx.schedulers import labels
@@ -86,6 +86,7 @@ if TYPE_CHECKING:
 
     import docker
 
+    from torchx.schedulers.list_filter import ListFilter
     from torchx.util.readiness import ReadinessCheck
 
 TORCHX_PLUGIN_API = 1
@@ -121,8 +122,8 @@ TAG_TORCHX_VER = labels.VERSION
 TAG_TORCHX_APPNAME = labels.APP_NAME
 TAG_TORCHX_USER = labels.USER
 
-_LIST_PER_QUEUE = 100
-"""``list`` reads the newest 100 jobs of each queue: one ListJobs call per queue."""
+_LIST_PAGE = 100
+"""Job summaries per ListJobs call (at most 100 per DescribeJobs call follow them)."""
 _DESCRIBE_BATCH = 100
 """DescribeJobs takes at most 100 job ids per call."""
 
@@ -201,6 +202,13 @@ def _split_app_id(app_id: str) -> tuple[str, str]:
             " aws_batch://torchx/my-queue:trainer-bx3k9"
         )
     return queue, name
+
+
+def _may_be_in(summary: Mapping[str, Any], states: frozenset[AppState]) -> bool:
+    """Whether a job of this summary's status can be in one of ``states`` (a FAILED job
+    may read CANCELLED, which only its description tells)."""
+    state = app_state(summary)
+    return state in states or (state == AppState.FAILED and AppState.CANCELLED in states)
 
 
 def _job_def_name(job: Mapping[str, Any]) -> str:
@@ -453,37 +461,34 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         return describe_response(app_id, *found)
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
-        """TorchX's jobs (by tag, every status) among the newest 100 of each queue, or of
-        the ``queue`` in ``cfg``: one ListJobs call per queue plus one DescribeJobs call
-        per 100 candidates."""
-        client = self._client
+        """TorchX's jobs (by tag, every status) in every queue, or in the ``queue`` of
+        ``cfg``, oldest first: ListJobs pages followed to the end (upstream stopped at
+        100 per queue), one DescribeJobs call per 100 candidates."""
+        return self._list(cfg, None)
+
+    def list_filtered(
+        self, cfg: Mapping[str, CfgVal] | None, list_filter: ListFilter
+    ) -> list[ListAppResponse]:
+        """``--since`` becomes Batch's own ``AFTER_CREATED_AT`` filter and ``--state`` is
+        applied to the job summaries, so only matching jobs are described."""
+        return list_filter.apply(self._list(cfg, list_filter))
+
+    def _list(
+        self, cfg: Mapping[str, CfgVal] | None, list_filter: ListFilter | None
+    ) -> list[ListAppResponse]:
         queue = (cfg or {}).get("queue")
-        if queue:
-            queues = [str(queue)]
-        else:
-            queues = []
-            kwargs: dict[str, Any] = {}
-            while True:
-                page = api_call(
-                    "list the AWS Batch job queues", client.describe_job_queues, **kwargs
-                )
-                queues += [str(q["jobQueueName"]) for q in page.get("jobQueues") or []]
-                if not page.get("nextToken"):
-                    break
-                kwargs["nextToken"] = page["nextToken"]
+        queues = [str(queue)] if queue else self._queue_names()
+        since_ms = int((list_filter.since or 0) * 1000) if list_filter else 0
+        states = list_filter.states if list_filter else None
         candidates: dict[str, str] = {}  # job id -> queue
         for name in queues:
-            page = api_call(
-                f"list the jobs of queue {name}",
-                client.list_jobs,
-                jobQueue=name,
-                filters=[{"name": "AFTER_CREATED_AT", "values": ["0"]}],  # every status
-                maxResults=_LIST_PER_QUEUE,
-            )
-            for summary in page.get("jobSummaryList") or []:
+            for summary in self._job_summaries(name, since_ms):
                 # TorchX names the job definition like the job: skip others unread
-                if _job_def_name(summary) == summary.get("jobName"):
-                    candidates[str(summary["jobId"])] = name
+                if _job_def_name(summary) != summary.get("jobName"):
+                    continue
+                if states is not None and not _may_be_in(summary, states):
+                    continue
+                candidates[str(summary["jobId"])] = name
         apps: list[ListAppResponse] = []
         for job in sorted(
             self._describe_jobs(list(candidates)), key=lambda j: int(j.get("createdAt") or 0)
@@ -499,6 +504,33 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                 )
             )
         return apps
+
+    def _queue_names(self) -> list[str]:
+        queues: list[str] = []
+        kwargs: dict[str, Any] = {}
+        while True:
+            page = api_call(
+                "list the AWS Batch job queues", self._client.describe_job_queues, **kwargs
+            )
+            queues += [str(q["jobQueueName"]) for q in page.get("jobQueues") or []]
+            if not page.get("nextToken"):
+                return queues
+            kwargs["nextToken"] = page["nextToken"]
+
+    def _job_summaries(self, queue: str, since_ms: int) -> Iterator[dict[str, Any]]:
+        """The queue's job summaries created after ``since_ms`` (every status), page by
+        page as ``nextToken`` leads (the filter makes Batch list every status)."""
+        kwargs: dict[str, Any] = {
+            "jobQueue": queue,
+            "filters": [{"name": "AFTER_CREATED_AT", "values": [str(since_ms)]}],
+            "maxResults": _LIST_PAGE,
+        }
+        while True:
+            page = api_call(f"list the jobs of queue {queue}", self._client.list_jobs, **kwargs)
+            yield from page.get("jobSummaryList") or []
+            if not page.get("nextToken"):
+                return
+            kwargs["nextToken"] = page["nextToken"]
 
     # -- cancel / delete -------------------------------------------------------------------
 
