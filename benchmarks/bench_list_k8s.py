@@ -17,7 +17,6 @@ Target (issue 26): from N/4 to N, (b) grows at most 2x as fast per job as (a). A
 from __future__ import annotations
 
 import argparse
-import copy
 import os
 import statistics
 import sys
@@ -26,7 +25,7 @@ import textwrap
 from pathlib import Path
 
 from _harness import bench_env, compile_sources, interleaved, verdict
-from torchx_k8s_testsupport import FakeKubernetes
+from torchx_k8s_testsupport import FakeKubernetes, fill_torchx_jobs
 
 OURS = Path(sys.executable).parent
 NS = "default"
@@ -63,27 +62,6 @@ FLOOR = textwrap.dedent(
 )
 
 
-def fill(fake: FakeKubernetes, count: int) -> None:
-    """``count`` TorchX jobs: clones of one submitted Volcano job and one batch Job."""
-    from torchx.schedulers.kubernetes_scheduler import create_scheduler
-    from torchx.specs import AppDef, Resource, Role
-
-    sched = create_scheduler("bench")
-    role = Role("r", "img", entrypoint="true", resource=Resource(1, 0, 128))
-    for job_type in ("volcano", "batch"):
-        sched.submit(AppDef("bench", [role]), {"queue": "default", "job_type": job_type})
-    with fake.cond:
-        for kind in ("vcjobs", "jobs"):
-            (key, template) = next(iter(fake.store[kind].items()))
-            have = sum(1 for k in fake.store[kind] if k[0] == NS)
-            for i in range(have, count // 2):
-                clone = copy.deepcopy(template)
-                name = f"{key[1][:40]}-{i:05d}"
-                clone["metadata"]["name"] = name
-                clone["metadata"]["labels"]["app.kubernetes.io/instance"] = name
-                fake.store[kind][(NS, name)] = clone
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=5000)
@@ -100,7 +78,7 @@ def main() -> None:
 
             results = {}
             for size in (args.jobs // 4, args.jobs):
-                fill(fake, size)
+                fill_torchx_jobs(fake, size)
                 samples = interleaved(
                     {
                         "floor": [sys.executable, "-c", FLOOR, fake.url, TOKEN],

@@ -4,6 +4,7 @@ answered by one line naming the fix, with no traceback and nothing created."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -186,3 +187,29 @@ def test_config_problems_are_one_line_without_noise(tmp_path: Path) -> None:
         for args in (run, ("status", "kubernetes://torchx/default:echo-abc")):
             proc = cli(tmp_path, *args, env={"KUBECONFIG": kubeconfig})
             assert expected in one_error_line(proc), (args, proc.stderr)
+
+
+def test_list_json_streams_page_by_page(
+    fake: FakeKubernetes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`torchx list --json` prints each page's apps as it arrives: the first apps are out
+    while the API server still holds the second page back."""
+    from torchx_k8s_testsupport import fill_torchx_jobs
+
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kubeconfig"))
+    fill_torchx_jobs(fake, 1400)  # 700 Volcano jobs: two pages
+    fake.inject("slow", on=r"GET /apis/batch\.volcano\.sh/.*continue=", delay_s=10)
+    proc = subprocess.Popen(
+        [TORCHX, "list", "-s", "kubernetes", "--json"], cwd=tmp_path, env=cli_env(tmp_path),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    opening, first_line = proc.stdout.readline(), proc.stdout.readline()
+    still_listing = proc.poll() is None  # the second page is held back for 10 s
+    rest = proc.stdout.read()
+    proc.wait(timeout=120)
+    assert still_listing, "the first app came out only after the whole listing"
+    first = json.loads(first_line.rstrip(",\n"))
+    assert first["state"] == "PENDING" and first["app_handle"].startswith("kubernetes://")
+    apps = json.loads(opening + first_line + rest)  # one JSON document all the same
+    assert len(apps) == 1400 and proc.returncode == 0

@@ -58,7 +58,12 @@ class CmdList(SubCommand):
         subparser.add_argument(
             "--limit", type=int, help="at most this many apps, the newest (after the filters)"
         )
-        subparser.add_argument("--json", action="store_true", help="print the apps as JSON")
+        subparser.add_argument(
+            "--json",
+            action="store_true",
+            help="print the apps as a JSON array, one app per line, streamed as the"
+            " scheduler pages its answer",
+        )
 
     def run(self, args: argparse.Namespace) -> None:
         from torchx.cli._cfg import parse_cfg_str, scheduler_runopts
@@ -74,22 +79,22 @@ class CmdList(SubCommand):
                 scheduler_runopts(runner, scheduler), scheduler, args.scheduler_args
             )
             config.apply(scheduler=scheduler, cfg=cfg)
-            apps = runner.list(scheduler, cfg=cfg, list_filter=_list_filter(args))
-        if args.json:
-            from torchx.cli._json import print_json
+            list_filter = _list_filter(args)
+            if args.json:
+                from torchx.cli._json import stream_json_array
 
-            print_json(
-                [
+                # streamed: each page of a paging backend is printed as it arrives
+                stream_json_array(
                     {
                         "app_handle": app.app_handle,
                         "app_id": app.app_id,
                         "name": app.name,
                         "state": str(app.state),
                     }
-                    for app in apps
-                ]
-            )
-            return
+                    for app in runner.list_iter(scheduler, cfg=cfg, list_filter=list_filter)
+                )
+                return
+            apps = runner.list(scheduler, cfg=cfg, list_filter=list_filter)
         from torchx.cli._table import format_table
 
         rows = [[app.app_handle, app.name, str(app.state)] for app in apps]

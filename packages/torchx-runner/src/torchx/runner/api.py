@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
@@ -50,6 +50,7 @@ __all__ = ["NONE", "Runner", "S", "get_configured_trackers", "get_runner"]
 logger = get_logger(__name__)
 
 S = TypeVar("S")
+T = TypeVar("T")
 """Upstream's type variable for a scheduler's request type (kept for code importing it)."""
 
 DEFAULT_SESSION_NAME = "torchx"
@@ -718,10 +719,8 @@ class Runner:
             )
             if not should_tail:
                 return lines
-            from torchx.util.retry import patient
-
             # a followed log lasts as long as the replica: ride out service outages
-            return patient(iter(lines))
+            return _PatientLog(lines)
 
     def list(
         self,
@@ -746,6 +745,48 @@ class Runner:
             for app in apps:
                 app.app_handle = make_app_handle(scheduler, self._name, app.app_id)
             return apps
+
+    def list_iter(
+        self,
+        scheduler: str,
+        cfg: Mapping[str, CfgVal] | None = None,
+        *,
+        list_filter: ListFilter | None = None,
+    ) -> Iterator[ListAppResponse]:
+        """:meth:`list`, app by app as the backend answers: a scheduler whose backend
+        pages (Kubernetes, AWS Batch) hands over each page's apps before asking for the
+        next, in page order. ``list_filter`` with a ``limit`` needs every app first (it
+        keeps the newest)."""
+        with log_event("list", scheduler):
+            sched = self._scheduler(scheduler)
+            if list_filter is not None and list_filter.limit is not None:
+                apps: Iterable[ListAppResponse] = sched.list_filtered(cfg, list_filter)
+            else:
+                apps = sched.list_iter(cfg, list_filter)
+            for app in apps:
+                app.app_handle = make_app_handle(scheduler, self._name, app.app_id)
+                yield app
+
+
+class _PatientLog:
+    """A followed log whose every read rides out outages of the scheduler's service
+    (:func:`torchx.util.retry.patient`), whether read as lines or, where the scheduler
+    offers them (log files), as ``raw_chunks()``."""
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self._lines = lines
+        raw = getattr(lines, "raw_chunks", None)
+        if raw is not None:
+            self.raw_chunks = lambda: self._patient(raw())
+
+    @staticmethod
+    def _patient(items: Iterable[T]) -> Iterator[T]:
+        from torchx.util.retry import patient
+
+        return patient(iter(items))
+
+    def __iter__(self) -> Iterator[str]:
+        return self._patient(self._lines)
 
 
 def _with_app_id(roles: list[Role], app_id: str) -> list[Role]:

@@ -204,6 +204,10 @@ def _split_app_id(app_id: str) -> tuple[str, str]:
     return queue, name
 
 
+_Rows = list[ListAppResponse]
+_Names = list[str]
+
+
 def _may_be_in(summary: Mapping[str, Any], states: frozenset[AppState]) -> bool:
     """Whether a job of this summary's status can be in one of ``states`` (a FAILED job
     may read CANCELLED, which only its description tells)."""
@@ -466,16 +470,12 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         100 per queue), one DescribeJobs call per 100 candidates."""
         return self._list(cfg, None)
 
-    def list_filtered(
-        self, cfg: Mapping[str, CfgVal] | None, list_filter: ListFilter
-    ) -> list[ListAppResponse]:
+    def list_filtered(self, cfg: Mapping[str, CfgVal] | None, list_filter: ListFilter) -> _Rows:
         """``--since`` becomes Batch's own ``AFTER_CREATED_AT`` filter and ``--state`` is
         applied to the job summaries, so only matching jobs are described."""
         return list_filter.apply(self._list(cfg, list_filter))
 
-    def _list(
-        self, cfg: Mapping[str, CfgVal] | None, list_filter: ListFilter | None
-    ) -> list[ListAppResponse]:
+    def _list(self, cfg: Mapping[str, CfgVal] | None, list_filter: ListFilter | None) -> _Rows:
         queue = (cfg or {}).get("queue")
         queues = [str(queue)] if queue else self._queue_names()
         since_ms = int((list_filter.since or 0) * 1000) if list_filter else 0
@@ -505,7 +505,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             )
         return apps
 
-    def _queue_names(self) -> list[str]:
+    def _queue_names(self) -> _Names:
         queues: list[str] = []
         kwargs: dict[str, Any] = {}
         while True:

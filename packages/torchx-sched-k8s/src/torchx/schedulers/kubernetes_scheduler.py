@@ -77,6 +77,7 @@ if TYPE_CHECKING:
     import docker
     from kubernetes.client import ApiClient, V1Pod
 
+    from torchx.schedulers.list_filter import ListFilter
     from torchx.util.readiness import ReadinessCheck
 
 TORCHX_PLUGIN_API = 1
@@ -628,6 +629,21 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         """TorchX apps in ``cfg["namespace"]`` (else the kube context's, else default)."""
+        return list(self._rows(cfg))
+
+    def list_iter(
+        self, cfg: Mapping[str, CfgVal] | None = None, list_filter: ListFilter | None = None
+    ) -> Iterator[ListAppResponse]:
+        """:meth:`list` page by page: the Volcano jobs of each page as it arrives, then
+        the batch apps (an app's Jobs may span pages, so they come once all are read)."""
+        if list_filter is not None and list_filter.since is not None:
+            yield from super().list_iter(cfg, list_filter)  # says that --since is not applied
+            return
+        for row in self._rows(cfg):
+            if list_filter is None or list_filter.apply([row]):
+                yield row
+
+    def _rows(self, cfg: Mapping[str, CfgVal] | None) -> Iterator[ListAppResponse]:
         from torchx.schedulers.kubernetes_client import NotFound
         from torchx.schedulers.kubernetes_status import list_rows
 
@@ -635,21 +651,26 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         check_namespace(ns)
         selector = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
         custom = self._custom()
+        volcano = _pages(
+            custom.list_namespaced_custom_object,
+            "listing Volcano jobs",
+            ns,
+            _VOLCANO_GROUP,
+            _VOLCANO_VERSION,
+            ns,
+            _VOLCANO_PLURAL,
+            label_selector=selector,
+        )
         try:
-            volcano = list(
-                _pages(
-                    custom.list_namespaced_custom_object,
-                    "listing Volcano jobs",
-                    ns,
-                    _VOLCANO_GROUP,
-                    _VOLCANO_VERSION,
-                    ns,
-                    _VOLCANO_PLURAL,
-                    label_selector=selector,
-                )
-            )
+            page: list[dict[str, Any]] = []
+            for job in volcano:
+                page.append(job)
+                if len(page) == LIST_PAGE:
+                    yield from list_rows(ns, page, [])
+                    page = []
+            yield from list_rows(ns, page, [])
         except NotFound:  # no Volcano on this cluster
-            volcano = []
+            pass
         batch = list(
             _pages(
                 self._batch().list_namespaced_job,
@@ -659,7 +680,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                 label_selector=f"{selector},{LABEL_KIND}=batch",
             )
         )
-        return list_rows(ns, volcano, batch)
+        yield from list_rows(ns, [], batch)
 
     def _default_namespace(self) -> str:
         import os

@@ -128,6 +128,18 @@ class Scheduler(abc.ABC, Generic[T]):
         rows = self.list(cfg) if cfg is not None else self.list()
         return list_filter.apply(rows)
 
+    def list_iter(
+        self, cfg: Mapping[str, CfgVal] | None = None, list_filter: ListFilter | None = None
+    ) -> Iterator[ListAppResponse]:
+        """The apps of :meth:`list` (or :meth:`list_filtered`) as the backend hands them
+        over, for output that streams (``torchx list --json``). A scheduler whose backend
+        pages its answer overrides this to yield each page's apps as it arrives (then in
+        page order, not oldest first); the default yields the finished list."""
+        if list_filter is not None:
+            yield from self.list_filtered(cfg, list_filter)
+        else:
+            yield from (self.list(cfg) if cfg is not None else self.list())
+
     def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
         """Cheap, read-only probes of what this scheduler needs (``torchx check``).
 
