@@ -27,8 +27,15 @@ from pathlib import Path
 from _harness import bench_env, compile_sources, interleaved, verdict
 from torchx_k8s_testsupport import FakeKubernetes, fill_torchx_jobs
 
+from torchx.schedulers.kubernetes_render import LABEL_KIND, LABEL_MANAGED_BY, MANAGED_BY
+
 OURS = Path(sys.executable).parent
 NS = "default"
+# the scheduler's own label selectors (an earlier hand-written copy had drifted)
+SELECTORS = [
+    f"{LABEL_MANAGED_BY}={MANAGED_BY}",
+    f"{LABEL_MANAGED_BY}={MANAGED_BY},{LABEL_KIND}=batch",
+]
 
 FLOOR = textwrap.dedent(
     """
@@ -38,10 +45,7 @@ FLOOR = textwrap.dedent(
         "/apis/batch.volcano.sh/v1alpha1/namespaces/default/jobs",
         "/apis/batch/v1/namespaces/default/jobs",
     ]
-    selectors = [
-        "app.kubernetes.io/managed-by=torchx.pytorch.org",
-        "app.kubernetes.io/managed-by=torchx.pytorch.org,torchx.pytorch.org/kind=batch",
-    ]
+    selectors = sys.argv[3:5]
     count = 0
     for path, selector in zip(paths, selectors):
         token_ = ""
@@ -81,7 +85,7 @@ def main() -> None:
                 fill_torchx_jobs(fake, size)
                 samples = interleaved(
                     {
-                        "floor": [sys.executable, "-c", FLOOR, fake.url, TOKEN],
+                        "floor": [sys.executable, "-c", FLOOR, fake.url, TOKEN, *SELECTORS],
                         "ours": [str(OURS / "torchx"), "list", "-s", "kubernetes",
                                  "-cfg", f"namespace={NS}"],
                     },

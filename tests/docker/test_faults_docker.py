@@ -4,17 +4,14 @@ reach the app's real end with no log line lost or repeated."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 from torchx_docker_testsupport import IMAGE
 from torchx_fault_testsupport import (
-    count_lines,
+    follow_through_restart,
     numbered_script,
     record_fault,
     restart_in_background,
@@ -25,7 +22,6 @@ from torchx.specs import AppState
 
 pytestmark = pytest.mark.faults
 
-TORCHX = str(Path(sys.executable).parent / "torchx")
 LINES, DELAY_S = 60, 0.25  # 15 s of output: the restart (about 8 s) falls inside it
 
 
@@ -79,19 +75,8 @@ def test_log_follow_rides_through_a_dockerd_restart(runner: Any, docker_client: 
     _live_restore(docker_client)
     handle = runner.run(_numbered_app(), "local_docker", {})
     _running(runner, handle)
-    follower = subprocess.Popen(
-        [TORCHX, "log", "--tail", f"{handle}/sh/0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    time.sleep(1.5)
-    restart_in_background("dockerd", down_s=3).join()
-    out, err = follower.communicate(timeout=180)
-    lost, repeated = count_lines(out, LINES)
+    followed = follow_through_restart(f"{handle}/sh/0", "dockerd", LINES, lead_s=1.5)
     final = runner.status(handle)
-    survived = follower.returncode == 0 and not lost and not repeated
-    record_fault(
-        "local_docker", "dockerd restart during `log --tail`", survived=survived, lost=lost,
-        repeated=repeated, outcome="followed to the app's end" if survived else err[-200:],
-    )  # fmt: skip
-    assert survived, (follower.returncode, lost, repeated, out[-400:], err)
+    followed.record("local_docker", "dockerd restart during `log --tail`")
+    assert followed.survived, followed.why()
     assert final is not None and final.state == AppState.SUCCEEDED, final

@@ -4,26 +4,17 @@ its real end, with no log line lost or repeated."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
-from torchx_fault_testsupport import (
-    count_lines,
-    numbered_script,
-    record_fault,
-    restart_in_background,
-)
+from torchx_fault_testsupport import follow_through_restart, numbered_script, record_fault
 
 from torchx.specs import AppDef, AppState, Resource, Role
 
 pytestmark = pytest.mark.faults
 
-TORCHX = str(Path(sys.executable).parent / "torchx")
 LINES, DELAY_S = 60, 0.3  # 18 s of output: the restart (about 8 s) falls inside it
 
 
@@ -36,28 +27,17 @@ def test_wait_and_follow_ride_through_a_dashboard_restart(runner: Any) -> None:
     while (status := runner.status(handle)) is None or status.state != AppState.RUNNING:
         assert time.monotonic() < deadline, status
         time.sleep(0.2)
-    follower = subprocess.Popen(
-        [TORCHX, "log", "--tail", f"{handle}/n/0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
     final: list[Any] = []
     waiter = threading.Thread(target=lambda: final.append(runner.wait(handle, wait_interval=1)))
     waiter.start()
-    time.sleep(2)
-    restart_in_background("ray-dashboard", down_s=3).join()
-    out, err = follower.communicate(timeout=180)
+    followed = follow_through_restart(f"{handle}/n/0", "ray-dashboard", LINES, lead_s=2)
     waiter.join(timeout=180)
-    lost, repeated = count_lines(out, LINES)
     state = final[0].state if final and final[0] else None
     waited = state == AppState.FAILED
     record_fault(
         "ray", "dashboard restart during `Runner.wait`", survived=waited,
         outcome=f"{state.name} (the job's exit 3)" if waited else repr(final),
     )  # fmt: skip
-    followed = follower.returncode == 0 and not lost and not repeated
-    record_fault(
-        "ray", "dashboard restart during `log --tail`", survived=followed, lost=lost,
-        repeated=repeated, outcome="followed to the job's end" if followed else err[-200:],
-    )  # fmt: skip
+    followed.record("ray", "dashboard restart during `log --tail`")
     assert waited, final
-    assert followed, (follower.returncode, lost, repeated, out[-300:], err)
+    assert followed.survived, followed.why()

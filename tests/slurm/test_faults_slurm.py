@@ -5,13 +5,13 @@ state), and torchx must reach the job's real end with no log line lost or repeat
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from torchx_fault_testsupport import (
-    count_lines,
+    TORCHX,
+    follow_through_restart,
     numbered_script,
     record_fault,
     restart_in_background,
@@ -19,7 +19,6 @@ from torchx_fault_testsupport import (
 
 pytestmark = pytest.mark.faults
 
-TORCHX = str(Path(sys.executable).parent / "torchx")
 LINES, DELAY_S = 80, 0.5  # 40 s of output: the outage (about 20 s) falls inside it
 
 
@@ -71,19 +70,8 @@ def test_log_follow_rides_through_a_slurmctld_restart(slurm_cluster: None, workd
     started = workdir / "started"
     handle = _submit(workdir, f"touch {started}; {numbered_script(LINES, DELAY_S)}")
     _wait_for(started)
-    follower = subprocess.Popen(
-        [TORCHX, "log", "--tail", f"{handle}/sh/0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    time.sleep(1)  # some lines come before the controller goes away; it stays away longer than
-    # Slurm's own clients wait for it (about 9 s)
-    restarting = restart_in_background("slurmctld", down_s=15)
-    out, err = follower.communicate(timeout=180)
-    restarting.join()
-    lost, repeated = count_lines(out, LINES)
-    survived = follower.returncode == 0 and not lost and not repeated
-    record_fault(
-        "slurm", "slurmctld restart during `log --tail`", survived=survived, lost=lost,
-        repeated=repeated, outcome="followed to the job's end" if survived else err[-200:],
-    )  # fmt: skip
-    assert survived, (follower.returncode, lost, repeated, out[-300:], err)
+    # some lines come before the controller goes away; it stays away longer than Slurm's
+    # own clients wait for it (about 9 s)
+    followed = follow_through_restart(f"{handle}/sh/0", "slurmctld", LINES, down_s=15)
+    followed.record("slurm", "slurmctld restart during `log --tail`")
+    assert followed.survived, followed.why()

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 RESTART = Path(__file__).resolve().parents[1] / "restart.sh"
+TORCHX = str(Path(sys.executable).parent / "torchx")
 
 
 def numbered_script(n: int, delay_s: float) -> str:
@@ -86,3 +88,43 @@ def record_fault(
     }
     with open(path, "a", encoding="utf-8") as f:
         f.write(json.dumps(row) + "\n")
+
+
+class Followed:
+    """What ``torchx log --tail`` printed while the service went away and came back."""
+
+    def __init__(self, proc: subprocess.Popen[str], lines: int) -> None:
+        self.out, self.err = proc.communicate(timeout=240)
+        self.returncode = proc.returncode
+        self.lost, self.repeated = count_lines(self.out, lines)
+
+    @property
+    def survived(self) -> bool:
+        return self.returncode == 0 and not self.lost and not self.repeated
+
+    def record(self, backend: str, fault: str, end: str = "followed to the end") -> None:
+        record_fault(
+            backend, fault, survived=self.survived, lost=self.lost, repeated=self.repeated,
+            outcome=end if self.survived else self.err.strip()[-200:],
+        )  # fmt: skip
+
+    def why(self) -> tuple[Any, ...]:
+        return self.returncode, self.lost, self.repeated, self.out[-300:], self.err
+
+
+def follow_through_restart(
+    replica: str, service: str, lines: int, *, down_s: float = 3, lead_s: float = 1
+) -> Followed:
+    """Follows ``replica`` (``HANDLE/ROLE/K``) with ``torchx log --tail`` and, ``lead_s``
+    seconds in (so some lines came before), restarts ``service``; what came through."""
+    import time
+
+    follower = subprocess.Popen(
+        [TORCHX, "log", "--tail", replica],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    time.sleep(lead_s)
+    restarting = restart_in_background(service, down_s)
+    followed = Followed(follower, lines)
+    restarting.join()
+    return followed
