@@ -13,7 +13,8 @@ At N/4 and at N it times, interleaved (medians):
 (c) ``torchx status`` of the first job, and the bare status call beside it.
 
 Targets (issue 26): from N/4 to N, (b) grows at most 2x as fast per job as (a); (c) does
-not grow with N. A report, not a test: always exits 0. Needs the backends up.
+not grow with N. A report, not a test: always exits 0. Needs the backends up; run it
+alone (it resets moto at the end).
 
     .venv/bin/python benchmarks/bench_list_backends.py [--only local_cwd,...] [--runs 5]
 """
@@ -172,6 +173,9 @@ class AwsBatch(Backend):
 
     def cleanup(self, runner: Any) -> None:
         _moto_docker(True)
+        # thousands of jobs would slow every later call to the emulator: it forgets all
+        request = urllib.request.Request(f"{ENDPOINT}/moto-api/reset", method="POST")
+        urllib.request.urlopen(request, timeout=60).read()
 
     def settle(self, runner: Any) -> None:
         """Until moto has run every job (its job threads would load the measurements)."""
