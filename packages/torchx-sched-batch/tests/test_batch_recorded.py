@@ -218,8 +218,8 @@ def test_following_a_running_node_until_it_ends(stubbed: Any) -> None:
 
 
 def test_list_makes_a_bounded_number_of_calls(stubbed: Any) -> None:
-    """Two queues: one DescribeJobQueues, one ListJobs per queue, one DescribeJobs for the
-    candidates (jobs whose definition is named like them); only tagged jobs are listed."""
+    """Two queues: one DescribeJobQueues, one ListJobs per queue, one DescribeJobs per page
+    of candidates (jobs whose definition is named like them); only tagged jobs are listed."""
     sched, batch, _ = stubbed
     queues = [
         {"jobQueueName": name, "jobQueueArn": f"arn:aws:batch:eu-west-1:1:job-queue/{name}",
@@ -249,14 +249,15 @@ def test_list_makes_a_bounded_number_of_calls(stubbed: Any) -> None:
         },
         {"jobQueue": "gpu", **listing},
     )
+    tagged = dict(RESPONSES["describe_mnp"]["jobs"][0], jobId="j1", jobName="trainer-bx3k9")
+    untagged = dict(tagged, jobId="j3", jobName="lookalike", tags={"team": "x"})
+    batch.add_response("describe_jobs", {"jobs": [tagged]}, {"jobs": ["j1"]})
     batch.add_response(
         "list_jobs",
         {"jobSummaryList": [summary("j3", "lookalike", "lookalike")]},
         {"jobQueue": "cpu", **listing},
     )
-    tagged = dict(RESPONSES["describe_mnp"]["jobs"][0], jobId="j1", jobName="trainer-bx3k9")
-    untagged = dict(tagged, jobId="j3", jobName="lookalike", tags={"team": "x"})
-    batch.add_response("describe_jobs", {"jobs": [tagged, untagged]}, {"jobs": ["j1", "j3"]})
+    batch.add_response("describe_jobs", {"jobs": [untagged]}, {"jobs": ["j3"]})
     apps = sched.list()
     assert [(a.app_id, a.state, a.name) for a in apps] == [
         ("gpu:trainer-bx3k9", AppState.RUNNING, "trainer")
@@ -289,14 +290,15 @@ def test_list_follows_every_page_and_filters_before_describing(stubbed: Any) -> 
          "nextToken": "page-2"},
         listing,
     )  # fmt: skip
+    running = dict(RESPONSES["describe_mnp"]["jobs"][0], jobId="a1", jobName="trainer-a1")
+    pending = dict(running, jobId="a3", jobName="trainer-a3", status="RUNNABLE")
+    batch.add_response("describe_jobs", {"jobs": [running]}, {"jobs": ["a1"]})  # page 1
     batch.add_response(
         "list_jobs",
         {"jobSummaryList": [summary("a3", "RUNNABLE")]},
         {**listing, "nextToken": "page-2"},
     )
-    running = dict(RESPONSES["describe_mnp"]["jobs"][0], jobId="a1", jobName="trainer-a1")
-    pending = dict(running, jobId="a3", jobName="trainer-a3", status="RUNNABLE")
-    batch.add_response("describe_jobs", {"jobs": [running, pending]}, {"jobs": ["a1", "a3"]})
+    batch.add_response("describe_jobs", {"jobs": [pending]}, {"jobs": ["a3"]})  # page 2
     wanted = ListFilter(states=frozenset({AppState.RUNNING, AppState.PENDING}), since=1.7e9)
     apps = sched.list_filtered({"queue": "gpu"}, wanted)
     assert [(a.app_id, a.state) for a in apps] == [

@@ -206,6 +206,11 @@ def _split_app_id(app_id: str) -> tuple[str, str]:
 
 _Rows = list[ListAppResponse]
 _Names = list[str]
+_Summaries = list[dict[str, Any]]
+
+
+def _oldest_first(apps: Iterable[tuple[int, ListAppResponse]]) -> _Rows:
+    return [row for _, row in sorted(apps, key=lambda pair: pair[0])]
 
 
 def _may_be_in(summary: Mapping[str, Any], states: frozenset[AppState]) -> bool:
@@ -467,43 +472,51 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         """TorchX's jobs (by tag, every status) in every queue, or in the ``queue`` of
         ``cfg``, oldest first: ListJobs pages followed to the end (upstream stopped at
-        100 per queue), one DescribeJobs call per 100 candidates."""
-        return self._list(cfg, None)
+        100 per queue), one DescribeJobs call per page of candidates."""
+        return _oldest_first(self._apps(cfg, None))
 
     def list_filtered(self, cfg: Mapping[str, CfgVal] | None, list_filter: ListFilter) -> _Rows:
         """``--since`` becomes Batch's own ``AFTER_CREATED_AT`` filter and ``--state`` is
         applied to the job summaries, so only matching jobs are described."""
-        return list_filter.apply(self._list(cfg, list_filter))
+        return list_filter.apply(_oldest_first(self._apps(cfg, list_filter)))
 
-    def _list(self, cfg: Mapping[str, CfgVal] | None, list_filter: ListFilter | None) -> _Rows:
+    def list_iter(
+        self, cfg: Mapping[str, CfgVal] | None = None, list_filter: ListFilter | None = None
+    ) -> Iterator[ListAppResponse]:
+        """The apps of each ListJobs page as soon as that page is described."""
+        for _, row in self._apps(cfg, list_filter):
+            if list_filter is None or list_filter.apply([row]):
+                yield row
+
+    def _apps(
+        self, cfg: Mapping[str, CfgVal] | None, list_filter: ListFilter | None
+    ) -> Iterator[tuple[int, ListAppResponse]]:
+        """(created at, row) of TorchX's jobs, page by page: each ListJobs page's
+        candidates (named like their job definition, in a wanted state) are described in
+        one call and the tagged ones yielded before the next page is asked for."""
         queue = (cfg or {}).get("queue")
         queues = [str(queue)] if queue else self._queue_names()
         since_ms = int((list_filter.since or 0) * 1000) if list_filter else 0
         states = list_filter.states if list_filter else None
-        candidates: dict[str, str] = {}  # job id -> queue
         for name in queues:
-            for summary in self._job_summaries(name, since_ms):
-                # TorchX names the job definition like the job: skip others unread
-                if _job_def_name(summary) != summary.get("jobName"):
-                    continue
-                if states is not None and not _may_be_in(summary, states):
-                    continue
-                candidates[str(summary["jobId"])] = name
-        apps: list[ListAppResponse] = []
-        for job in sorted(
-            self._describe_jobs(list(candidates)), key=lambda j: int(j.get("createdAt") or 0)
-        ):
-            tags = job.get("tags") or {}
-            if TAG_TORCHX_VER not in tags:
-                continue
-            apps.append(
-                ListAppResponse(
-                    app_id=f"{candidates[str(job['jobId'])]}:{job['jobName']}",
-                    state=app_state(job),
-                    name=str(tags.get(TAG_TORCHX_APPNAME, "")),
-                )
-            )
-        return apps
+            for page in self._job_summary_pages(name, since_ms):
+                ids = [
+                    str(summary["jobId"])
+                    for summary in page
+                    # TorchX names the job definition like the job: skip others unread
+                    if _job_def_name(summary) == summary.get("jobName")
+                    and (states is None or _may_be_in(summary, states))
+                ]
+                for job in self._describe_jobs(ids):
+                    tags = job.get("tags") or {}
+                    if TAG_TORCHX_VER not in tags:
+                        continue
+                    row = ListAppResponse(
+                        app_id=f"{name}:{job['jobName']}",
+                        state=app_state(job),
+                        name=str(tags.get(TAG_TORCHX_APPNAME, "")),
+                    )
+                    yield int(job.get("createdAt") or 0), row
 
     def _queue_names(self) -> _Names:
         queues: list[str] = []
@@ -517,9 +530,9 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                 return queues
             kwargs["nextToken"] = page["nextToken"]
 
-    def _job_summaries(self, queue: str, since_ms: int) -> Iterator[dict[str, Any]]:
-        """The queue's job summaries created after ``since_ms`` (every status), page by
-        page as ``nextToken`` leads (the filter makes Batch list every status)."""
+    def _job_summary_pages(self, queue: str, since_ms: int) -> Iterator[_Summaries]:
+        """The queue's job summaries created after ``since_ms`` (every status), a page at
+        a time as ``nextToken`` leads (the filter makes Batch list every status)."""
         kwargs: dict[str, Any] = {
             "jobQueue": queue,
             "filters": [{"name": "AFTER_CREATED_AT", "values": [str(since_ms)]}],
@@ -527,7 +540,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         }
         while True:
             page = api_call(f"list the jobs of queue {queue}", self._client.list_jobs, **kwargs)
-            yield from page.get("jobSummaryList") or []
+            yield list(page.get("jobSummaryList") or [])
             if not page.get("nextToken"):
                 return
             kwargs["nextToken"] = page["nextToken"]
