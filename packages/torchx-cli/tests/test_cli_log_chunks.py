@@ -87,7 +87,7 @@ def test_run_log_streams_every_line_whole_and_in_order(finished_app: tuple[str, 
     _check(finished_app[1].replace("binary/", "py/"))
 
 
-@pytest.mark.parametrize("mode", [[], ["--tail"]])
+@pytest.mark.parametrize("mode", [[], ["--tail"], ["-f"]])
 def test_log_of_finished_app_prints_every_line_whole(
     cli: Cli, finished_app: tuple[str, str], mode: list[str]
 ) -> None:

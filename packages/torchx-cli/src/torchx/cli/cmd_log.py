@@ -235,7 +235,13 @@ class CmdLog(SubCommand):
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
         subparser.add_argument("--regex", type=str, help="only print lines matching this regex")
         subparser.add_argument(
-            "-t", "--tail", action="store_true", help="follow the logs until the app ends"
+            "-t",
+            "--tail",
+            "-f",
+            "--follow",
+            dest="tail",
+            action="store_true",
+            help="follow the logs until the app ends (-f/--follow as in tail and kubectl)",
         )
         subparser.add_argument(
             "--streams",
