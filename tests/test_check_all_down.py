@@ -16,8 +16,8 @@ def test_every_backend_down(tmp_path: Path) -> None:
     result = torchx_check("--timeout", "60", env=env)
     for name in ("local_docker", "slurm", "kubernetes", "aws_batch", "mlflow"):
         assert result[name]["status"] in ("not ready", "not configured"), (name, result[name])
-    assert result["local_cwd"]["status"] == "ready"
-    assert result["fsspec"]["status"] == "ready"
+    assert result["local_cwd"]["status"] == "ready", result["local_cwd"]
+    assert result["fsspec"]["status"] == "ready", result["fsspec"]
     assert result["local_docker"]["exit"] == 0, "nothing was named: a survey exits 0"
     k8s = result["kubernetes"]["checks"]
     assert "cannot reach the Kubernetes API server" in k8s.get("api server", ("", "", ""))[1], k8s

@@ -29,9 +29,14 @@ def state_dir_check() -> ReadinessCheck:
 
 
 def _version(program: str) -> str:
-    proc = subprocess.run(
-        [program, "--version"], capture_output=True, text=True, timeout=3, check=False
-    )
+    """``program --version``'s first line; "" when it cannot tell within 3 s (a slow
+    shim, such as pyenv's on a loaded machine, says nothing about whether jobs can run)."""
+    try:
+        proc = subprocess.run(
+            [program, "--version"], capture_output=True, text=True, timeout=3, check=False
+        )
+    except (subprocess.TimeoutExpired, OSError):
+        return ""
     return (
         (proc.stdout.strip() or proc.stderr.strip()).splitlines()[0] if proc.returncode == 0 else ""
     )

@@ -488,9 +488,8 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         from torchx.schedulers import docker_engine
 
         api = self._api
-        if isinstance(api, docker_engine.EngineClient) and set(container.kwargs) <= (
-            docker_engine.SUPPORTED_CREATE_KWARGS
-        ):
+        light = isinstance(api.unwrapped, docker_engine.EngineClient)
+        if light and set(container.kwargs) <= (docker_engine.SUPPORTED_CREATE_KWARGS):
             body = docker_engine.container_body(
                 container.image, container.command, container.kwargs
             )
