@@ -50,8 +50,8 @@ __all__ = ["NONE", "Runner", "S", "get_configured_trackers", "get_runner"]
 logger = get_logger(__name__)
 
 S = TypeVar("S")
-T = TypeVar("T")
 """Upstream's type variable for a scheduler's request type (kept for code importing it)."""
+T = TypeVar("T")
 
 DEFAULT_SESSION_NAME = "torchx"
 """Session name of runners made by :func:`get_runner` (part of every app handle)."""

@@ -172,7 +172,7 @@ def api_call(what: str, fn: Callable[..., T], **kwargs: Any) -> T:
     ``what`` names the call for the message (``"describe the job queue q"``). An outage
     is ridden out within the retry budget of :mod:`torchx.util.retry`.
     """
-    from torchx.util.retry import retry_call
+    from torchx.util.retry import ServiceUnavailableError, retry_call
 
     read = getattr(fn, "__name__", "").startswith(_READ_PREFIXES)
     try:
@@ -181,18 +181,23 @@ def api_call(what: str, fn: Callable[..., T], **kwargs: Any) -> T:
             service="AWS",
             is_transient=lambda e: _transient(e, read),
         )
+    except ServiceUnavailableError as e:  # gave up on an outage: say so after the error
+        last = e.last if isinstance(e.last, Exception) else e
+        raise _one_line(what, last, f" ({e.retried})") from e
     except Exception as e:
-        last = getattr(e, "last", None)
-        if isinstance(last, Exception):  # gave up on an outage: say so after the error
-            error = _one_line(what, last)
-            error.args = (f"{error}{str(e)[len(str(last)) :]}",)
-            raise error from e
         raise _one_line(what, e) from e
 
 
-def _one_line(what: str, e: Exception) -> Exception:
-    """The one-line error for botocore's failure ``e`` of the call ``what`` (``e`` itself
-    when it is not botocore's)."""
+def _one_line(what: str, e: Exception, note: str = "") -> Exception:
+    """The one-line error for botocore's failure ``e`` of the call ``what``, ``note``
+    appended (``e`` itself when it is not botocore's)."""
+    error = _botocore_error(what, e)
+    if note and isinstance(error, AWSBatchError):
+        return type(error)(f"{error}{note}", error.code)
+    return error
+
+
+def _botocore_error(what: str, e: Exception) -> Exception:
     import botocore.exceptions as bx
 
     if isinstance(e, bx.ClientError):

@@ -209,6 +209,17 @@ _Names = list[str]
 _Summaries = list[dict[str, Any]]
 
 
+def _token_pages(what: str, fn: Any, key: str, **kwargs: Any) -> Iterator[_Summaries]:
+    """The ``key`` items of each page of a Batch call that pages with ``nextToken``, a
+    page asked for only when the one before is used."""
+    while True:
+        page = api_call(what, fn, **kwargs)
+        yield list(page.get(key) or [])
+        if not page.get("nextToken"):
+            return
+        kwargs["nextToken"] = page["nextToken"]
+
+
 def _oldest_first(apps: Iterable[tuple[int, ListAppResponse]]) -> _Rows:
     return [row for _, row in sorted(apps, key=lambda pair: pair[0])]
 
@@ -408,24 +419,19 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     def _find_job(self, app_id: str) -> dict[str, Any] | None:
         """The newest job summary named like the app in its queue (None if none)."""
         queue, name = _split_app_id(app_id)
-        client = self._client
-        summaries: list[dict[str, Any]] = []
-        kwargs: dict[str, Any] = {
-            "jobQueue": queue,
-            "filters": [{"name": "JOB_NAME", "values": [name]}],
-        }
-        while True:
-            try:
-                page = api_call(f"list the jobs of queue {queue}", client.list_jobs, **kwargs)
-            except AWSBatchError as e:
-                if e.code == "ClientException" and "queue" in str(e).lower():
-                    return None  # no such queue: no such app
-                raise
-            summaries += [s for s in page.get("jobSummaryList") or [] if s["jobName"] == name]
-            token = page.get("nextToken")
-            if not token:
-                break
-            kwargs["nextToken"] = token
+        pages = _token_pages(
+            f"list the jobs of queue {queue}",
+            self._client.list_jobs,
+            "jobSummaryList",
+            jobQueue=queue,
+            filters=[{"name": "JOB_NAME", "values": [name]}],
+        )
+        try:
+            summaries = [s for page in pages for s in page if s["jobName"] == name]
+        except AWSBatchError as e:
+            if e.code == "ClientException" and "queue" in str(e).lower():
+                return None  # no such queue: no such app
+            raise
         if not summaries:
             return None
         return max(summaries, key=lambda s: int(s.get("createdAt") or 0))
@@ -519,31 +525,22 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                     yield int(job.get("createdAt") or 0), row
 
     def _queue_names(self) -> _Names:
-        queues: list[str] = []
-        kwargs: dict[str, Any] = {}
-        while True:
-            page = api_call(
-                "list the AWS Batch job queues", self._client.describe_job_queues, **kwargs
-            )
-            queues += [str(q["jobQueueName"]) for q in page.get("jobQueues") or []]
-            if not page.get("nextToken"):
-                return queues
-            kwargs["nextToken"] = page["nextToken"]
+        pages = _token_pages(
+            "list the AWS Batch job queues", self._client.describe_job_queues, "jobQueues"
+        )
+        return [str(q["jobQueueName"]) for page in pages for q in page]
 
     def _job_summary_pages(self, queue: str, since_ms: int) -> Iterator[_Summaries]:
-        """The queue's job summaries created after ``since_ms`` (every status), a page at
-        a time as ``nextToken`` leads (the filter makes Batch list every status)."""
-        kwargs: dict[str, Any] = {
-            "jobQueue": queue,
-            "filters": [{"name": "AFTER_CREATED_AT", "values": [str(since_ms)]}],
-            "maxResults": _LIST_PAGE,
-        }
-        while True:
-            page = api_call(f"list the jobs of queue {queue}", self._client.list_jobs, **kwargs)
-            yield list(page.get("jobSummaryList") or [])
-            if not page.get("nextToken"):
-                return
-            kwargs["nextToken"] = page["nextToken"]
+        """The queue's job summaries created after ``since_ms``, every status (what the
+        filter makes Batch list), a page at a time."""
+        return _token_pages(
+            f"list the jobs of queue {queue}",
+            self._client.list_jobs,
+            "jobSummaryList",
+            jobQueue=queue,
+            filters=[{"name": "AFTER_CREATED_AT", "values": [str(since_ms)]}],
+            maxResults=_LIST_PAGE,
+        )
 
     # -- cancel / delete -------------------------------------------------------------------
 

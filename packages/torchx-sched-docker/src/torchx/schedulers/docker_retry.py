@@ -14,6 +14,8 @@ from __future__ import annotations
 from http.client import HTTPException
 from typing import Any
 
+from torchx.workspace.docker_workspace import DockerUnavailableError, daemon_unavailable
+
 __all__ = ["RetryingApi", "transient"]
 
 _REPEATABLE = frozenset(
@@ -36,7 +38,7 @@ def _not_sent(e: BaseException) -> bool:
 
 def transient(e: BaseException, *, repeatable: bool = True) -> bool:
     """Whether ``e`` is the daemon being away for a moment rather than an answer."""
-    cause = e.__cause__ if type(e).__name__ == "DockerUnavailableError" else e
+    cause = e.__cause__ if isinstance(e, DockerUnavailableError) else e
     if cause is None:
         return False
     status = getattr(cause, "status_code", None)
@@ -79,8 +81,6 @@ class RetryingApi:
         return call
 
     def _once(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        from torchx.workspace.docker_workspace import daemon_unavailable
-
         try:
             return fn(*args, **kwargs)
         except (OSError, HTTPException) as e:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -662,25 +661,18 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             label_selector=selector,
         )
         try:
-            page: list[dict[str, Any]] = []
-            for job in volcano:
-                page.append(job)
-                if len(page) == LIST_PAGE:
-                    yield from list_rows(ns, page, [])
-                    page = []
-            yield from list_rows(ns, page, [])
+            for page in volcano:
+                yield from list_rows(ns, page, [])
         except NotFound:  # no Volcano on this cluster
             pass
-        batch = list(
-            _pages(
-                self._batch().list_namespaced_job,
-                "listing jobs",
-                ns,
-                ns,
-                label_selector=f"{selector},{LABEL_KIND}=batch",
-            )
+        batch = _pages(
+            self._batch().list_namespaced_job,
+            "listing jobs",
+            ns,
+            ns,
+            label_selector=f"{selector},{LABEL_KIND}=batch",
         )
-        yield from list_rows(ns, [], batch)
+        yield from list_rows(ns, [], [job for page in batch for job in page])
 
     def _default_namespace(self) -> str:
         import os
@@ -953,12 +945,10 @@ def _merge(sources: list[Iterator[str]]) -> Iterator[str]:
             lines.put((i, e))
         lines.put((i, None))
 
-    import contextvars
+    from torchx.util.retry import in_thread
 
     for i, source in enumerate(sources):
-        # each pump reads in the reader's context (a followed log's patience with outages)
-        context = contextvars.copy_context()
-        threading.Thread(target=context.run, args=(pump, i, source), daemon=True).start()
+        in_thread(pump, i, source)  # with the reader's patience with outages
     open_count = len(sources)
     while open_count:
         _, item = lines.get()
@@ -977,8 +967,9 @@ server's ``continue`` token), so no single answer is huge."""
 
 def _pages(
     fn: Callable[..., Any], action: str, ns: str, /, *args: Any, **kw: Any
-) -> Iterator[dict[str, Any]]:
-    """The items of a list call, page by page (``limit`` + ``continue``), read lazily."""
+) -> Iterator[list[dict[str, Any]]]:
+    """The items of a list call, a page at a time (``limit`` + ``continue``), each page
+    asked for only when the one before is used."""
     from torchx.schedulers.kubernetes_client import read_json
 
     token: str | None = None
@@ -987,7 +978,7 @@ def _pages(
         if token:
             page_kw["_continue"] = token
         page = read_json(fn, action, ns, *args, **page_kw)
-        yield from page.get("items") or []
+        yield list(page.get("items") or [])
         token = (page.get("metadata") or {}).get("continue")
         if not token:
             return

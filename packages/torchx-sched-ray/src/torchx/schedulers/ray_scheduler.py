@@ -21,10 +21,8 @@
 
 from __future__ import annotations
 
-import contextvars
 import re
 import shlex
-import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timezone
@@ -200,10 +198,9 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
             except BaseException as e:  # reported by the caller's thread
                 failure.append(e)
 
-        # the caller's context goes along: a wait's patience with an outage, for one
-        context = contextvars.copy_context()
-        reader = threading.Thread(target=context.run, args=(read_log,), daemon=True)
-        reader.start()
+        from torchx.util.retry import in_thread
+
+        reader = in_thread(read_log)  # with the caller's patience with outages
         try:
             job = client.job(app_id)
         except RayNotFoundError:

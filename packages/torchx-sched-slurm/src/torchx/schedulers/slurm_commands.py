@@ -39,6 +39,7 @@ class SlurmUnreachableError(SlurmCommandError):
             " is up (`scontrol ping`) and that this host has Slurm's configuration"
             " (/etc/slurm/slurm.conf, or SLURM_CONF)"
         )
+        self.stderr = stderr
 
 
 _NO_CONFIG = ("fetch_config", "configuration file", "configuration source", "dns srv")
@@ -92,7 +93,7 @@ def ask(
     def transient(e: BaseException) -> bool:
         if not isinstance(e, SlurmUnreachableError):
             return False
-        text = str(e).lower()
+        text = e.stderr.lower()  # Slurm's own words, not the message built around them
         if any(marker in text for marker in _NO_CONFIG):
             return False
         return any(marker in text for marker in (_TRANSIENT if resend else _NOT_SENT))

@@ -19,13 +19,17 @@ import random
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
-from typing import TypeVar
+from contextvars import ContextVar, copy_context
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    import threading
 
 __all__ = [
     "ServiceUnavailableError",
     "backoff_delays",
     "budget_s",
+    "in_thread",
     "outage_budget_s",
     "patience",
     "patient",
@@ -52,10 +56,12 @@ class ServiceUnavailableError(RuntimeError):
 
     def __init__(self, last: BaseException, tries: int, elapsed_s: float) -> None:
         env = "TORCHX_OUTAGE_S" if _budget.get() is not None else "TORCHX_RETRY_S"
-        super().__init__(
-            f"{last} (still failing after {tries} tries over {elapsed_s:.0f} s; {env} sets"
-            " how long torchx keeps trying)"
+        self.retried = (
+            f"still failing after {tries} tries over {elapsed_s:.0f} s; {env} sets how long"
+            " torchx keeps trying"
         )
+        """How long torchx tried, for a backend that words ``last`` its own way."""
+        super().__init__(f"{last} ({self.retried})")
         self.last = last
         self.tries = tries
 
@@ -91,6 +97,17 @@ def patience(seconds: float | None = None) -> Iterator[None]:
         yield
     finally:
         _budget.reset(token)
+
+
+def in_thread(target: Callable[..., object], *args: object) -> threading.Thread:
+    """A started daemon thread running ``target(*args)`` in this context: contextvars do
+    not cross threads by themselves, and a wait's patience must reach its helpers."""
+    import threading  # not at import: `torchx status` on Slurm starts no thread
+
+    context = copy_context()
+    thread = threading.Thread(target=context.run, args=(target, *args), daemon=True)
+    thread.start()
+    return thread
 
 
 def patient(items: Iterator[T], seconds: float | None = None) -> Iterator[T]:
@@ -151,7 +168,7 @@ def retry_call(
                     raise  # no retries wanted (budget 0): the backend's own error
                 raise ServiceUnavailableError(e, tries, elapsed) from e
             if tries == 1:
-                _log_outage(service, e, limit)
+                _log_outage(e, limit)
             sleep(min(next(delays), max(0.0, limit - elapsed)))
             continue
         if tries > 1:
@@ -159,7 +176,7 @@ def retry_call(
         return result
 
 
-def _log_outage(service: str, error: BaseException, limit: float) -> None:
+def _log_outage(error: BaseException, limit: float) -> None:
     from torchx.util.log import get_logger
 
     first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__

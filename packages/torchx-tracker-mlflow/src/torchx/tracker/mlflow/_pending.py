@@ -16,11 +16,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from torchx.util.log import get_logger
-
 __all__ = ["journal_path", "keep", "taken"]
-
-logger = get_logger(__name__)
 
 
 def journal_path(tracking_uri: str) -> str:
