@@ -22,7 +22,6 @@ alone (it resets moto at the end).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -35,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from _harness import bench_env, compile_sources, interleaved, verdict
-from torchx_batch_testsupport import AWS_ENV, ENDPOINT, create_queue
+from torchx_batch_testsupport import AWS_ENV, ENDPOINT, create_queue, moto_runs_containers
 from torchx_docker_testsupport import IMAGE
 
 OURS = Path(sys.executable).parent
@@ -168,11 +167,11 @@ class AwsBatch(Backend):
             self.handles.append(runner.run(_app("bench", IMAGE, "true"), "aws_batch", cfg))
 
     def setup(self) -> None:
-        _moto_docker(False)  # jobs end at once, without a container each
+        moto_runs_containers(False)  # jobs end at once, without a container each
         create_queue(self.queue)
 
     def cleanup(self, runner: Any) -> None:
-        _moto_docker(True)
+        moto_runs_containers(True)
         # thousands of jobs would slow every later call to the emulator: it forgets all
         request = urllib.request.Request(f"{ENDPOINT}/moto-api/reset", method="POST")
         urllib.request.urlopen(request, timeout=60).read()
@@ -224,12 +223,6 @@ class Ray(Backend):
     def own_status(self) -> list[str]:
         job = self.handles[0].rpartition("/")[2]
         return [PY, "-c", HTTP_GET, f"http://127.0.0.1:8265/api/jobs/{job}"]
-
-
-def _moto_docker(use: bool) -> None:
-    body = json.dumps({"batch": {"use_docker": use}}).encode()
-    request = urllib.request.Request(f"{ENDPOINT}/moto-api/config", data=body, method="POST")
-    urllib.request.urlopen(request, timeout=10).read()
 
 
 def measure(backend: Backend, runs: int) -> dict[str, float]:

@@ -431,3 +431,45 @@ def test_dryrun_prints_the_request_without_aws(project: Path) -> None:
     assert request["queue"] == "some-queue"
     ranges = request["job_def"]["nodeProperties"]["nodeRangeProperties"]
     assert [r["targetNodes"] for r in ranges] == ["0:0", "1:6"]
+
+
+def test_list_reads_past_the_first_hundred_and_filters(project: Path, batch: Any) -> None:
+    """Upstream listed at most 100 jobs per queue: every page is read (ListJobs pages of
+    100), `--state`/`--limit` narrow it, and `--json` streams all of them."""
+    from torchx_batch_testsupport import create_queue, moto_runs_containers
+
+    from torchx.runner import get_runner
+    from torchx.schedulers.ids import random_id
+    from torchx.specs import AppDef, Resource, Role
+
+    queue = f"torchx-pages-{random_id(8)}"
+    create_queue(queue)
+    count = 130
+    role = Role("r", IMAGE, entrypoint="true", resource=Resource(cpu=1, gpu=0, memMB=64))
+    moto_runs_containers(False)  # 130 containers would take minutes; the listing is the point
+    try:
+        with get_runner() as runner:
+            handles = [
+                runner.run(AppDef("paged", [role]), "aws_batch", {"queue": queue})
+                for _ in range(count)
+            ]
+        deadline = time.monotonic() + 120
+        while len(batch.list_jobs(jobQueue=queue, jobStatus="SUCCEEDED")["jobSummaryList"]) < count:
+            assert time.monotonic() < deadline, "moto did not finish the jobs"
+            time.sleep(0.5)
+    finally:
+        moto_runs_containers(True)
+    listed = _torchx("list", "-s", "aws_batch", "-cfg", f"queue={queue}", "--json", cwd=project)
+    assert listed.returncode == 0, listed.stderr
+    apps = json.loads(listed.stdout)
+    assert sorted(a["app_handle"] for a in apps) == sorted(handles)
+    assert {a["state"] for a in apps} == {"SUCCEEDED"}
+    newest = _torchx(
+        "list", "-s", "aws_batch", "-cfg", f"queue={queue}", "--state", "succeeded",
+        "--limit", "5", "--json", cwd=project,
+    )  # fmt: skip
+    assert [a["app_handle"] for a in json.loads(newest.stdout)] == handles[-5:]
+    running = _torchx(
+        "list", "-s", "aws_batch", "-cfg", f"queue={queue}", "--state", "running", cwd=project
+    )
+    assert running.returncode == 0 and "aws_batch://" not in running.stdout
