@@ -43,3 +43,80 @@ def app_containers(client: Any, app_id: str) -> list[dict[str, Any]]:
 def all_torchx_containers(client: Any) -> set[str]:
     """Ids of every container that carries a torchx app id."""
     return {c["Id"] for c in client.api.containers(all=True, filters={"label": [LABEL_APP_ID]})}
+
+
+class LogStreamCutter:
+    """A TCP front of the Docker daemon's socket (``DOCKER_HOST=tcp://...``) that cuts
+    followed log streams: the i-th ``GET .../logs?...follow=1`` has its connection closed
+    after ``cuts[i]`` bytes of the answer (inside whatever frame or line falls there),
+    as a daemon restart or a lost connection would. Every other request passes through.
+    """
+
+    def __init__(self, cuts: list[int], socket_path: str = "/var/run/docker.sock") -> None:
+        import socket
+        import threading
+
+        self._cuts = list(cuts)
+        self._path = socket_path
+        self._lock = threading.Lock()
+        self.cut = 0  # streams cut so far
+        self.all_cut = threading.Event()
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.address = "tcp://127.0.0.1:%d" % self._server.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self) -> None:
+        self._server.close()
+
+    def _accept(self) -> None:
+        import threading
+
+        while True:
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: Any) -> None:
+        import contextlib
+        import re
+        import socket
+        import threading
+
+        upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        upstream.connect(self._path)
+        first = client.recv(1 << 16)
+        budget = None
+        if re.match(rb"GET /[^ ]*/logs\?[^ ]*follow=1", first):
+            with self._lock:
+                budget = self._cuts.pop(0) if self._cuts else None
+        upstream.sendall(first)
+
+        def ahead() -> None:
+            try:
+                while data := client.recv(1 << 16):
+                    upstream.sendall(data)
+            except OSError:
+                pass
+
+        threading.Thread(target=ahead, daemon=True).start()
+        sent = 0
+        try:
+            while data := upstream.recv(1 << 16):
+                if budget is not None and sent + len(data) >= budget:
+                    client.sendall(data[: budget - sent])
+                    with self._lock:
+                        self.cut += 1
+                        if not self._cuts:
+                            self.all_cut.set()
+                    break
+                client.sendall(data)
+                sent += len(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (client, upstream):  # shutdown wakes the other thread's recv
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+                sock.close()

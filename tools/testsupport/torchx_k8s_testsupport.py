@@ -167,7 +167,12 @@ def matches(obj: dict[str, Any], terms: Iterable[tuple[str, str, str | None]]) -
     return True
 
 
-FAULTS = ("429", "500", "503", "reset", "slow", "drop", "gone")
+FAULTS = ("429", "500", "503", "reset", "slow", "drop", "end", "split", "gone")
+"""What ``inject`` plays: an error answer (429, 500, 503), a reset connection, a slow
+answer; on a followed log or a watch, once the first new entries went out: the connection
+dropped (``drop``), dropped inside a line (``split``), or the stream ended in good order
+while the container runs, as an API server or kubelet restart ends it (``end``); on a
+watch, 410 Gone."""
 
 
 class _Fault:
@@ -968,14 +973,19 @@ class _Handler(BaseHTTPRequestHandler):
                         entries = fake.logs.get(key, [])
                     fresh, sent = entries[sent:], len(entries)
                     finished = key in fake.log_done and sent == len(fake.logs.get(key, []))
-                for entry in fresh:  # one chunk per write of the program
+                fault = self.fault.kind if fresh and self.fault is not None else None
+                for i, entry in enumerate(fresh):  # one chunk per write of the program
                     data = render([entry])
+                    if fault == "split" and i == len(fresh) - 1:
+                        data = data[: len(data) // 2]  # the connection is lost inside a line
                     if data:
                         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                 self.wfile.flush()
-                if fresh and self.fault is not None and self.fault.kind == "drop":
+                if fault in ("drop", "split"):
                     self._cut()  # a connection lost mid-stream
                     return
+                if fault == "end":
+                    break  # ended in good order while the container runs (a restart)
                 if finished:
                     break
             self.wfile.write(b"0\r\n\r\n")

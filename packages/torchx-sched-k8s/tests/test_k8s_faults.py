@@ -149,3 +149,39 @@ def test_a_throttled_create_is_sent_again(fake: FakeKubernetes, sched: Kubernete
     fake.inject("429", on="POST /apis/batch.volcano.sh", times=2)
     app_id = sched.submit(app(replicas=1), cfg("volcano"))
     assert len(fake.store["vcjobs"]) == 1 and sched.describe(app_id) is not None
+
+
+def test_log_follow_cut_inside_bursts_that_share_one_stamp(
+    fake: FakeKubernetes, sched: KubernetesScheduler
+) -> None:
+    """Each write of the program is one burst of lines under one stamp (the stand-in stamps
+    a write as the runtime stamps lines read together), ending in identical lines; the
+    followed stream is cut inside a line, ended in good order while the container runs
+    (an API server restart) and dropped, at every place a burst can be cut."""
+    app_id = sched.submit(app(replicas=1), cfg("volcano"))
+    pod = replica_pod(fake, app_id, 0)
+    fake.set_pod(NS, pod, "Running")
+    for kind in ("split", "end", "drop", "split", "end", "split"):
+        fake.inject(kind, on=f"LOG /api/v1/namespaces/{NS}/pods/{pod}/log", times=1)
+    written: list[str] = []
+
+    def followed(method: str, path: str) -> bool:
+        return method == "GET" and path.endswith(f"/{pod}/log")
+
+    def write() -> None:
+        for burst in range(7):
+            assert fake.wait_for_request(followed, after=burst)
+            text = "".join(f"burst-{burst} line-{i}\n" for i in range(20)) + "same\n" * 5
+            fake.log(NS, pod, text, at=1_800_000_000 + burst // 2)  # pairs share one stamp
+            written.append(text)
+        fake.end_log(NS, pod)
+        fake.set_pod(NS, pod, "Succeeded")
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    out = list(sched.log_iter(app_id, "train", 0, should_tail=True))
+    writer.join()
+    got = "".join(line.split(" ", 1)[1] for line in out)  # each line behind its stamp
+    met = sorted(kind for kind, _, _ in fake.faults_met)
+    assert met == ["drop", "end", "end", "split", "split", "split"], met
+    assert got == "".join(written)

@@ -8,6 +8,7 @@ stood (:mod:`torchx.schedulers.log_resume`): no line lost, none repeated.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,46 +16,66 @@ from torchx.schedulers.log_resume import ResumePoint, Stamp, parse_stamp
 
 __all__ = ["follow_log"]
 
+_IDLE_S = 0.1  # before asking again when a stream ended with nothing new
 
-def _entries(frames: Any) -> Iterator[tuple[Stamp | None, bytes]]:
-    """(stamp, line) per log line: each frame is one timestamped entry; a line longer than
-    the daemon's entry limit comes as several entries, joined here under the first stamp."""
-    pending: bytes = b""
-    first: Stamp | None = None
-    started = False
-    for frame in frames:
-        raw, _, text = frame.partition(b" ")
-        if not started:
-            first, started = parse_stamp(raw), True
-        pending += text
-        if pending.endswith(b"\n"):
-            yield first, pending
-            pending, first, started = b"", None, False
-    if pending:
-        yield first, pending
+
+def _unix_seconds(value: Any) -> int | None:
+    """A ``since`` as the daemon takes it (datetime, or seconds) in whole seconds."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return int(value)
+    from datetime import timezone
+
+    return int(value.astimezone(timezone.utc).timestamp())
 
 
 def follow_log(api: Any, container_id: str, kwargs: dict[str, Any]) -> Iterator[bytes]:
     """The container's log lines (each with its ``\\n``) until it stops, resumed across
-    daemon restarts; ``kwargs`` are those of ``logs()`` (streams, ``since``, ``until``)."""
+    daemon restarts; ``kwargs`` are those of ``logs()`` (streams, ``since``, ``until``).
+
+    Each frame of the daemon is one log entry; a line longer than the daemon's entry
+    limit comes as several, joined here. A line is given out (and its entries counted as
+    given) only once its ``\\n`` arrived: a line cut by a break is read again whole.
+    """
     from torchx.schedulers.docker_retry import transient
 
-    point = ResumePoint()
+    point = ResumePoint(floor=_unix_seconds(kwargs.get("since")))
     following = True
     while True:
         ask = dict(kwargs, timestamps=True, follow=following, stream=True)
         since = point.resume()
         if since is not None:
             ask["since"] = since
+        parts: list[bytes] = []
+        stamps: list[Stamp | None] = []
+        got_any = broke = False
         try:
-            for stamp, line in _entries(api.logs(container_id, **ask)):
-                if point.fresh(stamp):
-                    yield line
+            for frame in api.logs(container_id, **ask):
+                raw, _, text = frame.partition(b" ")
+                stamp = parse_stamp(raw)
+                if stamp is None:
+                    text = frame
+                if not point.fresh(stamp):
+                    continue
+                parts.append(text)
+                stamps.append(stamp)
+                if text.endswith(b"\n"):
+                    point.given(*stamps)
+                    got_any = True
+                    yield b"".join(parts)
+                    parts.clear()
+                    stamps.clear()
         except Exception as e:
             if not transient(e):
                 raise
-        if not following:
+            broke = True
+        if not following and not broke:
+            if parts:  # the container has ended: its last line has no line break
+                yield b"".join(parts)
             return
-        state = api.inspect_container(container_id).get("State") or {}
-        if not state.get("Running"):
-            following = False  # one last read of what came while the stream was down
+        if following:
+            state = api.inspect_container(container_id).get("State") or {}
+            following = bool(state.get("Running"))  # else one last read of what came since
+        if not got_any:
+            time.sleep(_IDLE_S)

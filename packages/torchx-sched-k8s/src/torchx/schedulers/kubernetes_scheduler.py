@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -123,6 +124,8 @@ LABEL_UNIQUE_NAME = LABEL_INSTANCE
 JOB_TYPES = ("volcano", "batch")
 _VOLCANO_GROUP, _VOLCANO_VERSION, _VOLCANO_PLURAL = "batch.volcano.sh", "v1alpha1", "jobs"
 _POLL_S = 5.0  # between two describes where the API server refuses watches
+_RESUME_SLACK_S = 2  # seconds asked for before a resume point, for clocks and rounding
+_RESUME_IDLE_S = 0.2  # before asking again when a stream ended with nothing new
 _TIMESTAMP = re.compile(rb"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d+)?Z?")
 
 
@@ -828,7 +831,6 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         kw: dict[str, Any] = {"timestamps": True, "follow": should_tail}
         if since is not None:
             import datetime as dt
-            import math
 
             now = dt.datetime.now(dt.timezone.utc)
             start = since if since.tzinfo else since.astimezone()
@@ -849,13 +851,14 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         kw: dict[str, Any],
         until: datetime | None,
     ) -> Iterator[str]:
-        """One container's lines; a followed log whose stream breaks (an API server
-        restart, a dropped connection) is asked for again from where it stood
-        (:mod:`torchx.schedulers.log_resume`), so no line is lost or repeated."""
+        """One container's lines; a followed log whose stream breaks or ends while the
+        container runs (an API server or kubelet restart, a dropped connection) is asked
+        for again from where it stood (:mod:`torchx.schedulers.log_resume`), so no line is
+        lost or repeated. A line cut by the break is not given out: it comes again whole."""
         import time
 
         from torchx.schedulers.kubernetes_client import KubernetesApiError, call, iter_chunks
-        from torchx.schedulers.log_resume import ResumePoint, parse_stamp
+        from torchx.schedulers.log_resume import ResumePoint, parse_stamp, stamp_seconds
 
         core = self._core()
         prefix = f"[{container}] " if prefixed else ""
@@ -864,11 +867,15 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             limit = (until if until.tzinfo else until.astimezone()).strftime("%Y-%m-%dT%H:%M:%S")
         point = ResumePoint()
         following = bool(kw.get("follow"))
+        node_ahead_s = 0.0  # how far the node's clock seems ahead of ours (its stamps)
         while True:
             ask = dict(kw, follow=following)
             since = point.resume()
             if since is not None:
-                ask["since_seconds"] = max(1, int(time.time()) - since + 1)
+                # sinceSeconds counts back from the node's clock: ask from a little earlier
+                # than the resume second; what comes before it is refused by the point
+                back = time.time() - since + max(0.0, node_ahead_s) + _RESUME_SLACK_S
+                ask["since_seconds"] = max(1, math.ceil(back))
             response = call(
                 functools.partial(
                     core.read_namespaced_pod_log,
@@ -881,21 +888,31 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                 f"reading the log of {pod_name}/{container}",
                 ns,
             )
-            broke = False
+            broke = got_any = False
             try:
                 for raw in whole_lines(iter_chunks(response)):
+                    if following and not raw.endswith(b"\n"):
+                        break  # the stream ended inside a line: read it again whole
                     stamp = _TIMESTAMP.match(raw)
                     if limit is not None and stamp and stamp.group(1).decode() > limit:
                         response.close()
                         return
-                    if point.fresh(parse_stamp(stamp.group(0)) if stamp else None):
-                        yield prefix + raw.decode("utf-8", errors="replace")
+                    parsed = parse_stamp(stamp.group(0)) if stamp else None
+                    if not point.fresh(parsed):
+                        continue
+                    if parsed is not None and following:
+                        node_ahead_s = max(node_ahead_s, stamp_seconds(parsed) - time.time())
+                    point.given(parsed)
+                    got_any = True
+                    yield prefix + raw.decode("utf-8", errors="replace")
             except Exception as e:
                 if not following or not _stream_broke(e):
                     raise
                 broke = True
-            if not broke:
-                return  # the server ends a followed log when the container ends
+            if not following:
+                return
+            # the server ends a followed log when the container ends, but a restart of the
+            # API server or kubelet, or a proxy, ends it too: ask the pod which it was
             try:
                 if self._container_ended(ns, pod_name, container):
                     following = False  # one last read of what came while it was away
@@ -903,6 +920,8 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                 if e.status == 404:
                     return  # the pod is gone, and its log with it
                 raise
+            if not broke and not got_any and following:
+                time.sleep(_RESUME_IDLE_S)
 
     def _container_ended(self, ns: str, pod_name: str, container: str) -> bool:
         from torchx.schedulers.kubernetes_client import read_json

@@ -354,11 +354,15 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
                     if entries is None:  # not readable (yet): keep what was read so far
                         unread.append(f"{actor_id}.{suffix}")
                         continue
+                    if not finished and entries and not entries[-1][1].endswith("\n"):
+                        entries.pop()  # still being written: taken whole on a later read
                     start = seen.get((actor_id, suffix), 0)
                     seen[(actor_id, suffix)] = max(start, len(entries))
                     fresh += entries[start:]
             fresh.sort(key=lambda entry: entry[0])  # stdout and stderr merged by time
             for stamp, line in fresh:
+                if not line.endswith("\n"):
+                    line += "\n"  # the last line of a finished replica
                 when = _parse_stamp(stamp)
                 if since is not None and when is not None and when < _aware(since):
                     continue
@@ -422,13 +426,12 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
                 return None
             raise
         entries = []
-        for line in raw.splitlines(keepends=True):
+        *whole, last = raw.split(b"\n")  # on \n only: a progress bar's \r ends no line
+        for line in [piece + b"\n" for piece in whole] + ([last] if last else []):
             stamp, sep, rest = line.partition(b" ")
             if not sep or not _STAMP.fullmatch(stamp):
                 continue
             entries.append((stamp.decode(), rest.decode("utf-8", "replace")))
-        if entries and not entries[-1][1].endswith("\n"):
-            entries[-1] = (entries[-1][0], entries[-1][1] + "\n")
         return entries
 
 
