@@ -62,7 +62,7 @@ class LogStreamCutter:
         self.cut = 0  # streams cut so far
         self.all_cut = threading.Event()
         self._server = socket.create_server(("127.0.0.1", 0))
-        self.address = "tcp://127.0.0.1:%d" % self._server.getsockname()[1]
+        self.address = f"tcp://127.0.0.1:{self._server.getsockname()[1]}"
         threading.Thread(target=self._accept, daemon=True).start()
 
     def close(self) -> None:

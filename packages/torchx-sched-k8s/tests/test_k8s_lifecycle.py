@@ -174,6 +174,7 @@ def test_logs_every_container_since_and_until(
     fake.log(NS, pod, "side\n", container="sidecar", at=now - 5)
     fake.log(NS, pod, "future\n", at=now + 3600)
     fake.end_log(NS, pod)
+    fake.set_pod(NS, pod, "Succeeded")  # the log ends because its containers did
     since = dt.datetime.now() - dt.timedelta(minutes=1)
     until = dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=1)
     lines = list(sched.log_iter(app_id, "train", 0, since=since, until=until))

@@ -360,9 +360,8 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
                     seen[(actor_id, suffix)] = max(start, len(entries))
                     fresh += entries[start:]
             fresh.sort(key=lambda entry: entry[0])  # stdout and stderr merged by time
-            for stamp, line in fresh:
-                if not line.endswith("\n"):
-                    line += "\n"  # the last line of a finished replica
+            for stamp, text in fresh:
+                line = text if text.endswith("\n") else text + "\n"  # a finished one's last
                 when = _parse_stamp(stamp)
                 if since is not None and when is not None and when < _aware(since):
                     continue
