@@ -389,11 +389,32 @@ def _stdout_gone() -> bool:
         return False
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived (``timeout``, CI, a service manager stopping torchx)."""
+
+
+def _unwind_on_sigterm() -> None:
+    """Makes SIGTERM unwind the command as an exception, so that what it was making (a
+    ``job_dir`` copy, a merged workspace, an image build context) is removed as on
+    Ctrl-C. Unlike Ctrl-C it does not cancel an app ``torchx run`` waits on."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def terminated(signum: int, frame: object) -> None:
+        raise Terminated
+
+    signal.signal(signal.SIGTERM, terminated)
+
+
 def _dispatch(args: "argparse.Namespace") -> int:
     """Runs the parsed subcommand; returns the exit code (errors are reported here)."""
     from torchx.cli._errors import report_exception
 
     debug = False
+    _unwind_on_sigterm()
     try:
         level = _parse_log_level(args.log_level)
         debug = _is_debug(level)
@@ -407,6 +428,9 @@ def _dispatch(args: "argparse.Namespace") -> int:
     except KeyboardInterrupt:
         print("torchx: interrupted", file=sys.stderr, flush=True)
         return 130
+    except Terminated:
+        print("torchx: terminated", file=sys.stderr, flush=True)
+        return 143
     except BrokenPipeError as e:
         if not _stdout_gone():
             # a pipe of our own broke (a child that exited early): an error like any other

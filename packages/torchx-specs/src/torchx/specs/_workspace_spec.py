@@ -42,6 +42,69 @@ def _parse_mapping_by_hand(text: str) -> dict[str, str] | None:
     return projects
 
 
+def check_target(src: str, target: str) -> str:
+    """``target`` of the workspace entry ``src`` as a clean relative path ("" for the
+    root); refuses one that is absolute or climbs out of the workspace copy."""
+    import posixpath
+
+    text = target.replace("\\", "/").strip()
+    normal = posixpath.normpath(text) if text else ""
+    if posixpath.isabs(text) or normal == ".." or normal.startswith("../") or "\0" in text:
+        raise ValueError(
+            f"workspace entry {src!r}: target {target!r} is outside the workspace copy;"
+            " use a relative directory inside it (such as 'lib/extra'), or '' for its root"
+        )
+    return "" if normal == "." else normal
+
+
+def _inside(root: str, relative: str, src: str) -> str:
+    """``root/relative`` made as real directories (mode 0700); refuses a link on the way,
+    which an earlier project of the same workspace may have brought."""
+    path = root
+    for part in [p for p in relative.split("/") if p]:
+        path = os.path.join(path, part)
+        if os.path.islink(path) or (os.path.lexists(path) and not os.path.isdir(path)):
+            raise ValueError(
+                f"workspace entry {src!r}: {relative!r} in the workspace copy is a link or a"
+                " file brought by another entry; map it to another target"
+            )
+        if not os.path.lexists(path):
+            os.mkdir(path, 0o700)
+    return path
+
+
+def _copy_single_file(src: str, source: str, dest: str) -> None:
+    """A mapped single file, by the rules of a directory copy: a link is kept as a link
+    (never followed), devices, FIFOs and sockets are refused, the size limit counts it."""
+    import stat
+
+    from torchx.workspace.api import WorkspaceProgress
+
+    info = os.lstat(source)
+    if stat.S_ISLNK(info.st_mode):
+        os.symlink(os.readlink(source), dest)
+        return
+    if not stat.S_ISREG(info.st_mode):
+        raise ValueError(
+            f"workspace entry {src!r} is a device, FIFO or socket, not a regular file;"
+            " map a regular file or a directory"
+        )
+    progress = WorkspaceProgress(src, "copying")
+    progress.reserve(info.st_size, source)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(source, flags)
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # swapped since the lstat
+            raise ValueError(f"workspace entry {src!r} is not a regular file")
+        out = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(out, "wb") as g:
+            while chunk := f.read(1 << 20):
+                progress.add_bytes(len(chunk), source)
+                g.write(chunk)
+    os.chmod(dest, (info.st_mode & 0o700) or 0o600)
+    progress.done()
+
+
 @dataclass(eq=False)
 class Workspace:
     """Local paths (keys) copied into sub-directories (values) of the remote workspace root.
@@ -69,24 +132,24 @@ class Workspace:
 
     def merge_into(self, outdir: str | os.PathLike[str]) -> None:
         """Copies every project into ``outdir/<target>``: directories as the workspace
-        copy does (links kept as links, special files left out), single files with their
-        metadata. Ignore files apply later, to the merged directory."""
-        import shutil
-
+        copy does (links kept as links, special files left out), single files by the same
+        rules (a link stays a link, the size limit counts them). Targets stay inside
+        ``outdir``: they are checked again here, and no link (one a project brought) is
+        ever followed on the way. Ignore files apply later, to the merged directory."""
         from torchx.workspace.dir_workspace import copy_workspace, is_url
 
-        for src, target in self.projects.items():
+        root = os.fspath(outdir)
+        for src, raw_target in self.projects.items():
+            target = check_target(src, raw_target)
             source = os.path.expanduser(src)
-            dest = os.path.join(os.fspath(outdir), target)
             if is_url(src) or os.path.isdir(source):  # a URL imports fsspec, only then
-                os.makedirs(dest, exist_ok=True)
+                dest = _inside(root, target, src)
                 copy_workspace(src if is_url(src) else source, dest, ignore_name=None)
-            elif os.path.exists(source):
-                if target:
-                    os.makedirs(os.path.dirname(dest) or ".", exist_ok=True)
-                else:
-                    dest = os.path.join(os.fspath(outdir), os.path.basename(source))
-                shutil.copy2(source, dest)
+            elif os.path.lexists(source):
+                if not target:
+                    target = os.path.basename(source)
+                parent, _, name = target.rpartition("/")
+                _copy_single_file(src, source, os.path.join(_inside(root, parent, src), name))
             else:
                 raise FileNotFoundError(
                     f"workspace project {src!r} does not exist; check the --workspace value"
@@ -106,14 +169,19 @@ class Workspace:
             projects = _parse_mapping_by_hand(workspace)
             if projects is None:
                 return Workspace({workspace.strip(): ""})
-            return Workspace(projects)
+            return Workspace({k: check_target(k, v) for k, v in projects.items()})
         from torchx.util.safe_yaml import load_yaml
 
         parsed = load_yaml(workspace, "the workspace")
         if parsed is None:
             return Workspace({})
         if isinstance(parsed, dict):
-            return Workspace({str(k): "" if v is None else str(v) for k, v in parsed.items()})
+            return Workspace(
+                {
+                    str(k): check_target(str(k), "" if v is None else str(v))
+                    for k, v in parsed.items()
+                }
+            )
         if isinstance(parsed, (str, int, float)):
             return Workspace({workspace.strip(): ""})
         raise ValueError(

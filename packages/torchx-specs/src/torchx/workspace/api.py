@@ -420,6 +420,12 @@ class WorkspaceProgress:
             )
         self._maybe_show(path)
 
+    def reserve(self, size: int, path: str) -> None:
+        """Refuses, before anything is written, a file whose size (as the file system
+        gives it: a sparse file's holes count) would take the copy past the limit."""
+        if self.limit and self.bytes + size > self.limit:
+            self.add_bytes(size, path)
+
     def _line(self) -> str:
         return (
             f"torchx: {self.verb} workspace {self.workspace}: {self.files} files,"

@@ -94,19 +94,31 @@ def copy_workspace(workspace: str, target: str, ignore_name: str | None = TORCHX
         raise FileNotFoundError(f"workspace {workspace!r} is not a directory")
     progress = WorkspaceProgress(workspace, "copying")
     own = os.path.abspath(target)  # a job_dir inside the workspace is not copied into itself
+    real_target = os.path.realpath(target)
     for directory, dirs, files in walk_workspace(fs, root, ignore_name):
         for name in [d for d, info in dirs.items() if os.path.abspath(info["name"]) == own]:
             del dirs[name]
         relative = posixpath.relpath(directory.replace(os.sep, "/"), root.replace(os.sep, "/"))
         out_dir = target if relative == "." else os.path.join(target, *relative.split("/"))
         os.makedirs(out_dir, mode=0o700, exist_ok=True)
+        if os.path.realpath(out_dir) != os.path.join(real_target, *_parts(relative)):
+            raise ValueError(  # a link made by another workspace entry: never written through
+                f"workspace {workspace!r}: {relative!r} of its copy is a link; nothing is"
+                " written through links"
+            )
         for name, info in files.items():
             destination = os.path.join(out_dir, name)
             progress.add_file(info["name"])
             if info.get("type") == "link":
                 os.symlink(info["destination"], destination)
                 continue
-            with fs.open(info["name"], "rb") as src, open(destination, "wb") as dst:
+            size = info.get("size")
+            progress.reserve(size if isinstance(size, int) else 0, info["name"])
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+            with (
+                fs.open(info["name"], "rb") as src,
+                os.fdopen(os.open(destination, flags, 0o600), "wb") as dst,
+            ):
                 while chunk := src.read(_CHUNK):
                     progress.add_bytes(len(chunk), info["name"])
                     dst.write(chunk)
@@ -116,6 +128,10 @@ def copy_workspace(workspace: str, target: str, ignore_name: str | None = TORCHX
 
 
 _CHUNK = 1 << 20
+
+
+def _parts(relative: str) -> list[str]:
+    return [] if relative == "." else relative.split("/")
 
 
 class TmpDirWorkspaceMixin(WorkspaceMixin[None]):
