@@ -209,6 +209,30 @@ def test_describe_masks_secret_looking_env_values(cli: Cli) -> None:
     assert "s3cr3t" in revealed.stdout and "hf_abc" in revealed.stdout
 
 
+def test_describe_masks_by_name_and_by_value(cli: Cli) -> None:
+    """Names the first audit's short list missed, and credentials inside any value."""
+    secrets = {
+        "MY_PASS": "pw-one",
+        "GITHUB_PAT": "pat-two",
+        "API_AUTH": "auth-three",
+        "DB_CREDS": "creds-four",
+        "DB_URL": "postgres://app:pw-five@db.internal/prod",
+        "NOTES": "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+        "TRACKING": "http://tok-six@mlflow.internal/?access_token=tok-seven",
+    }
+    env = ",".join(f'{k}="{v}"' if "=" in v else f"{k}={v}" for k, v in secrets.items())
+    run = cli.run("run", "-s", "local_cwd", "utils.sh", "--env", f"{env},PATH_HINT=visible", "true")
+    assert run.returncode == 0, run.stderr
+    handle = run.stdout.strip()
+    for extra in ([], ["--json"]):
+        shown = cli.run("describe", *extra, handle).stdout
+        for leaked in ("pw-one", "pat-two", "auth-three", "creds-four", "pw-five", "ghp_abc",
+                       "tok-six", "tok-seven"):  # fmt: skip
+            assert leaked not in shown, (leaked, shown)
+        assert "db.internal/prod" in shown and "mlflow.internal" in shown
+        assert "visible" in shown  # PATH_HINT: PAT is a part of a name, not of a word
+
+
 def test_job_id_inside_the_job_is_the_handle(cli: Cli) -> None:
     run = cli.run("run", "-s", "local_cwd", "utils.sh", "sh", "-c", 'echo "id=$TORCHX_JOB_ID"')
     assert run.returncode == 0, run.stderr

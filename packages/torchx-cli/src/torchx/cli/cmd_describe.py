@@ -12,20 +12,13 @@ if TYPE_CHECKING:
 __all__ = ["CmdDescribe"]
 
 
-_SECRET_WORDS = ("SECRET", "TOKEN", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL")
-MASK = "****"
-
-
-def looks_secret(name: str) -> bool:
-    """Whether an env var's name suggests a secret (``AWS_SECRET_ACCESS_KEY``, ``HF_TOKEN``)."""
-    upper = name.upper()
-    return any(word in upper for word in _SECRET_WORDS)
-
-
 def mask_secrets(app: "AppDef") -> None:
-    """Replaces, in place, the env values of ``app``'s roles whose names look secret."""
+    """Replaces, in place, the env values of ``app``'s roles that are secrets, and the
+    credentials inside the others (:mod:`torchx.util.secrets`: by name and by value)."""
+    from torchx.util.secrets import shown_env_value
+
     for role in app.roles:
-        role.env = {k: (MASK if looks_secret(k) and v else v) for k, v in role.env.items()}
+        role.env = {k: shown_env_value(k, v) for k, v in role.env.items()}
 
 
 class CmdDescribe(AppHandleSubCommand):
@@ -43,8 +36,10 @@ class CmdDescribe(AppHandleSubCommand):
         subparser.add_argument(
             "--show-secrets",
             action="store_true",
-            help="print env values whose names look secret (*SECRET*, *TOKEN*, *PASSWORD*,"
-            " *KEY*) instead of ****",
+            help="print env values in clear; by default a value whose name looks secret"
+            " (*SECRET*, *TOKEN*, *PASSWORD*, *KEY*, *_PASS, *_PAT, *_AUTH, *_CREDS, ...) is"
+            " shown as ****, and credentials inside any value (URL user-info, ?access_token=,"
+            " known token shapes) are masked",
         )
 
     def run_with_runner(self, args: "argparse.Namespace", runner: "Runner") -> None:

@@ -216,8 +216,11 @@ def _botocore_error(what: str, e: Exception) -> Exception:
     if isinstance(e, bx.NoRegionError):
         return AWSRegionError("no AWS region is configured; set AWS_DEFAULT_REGION (or AWS_REGION)")
     if isinstance(e, bx.EndpointConnectionError):
+        from torchx.util.secrets import mask_url
+
         return AWSBatchError(
-            f"could not {what}: cannot reach {e.kwargs.get('endpoint_url', 'AWS')};"
+            f"could not {what}: cannot reach"
+            f" {mask_url(str(e.kwargs.get('endpoint_url', 'AWS')))};"
             " check the network, the region and AWS_ENDPOINT_URL"
         )
     if isinstance(e, bx.BotoCoreError):

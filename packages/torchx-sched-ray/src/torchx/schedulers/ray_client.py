@@ -13,7 +13,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
-from torchx.util.strings import connection_problem
+from torchx.util.log import get_logger
+from torchx.util.strings import connection_problem, escape_unprintable
+
+logger = get_logger(__name__)
 
 DEFAULT_ADDRESS = "http://127.0.0.1:8265"
 TIMEOUT_S = 30.0
@@ -100,14 +103,68 @@ def _token() -> str | None:
         return None
 
 
+def _same_origin(a: str, b: str) -> bool:
+    from urllib.parse import urlsplit
+
+    first, second = urlsplit(a), urlsplit(b)
+    return (first.scheme, first.hostname, first.port) == (
+        second.scheme,
+        second.hostname,
+        second.port,
+    )
+
+
+def _opener() -> Any:
+    """urllib's opener, except that the bearer token follows a redirect only to the same
+    origin (scheme, host, port): a proxy, an SSO front end or an http-to-https hop that
+    redirects elsewhere never receives it."""
+    import urllib.request
+
+    class _SameOriginAuth(urllib.request.HTTPRedirectHandler):
+        def redirect_request(  # noqa: PLR0917 (urllib's signature)
+            self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str
+        ) -> Any:
+            new = super().redirect_request(req, fp, code, msg, headers, newurl)
+            token = req.unredirected_hdrs.get("Authorization")
+            if new is not None and token and _same_origin(req.full_url, new.full_url):
+                new.add_unredirected_header("Authorization", token)
+            return new
+
+    return urllib.request.build_opener(_SameOriginAuth)
+
+
+_warned_in_clear: set[str] = set()
+
+
+def _warn_if_token_travels_in_clear(address: str, shown: str) -> None:
+    """Warns once per dashboard when the token would go over plain http to another host."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(address)
+    host = parts.hostname or ""
+    loopback = host in {"localhost", "::1"} or host.startswith("127.")
+    if parts.scheme == "http" and not loopback and address not in _warned_in_clear:
+        _warned_in_clear.add(address)
+        logger.warning(
+            "the Ray token (RAY_AUTH_TOKEN) goes to %s over plain http, readable on the"
+            " network; use an https:// dashboard address",
+            shown,
+        )
+
+
 class RayJobsClient:
     """The dashboard calls the scheduler makes, each a fresh stdlib HTTP request."""
 
     def __init__(self, address: str, origin: str = "the run option", timeout: float = TIMEOUT_S):
+        from torchx.util.secrets import mask_url
+
         self.address = address
+        self.shown = mask_url(address)  # what messages show: no credentials in the URL
         self.origin = origin
         self.timeout = timeout
         self._token = _token()
+        if self._token:
+            _warn_if_token_travels_in_clear(address, self.shown)
 
     # -- transport -------------------------------------------------------------------------
 
@@ -127,7 +184,7 @@ class RayJobsClient:
         repeatable = not (method == "POST" and path == "/api/jobs/")
         return retry_call(
             lambda: self._request_once(method, path, body, content_type, timeout),
-            service=f"the Ray dashboard at {self.address}",
+            service=f"the Ray dashboard at {self.shown}",
             is_transient=lambda e: _transient(e, repeatable),
         )
 
@@ -143,21 +200,21 @@ class RayJobsClient:
         import urllib.request
 
         headers = {"Content-Type": content_type} if body is not None else {}
-        if self._token:
-            headers["Authorization"] = f"Bearer {self._token}"
         # the URL is http(s) only: resolve_address refuses anything else
         request = urllib.request.Request(  # noqa: S310
             self.address + path, data=body, method=method, headers=headers
         )
+        if self._token:  # kept off redirects to another origin (_SameOriginAuth)
+            request.add_unredirected_header("Authorization", f"Bearer {self._token}")
         try:
-            with urllib.request.urlopen(request, timeout=timeout or self.timeout) as response:  # noqa: S310
+            with _opener().open(request, timeout=timeout or self.timeout) as response:
                 return bytes(response.read())
         except urllib.error.HTTPError as e:
             raise self._http_error(e, method, path) from None
         except (OSError, ValueError) as e:
             reason = getattr(e, "reason", None) or e
             raise RayUnreachableError(
-                f"cannot reach the Ray dashboard at {self.address} (from {self.origin}:"
+                f"cannot reach the Ray dashboard at {self.shown} (from {self.origin}:"
                 f" {connection_problem(reason)}); start the cluster, or point -cfg"
                 " dashboard_address=http://HOST:8265 (or RAY_API_SERVER_ADDRESS) at its dashboard"
             ) from None
@@ -171,19 +228,17 @@ class RayJobsClient:
             detail = json.loads(text).get("detail") or json.loads(text).get("msg") or text
         except (ValueError, AttributeError):
             detail = text
-        detail = " ".join(str(detail).split())[:300] or e.reason
+        detail = escape_unprintable(" ".join(str(detail).split())[:300]) or e.reason
         if e.code == 404:
-            return RayNotFoundError(
-                f"not found on the Ray cluster at {self.address}: {detail}", 404
-            )
+            return RayNotFoundError(f"not found on the Ray cluster at {self.shown}: {detail}", 404)
         if e.code in (401, 403):
             return RayApiError(
-                f"the Ray dashboard at {self.address} refused {method} {path} ({e.code}:"
+                f"the Ray dashboard at {self.shown} refused {method} {path} ({e.code}:"
                 f" {detail}); set RAY_AUTH_TOKEN to the cluster's token",
                 e.code,
             )
         return RayApiError(
-            f"the Ray dashboard at {self.address} answered {e.code} to {method} {path}: {detail}",
+            f"the Ray dashboard at {self.shown} answered {e.code} to {method} {path}: {detail}",
             e.code,
         )
 
@@ -202,7 +257,7 @@ class RayJobsClient:
         numbers = tuple(int(p) for p in ray_version.split(".")[:2] if p.isdigit())
         if numbers < MIN_RAY:
             raise RayApiError(
-                f"the Ray cluster at {self.address} runs Ray {ray_version}, whose Jobs API lacks"
+                f"the Ray cluster at {self.shown} runs Ray {ray_version}, whose Jobs API lacks"
                 f" what TorchX needs; use Ray {'.'.join(map(str, MIN_RAY))} or newer"
             )
         return found

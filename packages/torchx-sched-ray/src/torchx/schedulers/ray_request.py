@@ -157,17 +157,36 @@ def app_spec(app: AppDef, app_id: str, opts: Opts) -> dict[str, Any]:
     }
 
 
+MAX_REQUIREMENTS_BYTES = 1 << 20
+
+
+def _read_requirements(path: str) -> str:
+    """The text of a requirements file: a regular file of at most 1 MiB, read without
+    waiting on a FIFO or reading a device; anything else is one line naming the file."""
+    import os
+    import stat
+
+    def refuse(why: str) -> ValueError:
+        return ValueError(f"requirements file {path!r} {why}; fix -cfg requirements=PATH")
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        raise refuse(f"cannot be read ({e.strerror})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise refuse("is not a regular file (a device, FIFO or directory)")
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(MAX_REQUIREMENTS_BYTES + 1)
+    if len(data) > MAX_REQUIREMENTS_BYTES:
+        raise refuse(f"is larger than {MAX_REQUIREMENTS_BYTES >> 20} MiB")
+    return data.decode("utf-8", "replace")
+
+
 def runtime_env(opts: Opts) -> dict[str, Any]:
     packages = list(opts.pip or [])
     if opts.requirements:
-        try:
-            text = Path(opts.requirements).read_text()
-        except OSError as e:
-            raise ValueError(
-                f"cannot read requirements file {opts.requirements!r} ({e.strerror}); fix -cfg"
-                " requirements=PATH"
-            ) from None
-        for raw in text.splitlines():
+        for raw in _read_requirements(opts.requirements).splitlines():
             line = raw.partition("#")[0].strip()
             if line:
                 packages.append(line)

@@ -38,16 +38,11 @@ def _first_line(text: str) -> str:
 
 
 def display_uri(uri: str) -> str:
-    """``uri`` with any password replaced by ``***`` (error messages must not leak secrets)."""
-    try:
-        parts = urlsplit(uri)
-        password = parts.password
-    except ValueError:
-        return uri
-    if not password:
-        return uri
-    netloc = parts.netloc.replace(f":{password}@", ":***@", 1)
-    return parts._replace(netloc=netloc).geturl()
+    """``uri`` with its user-info (``user:pass@``, or a bare ``TOKEN@``) and secret query
+    values (``?access_token=``) masked: error messages must not leak secrets."""
+    from torchx.util.secrets import mask_url
+
+    return mask_url(uri)
 
 
 def check_reachable(tracking_uri: str, timeout: float = 5.0) -> None:

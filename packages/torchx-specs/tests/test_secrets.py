@@ -1,0 +1,43 @@
+"""One masking rule for every value torchx shows: by name, and credentials by value."""
+
+from __future__ import annotations
+
+import pytest
+
+from torchx.util.secrets import looks_secret, mask_text, mask_url, shown_env_value
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["AWS_SECRET_ACCESS_KEY", "HF_TOKEN", "MY_PASS", "GITHUB_PAT", "API_AUTH", "DB_CREDS",
+     "db-password", "SSH_PRIVATE_KEY", "SESSION", "X_SIGNATURE"],
+)  # fmt: skip
+def test_secret_names(name: str) -> None:
+    assert looks_secret(name)
+
+
+@pytest.mark.parametrize("name", ["PATH", "PATH_HINT", "PYTHONPATH", "AUTHOR", "PASSAGE", "LR"])
+def test_ordinary_names(name: str) -> None:
+    assert not looks_secret(name)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://user:pw@host:5000/x", "http://***@host:5000/x"),
+        ("http://TOKEN@host/", "http://***@host/"),
+        ("https://h/api?access_token=abc&x=1", "https://h/api?access_token=***&x=1"),
+        ("https://s3/b/k?X-Amz-Signature=f00&X-Amz-Date=1", "https://s3/b/k?X-Amz-Signature=***&X-Amz-Date=1"),
+        ("http://127.0.0.1:8265", "http://127.0.0.1:8265"),
+    ],
+)  # fmt: skip
+def test_urls(url: str, shown: str) -> None:
+    assert mask_url(url) == shown
+
+
+def test_values_keep_what_is_not_a_credential() -> None:
+    text = '{"tracking_uri": "http://u:p@mlflow:5000", "experiment": "exp"}'
+    assert mask_text(text) == '{"tracking_uri": "http://***@mlflow:5000", "experiment": "exp"}'
+    assert mask_text("key AKIAABCDEFGHIJKLMNOP here") == "key **** here"
+    assert shown_env_value("MY_PASS", "x") == "****" and shown_env_value("MY_PASS", "") == ""
+    assert shown_env_value("LR", "0.1") == "0.1"
