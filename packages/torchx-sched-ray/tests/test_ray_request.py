@@ -135,12 +135,25 @@ def test_package_is_the_workspace_plus_the_driver(tmp_path: Path) -> None:
     assert name.startswith("_ray_pkg_") and name.endswith(".zip")
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         names = set(archive.namelist())
-        assert names == {".torchxignore", "train.py", "link", DRIVER_PATH}
-        link = archive.getinfo("link")
-        assert (link.external_attr >> 16) & 0o170000 == 0o120000
-        assert archive.read("link") == b"/etc/passwd", "a link is kept as a link, not followed"
+        # Ray unpacks a link as a regular file holding its text: links are left out
+        assert names == {".torchxignore", "train.py", DRIVER_PATH}
     alone, _ = build_package(None)
     assert alone != name
+
+
+def test_package_leaves_links_out_and_nothing_writable_by_others(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "run.sh").write_text("echo hi\n")
+    (tmp_path / "run.sh").chmod(0o777)
+    os.symlink("/etc/passwd", tmp_path / "passwd")
+    os.symlink("run.sh", tmp_path / "again.sh")
+    _, data = build_package(str(tmp_path))
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        assert set(archive.namelist()) == {"run.sh", DRIVER_PATH}
+        assert (archive.getinfo("run.sh").external_attr >> 16) & 0o777 == 0o755
+    warned = " ".join(r.getMessage() for r in caplog.records if r.levelname == "WARNING")
+    assert "left out 2 link(s)" in warned and "again.sh, passwd" in warned
 
 
 def test_no_ray_import_on_the_submitting_side() -> None:

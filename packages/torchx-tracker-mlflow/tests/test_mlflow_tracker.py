@@ -235,7 +235,7 @@ def test_unreachable_server_keeps_the_write_names_the_uri_and_imports_nothing(
     )  # fmt: skip
     assert proc.stdout.strip() == "job goes on"
     warning = proc.stderr.strip()
-    assert "cannot reach the MLflow tracking server at http://user:***@127.0.0.1:9" in warning
+    assert "cannot reach the MLflow tracking server at http://***@127.0.0.1:9" in warning
     assert "kept `add_metadata` of run 'r'" in warning
     assert "secret" not in warning
     (journal,) = (tmp_path / "trackers" / "mlflow-pending").iterdir()
@@ -291,3 +291,48 @@ def test_entry_point_is_registered() -> None:
 
     factory = load_group("torchx.tracker")["mlflow"]
     assert isinstance(factory("sqlite:///t.db"), MLflowTracker)
+
+
+def _journal(home: Path, uri: str, *entries: dict[str, object]) -> Path:
+    from torchx.tracker.mlflow._pending import journal_path
+
+    os.environ["TORCHX_HOME"] = str(home)
+    path = Path(journal_path(uri))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    path.chmod(0o600)
+    return path
+
+
+def test_a_journal_where_others_can_write_is_never_replayed(
+    tmp_path: Path, store: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A loose ``TORCHX_HOME/trackers`` made earlier (or by someone else): its journal
+    could have been swapped, so it is not replayed, and nothing new is kept there."""
+    from torchx.tracker.mlflow._pending import keep
+
+    monkeypatch.setenv("TORCHX_HOME", str(tmp_path / "home"))
+    journal = _journal(
+        tmp_path / "home", store, {"op": "add_metadata", "args": ["r"], "kwargs": {"x": 1}}
+    )
+    (tmp_path / "home" / "trackers").chmod(0o777)
+    tracker = MLflowTracker("loose", store)
+    tracker.add_metadata("r", a=1)
+    assert journal.exists(), "the swapped journal must not be replayed"
+    assert "is writable by others (mode 0777)" in caplog.text
+    with pytest.raises(PermissionError, match=r"trackers is writable by others") as refused:
+        keep(store, "add_metadata", ["r"], {"b": 2})
+    assert "\n" not in str(refused.value)
+
+
+def test_only_the_writes_a_journal_may_hold_are_replayed(
+    tmp_path: Path, store: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("TORCHX_HOME", str(tmp_path / "home"))
+    _journal(tmp_path / "home", store,
+             {"op": "_write", "args": ["add_metadata", None, [], {}], "kwargs": {}},
+             {"op": "add_metadata", "args": ["r"], "kwargs": {"kept": 1}})  # fmt: skip
+    tracker = MLflowTracker("ops", store)
+    tracker.add_metadata("r", a=1)
+    assert "not replaying '_write'" in caplog.text
+    assert tracker.metadata("r") == {"kept": "1", "a": "1"}

@@ -22,7 +22,9 @@ def ray_checks(dashboard_address: str | None) -> list[ReadinessCheck]:
     except RayApiError as e:
         found, _, fix = str(e).partition("; ")
         return [not_ready("dashboard", found, fix or "use a newer Ray on the cluster")]
-    checks = [ready("dashboard", f"Ray {version.get('ray_version')} at {address} (from {origin})")]
+    checks = [
+        ready("dashboard", f"Ray {version.get('ray_version')} at {client.shown} (from {origin})")
+    ]
     try:
         nodes = client.nodes()
     except RayApiError as e:

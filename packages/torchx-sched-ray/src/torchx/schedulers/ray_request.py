@@ -16,6 +16,9 @@ from torchx.schedulers.api import HELP_KEY, StructuredOpts
 from torchx.specs.api import AppDef, Role, macros
 from torchx.specs.replica_macros import ReplicaMacros
 from torchx.util.lazy_dataclass import dataclass, field
+from torchx.util.log import get_logger
+
+logger = get_logger(__name__)
 
 DRIVER_PATH = ".torchx_ray/driver.py"
 """Where the driver lies inside the job's working dir (never in the user's directory)."""
@@ -221,8 +224,10 @@ def check_options(opts: Opts) -> None:
 
 def build_package(package_dir: str | None) -> tuple[str, bytes]:
     """``(gcs name, zip bytes)`` of the job's working dir: the workspace files (what
-    ``.torchxignore`` leaves in; links kept as links, nothing followed out) plus the
-    driver. The zip is deterministic, so an unchanged workspace is uploaded once."""
+    ``.torchxignore`` leaves in) plus the driver. Links are left out with a warning (Ray
+    unpacks a link as a regular file holding its text); no file is writable by others
+    there; a file is read only up to the size limit, even one that grows meanwhile. The
+    zip is deterministic, so an unchanged workspace is uploaded once."""
     from torchx.workspace.api import LocalFileSystem, WorkspaceProgress, walk_workspace
 
     progress = WorkspaceProgress(package_dir or "(none)", "packing")
@@ -231,24 +236,33 @@ def build_package(package_dir: str | None) -> tuple[str, bytes]:
         if package_dir:
             fs = LocalFileSystem()
             entries = []
+            links: list[str] = []
             for directory, _, files in walk_workspace(fs, package_dir):
                 for name, info in files.items():
                     rel = os.path.relpath(os.path.join(directory, name), package_dir)
                     if rel == DRIVER_PATH or info["type"] == "other":
                         continue
+                    if info["type"] == "link":
+                        links.append(rel)
+                        continue
                     entries.append((rel, info))
+            if links:
+                logger.warning(
+                    "workspace %s: left out %d link(s), which a Ray working dir cannot hold: %s",
+                    package_dir,
+                    len(links),
+                    ", ".join(sorted(links)[:5]) + (" ..." if len(links) > 5 else ""),
+                )
             for rel, info in sorted(entries):
                 member = zipfile.ZipInfo(rel, _ZIP_TIME)
-                if info["type"] == "link":
-                    member.external_attr = 0o120777 << 16
-                    archive.writestr(member, info["destination"])
-                    continue
-                member.external_attr = (info["mode"] & 0o777 | 0o100000) << 16
+                member.external_attr = (info["mode"] & 0o755 | 0o100000) << 16
                 member.compress_type = zipfile.ZIP_DEFLATED
                 progress.add_file(rel)
-                progress.add_bytes(int(info["size"]), rel)  # raises past the size limit
-                with open(info["name"], "rb") as f:
-                    archive.writestr(member, f.read())
+                progress.reserve(int(info["size"]), rel)  # refused before it is read
+                with open(info["name"], "rb") as f, archive.open(member, "w") as out:
+                    while chunk := f.read(1 << 20):
+                        progress.add_bytes(len(chunk), rel)  # a growing file stops here
+                        out.write(chunk)
         driver = zipfile.ZipInfo(DRIVER_PATH, _ZIP_TIME)
         driver.external_attr = 0o100644 << 16
         driver.compress_type = zipfile.ZIP_DEFLATED

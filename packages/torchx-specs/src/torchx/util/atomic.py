@@ -6,6 +6,7 @@ entry-point cache uses this on the start-up path.
 """
 
 import os
+import stat
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -30,6 +31,36 @@ def make_private_dirs(path: str) -> None:
         except FileExistsError:
             if not os.path.isdir(directory):
                 raise
+
+
+def check_private(path: str, top: str) -> None:
+    """Refuses (``PermissionError``, one line) to reuse ``path`` unless it and every
+    directory from ``top`` down to it is this user's own, no link, and not writable by
+    others: a loose directory made earlier, or by someone else, could have its files
+    swapped. What does not exist yet is fine (it will be made private)."""
+    top = os.path.abspath(top)
+    current = os.path.abspath(path)
+    chain = [current]
+    while current != top and os.path.dirname(current) != current:
+        current = os.path.dirname(current)
+        chain.append(current)
+    for item in reversed(chain):
+        try:
+            info = os.lstat(item)
+        except FileNotFoundError:
+            continue
+        problem = ""
+        if stat.S_ISLNK(info.st_mode):
+            problem = "is a link"
+        elif info.st_uid != os.getuid():
+            problem = f"belongs to another user (uid {info.st_uid})"
+        elif info.st_mode & 0o022:
+            problem = f"is writable by others (mode {stat.S_IMODE(info.st_mode):04o})"
+        if problem:
+            raise PermissionError(
+                f"{item} {problem}; torchx keeps private state there: remove it, or make it"
+                f" yours with mode 0700 (chmod 700 {item})"
+            )
 
 
 def write_private(path: str, data: bytes, *, atomic: bool = True) -> None:

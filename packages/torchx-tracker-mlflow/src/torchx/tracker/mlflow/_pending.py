@@ -29,9 +29,11 @@ def journal_path(tracking_uri: str) -> str:
 
 def keep(tracking_uri: str, op: str, args: list[Any], kwargs: dict[str, Any]) -> str:
     """Appends one write to the journal (one line, appended whole); returns its path."""
-    from torchx.util.atomic import make_private_dirs
+    from torchx.util.atomic import check_private, make_private_dirs
+    from torchx.util.home import torchx_home
 
     path = journal_path(tracking_uri)
+    check_private(path, torchx_home())  # never write where another user could swap it
     make_private_dirs(os.path.dirname(path))
     line = json.dumps({"op": op, "args": args, "kwargs": kwargs}, default=str) + "\n"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -45,8 +47,18 @@ def keep(tracking_uri: str, op: str, args: list[Any], kwargs: dict[str, Any]) ->
 def taken(tracking_uri: str) -> Iterator[dict[str, Any]]:
     """The kept writes, oldest first, each taken out of the journal as it is read (the
     journal is renamed first, so two processes never replay the same write)."""
+    from torchx.util.atomic import check_private
+    from torchx.util.home import torchx_home
+
     path = journal_path(tracking_uri)
     if not os.path.exists(path):
+        return
+    try:
+        check_private(path, torchx_home())
+    except PermissionError as e:  # a journal another user could write is never replayed
+        import logging
+
+        logging.getLogger(__name__).warning("not replaying kept MLflow writes: %s", e)
         return
     claimed = f"{path}.{os.getpid()}.replaying"
     try:

@@ -77,9 +77,14 @@ _MLFLOW_STATUS = {"SUCCEEDED": "FINISHED", "FAILED": "FAILED", "CANCELLED": "KIL
 W = TypeVar("W", bound=Callable[..., None])
 
 
+_KEPT_OPS: set[str] = set()
+"""The writes that may be kept in the journal, hence the only ones replayed from it."""
+
+
 def _kept_when_away(method: W) -> W:
     """Makes a write ride out an away server: retried within the budget, then kept in
     the journal (``_pending``) and written later, instead of failing the job."""
+    _KEPT_OPS.add(method.__name__)
 
     @functools.wraps(method)
     def write(self: MLflowTracker, *args: Any, **kwargs: Any) -> None:
@@ -360,6 +365,9 @@ class MLflowTracker(TrackerBase):
         away: BaseException | None = None
         for entry in taken(self.tracking_uri):
             op, args, kwargs = entry["op"], entry["args"], entry["kwargs"]
+            if op not in _KEPT_OPS:  # only the writes a journal may hold are replayed
+                logger.warning("not replaying %r from the MLflow journal: not a kept write", op)
+                continue
             if away is not None:
                 keep(self.tracking_uri, op, args, kwargs)
                 continue
