@@ -154,3 +154,25 @@ def test_kfp_is_imported_only_by_this_distribution() -> None:
         "assert 'kfp' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize(
+    ("role", "message"),
+    [
+        (Role("r", "img", entrypoint="echo", args=["{{$.inputs.parameters['token']}}"]),
+         "argument .* holds KFP placeholder syntax"),
+        (Role("r", "img", entrypoint="{{$.pipeline_job_name}}"), "entrypoint .* holds KFP"),
+        (Role("r", "img", entrypoint="echo", env={"A": "x{{$.outputs}}"}), "env var A .* holds KFP"),
+        (Role("r", "img", entrypoint="echo", env={"TORCH_CUDA_SANITIZER=1": "1"}),
+         "is not a shell identifier"),
+        (Role("r", "img", entrypoint="echo", env={"BAD;rm -rf /": "1"}), "is not a shell identifier"),
+    ],
+)  # fmt: skip
+def test_placeholder_syntax_and_bad_env_names_are_refused(role: Role, message: str) -> None:
+    """KFP's launcher would replace ``{{$...}}`` text (reading the step's inputs and
+    outputs); env names follow the rule of every scheduler. One line each, before compiling."""
+    app = AppDef("a", roles=[role])
+    for build in (component_from_app, lambda a: component_spec_from_app(a)):
+        with pytest.raises(ValueError, match=message) as refused:
+            build(app)
+        assert "\n" not in str(refused.value)

@@ -66,6 +66,23 @@ def _static(text: str) -> str:
     return _MACRO.sub(lambda m: values.get(m.group(1) or m.group(2), m.group(0)), text)
 
 
+_KFP_PLACEHOLDER = "{{$"
+
+
+def _check_literal(role: Role, what: str, text: str) -> None:
+    """Refuses KFP placeholder syntax (``{{$.inputs...}}``) in a value of the role: the KFP
+    launcher would replace it (reading the step's inputs, outputs or the pipeline's
+    metadata) instead of passing the text on, and KFP has no way to escape it."""
+    if _KFP_PLACEHOLDER in text:
+        from torchx.util.strings import escape_unprintable
+
+        raise UnsupportedAppError(
+            f"{what} {escape_unprintable(text[:200])!r} of role {role.name!r} holds KFP"
+            " placeholder syntax '{{$', which the KFP launcher would replace rather than pass"
+            " on; remove it (use the TorchX macros, such as ${app_id}, for job metadata)"
+        )
+
+
 def _arg(text: str) -> Any:
     """One argument: a plain string, or a ``ConcatPlaceholder`` where it holds ``${app_id}``."""
     from kfp import dsl
@@ -90,7 +107,15 @@ def _component_name(app: AppDef, role: Role) -> str:
 def _component(app: AppDef) -> tuple[Any, Role]:
     from kfp import dsl
 
+    from torchx.util.strings import check_env_names
+
     role = _single_role(app)
+    _check_literal(role, "entrypoint", role.entrypoint)
+    for arg in role.args:
+        _check_literal(role, "argument", arg)
+    for name, value in role.env.items():
+        _check_literal(role, f"env var {name}", value)
+    check_env_names(role.name, role.env)
     command = [_arg(role.entrypoint)]
     args = [_arg(a) for a in role.args]
 
