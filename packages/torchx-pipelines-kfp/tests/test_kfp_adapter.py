@@ -162,10 +162,12 @@ def test_kfp_is_imported_only_by_this_distribution() -> None:
         (Role("r", "img", entrypoint="echo", args=["{{$.inputs.parameters['token']}}"]),
          "argument .* holds KFP placeholder syntax"),
         (Role("r", "img", entrypoint="{{$.pipeline_job_name}}"), "entrypoint .* holds KFP"),
-        (Role("r", "img", entrypoint="echo", env={"A": "x{{$.outputs}}"}), "env var A .* holds KFP"),
+        (Role("r", "img", entrypoint="echo", env={"A": "x{{$.outputs}}"}),
+         "env var A .* holds KFP"),
         (Role("r", "img", entrypoint="echo", env={"TORCH_CUDA_SANITIZER=1": "1"}),
          "is not a shell identifier"),
-        (Role("r", "img", entrypoint="echo", env={"BAD;rm -rf /": "1"}), "is not a shell identifier"),
+        (Role("r", "img", entrypoint="echo", env={"BAD;rm -rf /": "1"}),
+         "is not a shell identifier"),
     ],
 )  # fmt: skip
 def test_placeholder_syntax_and_bad_env_names_are_refused(role: Role, message: str) -> None:

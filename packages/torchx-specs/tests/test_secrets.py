@@ -41,3 +41,11 @@ def test_values_keep_what_is_not_a_credential() -> None:
     assert mask_text("key AKIAABCDEFGHIJKLMNOP here") == "key **** here"
     assert shown_env_value("MY_PASS", "x") == "****" and shown_env_value("MY_PASS", "") == ""
     assert shown_env_value("LR", "0.1") == "0.1"
+
+
+def test_an_env_text_that_cannot_be_split_does_not_echo_credentials() -> None:
+    from torchx.util.types import to_dict
+
+    with pytest.raises(ValueError, match="cannot tell where the value") as refused:
+        to_dict("DB=postgres://app:pw-five@db/prod?access_token=tok=x,B=1")
+    assert "pw-five" not in str(refused.value) and "db/prod" in str(refused.value)

@@ -153,9 +153,12 @@ def to_dict(arg: str) -> dict[str, str]:
     for segment in segments[1:-1]:
         idx = segment.rfind_unquoted(_PAIR_DELIMITERS)
         if idx == -1:
+            from torchx.util.secrets import mask_text  # the text may hold credentials
+
             raise ValueError(
-                f"cannot tell where the value `{segment.strip()}` ends and the next key starts"
-                f" in `{arg}`; separate pairs with `,` or `;` and quote values containing `=`"
+                f"cannot tell where the value `{mask_text(str(segment).strip())}` ends and the"
+                f" next key starts in `{mask_text(arg)}`; separate pairs with `,` or `;` and"
+                " quote values containing `=`"
             )
         _store(result, key, segment[:idx].strip(), arg)
         key = segment[idx + 1 :].strip()

@@ -106,7 +106,6 @@ def _component_name(app: AppDef, role: Role) -> str:
 
 def _component(app: AppDef) -> tuple[Any, Role]:
     from kfp import dsl
-
     from torchx.util.strings import check_env_names
 
     role = _single_role(app)
