@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from torchx.util.log import get_logger
@@ -172,7 +172,7 @@ class RayJobsClient:
         self,
         method: str,
         path: str,
-        body: bytes | None = None,
+        body: bytes | IO[bytes] | None = None,
         content_type: str = "application/json",
         timeout: float | None = None,
     ) -> bytes:
@@ -192,7 +192,7 @@ class RayJobsClient:
         self,
         method: str,
         path: str,
-        body: bytes | None,
+        body: bytes | IO[bytes] | None,
         content_type: str,
         timeout: float | None,
     ) -> bytes:
@@ -200,6 +200,10 @@ class RayJobsClient:
         import urllib.request
 
         headers = {"Content-Type": content_type} if body is not None else {}
+        if body is not None and not isinstance(body, bytes):  # a file: streamed, from its start
+            body.seek(0, os.SEEK_END)
+            headers["Content-Length"] = str(body.tell())
+            body.seek(0)
         # the URL is http(s) only: resolve_address refuses anything else
         request = urllib.request.Request(  # noqa: S310
             self.address + path, data=body, method=method, headers=headers
@@ -309,7 +313,8 @@ class RayJobsClient:
             return False
         return True
 
-    def upload_package(self, uri_name: str, data: bytes) -> None:
+    def upload_package(self, uri_name: str, data: bytes | IO[bytes]) -> None:
+        """Uploads a working-dir zip, as bytes or streamed from a seekable file."""
         self._request("PUT", f"/api/packages/gcs/{uri_name}", data, "application/octet-stream")
 
     # -- replica logs ----------------------------------------------------------------------

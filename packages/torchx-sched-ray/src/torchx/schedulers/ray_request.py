@@ -5,12 +5,11 @@ that a dry run needs neither a cluster nor Ray."""
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from torchx.schedulers.api import HELP_KEY, StructuredOpts
 from torchx.specs.api import AppDef, Role, macros
@@ -222,17 +221,17 @@ def check_options(opts: Opts) -> None:
         raise ValueError("placement_timeout_s must be 0 (wait) or a number of seconds")
 
 
-def build_package(package_dir: str | None) -> tuple[str, bytes]:
-    """``(gcs name, zip bytes)`` of the job's working dir: the workspace files (what
-    ``.torchxignore`` leaves in) plus the driver. Links are left out with a warning (Ray
+def pack_package(package_dir: str | None, out: IO[bytes]) -> str:
+    """Writes the zip of the job's working dir to ``out`` (read back from its start) and
+    returns its gcs name: the workspace files (what ``.torchxignore`` leaves in) plus the
+    driver. Links are left out with a warning (Ray
     unpacks a link as a regular file holding its text); no file is writable by others
     there; a file is read only up to the size limit, even one that grows meanwhile. The
     zip is deterministic, so an unchanged workspace is uploaded once."""
     from torchx.workspace.api import LocalFileSystem, WorkspaceProgress, walk_workspace
 
     progress = WorkspaceProgress(package_dir or "(none)", "packing")
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         if package_dir:
             fs = LocalFileSystem()
             entries = []
@@ -259,14 +258,33 @@ def build_package(package_dir: str | None) -> tuple[str, bytes]:
                 member.compress_type = zipfile.ZIP_DEFLATED
                 progress.add_file(rel)
                 progress.reserve(int(info["size"]), rel)  # refused before it is read
-                with open(info["name"], "rb") as f, archive.open(member, "w") as out:
+                with open(info["name"], "rb") as f, archive.open(member, "w") as zipped:
                     while chunk := f.read(1 << 20):
                         progress.add_bytes(len(chunk), rel)  # a growing file stops here
-                        out.write(chunk)
+                        zipped.write(chunk)
         driver = zipfile.ZipInfo(DRIVER_PATH, _ZIP_TIME)
         driver.external_attr = 0o100644 << 16
         driver.compress_type = zipfile.ZIP_DEFLATED
         archive.writestr(driver, (Path(__file__).parent / "ray_driver.py").read_bytes())
     progress.done()
-    data = buffer.getvalue()
-    return f"_ray_pkg_{hashlib.sha256(data).hexdigest()[:32]}.zip", data
+    out.seek(0)
+    digest = hashlib.sha256()
+    while chunk := out.read(1 << 20):
+        digest.update(chunk)
+    out.seek(0)
+    return f"_ray_pkg_{digest.hexdigest()[:32]}.zip"
+
+
+def package_file() -> IO[bytes]:
+    """Where a package is built: a private temporary file (removed when closed), so a big
+    workspace is never held in memory."""
+    import tempfile
+
+    return tempfile.TemporaryFile(prefix="torchx_ray_pkg_")
+
+
+def build_package(package_dir: str | None) -> tuple[str, bytes]:
+    """``(gcs name, zip bytes)`` of the job's working dir (see :func:`pack_package`)."""
+    with package_file() as out:
+        name = pack_package(package_dir, out)
+        return name, out.read()

@@ -42,9 +42,10 @@ from torchx.schedulers.ray_request import (
     Opts,
     RayJob,
     app_spec,
-    build_package,
     check_options,
     job_metadata,
+    pack_package,
+    package_file,
     runtime_env,
 )
 from torchx.specs.api import (
@@ -176,9 +177,10 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
         job = dryrun_info.request
         client = RayJobsClient(job.address, job.address_origin)
         client.version()
-        name, data = build_package(job.package_dir)
-        if not client.has_package(name):
-            client.upload_package(name, data)
+        with package_file() as package:
+            name = pack_package(job.package_dir, package)
+            if not client.has_package(name):
+                client.upload_package(name, package)
         return client.submit(job.body(f"gcs://{name}"))
 
     # -- state -------------------------------------------------------------------------------
