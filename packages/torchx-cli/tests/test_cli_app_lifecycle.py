@@ -100,24 +100,25 @@ def test_lifecycle(
     assert f"app '{handle}' not found" in one_line_error(gone)
 
 
-@pytest.mark.parametrize("command", ["status", "describe", "delete"])
+@pytest.mark.parametrize("command", ["status", "describe"])
 def test_unknown_app(cli: Cli, one_line_error: OneLineError, command: str) -> None:
     proc = cli.run(command, "local_cwd://torchx/echo-doesnotexist")
     assert proc.returncode == 1
     assert "app 'local_cwd://torchx/echo-doesnotexist' not found" in one_line_error(proc)
 
 
-def test_cancel_is_idempotent(cli: Cli) -> None:
+@pytest.mark.parametrize("command", ["cancel", "delete"])
+def test_cancel_and_delete_are_idempotent(cli: Cli, command: str) -> None:
     """Like Runner.cancel (and upstream's CLI): an app that is gone leaves nothing to
-    cancel, so cleanup scripts under `set -e` keep going."""
+    cancel or delete, so cleanup scripts under `set -e` keep going."""
     handle = cli.run("run", "-s", "local_cwd", "utils.echo").stdout.strip()
     assert cli.run("delete", handle).returncode == 0
     for gone in (handle, "local_cwd://torchx/echo-doesnotexist"):
-        proc = cli.run("cancel", gone)
+        proc = cli.run(command, gone)
         assert proc.returncode == 0, proc.stderr
         assert proc.stderr.strip().splitlines() == [
             f"torchx: app {gone} was not found (it ended and was removed, or never existed):"
-            " nothing to cancel"
+            f" nothing to {command}"
         ]
 
 

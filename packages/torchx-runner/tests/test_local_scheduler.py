@@ -877,3 +877,20 @@ def test_names_that_would_escape_their_directory_are_refused(
         sched.submit(app, {})
     assert not (home / "local_cwd").exists() or not os.listdir(home / "local_cwd")
     assert not (home.parent / "escaped-role").exists()
+
+
+def test_local_directory_provider_fetch_of_a_missing_directory_raises(tmp_path: Path) -> None:
+    """As upstream's: ``fetch`` itself refuses (a dry run only warns, through fetch_role)."""
+    from torchx.schedulers.local_scheduler import LocalDirectoryImageProvider
+
+    provider = LocalDirectoryImageProvider()
+    assert provider.fetch(str(tmp_path)) == str(tmp_path)
+    with pytest.raises(ValueError, match="must be an existing local directory"):
+        provider.fetch(str(tmp_path / "missing"))
+
+
+def test_stream_is_importable_from_the_runner_api() -> None:
+    from torchx.runner.api import Stream
+    from torchx.schedulers.api import Stream as SchedulerStream
+
+    assert Stream is SchedulerStream

@@ -12,11 +12,23 @@ __all__ = ["CmdDelete"]
 
 
 class CmdDelete(AppHandleSubCommand):
-    """``torchx delete APP_HANDLE``; an unknown app is an error."""
+    """``torchx delete APP_HANDLE``: idempotent, as ``torchx cancel`` (and upstream).
+
+    An app that is gone (or never was) has nothing left to delete: one note line, exit 0,
+    so cleanup scripts under ``set -e`` keep going. A malformed handle or an unknown
+    scheduler is still an error.
+    """
 
     OPTION_DEFAULTS = {}
 
     def run_with_runner(self, args: "argparse.Namespace", runner: "Runner") -> None:
         if runner.status(args.app_handle) is None:
-            self.exit_missing_app(args.app_handle)
+            import sys
+
+            print(
+                f"torchx: app {args.app_handle} was not found (it ended and was removed, or"
+                " never existed): nothing to delete",
+                file=sys.stderr,
+            )
+            return
         runner.delete(args.app_handle)

@@ -49,6 +49,17 @@ __all__ = ["NONE", "Runner", "S", "get_configured_trackers", "get_runner"]
 
 logger = get_logger(__name__)
 
+
+def __getattr__(name: str) -> Any:
+    """``Stream``, which upstream's module re-exported (launchers import it from here),
+    loaded only when asked for."""
+    if name == "Stream":
+        from torchx.schedulers.api import Stream
+
+        return Stream
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 S = TypeVar("S")
 """Upstream's type variable for a scheduler's request type (kept for code importing it)."""
 T = TypeVar("T")

@@ -275,15 +275,27 @@ class LocalDirectoryImageProvider(ImageProvider):
     def __init__(self, cfg: Mapping[str, CfgVal] | None = None) -> None:
         del cfg
 
+    @staticmethod
+    def _missing(image: str) -> ValueError | None:
+        if os.path.isdir(image):
+            return None
+        return ValueError(
+            f"invalid image {image!r}: with LocalDirectoryImageProvider the image must"
+            " be an existing local directory"
+        )
+
     def fetch(self, image: str) -> str:
-        if not os.path.isdir(image):
-            host_problem(
-                ValueError(
-                    f"invalid image {image!r}: with LocalDirectoryImageProvider the image must"
-                    " be an existing local directory"
-                )
-            )
+        """``image``, an existing directory; a missing one is a ``ValueError`` (upstream's)."""
+        problem = self._missing(image)
+        if problem is not None:
+            raise problem
         return image
+
+    def fetch_role(self, role: Role) -> str:
+        """As :meth:`fetch`, except that a dry run only warns: its plan may be meant for a
+        host that has the directory."""
+        host_problem(self._missing(role.image))
+        return role.image
 
     def get_cwd(self, image: str) -> str | None:
         return image
