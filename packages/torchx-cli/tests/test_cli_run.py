@@ -185,8 +185,15 @@ def test_stdin_json(cli: Cli) -> None:
     assert app["roles"][0]["args"] == ["as string"]
 
 
+def test_stdin_takes_flags_given_at_their_defaults(cli: Cli) -> None:
+    """As upstream: `-s local_cwd` where local_cwd is the default is no conflict."""
+    args = {"component_name": "utils.echo", "scheduler": "local_cwd", "scheduler_args": {}}
+    proc = cli.run("run", "--stdin", "-s", "local_cwd", "--dryrun", input=json.dumps(args))
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_stdin_errors(cli: Cli, one_line_error: OneLineError) -> None:
-    proc = cli.run("run", "--stdin", "-s", "local_cwd", input="{}")
+    proc = cli.run("run", "--stdin", "-s", "slurm", input="{}")
     assert proc.returncode == 2
     assert "--stdin cannot be combined with -s/--scheduler" in one_line_error(proc)
 

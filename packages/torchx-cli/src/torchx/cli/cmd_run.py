@@ -264,7 +264,7 @@ class CmdRun(SubCommand):
             action="store_true",
             default=False,
             help="read the run arguments as a JSON object from stdin (TorchXRunArgs fields);"
-            " only --dryrun may be combined with it",
+            " only --dryrun may be combined with it (and other flags at their defaults)",
         )
         subparser.add_argument(
             "component_name_and_args",
@@ -296,15 +296,19 @@ class CmdRun(SubCommand):
 
     def _check_stdin_flags(self, args: argparse.Namespace) -> None:
         given = explicitly_given(args)
+
+        def differs(dest: str) -> bool:  # given with a value other than its default
+            return dest in given and getattr(args, dest) != self.subparser.get_default(dest)
+
         conflicts = [
             flag
             for flag, used in (
-                ("-s/--scheduler", "scheduler" in given),
-                ("-cfg/--scheduler_args", "scheduler_args" in given),
+                ("-s/--scheduler", differs("scheduler")),
+                ("-cfg/--scheduler_args", differs("scheduler_args") and args.scheduler_args),
                 ("--wait", args.wait),
                 ("--log", args.log),
-                ("--workspace", "workspace" in given),
-                ("--parent_run_id", "parent_run_id" in given),
+                ("--workspace", differs("workspace")),
+                ("--parent_run_id", differs("parent_run_id")),
                 ("--tee_logs", args.tee_logs),
                 ("COMPONENT", bool(args.component_name_and_args)),
             )
