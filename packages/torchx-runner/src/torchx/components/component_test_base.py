@@ -11,9 +11,13 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import shutil
+import tempfile
+import time
 import unittest
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import ModuleType
+from typing import Any
 
 from torchx.specs import AppDef, AppStatus, CfgVal
 
@@ -28,7 +32,19 @@ class ComponentTestCase(unittest.TestCase):
         class TrainerComponentTest(ComponentTestCase):
             def test_trainer(self) -> None:
                 self.validate(my_components, "trainer")
+
+    As upstream's, each test gets a scratch directory ``self.test_dir`` and runs from the
+    ``torchx`` package directory (both undone after the test).
     """
+
+    def setUp(self) -> None:
+        self.test_dir = tempfile.mkdtemp("torchx_component_test")
+        self.old_cwd = os.getcwd()
+        os.chdir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+    def tearDown(self) -> None:
+        os.chdir(self.old_cwd)
+        shutil.rmtree(self.test_dir, ignore_errors=True)
 
     def validate(self, module: ModuleType, function_name: str) -> None:
         """Fails the test unless ``torchx run path/to/module.py:function_name --help`` would
@@ -58,3 +74,28 @@ class ComponentTestCase(unittest.TestCase):
         with get_runner() as runner:
             handle = runner.run(app_def, scheduler, cfg)
             return runner.wait(handle, wait_interval=wait_interval)
+
+    def run_component(  # noqa: PLR0917 (upstream's signature)
+        self,
+        component: Callable[..., AppDef],
+        args: dict[str, Any] | None = None,
+        scheduler_params: dict[str, Any] | None = None,
+        scheduler: str = "local_cwd",
+        interval: float = 0.1,
+        timeout: float = 1,
+    ) -> AppStatus | None:
+        """Builds the app of ``component(**args)``, runs it on ``scheduler`` (its factory
+        given ``scheduler_params``) and polls its status every ``interval`` seconds until
+        it ends or ``timeout`` seconds have passed; returns the last status seen (not
+        terminal when the timeout came first), as upstream's helper does."""
+        from torchx.runner import get_runner
+
+        app_def = component(**(args or {}))
+        with get_runner(None, None, **(scheduler_params or {})) as runner:
+            handle = runner.run(app_def, scheduler)
+            deadline = time.monotonic() + timeout
+            status = runner.status(handle)
+            while (status is None or not status.is_terminal()) and time.monotonic() < deadline:
+                time.sleep(interval)
+                status = runner.status(handle)
+            return status
