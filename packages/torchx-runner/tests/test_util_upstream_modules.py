@@ -20,7 +20,8 @@ def test_has_cuda_devices_matches_torch_and_imports_it_only_when_asked() -> None
         "import sys, torchx.util.cuda as c\n"
         "assert 'torch' not in sys.modules\n"
         "import torch\n"
-        "print(c.has_cuda_devices() == (torch.cuda.is_available() and torch.cuda.device_count() > 0))\n"
+        "found = torch.cuda.is_available() and torch.cuda.device_count() > 0\n"
+        "print(c.has_cuda_devices() == found)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True"
