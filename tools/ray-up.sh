@@ -3,13 +3,13 @@
 # head node (GCS on 127.0.0.1:6390, dashboard + Jobs REST API on
 # 127.0.0.1:${TORCHX_TEST_RAY_PORT:-8265}) and one worker node that joins it, both with
 # 2 logical CPUs; the worker also offers the custom resource `worker_node` (4) so a test can
-# place a replica there. Reuses a cluster whose dashboard already answers.
+# place a replica there. Reuses a cluster whose dashboard already answers with both nodes.
 # Ray lives in its own virtualenv under $STATE (`ray[default]`, pinned; created with uv on
 # first use), so the test envs need no Ray at all: the scheduler talks HTTP. Each node runs
 # `ray start --block` in its own session (setsid); their pids (= process group ids) are kept
 # in $STATE/head.pid and $STATE/worker.pid for ray-down.sh, which stops exactly those
 # groups (never `ray stop`, which would end every Ray process on the host). Usage stats off.
-# `ray-up.sh --check` only tells (exit status) whether a dashboard answers.
+# `ray-up.sh --check` only tells (exit status) whether a dashboard answers with both nodes alive.
 set -euo pipefail
 
 STATE="${TORCHX_CI_STATE:-/tmp/torchx-ci}/ray"
@@ -20,7 +20,10 @@ URL="http://127.0.0.1:$PORT"
 NAME=ray-up
 source "$(dirname "$0")/lib/backend.sh"
 
-answers() { http_ok "$URL/api/version"; }
+# reused only when its dashboard answers and both nodes are alive: a dashboard alone (its
+# cluster gone) is no cluster
+dashboard_answers() { http_ok "$URL/api/version"; }
+answers() { dashboard_answers && two_nodes; }
 two_nodes() {
   python3 - "$URL" <<'PY' 2>/dev/null
 import json, sys, urllib.request
@@ -54,7 +57,7 @@ start_daemon "$STATE/head.pid" "$STATE/head.log" \
   "$venv/bin/ray" start --head --block --num-cpus 2 --node-ip-address 127.0.0.1 \
   --port "$GCS_PORT" --dashboard-host 127.0.0.1 --dashboard-port "$PORT" \
   --disable-usage-stats --temp-dir "$STATE/tmp"
-wait_until 120 "$STATE/head.pid" "$STATE/head.log" "the Ray head node" answers
+wait_until 120 "$STATE/head.pid" "$STATE/head.log" "the Ray head node" dashboard_answers
 start_daemon "$STATE/worker.pid" "$STATE/worker.log" \
   "$venv/bin/ray" start --block --address "127.0.0.1:$GCS_PORT" --num-cpus 2 \
   --node-ip-address 127.0.0.1 --resources '{"worker_node": 4}' --disable-usage-stats \

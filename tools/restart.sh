@@ -42,9 +42,13 @@ deadline = time.monotonic() + 20
 while os.path.exists(f"/proc/{dash[0]}") and time.monotonic() < deadline:
     time.sleep(0.1)
 time.sleep(down_s)
-with open(os.path.join(os.environ.get("TORCHX_CI_STATE", "/tmp/torchx-ci"), "ray", "dashboard.log"), "ab") as log:
-    subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                     start_new_session=True, cwd="/")
+ray_state = os.path.join(os.environ.get("TORCHX_CI_STATE", "/tmp/torchx-ci"), "ray")
+with open(os.path.join(ray_state, "dashboard.log"), "ab") as log:
+    started = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                               start_new_session=True, cwd="/")
+# it is no longer in the head node's process group: ray-down.sh stops it by this pid
+with open(os.path.join(ray_state, "dashboard.pid"), "w") as f:
+    f.write(f"{started.pid}\n")
 deadline = time.monotonic() + 60
 while True:
     try:

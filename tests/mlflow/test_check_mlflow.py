@@ -23,7 +23,7 @@ def test_server_down_and_password_hidden() -> None:
     entry = torchx_check("-t", "mlflow", env=env)["mlflow"]
     status, found, _ = entry["checks"]["server"]
     assert status == "not ready" and "cannot reach the MLflow server" in found
-    assert "s3cret" not in found and "user:***@" in found
+    assert "s3cret" not in found and "user" not in found and "http://***@" in found
     assert entry["exit"] == 1
 
 
