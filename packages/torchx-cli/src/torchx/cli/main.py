@@ -317,9 +317,8 @@ def _configure_logging(level: "int | str") -> None:
     from torchx.util.log import set_root_level_before_import
 
     set_root_level_before_import(level)
-    for finder in [f for f in sys.meta_path if isinstance(f, _ConfigureLoggingOnImport)]:
-        sys.meta_path.remove(finder)
-    sys.meta_path.insert(0, _ConfigureLoggingOnImport(level))
+    others = [f for f in sys.meta_path if not isinstance(f, _ConfigureLoggingOnImport)]
+    sys.meta_path = [_ConfigureLoggingOnImport(level), *others]
 
 
 class _ConfigureLoggingOnImport:
@@ -333,7 +332,11 @@ class _ConfigureLoggingOnImport:
     ) -> "ModuleSpec | None":
         if name != "logging":
             return None
-        sys.meta_path.remove(self)
+        # A new list, never a change in place: another thread may be walking the old one
+        # for its own import, and removing an entry under it would make it skip the next
+        # finder (the PathFinder, at the end: "No module named ..." for a module that is
+        # there, as `torchx check` saw with its probes importing in parallel).
+        sys.meta_path = [f for f in sys.meta_path if f is not self]
         from importlib.machinery import PathFinder
 
         spec = PathFinder.find_spec(name)
