@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Literal
 
 import torch
@@ -110,29 +110,26 @@ def init_pg(backend: Backend = "auto", **kwargs: Any) -> torch.device:
 
 
 @contextmanager
-def on_rank0_first() -> Iterator[None]:
+def _first(leader: bool) -> Iterator[None]:
+    """The block runs on the leaders first, then (past a barrier) on the others."""
+    grouped = dist.is_available() and dist.is_initialized()
+    if grouped and not leader:
+        dist.barrier()
+    try:
+        yield
+    finally:
+        if grouped and leader:
+            dist.barrier()
+
+
+def on_rank0_first() -> AbstractContextManager[None]:
     """Runs the block on rank 0 first and on the other ranks once rank 0 has finished it
     (a barrier), such as a download the others then read. Without a process group, the
     block simply runs."""
-    grouped = dist.is_available() and dist.is_initialized()
-    if grouped and not is_rank0():
-        dist.barrier()
-    try:
-        yield
-    finally:
-        if grouped and is_rank0():
-            dist.barrier()
+    return _first(is_rank0())
 
 
-@contextmanager
-def on_local_rank0_first() -> Iterator[None]:
+def on_local_rank0_first() -> AbstractContextManager[None]:
     """As :func:`on_rank0_first`, with each node's local rank 0 going first (per-node work
     such as unpacking a dataset into the node's local disk)."""
-    grouped = dist.is_available() and dist.is_initialized()
-    if grouped and not is_local_rank0():
-        dist.barrier()
-    try:
-        yield
-    finally:
-        if grouped and is_local_rank0():
-            dist.barrier()
+    return _first(is_local_rank0())

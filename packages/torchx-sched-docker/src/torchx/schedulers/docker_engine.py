@@ -20,7 +20,14 @@ from http.client import HTTPConnection, HTTPResponse
 from typing import Any
 from urllib.parse import quote, urlencode
 
-__all__ = ["EngineClient", "EngineError", "container_body", "from_env", "parse_bytes"]
+__all__ = [
+    "EngineClient",
+    "EngineError",
+    "container_body",
+    "from_env",
+    "parse_bytes",
+    "unix_time",
+]
 
 API_VERSION = "v1.41"
 """Docker 20.10's API; newer daemons serve it too."""
@@ -264,8 +271,8 @@ class EngineClient:
                 "stderr": stderr,
                 "follow": follow,
                 "timestamps": timestamps,
-                "since": _unix_time(since),
-                "until": _unix_time(until),
+                "since": unix_time(since),
+                "until": unix_time(until),
             },
             timeout=None,
         )
@@ -287,7 +294,7 @@ def _param(value: Any) -> str:
     return str(value)
 
 
-def _unix_time(value: Any) -> Any:
+def unix_time(value: Any) -> Any:
     """A datetime as whole seconds since the epoch (as the SDK sends it); else unchanged."""
     if value is None or isinstance(value, (int, float, str)):
         return value

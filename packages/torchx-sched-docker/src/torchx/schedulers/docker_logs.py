@@ -20,14 +20,10 @@ _IDLE_S = 0.1  # before asking again when a stream ended with nothing new
 
 
 def _unix_seconds(value: Any) -> int | None:
-    """A ``since`` as the daemon takes it (datetime, or seconds) in whole seconds."""
-    if value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return int(value)
-    from datetime import timezone
+    """A ``since`` in whole Unix seconds, as the daemon is asked for it."""
+    from torchx.schedulers.docker_engine import unix_time
 
-    return int(value.astimezone(timezone.utc).timestamp())
+    return None if value is None else int(unix_time(value))
 
 
 def follow_log(api: Any, container_id: str, kwargs: dict[str, Any]) -> Iterator[bytes]:

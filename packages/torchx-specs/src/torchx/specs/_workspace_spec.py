@@ -79,6 +79,7 @@ def _copy_single_file(src: str, source: str, dest: str) -> None:
     import stat
 
     from torchx.workspace.api import WorkspaceProgress
+    from torchx.workspace.dir_workspace import copy_into_new_file
 
     info = os.lstat(source)
     if stat.S_ISLNK(info.st_mode):
@@ -96,11 +97,7 @@ def _copy_single_file(src: str, source: str, dest: str) -> None:
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # swapped since the lstat
             raise ValueError(f"workspace entry {src!r} is not a regular file")
-        out = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(out, "wb") as g:
-            while chunk := f.read(1 << 20):
-                progress.add_bytes(len(chunk), source)
-                g.write(chunk)
+        copy_into_new_file(f, dest, progress, source)
     os.chmod(dest, (info.st_mode & 0o700) or 0o600)
     progress.done()
 

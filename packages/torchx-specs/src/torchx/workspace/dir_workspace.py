@@ -25,6 +25,7 @@ from torchx.workspace.api import TORCHX_IGNORE, LocalFileSystem, WorkspaceMixin,
 __all__ = [
     "DirWorkspaceMixin",
     "TmpDirWorkspaceMixin",
+    "copy_into_new_file",
     "copy_workspace",
     "is_url",
     "job_dir_exists",
@@ -114,20 +115,25 @@ def copy_workspace(workspace: str, target: str, ignore_name: str | None = TORCHX
                 continue
             size = info.get("size")
             progress.reserve(size if isinstance(size, int) else 0, info["name"])
-            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
-            with (
-                fs.open(info["name"], "rb") as src,
-                os.fdopen(os.open(destination, flags, 0o600), "wb") as dst,
-            ):
-                while chunk := src.read(_CHUNK):
-                    progress.add_bytes(len(chunk), info["name"])
-                    dst.write(chunk)
+            with fs.open(info["name"], "rb") as src:
+                copy_into_new_file(src, destination, progress, info["name"])
             mode = info.get("mode")
             os.chmod(destination, (mode & 0o700) if isinstance(mode, int) else 0o600)
     progress.done()
 
 
 _CHUNK = 1 << 20
+
+
+def copy_into_new_file(src: Any, destination: str, progress: Any, path: str) -> None:
+    """Copies the open file ``src`` (``path``, for messages) into ``destination``, a private
+    file (0600) never written through a link, each chunk counted against the size limit
+    by ``progress`` (a :class:`~torchx.workspace.api.WorkspaceProgress`)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+    with os.fdopen(os.open(destination, flags, 0o600), "wb") as dst:
+        while chunk := src.read(_CHUNK):
+            progress.add_bytes(len(chunk), path)
+            dst.write(chunk)
 
 
 def _parts(relative: str) -> list[str]:
