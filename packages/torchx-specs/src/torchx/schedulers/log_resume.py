@@ -65,11 +65,6 @@ class ResumePoint:
         self._skip = 0
         self._kept = 1024  # prune the record when it grows past twice this
 
-    @property
-    def started(self) -> bool:
-        """Whether any entry was given out yet."""
-        return self._newest is not None
-
     def resume(self) -> int | None:
         """Call before asking for the log again: the Unix second to ask from (None: as the
         first time, nothing was given out yet). Entries the new stream repeats are then
