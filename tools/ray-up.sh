@@ -36,14 +36,13 @@ PY
 
 check_or_reuse "${1:-}" "the Ray cluster at $URL"
 venv="$STATE/venv"
-# The CPU build of torch, where it lies on this disk, lets tests run dist.ddp (torchrun +
-# gloo) across the two nodes; without it those tests skip. Never a download of torch.
-wanted=("ray[default]==$VERSION")
-check="import ray, sys; sys.exit(ray.__version__ != '$VERSION')"
+# torch lets tests run dist.ddp (torchrun + gloo) across the two nodes. The pin is the test
+# envs' own (hatch.toml), so uv takes it from the cache they filled: the CPU build where a
+# wheelhouse at /opt/wheels has it, else PyPI's build.
+wanted=("ray[default]==$VERSION" "torch==2.13.0")
+check="import torch, ray, sys; sys.exit(ray.__version__ != '$VERSION')"
 if [ -d /opt/wheels ] && ls /opt/wheels/torch-2.13.0+cpu-*.whl >/dev/null 2>&1; then
   export UV_FIND_LINKS=/opt/wheels
-  wanted+=("torch==2.13.0")
-  check="import torch; $check"
 fi
 tool_venv "$venv" "$check" "${wanted[@]}"
 

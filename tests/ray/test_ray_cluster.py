@@ -245,7 +245,7 @@ def test_ddp_with_gloo_across_the_two_nodes(workdir: Path) -> None:
     )  # fmt: skip
     if probe.returncode != 0:
         pytest.skip(
-            "the Ray cluster's Python has no torch (tools/ray-up.sh installs it from /opt/wheels)"
+            "the Ray cluster's Python has no torch (tools/ray-up.sh installs torch==2.13.0 there)"
         )
     proc = cli(
         "run", "-s", "ray", "-cfg", "placement_strategy=STRICT_SPREAD", "--wait", "--log",
