@@ -341,3 +341,67 @@ def test_a_plugin_built_for_another_contract_is_one_line(
     run = cli.run("run", "-s", "oldthing", "utils.echo")
     assert "was built for torchx plugin API 0" in one_line_error(run)
     assert cli.run("run", "-s", "local_cwd", "utils.echo").returncode == 0
+
+
+NAMESPACE_SCHEDULER = """
+from torchx.plugins import register
+
+
+@register.scheduler()
+def acme(session_name, **kwargs):
+    from torchx.schedulers.local_scheduler import create_scheduler
+
+    return create_scheduler(session_name, **kwargs)
+"""
+
+NAMESPACE_RESOURCES = """
+from torchx.plugins import WHOLE, powers_of_two_gpus, register
+from torchx.specs import Resource
+
+
+@register.named_resource(fractionals=powers_of_two_gpus)
+def acme_gpu(fractional: float = WHOLE) -> Resource:
+    return Resource(
+        cpu=int(32 * fractional), gpu=int(4 * fractional), memMB=int(65536 * fractional)
+    )
+"""
+
+
+def test_namespace_package_plugins_run_and_are_listed(cli: Cli) -> None:
+    """A distribution that ships only ``torchx_plugins.*`` modules (no entry points) adds a
+    scheduler that runs jobs, shows in runopts and plugins, and adds named resources."""
+    cli.add_distribution(
+        "acme-torchx-plugins",
+        "1.0",
+        {},
+        {
+            "torchx_plugins/schedulers/acme.py": NAMESPACE_SCHEDULER,
+            "torchx_plugins/named_resources/acme.py": NAMESPACE_RESOURCES,
+            "torchx_plugins/named_resources/needs_sdk.py": "import acme_sdk_not_installed\n",
+        },
+    )
+    ran = cli.run("run", "-s", "acme", "--wait", "--log", "utils.echo", "--msg", "hi-from-acme")
+    assert ran.returncode == 0, ran.stderr
+    assert "hi-from-acme" in ran.stdout + ran.stderr
+    assert "SUCCEEDED" in ran.stdout + ran.stderr
+    opts = cli.run("runopts", "acme")
+    assert opts.returncode == 0 and "acme:" in opts.stdout and "log_dir" in opts.stdout
+    dry = cli.run(
+        "run", "--dryrun", "-s", "acme", "dist.ddp", "-j", "1x1", "-h", "acme_gpu_2",
+        "--script", "train.py",
+    )  # fmt: skip
+    assert dry.returncode == 0, dry.stderr
+    assert '"gpu": 2' in dry.stdout and '"acme_gpu_2"' in dry.stdout
+    report = json.loads(cli.run("plugins", "--json").stdout)
+    scheds = {e["name"]: e for e in report["schedulers"]}
+    assert scheds["acme"]["group"] == "torchx_plugins.schedulers"
+    assert scheds["acme"]["target"] == "torchx_plugins.schedulers.acme:acme"
+    assert "local_cwd" in scheds
+    resources = {e["name"] for e in report["named_resources"]}
+    assert {"acme_gpu", "acme_gpu_4", "acme_gpu_2", "acme_gpu_1"} <= resources
+    (failed,) = report["errors"]
+    assert failed["target"] == "torchx_plugins.named_resources.needs_sdk"
+    assert "acme_sdk_not_installed" in failed["error"]
+    text = cli.run("plugins").stdout
+    assert "torchx_plugins.schedulers" in text
+    assert "torchx_plugins.named_resources.needs_sdk" in text.split("failed to load")[1]

@@ -37,6 +37,44 @@ def _entry(ep: "EntryPointInfo", error: "BaseException | None") -> "dict[str, An
     }
 
 
+def _namespace_entries(
+    kind: str, probe: "Callable[[Callable[..., Any]], object] | None" = None
+) -> "list[dict[str, Any]]":
+    """The ``torchx_plugins.<kind>`` plugins of one kind (entry points are listed apart), each
+    tried with ``probe``, and the plugins of that namespace that were found but not taken."""
+    from torchx.plugins import PluginType, registry
+
+    plugin_type = PluginType[kind]
+    reg = registry()
+    entries = []
+    for name, factory in reg.get(plugin_type).items():
+        if getattr(factory, "entry_point", None) is not None:
+            continue
+        error = _try(partial(probe, factory)) if probe else None
+        entries.append(
+            {
+                "name": name,
+                "target": f"{factory.__module__}:{getattr(factory, '__qualname__', name)}",
+                "group": plugin_type.namespace,
+                "dist": "",
+                "version": "",
+                "error": f"{type(error).__name__}: {error}" if error is not None else None,
+            }
+        )
+    entries += [
+        {
+            "name": e.name or "-",
+            "target": e.module,
+            "group": plugin_type.namespace,
+            "dist": "",
+            "version": "",
+            "error": e.error,
+        }
+        for e in reg.load_errors(plugin_type)
+    ]
+    return entries
+
+
 def _try(action: "Callable[[], object]") -> "BaseException | None":
     try:
         action()
@@ -46,9 +84,13 @@ def _try(action: "Callable[[], object]") -> "BaseException | None":
 
 
 def _call_resource_factory(ep: "EntryPointInfo") -> None:
+    _check_resource_factory(ep.load())
+
+
+def _check_resource_factory(factory: "Callable[..., Any]") -> None:
     from torchx.specs import Resource
 
-    result = ep.load()()
+    result = factory()
     if not isinstance(result, Resource):
         raise TypeError(f"factory returned {type(result).__name__}, not Resource")
 
@@ -101,7 +143,7 @@ def collect_plugins() -> "dict[str, Any]":
 
     report["schedulers"] = [
         _entry(ep, _try(ep.load)) for group in _SCHEDULER_GROUPS for ep in entry_points(group)
-    ]
+    ] + _namespace_entries("SCHEDULER")
 
     components = [_entry(ep, _try(ep.load)) for ep in entry_points("torchx.components")]
     if not components:
@@ -145,9 +187,12 @@ def collect_plugins() -> "dict[str, Any]":
         _entry(ep, _try(partial(_call_resource_factory, ep)))
         for ep in entry_points("torchx.named_resources")
     ]
+    resources += _namespace_entries("NAMED_RESOURCE", _check_resource_factory)
     report["named_resources"] = resources
 
-    report["trackers"] = [_entry(ep, _try(ep.load)) for ep in entry_points("torchx.tracker")]
+    report["trackers"] = [
+        _entry(ep, _try(ep.load)) for ep in entry_points("torchx.tracker")
+    ] + _namespace_entries("TRACKER")
 
     from torchx.version import __version__
 
@@ -179,7 +224,7 @@ def collect_plugins() -> "dict[str, Any]":
         {
             "kind": kind,
             "name": e["name"],
-            "dist": e["dist"],
+            "dist": e["dist"] or e["group"],
             "target": e["target"],
             "error": e["error"],
         }
@@ -187,6 +232,9 @@ def collect_plugins() -> "dict[str, Any]":
         for e in report[kind]
         if e.get("error")
     ]
+    # a plugin in the wrong namespace is listed under both kinds; its error once
+    unique = {(e["name"], e["target"], e["error"]): e for e in report["errors"]}
+    report["errors"] = list(unique.values())
     report["errors"] += [
         {
             "kind": "component modules",
@@ -201,7 +249,7 @@ def collect_plugins() -> "dict[str, Any]":
 
 
 def _provider(entry: "dict[str, Any]") -> str:
-    return f"{entry['dist']} {entry['version']}".strip() or "?"
+    return f"{entry['dist']} {entry['version']}".strip() or entry.get("group") or "?"
 
 
 def _format_section(title: str, entries: "list[dict[str, Any]]") -> str:
@@ -266,7 +314,8 @@ def format_report(report: "dict[str, Any]") -> str:
     errors = report["errors"]
     if errors:
         lines = [
-            f"  {e['kind']} `{e['name'] or e['target']}` ({e['dist'] or '?'}): {e['error']}"
+            f"  {e['kind']} `{e['name'] if e['name'] not in ('', '-') else e['target']}`"
+            f" ({e['dist'] or '?'}): {e['error']}"
             for e in errors
         ]
         parts.append(f"failed to load ({len(errors)}):\n" + "\n".join(lines))

@@ -29,13 +29,12 @@ _finished: set[str] = set()
 
 def warn_missing_trackers(names: list[str]) -> None:
     """Warns once per process about each configured tracker that nothing provides."""
-    from torchx.tracker.api import TRACKER_ENTRYPOINT_GROUP
-    from torchx.util.entrypoints import load_group
+    from torchx.tracker.api import installed_trackers
 
     missing = [n for n in names if n not in _warned]
     if not missing:
         return
-    installed = load_group(TRACKER_ENTRYPOINT_GROUP)
+    installed = installed_trackers()
     for name in missing:
         _warned.add(name)
         if name in installed or ":" in name:  # an entry point, or a module:factory path
@@ -101,15 +100,14 @@ def finish_tracked_app(handle: str, state: str) -> None:
 def _finish_now(handle: str, state: str) -> int:
     """The helper's work: tells the installed configured trackers, then leaves the marker."""
     from torchx.runner.api import get_configured_trackers
-    from torchx.tracker.api import TRACKER_ENTRYPOINT_GROUP, build_trackers
+    from torchx.tracker.api import build_trackers, installed_trackers
     from torchx.util.atomic import try_write_private
-    from torchx.util.entrypoints import load_group
 
     marker = _marker(handle)
     if os.path.exists(marker):
         return 0
     configured = get_configured_trackers()
-    installed = load_group(TRACKER_ENTRYPOINT_GROUP)  # the rest was warned about at submit
+    installed = installed_trackers()  # the rest was warned about at submit
     usable = {k: v for k, v in configured.items() if k in installed or ":" in k}
     from torchx.util.retry import patience
 

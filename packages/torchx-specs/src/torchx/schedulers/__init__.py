@@ -45,13 +45,19 @@ def get_scheduler_factories(
 ) -> dict[str, SchedulerFactory]:
     """``{name: factory}`` for every scheduler registered in ``group``.
 
-    Each factory imports its scheduler module on first call, so a scheduler whose SDK is
-    missing or broken fails only when it is used and never hides the others.
-    ``skip_defaults`` is accepted for compatibility (there are no hidden defaults).
+    For ``torchx.schedulers`` that is its entry points and the ``@register.scheduler()``
+    functions of ``torchx_plugins.schedulers`` (see :mod:`torchx.plugins`). Each factory
+    imports its scheduler module on first call, so a scheduler whose SDK is missing or broken
+    fails only when it is used and never hides the others. ``skip_defaults`` is accepted for
+    compatibility (there are no hidden defaults).
     """
+    del skip_defaults
+    if group == SCHEDULER_GROUP:
+        from torchx.plugins import PluginType, registry
+
+        return dict(registry().get(PluginType.SCHEDULER))
     from torchx.util.entrypoints import load_group
 
-    del skip_defaults
     factories: dict[str, SchedulerFactory] = load_group(group)
     return factories
 

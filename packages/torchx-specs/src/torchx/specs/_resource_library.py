@@ -6,7 +6,8 @@ Sources, later ones winning on a name clash:
 2. ``torchx.specs.named_resources_aws.NAMED_RESOURCES``
 3. ``NAMED_RESOURCES`` of the module named by ``$TORCHX_CUSTOM_NAMED_RESOURCES``
    (default ``torchx.specs.fb.named_resources``; a missing module contributes nothing)
-4. the ``torchx.named_resources`` entry-point group (zero-argument factories)
+4. named-resource plugins: the ``torchx.named_resources`` entry-point group and
+   ``torchx_plugins.named_resources`` (zero-argument factories, see :mod:`torchx.plugins`)
 5. ``NULL`` and ``MISSING``, which map to ``NULL_RESOURCE``
 
 Building the table imports plugin modules, so it never happens at ``import torchx.specs``.
@@ -79,28 +80,31 @@ def load_custom_named_resources() -> dict[str, ResourceFactory]:
 
 
 def _load_plugin_named_resources() -> dict[str, ResourceFactory]:
-    """Factories registered in the ``torchx.named_resources`` entry-point group.
+    """Factories of named-resource plugins: the ``torchx.named_resources`` entry points and
+    the ``@register.named_resource`` functions of ``torchx_plugins.named_resources``.
 
     Each factory is called once here so that a broken plugin is reported (as a warning) and
     skipped instead of hiding the others or failing a later lookup.
     """
-    from torchx.util.entrypoints import load_group
+    from torchx.plugins import PluginType, registry
 
     factories: dict[str, ResourceFactory] = {}
-    for name, factory in load_group(ENTRYPOINT_GROUP).items():
+    for name, factory in registry().get(PluginType.NAMED_RESOURCE).items():
+        where = getattr(factory, "entry_point", None)
+        origin = f"entry point group {ENTRYPOINT_GROUP}" if where else factory.__module__
         try:
             sample = factory()
         except Exception as e:
             warnings.warn(
-                f"named resource {name!r} (entry point group {ENTRYPOINT_GROUP}) failed and"
-                f" is skipped: {type(e).__name__}: {e}",
+                f"named resource {name!r} ({origin}) failed and is skipped:"
+                f" {type(e).__name__}: {e}",
                 stacklevel=2,
             )
             continue
         if not isinstance(sample, Resource):
             warnings.warn(
-                f"named resource {name!r} (entry point group {ENTRYPOINT_GROUP}) is skipped:"
-                f" its factory returned {type(sample).__name__}, not Resource",
+                f"named resource {name!r} ({origin}) is skipped: its factory returned"
+                f" {type(sample).__name__}, not Resource",
                 stacklevel=2,
             )
             continue

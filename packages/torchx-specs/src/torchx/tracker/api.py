@@ -11,7 +11,8 @@ from __future__ import annotations
 import functools
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from torchx.settings import ENV_TORCHX_JOB_ID, ENV_TORCHX_PARENT_RUN_ID, ENV_TORCHX_TRACKERS
 from torchx.util.lazy_dataclass import dataclass
@@ -33,6 +34,7 @@ __all__ = [
     "build_tracker",
     "build_trackers",
     "check_tracker",
+    "installed_trackers",
     "tracker_config_env_var_name",
     "trackers_from_environ",
 ]
@@ -146,21 +148,30 @@ def _extract_tracker_name_and_config_from_environ() -> Mapping[str, str | None]:
     }
 
 
+def installed_trackers() -> dict[str, Callable[..., Any]]:
+    """``{name: factory}`` of every tracker plugin (entry points and
+    ``torchx_plugins.tracker``), nothing imported until a factory is called."""
+    from torchx.plugins import PluginType, registry
+
+    return registry().get(PluginType.TRACKER)
+
+
 class TrackerLoadError(ValueError):
     """A configured tracker could not be created (unknown name, or its factory failed)."""
 
 
 def build_tracker(name: str, config: str | None) -> TrackerBase:
-    """Creates the tracker ``name`` (a ``torchx.tracker`` entry point, else a
-    ``package.module:factory`` path) from its config; :class:`TrackerLoadError` says why not."""
-    from torchx.util.entrypoints import load_group
+    """Creates the tracker ``name`` (a tracker plugin: a ``torchx.tracker`` entry point or a
+    ``torchx_plugins.tracker`` function; else a ``package.module:factory`` path) from its
+    config; :class:`TrackerLoadError` says why not."""
     from torchx.util.modules import load_module
 
-    registered = load_group(TRACKER_ENTRYPOINT_GROUP)
+    registered = installed_trackers()
     factory = registered.get(name) or load_module(name)
     if factory is None or not callable(factory):
         raise TrackerLoadError(
-            f"tracker `{name}` is neither a `{TRACKER_ENTRYPOINT_GROUP}` entry point"
+            f"tracker `{name}` is neither a `{TRACKER_ENTRYPOINT_GROUP}` entry point nor a"
+            " `torchx_plugins.tracker` plugin"
             f" (installed: {', '.join(sorted(registered)) or '<none>'}) nor a"
             " `package.module:factory` path"
         )
@@ -177,15 +188,21 @@ def check_tracker(name: str, config: str | None) -> list[ReadinessCheck]:
     store, and a check must change nothing). Unknown trackers are NOT_READY."""
     import importlib
 
-    from torchx.util.entrypoints import entry_points
     from torchx.util.readiness import NO_CHECKS, not_ready
 
-    found = [ep for ep in entry_points(TRACKER_ENTRYPOINT_GROUP) if ep.name == name]
-    module_name = found[0].module if found else name.partition(":")[0]
+    registered = installed_trackers()
+    factory = registered.get(name)
+    entry_point = getattr(factory, "entry_point", None)
+    if entry_point is not None:
+        module_name = entry_point.module
+    elif factory is not None:
+        module_name = factory.__module__
+    else:
+        module_name = name.partition(":")[0]
     try:
         module = importlib.import_module(module_name)
     except Exception as e:
-        installed = ", ".join(sorted(ep.name for ep in entry_points(TRACKER_ENTRYPOINT_GROUP)))
+        installed = ", ".join(sorted(registered))
         return [
             not_ready(
                 "tracker",
