@@ -146,6 +146,16 @@ def test_env_and_macros_per_replica(runner: Any, monkeypatch: pytest.MonkeyPatch
         assert _log(runner, handle, "env", rid) == [f"{expected[0]} {expected[1]}\n"]
 
 
+def test_env_names_a_shell_cannot_use_reach_the_container(runner: Any) -> None:
+    """As upstream passed them: ``TORCH_CUDA_SANITIZER=1`` as a name (a real project's
+    typo) gives TORCH_CUDA_SANITIZER='1=1'; ``MY-VAR`` is set as given."""
+    code = "import os; print(os.environ['TORCH_CUDA_SANITIZER'], os.environ['MY-VAR'])"
+    role = _py("names", code, env={"TORCH_CUDA_SANITIZER=1": "1", "MY-VAR": "m"})
+    handle, status = _run(runner, _app("names", role))
+    assert status.state == AppState.SUCCEEDED
+    assert _log(runner, handle, "names") == ["1=1 m\n"]
+
+
 def test_mounts_bind_volume_and_device(runner: Any, docker_client: Any, tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.mkdir()

@@ -14,9 +14,15 @@ from typing import Any
 import pytest
 from torchx_ray_testsupport import dashboard_get
 
+from torchx.schedulers.ray_client import address_in_app_id, split_app_id
 from torchx.specs import AppDef, AppState, Resource, Role, macros
 
 TORCHX = str(Path(sys.executable).parent / "torchx")
+
+
+def job_id(handle: str) -> str:
+    """The Ray submission id in an app handle (``ray://torchx/host:port-<id>``)."""
+    return split_app_id(handle.rsplit("/", 1)[1])[1]
 
 
 def cli(
@@ -47,10 +53,10 @@ def wait(runner: Any, handle: str) -> Any:
     return status
 
 
-def test_success_and_logs_through_the_cli(workdir: Path) -> None:
+def test_success_and_logs_through_the_cli(workdir: Path, ray_cluster: str) -> None:
     proc = cli("run", "-s", "ray", "--wait", "--log", "utils.echo", "--msg", "hello ray")
     handle = proc.stdout.strip()
-    assert handle.startswith("ray://torchx/echo-")
+    assert handle.startswith(f"ray://torchx/{address_in_app_id(ray_cluster)}-echo-")
     assert "echo/0 hello ray" in proc.stderr
     assert "finished SUCCEEDED" in proc.stderr
     # from another process and directory
@@ -62,6 +68,31 @@ def test_success_and_logs_through_the_cli(workdir: Path) -> None:
     assert handle in cli("list", "-s", "ray", "--since", "10m", "--name", "echo").stdout
     assert handle not in cli("list", "-s", "ray", "--state", "failed").stdout
     assert "'name': 'echo'" in cli("describe", handle, cwd=elsewhere).stdout
+
+
+def test_commands_reach_the_cluster_the_job_went_to(
+    workdir: Path, ray_cluster: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The handle carries the dashboard given at submit: every later command, from another
+    process and directory, reaches that cluster whatever RAY_ADDRESS says (here: nothing
+    listens there), and without RAY_ADDRESS at all."""
+    monkeypatch.setenv("RAY_ADDRESS", "http://127.0.0.1:9")
+    address = f"dashboard_address={ray_cluster}"
+    done = cli("run", "-s", "ray", "-cfg", address, "--wait", "utils.echo", "--msg", "far")
+    handle = done.stdout.strip()
+    assert "finished SUCCEEDED" in done.stderr
+    elsewhere = workdir.parent
+    assert "State: SUCCEEDED" in cli("status", handle, cwd=elsewhere).stdout
+    assert cli("log", f"{handle}/echo/0", cwd=elsewhere).stdout == "echo/0 far\n"
+    assert "'name': 'echo'" in cli("describe", handle, cwd=elsewhere).stdout
+    assert handle in cli("list", "-s", "ray", "-cfg", address).stdout
+    monkeypatch.delenv("RAY_ADDRESS")
+    long = cli("run", "-s", "ray", "-cfg", address, "utils.sh", "sleep", "600").stdout.strip()
+    monkeypatch.setenv("RAY_ADDRESS", "http://127.0.0.1:9")
+    cli("cancel", long, cwd=elsewhere)
+    assert "State: CANCELLED" in cli("status", long, cwd=elsewhere).stdout
+    cli("delete", long, cwd=elsewhere)
+    assert job_id(long) not in {j.get("submission_id") for j in dashboard_get("/api/jobs/")}
 
 
 def test_failure_keeps_the_exit_code(runner: Any) -> None:
@@ -83,7 +114,7 @@ def test_two_roles_spread_over_both_nodes_with_env_and_macros(runner: Any) -> No
     )
     status = wait(runner, handle)
     assert status.state == AppState.SUCCEEDED, status
-    app_id = handle.rsplit("/", 1)[1]
+    app_id = job_id(handle)
     for k in (0, 1):
         (line,) = list(runner.log_lines(handle, "a", k))
         assert line.startswith(f"a {k} of {app_id} rank0=") and line.endswith(" 0.1\n")
@@ -260,5 +291,6 @@ def test_delete_removes_the_job(runner: Any) -> None:
     assert wait(runner, handle).state == AppState.SUCCEEDED
     runner.delete(handle)
     assert runner.describe(handle) is None
-    app_id = handle.rsplit("/", 1)[1]
+    app_id = job_id(handle)
+    assert app_id.startswith("gone-")
     assert app_id not in {j.get("submission_id") for j in dashboard_get("/api/jobs/")}

@@ -260,6 +260,24 @@ def test_injection_round_trip(runner: Any, workdir: Path) -> None:
     assert not (workdir / "pwned").exists()
 
 
+def test_env_names_a_shell_cannot_use_reach_the_replica(runner: Any, workdir: Path) -> None:
+    """As upstream's Slurm passed them: a real project sets ``TORCH_CUDA_SANITIZER=1`` as a
+    name; the replica sees TORCH_CUDA_SANITIZER='1=1'. Names stay data, never shell text."""
+    show = "import os, json; print(json.dumps([os.environ['A'], os.environ['MY-VAR']]))"
+    role = Role(
+        name="py",
+        image=str(workdir),
+        entrypoint=sys.executable,
+        args=["-c", show],
+        env={"A=1;touch pwned;B": "x", "MY-VAR": "m"},
+        resource=SMALL,
+    )
+    handle = runner.run(app(role), "slurm")
+    assert wait(runner, handle).state == AppState.SUCCEEDED
+    assert json.loads(logs(runner, handle, "py", streams=_stdout())) == ["1;touch pwned;B=x", "m"]
+    assert not (workdir / "pwned").exists()
+
+
 def _stdout() -> Any:
     from torchx.schedulers.api import Stream
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from torchx.schedulers.ray_client import RayApiError, RayJobsClient
+from torchx.schedulers.ray_request import read_requirements
 from torchx.schedulers.ray_scheduler import create_scheduler
 from torchx.specs import AppDef, Role
 
@@ -149,6 +150,7 @@ def _dryrun(requirements: str) -> Any:
 
 @pytest.mark.timeout(20)
 def test_a_requirements_file_must_be_a_small_regular_file(tmp_path: Path) -> None:
+    """Read at submit (a dry run only records the path, even of a FIFO it must not open)."""
     os.mkfifo(tmp_path / "fifo")
     (tmp_path / "huge.txt").write_bytes(b"numpy\n" * 400_000)
     os.symlink("/dev/zero", tmp_path / "zero-link")
@@ -159,6 +161,11 @@ def test_a_requirements_file_must_be_a_small_regular_file(tmp_path: Path) -> Non
         (str(tmp_path), "is not a regular file"),
         (str(tmp_path / "huge.txt"), "is larger than 1 MiB"),
     ):
+        assert _dryrun(path).request.requirements == path
         with pytest.raises(ValueError, match=why) as caught:
-            _dryrun(path)
+            read_requirements(path)
         assert path in str(caught.value) and "\n" not in str(caught.value)
+    # submit reads it before contacting the cluster (here nothing answers at port 1)
+    info = _dryrun(str(tmp_path / "fifo"))
+    with pytest.raises(ValueError, match="is not a regular file"):
+        create_scheduler("t").schedule(info)

@@ -14,10 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from torchx.schedulers.ray_client import RayApiError, RayJobsClient, resolve_address
-from torchx.schedulers.ray_request import DRIVER_PATH, ENV_JOB, build_package
-from torchx.schedulers.ray_scheduler import create_scheduler
-from torchx.specs import AppDef, Resource, Role, macros
+from torchx.schedulers.ray_client import (
+    RayApiError,
+    RayJobsClient,
+    address_in_app_id,
+    resolve_address,
+    split_app_id,
+)
+from torchx.schedulers.ray_request import DRIVER_PATH, ENV_JOB, build_package, read_requirements
+from torchx.schedulers.ray_scheduler import RayScheduler, create_scheduler
+from torchx.specs import AppDef, Resource, Role, Workspace, macros
 
 
 def _app() -> AppDef:
@@ -108,7 +114,7 @@ def test_an_unreachable_dashboard_is_one_line() -> None:
     [
         ({"placement_strategy": "RANDOM"}, "unknown placement_strategy 'RANDOM'"),
         ({"placement_timeout_s": -1}, "placement_timeout_s must be"),
-        ({"requirements": "/no/such/requirements.txt"}, "requirements file .* cannot be read"),
+        ({"cluster_config_file": "cluster.yaml"}, "cluster_config_file is not supported"),
     ],
 )
 def test_bad_options_are_one_line(cfg: dict[str, object], message: str) -> None:
@@ -116,11 +122,78 @@ def test_bad_options_are_one_line(cfg: dict[str, object], message: str) -> None:
         create_scheduler("tests").submit_dryrun(_app(), cfg)  # type: ignore[arg-type]
 
 
-def test_requirements_and_pip_make_the_runtime_env(tmp_path: Path) -> None:
-    (tmp_path / "req.txt").write_text("numpy==2.*  # arrays\n\n# comment\nrequests\n")
+def test_requirements_are_read_at_submit_and_join_pip(tmp_path: Path) -> None:
+    (tmp_path / "req.txt").write_text("numpy==2.*  # arrays\n")
     cfg = {"pip": ["tqdm"], "requirements": str(tmp_path / "req.txt")}
     job = create_scheduler("t").submit_dryrun(_app(), cfg).request  # type: ignore[arg-type]
-    assert job.runtime_env == {"pip": ["tqdm", "numpy==2.*", "requests"]}
+    assert job.runtime_env == {"pip": ["tqdm"]} and job.requirements == str(tmp_path / "req.txt")
+    (tmp_path / "req.txt").write_text("numpy==2.*  # arrays\n\n# comment\nrequests\n")
+    body = job.body("gcs://pkg.zip", read_requirements(job.requirements))
+    assert body["runtime_env"]["pip"] == ["tqdm", "numpy==2.*", "requests"]
+    missing = {"requirements": "/no/such/requirements.txt"}
+    job = create_scheduler("t").submit_dryrun(_app(), missing).request  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"requirements file .* cannot be read"):
+        read_requirements(str(job.requirements))
+
+
+def test_a_workspace_requirements_txt_is_the_default(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("requests\n")
+    app = _app()
+    for role in app.roles:
+        role.image = str(tmp_path)
+        role.workspace = Workspace.from_str(str(tmp_path))
+    job = create_scheduler("t").submit_dryrun(app, {}).request
+    assert job.requirements == str(tmp_path / "requirements.txt")
+    assert job.working_dir == str(tmp_path)
+    given = {"requirements": "other.txt"}
+    assert create_scheduler("t").submit_dryrun(app, given).request.requirements == "other.txt"  # type: ignore[arg-type]
+
+
+def test_the_request_reads_as_upstream_s_ray_job() -> None:
+    """Libraries built on upstream's scheduler construct it with a client and read the
+    dry-run request by upstream's field names."""
+
+    class JobSubmissionClientLike:
+        def get_address(self) -> str:
+            return "http://head.example:8265"
+
+    scheduler = RayScheduler(session_name="sdk", ray_client=JobSubmissionClientLike())
+    cfg = {"cluster_name": "raytest"}
+    job = scheduler.submit_dryrun(_app(), cfg).request  # type: ignore[arg-type]
+    assert job.app_id == job.submission_id
+    assert job.dashboard_address == "head.example:8265"
+    assert job.cluster_name == "raytest" and job.metadata["torchx.ray_cluster"] == "raytest"
+    assert job.cluster_config_file is None and job.requirements is None
+    assert job.working_dir == ""
+    assert [(a.name, a.num_cpus, a.num_gpus) for a in job.actors] == [
+        ("trainer", 2, 1), ("trainer", 2, 1), ("ps", 1, 0),
+    ]  # fmt: skip
+    assert job.actors[1].command == ["python", "-m", "train", "--rank", "1", "--job", job.app_id]
+    explicit = {"dashboard_address": "http://other:8265"}
+    assert scheduler.submit_dryrun(_app(), explicit).request.dashboard_address == "other:8265"  # type: ignore[arg-type]
+    assert isinstance(create_scheduler("x", ray_client=None), RayScheduler)
+
+
+@pytest.mark.parametrize(
+    ("url", "in_id"),
+    [
+        ("http://127.0.0.1:8265", "127.0.0.1:8265"),
+        ("https://ray.example.com:443", "https:ray.example.com:443"),
+        ("http://[::1]:8265", "[::1]:8265"),
+        ("http://proxy:80/ray", None),
+        ("http://user:secret@head:8265", None),
+        ("http://head", None),
+    ],
+)
+def test_app_ids_carry_the_dashboard_where_they_can(url: str, in_id: str | None) -> None:
+    assert address_in_app_id(url) == in_id
+    if in_id is not None:
+        assert split_app_id(f"{in_id}-my-app-x1y2") == (url, "my-app-x1y2")
+
+
+def test_app_ids_without_an_address_keep_the_fallback() -> None:
+    assert split_app_id("my-app-x1y2") == (None, "my-app-x1y2")
+    assert split_app_id("echo-3") == (None, "echo-3")
 
 
 def test_package_is_the_workspace_plus_the_driver(tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ from torchx.specs.api import (
 )
 from torchx.util.host_checks import is_real_submit, real_submit
 from torchx.util.log import get_logger
-from torchx.util.strings import check_env_names
+from torchx.util.strings import carried_env, check_env_names
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -450,6 +450,8 @@ class Runner:
                 )
 
         app = _copy_app(app)
+        for role in app.roles:
+            role.env = carried_env(role.name, role.env)
         self._inject_env(app, scheduler, parent_run_id)
 
         resolved_cfg: dict[str, CfgVal]

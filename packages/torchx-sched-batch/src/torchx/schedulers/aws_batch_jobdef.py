@@ -211,13 +211,24 @@ def _shell_word(arg: str) -> str:
 def _per_node_command(
     command: list[str], env: dict[str, str], first_node: int
 ) -> tuple[list[str], dict[str, str]]:
-    """``command`` and ``env`` with the replica-id marks resolved on the node by ``sh``."""
-    marked_env = {k: v for k, v in env.items() if _REPLICA_MARK in v}
-    if not marked_env and not any(_REPLICA_MARK in a for a in command):
+    """``command`` and ``env`` with the replica-id marks resolved on the node by ``sh``.
+
+    Variables whose names a shell cannot hold (``MY-VAR``) are set by ``env`` after the
+    shell too: ``dash`` drops them from the environment it passes on."""
+    if not any(_REPLICA_MARK in v for v in env.values()) and not any(
+        _REPLICA_MARK in a for a in command
+    ):
         return command, env
+    marked_env = {
+        k: v
+        for k, v in env.items()
+        if _REPLICA_MARK in v or not k.isidentifier() or not k.isascii()
+    }
     lines = [f"r=$((${{{_NODE_INDEX_VAR}:?is not set by AWS Batch}} - {first_node}))"]
-    lines += [f"export {k}={_shell_word(v)}" for k, v in marked_env.items()]
-    lines.append("exec " + " ".join(_shell_word(a) for a in command))
+    # `env NAME=VALUE`, each one quoted word: a name is never shell text
+    assignments = [_shell_word(f"{k}={v}") for k, v in marked_env.items()]
+    words = ["env", "--", *assignments] if assignments else []
+    lines.append("exec " + " ".join([*words, *(_shell_word(a) for a in command)]))
     plain_env = {k: v for k, v in env.items() if k not in marked_env}
     return ["/bin/sh", "-c", "; ".join(lines)], plain_env
 
@@ -232,13 +243,12 @@ def node_range(
     """The ``nodeRangeProperties`` entry of one role (nodes ``first_node`` and up)."""
     from torchx.schedulers.devices import get_device_mounts
     from torchx.specs.named_resources_aws import K8S_ITYPE
-    from torchx.util.strings import check_env_names
+    from torchx.util.strings import carried_env
 
     replica = "0" if role.num_replicas == 1 else _REPLICA_MARK
     values = macros.Values(img_root="", app_id=app_id, replica_id=replica, rank0_env=RANK0_ENV)
     resolved = values.apply(role)
-    check_env_names(role.name, resolved.env)  # names may be written into `sh -c` below
-    env = dict(resolved.env)
+    env = carried_env(role.name, resolved.env)
     env[ENV_TORCHX_ROLE_IDX] = str(role_idx)
     env[ENV_TORCHX_ROLE_NAME] = role.name
     env[ENV_TORCHX_IMAGE] = role.image

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote, urlencode, urlsplit
@@ -30,7 +31,9 @@ __all__ = [
     "RayJobsClient",
     "RayNotFoundError",
     "RayUnreachableError",
+    "address_in_app_id",
     "resolve_address",
+    "split_app_id",
 ]
 
 
@@ -66,6 +69,38 @@ def resolve_address(option: str | None) -> tuple[str, str]:
         if value and value.strip():
             return _dashboard_url(value.strip(), origin), origin
     return DEFAULT_ADDRESS, "the default"
+
+
+_IN_APP_ID = re.compile(r"(?P<address>(?:https:)?[^/@]+?:\d+)-(?P<job>[A-Za-z0-9_.-]+)")
+"""``[https:]host:port-<submission id>``: upstream's Ray app ids carried the dashboard so."""
+
+
+def address_in_app_id(url: str) -> str | None:
+    """How the dashboard ``url`` goes into an app id: ``host:port`` (``https:host:port``
+    for TLS), or None when it cannot (a path prefix, credentials in the URL, no port)."""
+    parts = urlsplit(url)
+    if parts.path.strip("/") or parts.username or parts.password or parts.query:
+        return None
+    try:
+        port = parts.port
+    except ValueError:
+        return None
+    if port is None or not parts.hostname:
+        return None
+    netloc = parts.netloc
+    return netloc if parts.scheme == "http" else f"https:{netloc}"
+
+
+def split_app_id(app_id: str) -> tuple[str | None, str]:
+    """``(dashboard URL or None, submission id)`` of an app id; None means an id without
+    an address (then :func:`resolve_address` decides, as before)."""
+    found = _IN_APP_ID.fullmatch(app_id)
+    if not found:
+        return None, app_id
+    address = found["address"]
+    if address.startswith("https:"):
+        return "https://" + address.removeprefix("https:"), found["job"]
+    return "http://" + address, found["job"]
 
 
 def _dashboard_url(value: str, origin: str) -> str:

@@ -27,6 +27,7 @@ META_APP = "torchx.app"
 META_APP_ID = "torchx.app_id"
 META_SESSION = "torchx.session"
 META_ROLES = "torchx.roles"
+META_CLUSTER = "torchx.ray_cluster"
 STRATEGIES = ("SPREAD", "PACK", "STRICT_SPREAD", "STRICT_PACK")
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
@@ -66,7 +67,21 @@ class Opts(StructuredOpts):
     )
     requirements: str | None = field(
         default=None,
-        metadata={HELP_KEY: "a requirements.txt whose packages go into the job's runtime env"},
+        metadata={
+            HELP_KEY: "a requirements.txt whose packages go into the job's runtime env, read at"
+            " submit; default: requirements.txt at the root of the workspace, if there is one"
+        },
+    )
+    cluster_name: str | None = field(
+        default=None,
+        metadata={HELP_KEY: "the Ray cluster's name, recorded with the job (upstream's option)"},
+    )
+    cluster_config_file: str | None = field(
+        default=None,
+        metadata={
+            HELP_KEY: "not supported: upstream found the head through Ray's autoscaler; set"
+            " dashboard_address instead"
+        },
     )
     metadata: dict[str, str] | None = field(
         default=None, metadata={HELP_KEY: "extra job metadata (K:V,K2:V2) shown by Ray"}
@@ -74,9 +89,25 @@ class Opts(StructuredOpts):
 
 
 @dataclass
+class RayActor:
+    """One replica as upstream's dry run described it (its driver ran one actor each)."""
+
+    name: str
+    command: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    num_cpus: int = 1
+    num_gpus: int = 0
+    min_replicas: int | None = None
+
+
+@dataclass
 class RayJob:
     """A Ray job as ``schedule`` submits it; ``package_dir`` is the local directory whose
-    files (plus the driver) become the job's working dir (None: the driver alone)."""
+    files (plus the driver) become the job's working dir (None: the driver alone).
+
+    ``requirements`` is a path, read at submit. Upstream's field names read the same:
+    ``app_id``, ``dashboard_address``, ``working_dir``, ``cluster_name``,
+    ``cluster_config_file``, ``requirements`` and ``actors``."""
 
     address: str
     address_origin: str
@@ -86,10 +117,38 @@ class RayJob:
     metadata: dict[str, str]
     spec: dict[str, Any]
     package_dir: str | None = None
+    requirements: str | None = None
+    cluster_name: str | None = None
+    actors: list[RayActor] = field(default_factory=list)
 
-    def body(self, package_uri: str) -> dict[str, Any]:
-        """The JSON body of ``POST /api/jobs/`` once the package is uploaded."""
+    @property
+    def app_id(self) -> str:
+        """The Ray submission id (the app id printed at submit also carries the address)."""
+        return self.submission_id
+
+    @property
+    def dashboard_address(self) -> str:
+        """The dashboard the job goes to, ``host:port`` as upstream wrote it when it can be."""
+        from torchx.schedulers.ray_client import address_in_app_id
+
+        return address_in_app_id(self.address) or self.address
+
+    @property
+    def working_dir(self) -> str:
+        """The local directory that becomes the job's working dir (``""``: none)."""
+        return self.package_dir or ""
+
+    @property
+    def cluster_config_file(self) -> None:
+        """Always None: jobs go to a running cluster's dashboard."""
+        return None
+
+    def body(self, package_uri: str, requirements: list[str] | None = None) -> dict[str, Any]:
+        """The JSON body of ``POST /api/jobs/`` once the package is uploaded, with the lines
+        of the requirements file read at submit."""
         runtime_env = dict(self.runtime_env)
+        if requirements:
+            runtime_env["pip"] = [*runtime_env.get("pip", []), *requirements]
         runtime_env["working_dir"] = package_uri
         env_vars = dict(runtime_env.get("env_vars") or {})
         env_vars[ENV_JOB] = json.dumps(self.spec, separators=(",", ":"))
@@ -104,6 +163,8 @@ class RayJob:
     def __str__(self) -> str:
         shown = self.body(f"gcs://_ray_pkg_<hash>.zip (uploaded at submit: {self.package_what()})")
         shown["runtime_env"]["env_vars"][ENV_JOB] = self.spec
+        if self.requirements:
+            shown["runtime_env"]["pip (read at submit)"] = self.requirements
         return json.dumps({"dashboard": self.address, **shown}, indent=2)
 
     def package_what(self) -> str:
@@ -186,18 +247,54 @@ def _read_requirements(path: str) -> str:
 
 
 def runtime_env(opts: Opts) -> dict[str, Any]:
+    """The runtime env known at dry run: the ``pip`` option's packages (the requirements
+    file joins them at submit)."""
     packages = list(opts.pip or [])
-    if opts.requirements:
-        for raw in _read_requirements(opts.requirements).splitlines():
-            line = raw.partition("#")[0].strip()
-            if line:
-                packages.append(line)
     return {"pip": packages} if packages else {}
+
+
+def requirements_of(opts: Opts, package_dir: str | None) -> str | None:
+    """The requirements file of the job: the option, else ``requirements.txt`` at the root
+    of the workspace (as upstream)."""
+    if opts.requirements:
+        return opts.requirements
+    if package_dir and os.path.isfile(os.path.join(package_dir, "requirements.txt")):
+        return os.path.join(package_dir, "requirements.txt")
+    return None
+
+
+def read_requirements(path: str) -> list[str]:
+    """The requirement lines of a requirements file (comments and blanks left out)."""
+    lines = (raw.partition("#")[0].strip() for raw in _read_requirements(path).splitlines())
+    return [line for line in lines if line]
+
+
+def actors_of(app: AppDef, app_id: str) -> list[RayActor]:
+    """Upstream's description of the job: one actor per replica, macros applied."""
+    actors = []
+    for role in app.roles:
+        for i in range(role.num_replicas):
+            replica = macros.Values(
+                img_root=role.image, app_id=app_id, replica_id=str(i), rank0_env=RANK0_ENV
+            ).apply(role)
+            actors.append(
+                RayActor(
+                    name=role.name,
+                    command=[replica.entrypoint, *replica.args],
+                    env=dict(replica.env),
+                    num_cpus=max(1, int(role.resource.cpu)),
+                    num_gpus=max(0, int(role.resource.gpu)),
+                    min_replicas=role.min_replicas,
+                )
+            )
+    return actors
 
 
 def job_metadata(app: AppDef, app_id: str, session: str, opts: Opts) -> dict[str, str]:
     metadata = {str(k): str(v) for k, v in (app.metadata or {}).items()}
     metadata.update({str(k): str(v) for k, v in (opts.metadata or {}).items()})
+    if opts.cluster_name:
+        metadata[META_CLUSTER] = opts.cluster_name
     metadata.update(
         {
             META_APP: app.name,
@@ -212,6 +309,12 @@ def job_metadata(app: AppDef, app_id: str, session: str, opts: Opts) -> dict[str
 
 
 def check_options(opts: Opts) -> None:
+    if opts.cluster_config_file:
+        raise ValueError(
+            "cluster_config_file is not supported (upstream asked Ray's autoscaler for the"
+            " head node); give the head's dashboard instead: -cfg"
+            " dashboard_address=HEAD:8265 (`ray get-head-ip CLUSTER_CONFIG` prints HEAD)"
+        )
     if opts.placement_strategy not in STRATEGIES:
         raise ValueError(
             f"unknown placement_strategy {opts.placement_strategy!r}; use one of"

@@ -15,8 +15,12 @@
   codes, and PENDING with what the app waits for while its resources are not free.
 * ``log_iter`` reads each replica's own log files (stdout and stderr apart), filters by
   time, regex and stream, and follows a running replica.
-* The app id is the Ray submission id; jobs carry TorchX's app and session in their metadata,
-  so ``list`` shows TorchX's jobs only.
+* The app id is ``host:port-<Ray submission id>`` (upstream's form; ``https:host:port-…`` for
+  TLS), so ``status``, ``log``, ``cancel`` and ``--wait`` reach the cluster the job went to
+  from any process, whatever ``$RAY_ADDRESS`` says. An id without an address (a dashboard
+  URL with a path or credentials, or a handle from an older release) uses the usual
+  address rules. Jobs carry TorchX's app and session in their metadata, so ``list`` shows
+  TorchX's jobs only.
 """
 
 from __future__ import annotations
@@ -40,12 +44,16 @@ from torchx.schedulers.ray_request import (
     META_APP_ID,
     META_ROLES,
     Opts,
+    RayActor,
     RayJob,
+    actors_of,
     app_spec,
     check_options,
     job_metadata,
     pack_package,
     package_file,
+    read_requirements,
+    requirements_of,
     runtime_env,
 )
 from torchx.specs.api import (
@@ -69,7 +77,7 @@ if TYPE_CHECKING:
 TORCHX_PLUGIN_API = 1
 """The torchx plugin contract this module was built against (torchx.util.plugin_api)."""
 
-__all__ = ["Opts", "RayJob", "RayOpts", "RayScheduler", "create_scheduler"]
+__all__ = ["Opts", "RayActor", "RayJob", "RayOpts", "RayScheduler", "create_scheduler"]
 
 logger = get_logger(__name__)
 
@@ -90,9 +98,15 @@ _Entries = list[tuple[str, str]]
 class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
     """Runs TorchX apps as Ray jobs (see the module docstring)."""
 
-    def __init__(self, session_name: str) -> None:
+    def __init__(self, session_name: str, ray_client: Any = None) -> None:
+        """``ray_client``: a ``ray.job_submission.JobSubmissionClient`` (or anything with
+        ``get_address()``), as libraries built on upstream pass; its address is the default
+        dashboard. Calls still go over this scheduler's own HTTP client."""
         super().__init__("ray", session_name)
         self._clients: dict[str | None, RayJobsClient] = {}
+        self._default_address: str | None = (
+            str(ray_client.get_address()) if ray_client is not None else None
+        )
 
     # -- options and the cluster ------------------------------------------------------------
 
@@ -102,6 +116,7 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
     def _client(self, address: str | None = None) -> RayJobsClient:
         from torchx.schedulers.ray_client import RayJobsClient, resolve_address
 
+        address = address or self._default_address
         client = self._clients.get(address)
         if client is None:
             url, origin = resolve_address(address)
@@ -153,7 +168,7 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
                 "the roles of a Ray job share one working dir, but they have different"
                 f" workspaces ({', '.join(sorted(directories))}); give them one"
             )
-        address, origin = resolve_address(opts.dashboard_address)
+        address, origin = resolve_address(opts.dashboard_address or self._default_address)
         job = RayJob(
             address=address,
             address_origin=origin,
@@ -164,6 +179,9 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
             metadata=job_metadata(app, app_id, self.session_name, opts),
             spec=app_spec(app, app_id, opts),
             package_dir=next(iter(directories), None),
+            requirements=requirements_of(opts, next(iter(directories), None)),
+            cluster_name=opts.cluster_name,
+            actors=actors_of(app, app_id),
         )
         return AppDryRunInfo(job, str)
 
@@ -172,25 +190,37 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
             raise ValueError(f"app {app.name!r} has no roles")
 
     def schedule(self, dryrun_info: AppDryRunInfo[RayJob]) -> str:
-        from torchx.schedulers.ray_client import RayJobsClient
+        """Uploads the working dir, submits the job, and returns ``host:port-<id>``."""
+        from torchx.schedulers.ray_client import RayJobsClient, address_in_app_id
 
         job = dryrun_info.request
+        pip = read_requirements(job.requirements) if job.requirements else []  # now, not at dry run
         client = RayJobsClient(job.address, job.address_origin)
         client.version()
         with package_file() as package:
             name = pack_package(job.package_dir, package)
             if not client.has_package(name):
                 client.upload_package(name, package)
-        return client.submit(job.body(f"gcs://{name}"))
+        submission_id = client.submit(job.body(f"gcs://{name}", pip))
+        prefix = address_in_app_id(job.address)
+        return f"{prefix}-{submission_id}" if prefix else submission_id
+
+    def _located(self, app_id: str) -> tuple[RayJobsClient, str]:
+        """The client of the cluster ``app_id`` names, and the job's Ray submission id."""
+        from torchx.schedulers.ray_client import split_app_id
+
+        address, job_id = split_app_id(app_id)
+        return self._client(address), job_id
 
     # -- state -------------------------------------------------------------------------------
 
-    def _job_and_events(self, app_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+    def _job_and_events(
+        self, client: RayJobsClient, app_id: str
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
         """The job and its driver's events, fetched side by side (two HTTP calls)."""
         from torchx.schedulers.ray_client import RayNotFoundError
         from torchx.schedulers.ray_describe import events
 
-        client = self._client()
         log: list[str] = []
         failure: list[BaseException] = []
 
@@ -216,7 +246,8 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
     def describe(self, app_id: str) -> DescribeAppResponse | None:
         from torchx.schedulers.ray_describe import app_state, replicas
 
-        found = self._job_and_events(app_id)
+        client, job_id = self._located(app_id)
+        found = self._job_and_events(client, job_id)
         if found is None:
             return None
         job, found_events = found
@@ -246,7 +277,7 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
             state=state,
             num_restarts=restarts,
             msg=message,
-            ui_url=f"{self._client().address}/#/jobs/{app_id}",
+            ui_url=f"{client.shown}/#/jobs/{job_id}",
             metadata=metadata,
             roles_statuses=role_statuses,
             roles=[Role(name=r, image="", num_replicas=n) for r, n in roles.items()],
@@ -261,11 +292,13 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
         return list_filter.apply(self._list(cfg, list_filter.since))
 
     def _list(self, cfg: Mapping[str, CfgVal] | None, since: float | None) -> _Rows:
+        from torchx.schedulers.ray_client import address_in_app_id
         from torchx.schedulers.ray_describe import JOB_STATES
 
-        address = Opts.from_cfg(cfg or {}).dashboard_address
+        client = self._client(Opts.from_cfg(cfg or {}).dashboard_address)
+        prefix = address_in_app_id(client.address)
         rows = []
-        jobs = sorted(self._client(address).jobs(), key=lambda j: j.get("start_time") or 0)
+        jobs = sorted(client.jobs(), key=lambda j: j.get("start_time") or 0)
         for job in jobs:
             metadata = job.get("metadata") or {}
             app_id = metadata.get(META_APP_ID)
@@ -275,7 +308,7 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
                 continue
             rows.append(
                 ListAppResponse(
-                    app_id=str(app_id),
+                    app_id=f"{prefix}-{app_id}" if prefix else str(app_id),
                     state=JOB_STATES.get(str(job.get("status")), AppState.UNKNOWN),
                     name=str(metadata.get("torchx.app") or ""),
                 )
@@ -287,7 +320,7 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
     def _cancel_existing(self, app_id: str) -> None:
         from torchx.schedulers.ray_describe import JOB_STATES
 
-        client = self._client()
+        client, app_id = self._located(app_id)
         client.stop(app_id)
         deadline = time.monotonic() + 5
         status = ""
@@ -305,10 +338,10 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
     def _delete_existing(self, app_id: str) -> None:
         from torchx.schedulers.ray_describe import JOB_STATES
 
-        client = self._client()
-        if JOB_STATES.get(str(client.job(app_id).get("status"))) not in _TERMINAL:
+        client, job_id = self._located(app_id)
+        if JOB_STATES.get(str(client.job(job_id).get("status"))) not in _TERMINAL:
             self._cancel_existing(app_id)
-        client.delete(app_id)
+        client.delete(job_id)
 
     # -- logs --------------------------------------------------------------------------------
 
@@ -343,16 +376,17 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
         streams: Stream,
     ) -> Iterator[str]:
         suffixes = {"stdout": ["out"], "stderr": ["err"]}.get(streams.value, ["out", "err"])
+        client, job_id = self._located(app_id)
         seen: dict[tuple[str, str], int] = {}
         unread_since: float | None = None
         while True:
-            info, finished = self._replica(app_id, role_name, k)
+            info, finished = self._replica(client, job_id, role_name, k)
             fresh: _Entries = []
             unread: list[str] = []
             attempts = zip(info.actor_ids or [], info.log_files or [], strict=False)
             for actor_id, files in attempts:
                 for suffix in suffixes:
-                    entries = self._actor_lines(actor_id, suffix, files)
+                    entries = self._actor_lines(client, actor_id, suffix, files)
                     if entries is None:  # not readable (yet): keep what was read so far
                         unread.append(f"{actor_id}.{suffix}")
                         continue
@@ -386,10 +420,12 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
                 return
             time.sleep(_FOLLOW_POLL_S)
 
-    def _replica(self, app_id: str, role_name: str, k: int) -> tuple[Any, bool]:
+    def _replica(
+        self, client: RayJobsClient, app_id: str, role_name: str, k: int
+    ) -> tuple[Any, bool]:
         from torchx.schedulers.ray_describe import app_state, replicas
 
-        found = self._job_and_events(app_id)
+        found = self._job_and_events(client, app_id)
         if found is None:
             raise ValueError(f"unknown Ray job {app_id!r} (see `torchx list -s ray`)")
         job, found_events = found
@@ -407,7 +443,9 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
         info = replicas(roles, state, found_events)[(role_name, k)]
         return info, info.state in _TERMINAL or state in _TERMINAL
 
-    def _actor_lines(self, actor_id: str, suffix: str, files: Mapping[str, str]) -> _Entries | None:
+    def _actor_lines(
+        self, client: RayJobsClient, actor_id: str, suffix: str, files: Mapping[str, str]
+    ) -> _Entries | None:
         """``(time stamp, line)`` of what the replica wrote to one stream; None while the
         file cannot be read (not written yet, or the node's agent does not answer).
 
@@ -416,7 +454,6 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
         replica's: the rest is Ray's own (the worker's headers, its exit tracebacks)."""
         from torchx.schedulers.ray_client import RayApiError
 
-        client = self._client()
         try:
             if files.get("node_id") and files.get(suffix):
                 raw = client.node_log(files["node_id"], files[suffix])
@@ -465,6 +502,6 @@ def _job_name(name: str) -> str:
     return cleaned[:40]
 
 
-def create_scheduler(session_name: str, **kwargs: Any) -> RayScheduler:
-    """The ``torchx.schedulers`` entry point of ``ray``."""
-    return RayScheduler(session_name)
+def create_scheduler(session_name: str, ray_client: Any = None, **kwargs: Any) -> RayScheduler:
+    """The ``torchx.schedulers`` entry point of ``ray`` (``ray_client`` as upstream's)."""
+    return RayScheduler(session_name, ray_client=ray_client)

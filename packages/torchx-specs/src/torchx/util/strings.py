@@ -1,12 +1,17 @@
 """String normalisation for names that schedulers restrict (e.g. Kubernetes labels)."""
 
+from torchx.util.log import get_logger
+
 __all__ = [
+    "carried_env",
     "check_env_names",
     "check_file_name",
     "connection_problem",
     "escape_unprintable",
     "normalize_str",
 ]
+
+_log = get_logger("torchx.env")
 
 MAX_FILE_NAME = 200
 """Longest role or app name a scheduler uses as a file name (255 bytes less a suffix)."""
@@ -47,16 +52,69 @@ _IDENT_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"
 _IDENT = _IDENT_START | frozenset("0123456789")
 
 
+def _is_shell_name(name: str) -> bool:
+    return bool(name) and name[0] in _IDENT_START and set(name) <= _IDENT
+
+
 def check_env_names(role_name: str, env: "dict[str, str]") -> None:
-    """Refuses env var names that are not shell identifiers (``[A-Za-z_][A-Za-z0-9_]*``):
-    schedulers write them into shell commands (``export NAME=...``), where any other name
-    is either an error on the node or a way to run a command."""
+    """Refuses the env var names no backend can set: empty, holding NUL, or starting with
+    '=' (the part before the first '=' is what a process sees as the name)."""
     for name in env:
-        if not name or name[0] not in _IDENT_START or not set(name) <= _IDENT:
+        problem = None
+        if not name or name.startswith("="):
+            problem = "is empty before its first '='"
+        elif "\0" in name:
+            problem = "contains a NUL character"
+        if problem:
             raise ValueError(
-                f"env var name {name!r} of role {role_name!r} is not a shell identifier;"
+                f"env var name {escape_unprintable(name)!r} of role {role_name!r} {problem};"
                 " use letters, digits and '_' (not starting with a digit)"
             )
+
+
+def carried_env(role_name: str, env: "dict[str, str]") -> "dict[str, str]":
+    """``env`` as every backend sets it, names a shell cannot use included.
+
+    Upstream TorchX handed such names to the backend as they were, and real projects rely
+    on it (``TORCH_CUDA_SANITIZER=1`` as a name). A name holding '=' reaches a process as
+    the OS reads ``NAME=VALUE``: ``TORCH_CUDA_SANITIZER`` with the value ``1=`` + value, as
+    upstream's Slurm passed it. Other names (``MY-VAR``) are set as given. Each is warned
+    about in one line (values are never shown); names no backend can set are refused
+    (:func:`check_env_names`). Backends pass names as data or quoted, never as shell text.
+    """
+    check_env_names(role_name, env)
+    carried: dict[str, str] = {}
+    for name, value in env.items():
+        if _is_shell_name(name):
+            carried[name] = value
+            continue
+        shown = escape_unprintable(name)
+        if "=" in name:
+            head, _, rest = name.partition("=")
+            if head in env or head in carried:
+                raise ValueError(
+                    f"env var names {shown!r} and {head!r} of role {role_name!r} both set"
+                    f" {head} (a name holding '=' sets what precedes it); keep one"
+                )
+            _log.warning(
+                "env var name %r of role %r holds '=': the role gets %s with its value"
+                " prefixed by %r, as upstream TorchX passed it; fix the name if that is not"
+                " what you meant",
+                shown,
+                role_name,
+                escape_unprintable(head),
+                escape_unprintable(rest) + "=",
+            )
+            carried[head] = f"{rest}={value}"
+        else:
+            _log.warning(
+                "env var name %r of role %r is not a shell identifier: it is set as given,"
+                " but only a program (os.environ, getenv), not a shell, can read it",
+                shown,
+                role_name,
+            )
+            carried[name] = value
+    return carried
 
 
 def escape_unprintable(text: str) -> str:

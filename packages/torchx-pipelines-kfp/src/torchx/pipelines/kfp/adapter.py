@@ -156,7 +156,9 @@ def container_from_app(app: AppDef, *args: Any, **kwargs: Any) -> Any:
     role's env, resources and retry policy set. Call it inside a ``@dsl.pipeline``."""
     component, role = _component(app)
     task = component(*args, **kwargs)
-    for name, value in role.env.items():
+    from torchx.util.strings import carried_env
+
+    for name, value in carried_env(role.name, role.env).items():
         static = _static(value)
         if macros.app_id in static:
             raise UnsupportedAppError(
