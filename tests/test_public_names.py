@@ -1,5 +1,6 @@
-"""Every public name upstream's modules define is importable from the same module here,
-except those docs/differences.md lists as left out on purpose (with why)."""
+"""Every module of upstream's head imports here, and every public name upstream's modules
+define is importable from the same module, except what docs/differences.md lists as left
+out on purpose (with why)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 UPSTREAM = json.loads((Path(__file__).parent / "data" / "upstream-public-names.json").read_text())
+HEAD = json.loads((Path(__file__).parent / "data" / "upstream-head-modules.json").read_text())[
+    "modules"
+]
+MODULE_INTERNALS = {"log", "logger", "T", "F"}
+"""Names upstream's modules define for themselves (a module logger, a TypeVar)."""
 _ROW = re.compile(r"^\| `(?P<module>torchx[\w.]*)` \| `(?P<name>\w+)` \| (?P<why>.+) \|$")
+_MODULE_ROW = re.compile(r"^\| `(?P<module>torchx[\w.]*)` \| (?P<why>[^`|].+) \|$")
 
 
 def _left_out() -> dict[tuple[str, str], str]:
@@ -26,7 +33,43 @@ def _left_out() -> dict[tuple[str, str], str]:
     return rows
 
 
+def _left_out_modules() -> dict[str, str]:
+    text = (ROOT / "docs" / "differences.md").read_text()
+    section = text.split("## Modules left out", 1)[1].split("\n## ", 1)[0]
+    return {
+        m["module"]: m["why"].strip() for m in map(_MODULE_ROW.match, section.splitlines()) if m
+    }
+
+
 LEFT_OUT = _left_out()
+LEFT_OUT_MODULES = _left_out_modules()
+
+
+def _module_left_out(module: str) -> bool:
+    return any(module == m or module.startswith(m + ".") for m in LEFT_OUT_MODULES)
+
+
+@pytest.mark.parametrize("module", sorted(m for m in HEAD if not _module_left_out(m)))
+def test_every_module_of_upstream_head_imports_with_its_names(module: str) -> None:
+    mod = importlib.import_module(module)
+    missing = [
+        name
+        for name in HEAD[module]
+        if name not in MODULE_INTERNALS
+        and not hasattr(mod, name)
+        and (module, name) not in LEFT_OUT
+    ]
+    assert missing == [], f"{module} lacks {missing}: add them or list them in differences.md"
+
+
+def test_left_out_modules_are_really_missing_and_explained() -> None:
+    import importlib.util
+
+    assert set(LEFT_OUT_MODULES) == {"torchx.examples", "torchx.components.integration_tests"}
+    for module, why in LEFT_OUT_MODULES.items():
+        assert module in HEAD, f"{module} is not a module of upstream's head"
+        assert importlib.util.find_spec(module) is None, f"{module} exists now"
+        assert len(why) > 40, f"say why {module} is left out"
 
 
 @pytest.mark.parametrize("module", sorted(UPSTREAM))
@@ -43,7 +86,8 @@ def test_upstream_public_names_are_importable(module: str) -> None:
 def test_left_out_names_are_really_missing_and_explained() -> None:
     assert LEFT_OUT, "the differences page lost its table"
     for (module, name), why in LEFT_OUT.items():
-        assert name in UPSTREAM.get(module, []), f"{module}.{name} is not an upstream name"
+        upstream_names = {*UPSTREAM.get(module, []), *HEAD.get(module, [])}
+        assert name in upstream_names, f"{module}.{name} is not an upstream name"
         assert not hasattr(importlib.import_module(module), name), f"{module}.{name} exists now"
         assert len(why) > 20, f"say why {module}.{name} is left out"
 

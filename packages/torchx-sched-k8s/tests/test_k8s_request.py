@@ -342,3 +342,11 @@ def test_public_helpers() -> None:
     assert type(pod).__name__ == "V1Pod"
     assert pod.spec.containers[0].name == "train-0"
     assert pod.spec.service_account_name == "sa"
+
+
+def test_prefix_container_name_marks_only_extra_containers() -> None:
+    from torchx.schedulers.kubernetes_scheduler import prefix_container_name
+
+    assert prefix_container_name("trainer-0", "trainer", 0) == ""
+    prefixed = prefix_container_name("sidecar", "trainer", 0)
+    assert "sidecar" in prefixed and prefixed.endswith(" ")

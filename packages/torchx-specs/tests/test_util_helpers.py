@@ -202,3 +202,21 @@ def test_colors_on_a_terminal() -> None:
     os.close(main)
     assert proc.returncode == 0
     assert "\\x1b[32m\\x1b[0m" in output
+
+
+def test_upstream_module_globals_of_session_and_io() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "from torchx.util import session\n"
+        "assert session.CURRENT_SESSION_ID is None\n"
+        "sid = session.get_session_id_or_create_new()\n"
+        "assert session.CURRENT_SESSION_ID == sid\n"
+        "from pathlib import Path\n"
+        "from torchx.util import io\n"
+        "assert io.COMPONENTS_DIR == Path('torchx/components')\n"
+        "assert Path(io.get_abspath('torchx/util/io.py')).samefile(io.__file__)\n"
+    )
+    env = {k: v for k, v in __import__("os").environ.items() if k != "TORCHX_INTERNAL_SESSION_ID"}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=60)

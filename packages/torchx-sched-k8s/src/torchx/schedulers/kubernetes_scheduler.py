@@ -110,6 +110,7 @@ __all__ = [
     "app_to_resource",
     "create_scheduler",
     "pod_labels",
+    "prefix_container_name",
     "role_to_pod",
     "sanitize_for_serialization",
 ]
@@ -1001,6 +1002,16 @@ def _pages(
         token = (page.get("metadata") or {}).get("continue")
         if not token:
             return
+
+
+def prefix_container_name(container_name: str, role_name: str, replica_id: int) -> str:
+    """What goes before a log line of a pod's container: nothing for the replica's own
+    container (``<role>-<replica>``), else the container's name, coloured on a terminal."""
+    if container_name == f"{role_name}-{replica_id}":
+        return ""
+    from torchx.util.colors import BLUE, ENDC
+
+    return f"{BLUE}{container_name}{ENDC} "
 
 
 def create_scheduler(

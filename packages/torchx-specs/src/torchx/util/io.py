@@ -2,10 +2,30 @@
 
 import os
 
-__all__ = ["read_conf_file"]
+__all__ = ["get_abspath", "read_conf_file"]  # and COMPONENTS_DIR (module __getattr__)
 
 FILE_GROUP = "torchx.file"
 FILE_ENTRY_POINT = "get_file_contents"
+
+
+def get_abspath(relpath: str) -> str:
+    """``relpath`` under the directory that holds the ``torchx`` package (where it exists
+    there; the ``torchx`` namespace spans one directory per installed distribution)."""
+    import torchx
+
+    roots = [os.path.dirname(p) for p in torchx.__path__]
+    for root in roots:
+        if os.path.exists(os.path.join(root, relpath)):
+            return os.path.join(root, relpath)
+    return os.path.join(roots[0], relpath)
+
+
+def __getattr__(name: str) -> object:
+    if name == "COMPONENTS_DIR":  # pathlib is imported only by who asks for it
+        from pathlib import Path
+
+        return Path("torchx/components")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def read_conf_file(conf_file: str) -> str:

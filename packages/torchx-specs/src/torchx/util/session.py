@@ -8,7 +8,7 @@ import os
 
 from torchx.settings import ENV_TORCHX_INTERNAL_SESSION_ID
 
-__all__ = [
+__all__ = [  # and CURRENT_SESSION_ID (module __getattr__)
     "ENV_TORCHX_INTERNAL_SESSION_ID",
     "TORCHX_INTERNAL_SESSION_ID",
     "get_session_id_or_create_new",
@@ -33,6 +33,13 @@ def get_session_id_or_create_new() -> str:
 def get_torchx_session_id() -> str | None:
     """The session id if one was created or inherited, else ``None``."""
     return _current.get("id") or os.environ.get(ENV_TORCHX_INTERNAL_SESSION_ID) or None
+
+
+def __getattr__(name: str) -> object:
+    # upstream kept the session id in a module global, None until first created
+    if name == "CURRENT_SESSION_ID":
+        return _current.get("id")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _new_id() -> str:

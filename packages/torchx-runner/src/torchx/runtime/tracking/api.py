@@ -7,17 +7,22 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["FsspecResultTracker", "ResultTracker"]
+__all__ = ["FsspecResultTracker", "KeyType", "ResultTracker", "ResultType"]
+
+KeyType = int | str
+"""What results are stored under (an epoch, a step, a name)."""
+ResultType = int | float | str
+"""One stored result value."""
 
 
 class ResultTracker(abc.ABC):
     """Stores a mapping of results under a key; ``tracker[key]`` reads, ``tracker[key] = d``
     writes (replacing what was there)."""
 
-    def __getitem__(self, key: str | int) -> dict[str, Any]:
+    def __getitem__(self, key: KeyType) -> dict[str, Any]:
         return self.get(key)
 
-    def __setitem__(self, key: str | int, results: Mapping[str, Any]) -> None:
+    def __setitem__(self, key: KeyType, results: Mapping[str, Any]) -> None:
         self.put(key, **results)
 
     @abc.abstractmethod
