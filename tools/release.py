@@ -370,6 +370,23 @@ def _meta_package_and_extras(root: Path, index: str) -> None:
 
 
 @scenario
+def _plain_old_pip_and_upstream_extra_names(root: Path, index: str) -> None:
+    """pip 23.2 (what a fresh Python 3.11 venv ships) installs "torchx[aws_batch]" by
+    upstream's extra name, without "does not provide the extra", and torchx runs"""
+    venv = Venv(root, "old-pip", index)
+    venv.install("pip==23.2.1")
+    proc = venv.run(
+        "python", "-m", "pip", "install", "-q", "--index-url", f"{index}/simple/",
+        "torchx[aws_batch]",
+    )  # fmt: skip
+    said = proc.stdout + proc.stderr
+    assert "does not provide the extra" not in said, said
+    installed = venv.installed()
+    assert {"torchx-sched-batch", "docker", "boto3"} <= set(installed), installed
+    assert "aws_batch" in venv.schedulers(), venv.schedulers()
+
+
+@scenario
 def _upgrade_and_downgrade_alone(root: Path, index: str) -> None:
     """one backend upgraded while the rest stay, then the contract upgraded under old
     backends, then downgraded again"""

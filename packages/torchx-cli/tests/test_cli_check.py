@@ -160,3 +160,19 @@ def test_no_tracker_configured_is_a_note(cli: Cli) -> None:
     proc = cli.run("check")
     assert proc.returncode == 0, proc.stderr
     assert "no tracker configured" in proc.stdout
+
+
+def test_the_table_fits_the_terminal(cli: Cli) -> None:
+    """Long findings and fixes wrap onto lines of their own instead of widening the table."""
+    cli.add_distribution(
+        "acme-sched", "1.0", {"torchx.schedulers": {"acme": "acme:probed"}}, {"acme.py": _PLUGIN}
+    )
+    long_zone = "zone-" + "x" * 150
+    for columns in (100, 60):
+        proc = cli.run(
+            "check", "-s", "acme,local_cwd", "-cfg", f"zone={long_zone}",
+            env={"COLUMNS": str(columns)},
+        )  # fmt: skip
+        lines = proc.stdout.splitlines()
+        assert lines and max(len(line) for line in lines) <= columns, proc.stdout
+        assert long_zone.replace("\n", "") in "".join(line.strip() for line in lines)

@@ -109,7 +109,7 @@ class CmdCheck(SubCommand):
             "--timeout",
             type=float,
             default=DEFAULT_TIMEOUT_S,
-            help="seconds the probes may take in all (default: %(default)s)",
+            help=f"seconds the probes may take in all (default: {DEFAULT_TIMEOUT_S:g})",
         )
         subparser.add_argument("--json", action="store_true", help="print the result as JSON")
 
@@ -216,7 +216,7 @@ def _as_json(results: "list[tuple[str, str, list[ReadinessCheck]]]") -> "dict[st
 
 
 def _as_table(results: "list[tuple[str, str, list[ReadinessCheck]]]", no_tracker: bool) -> str:
-    from torchx.cli._table import format_table
+    from torchx.cli._table import format_table, terminal_width
     from torchx.util.readiness import overall
 
     rows: list[list[str]] = []
@@ -229,7 +229,7 @@ def _as_table(results: "list[tuple[str, str, list[ReadinessCheck]]]", no_tracker
             )
             if check.fix:
                 rows.append(["", "", "", f"fix: {check.fix}"])
-    table = format_table(rows, ["BACKEND", "STATUS", "CHECK", "FOUND"])
+    table = format_table(rows, ["BACKEND", "STATUS", "CHECK", "FOUND"], width=terminal_width())
     if no_tracker:
         table += "\n\nno tracker configured (optional: see `torchx tracker` and [torchx:tracker])"
     return table
