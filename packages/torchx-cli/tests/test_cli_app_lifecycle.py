@@ -125,7 +125,7 @@ def test_cancel_and_delete_are_idempotent(cli: Cli, command: str) -> None:
 @pytest.mark.parametrize("command", ["status", "describe", "cancel", "delete"])
 def test_malformed_handle(cli: Cli, one_line_error: OneLineError, command: str) -> None:
     proc = cli.run(command, "not-a-handle")
-    assert proc.returncode == 1
+    assert proc.returncode == 2  # a usage error (docs/cli.md)
     line = one_line_error(proc)
     assert "malformed app handle 'not-a-handle'" in line
     assert "SCHEDULER://SESSION/APP_ID" in line
@@ -139,7 +139,7 @@ def test_handle_with_unknown_scheduler(cli: Cli, one_line_error: OneLineError) -
 
 def test_log_errors(cli: Cli, one_line_error: OneLineError) -> None:
     proc = cli.run("log", "nonsense")
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert "malformed log identifier 'nonsense'" in one_line_error(proc)
 
     proc = cli.run("log", "local_cwd://torchx/echo-doesnotexist")

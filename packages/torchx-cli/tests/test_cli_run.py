@@ -7,6 +7,7 @@ import re
 import signal
 import subprocess
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -216,18 +217,18 @@ def test_stdin_errors(cli: Cli, one_line_error: OneLineError) -> None:
 
 
 @pytest.mark.parametrize(
-    ("args", "expected"),
+    ("args", "expected", "code"),
     [
-        (["-cfg", "log_dirr=/tmp"], "unknown run option 'log_dirr' for scheduler 'local_cwd'"),
-        (["-cfg", "prepend_cwd=maybe"], "invalid value 'maybe' for run option 'prepend_cwd'"),
-        (["-cfg", "novalue"], "malformed -cfg 'novalue'"),
+        (["-cfg", "log_dirr=/tmp"], "unknown run option 'log_dirr' for scheduler 'local_cwd'", 1),
+        (["-cfg", "prepend_cwd=maybe"], "invalid value 'maybe' for run option 'prepend_cwd'", 1),
+        (["-cfg", "novalue"], "malformed -cfg 'novalue'", 2),
     ],
 )
 def test_bad_scheduler_args(
-    cli: Cli, one_line_error: OneLineError, args: list[str], expected: str
+    cli: Cli, one_line_error: OneLineError, args: list[str], expected: str, code: int
 ) -> None:
     proc = cli.run("run", "-s", "local_cwd", *args, "utils.echo")
-    assert proc.returncode == 1
+    assert proc.returncode == code  # the exit codes of docs/cli.md
     line = one_line_error(proc)
     assert expected in line
     assert "torchx runopts local_cwd" in line
@@ -236,6 +237,13 @@ def test_bad_scheduler_args(
 def test_cfg_key_did_you_mean(cli: Cli, one_line_error: OneLineError) -> None:
     proc = cli.run("run", "-s", "local_cwd", "-cfg", "log_dirr=/tmp", "utils.echo")
     assert "did you mean 'log_dir'" in one_line_error(proc)
+
+
+def test_missing_script_is_one_line_naming_the_file(cli: Cli, one_line_error: OneLineError) -> None:
+    proc = cli.run("run", "-s", "local_cwd", "utils.python", "--script", "nosuch.py")
+    message = one_line_error(proc)
+    assert "script 'nosuch.py'" in message and str(cli.cwd) in message
+    assert not (Path(cli.env["TORCHX_HOME"]) / "local_cwd").exists()
 
 
 def test_unknown_component(cli: Cli, one_line_error: OneLineError) -> None:

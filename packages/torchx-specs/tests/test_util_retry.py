@@ -139,3 +139,68 @@ def test_jittered_delays_differ_between_clients_and_stay_capped() -> None:
     first_b = [next(b) for _ in range(12)]
     assert first_a != first_b
     assert all(2.5 <= d <= 5 for d in first_a[6:])
+
+
+def test_a_refused_first_contact_of_a_one_off_call_gives_up_soon(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Nothing listens at the very first connection: the service is most likely not running,
+    so a one-off command answers within a few seconds instead of the outage budget."""
+    from torchx.util import retry
+
+    monkeypatch.delenv("TORCHX_RETRY_S", raising=False)
+    monkeypatch.setattr(retry, "_answered", set())
+    clock = Clock()
+    _, fn = flaky(100, ConnectionRefusedError(111, "Connection refused"))
+    with pytest.raises(ServiceUnavailableError):
+        retry_call(fn, service="svc", is_transient=transient, sleep=clock.sleep, clock=clock)
+    assert clock.now <= retry.FIRST_CONTACT_S
+    # the same refusal after the service answered once is an outage: the full budget
+    _, fn = flaky(0, ConnectionRefusedError(111, "Connection refused"))
+    retry_call(fn, service="svc", is_transient=transient, sleep=clock.sleep, clock=clock)
+    clock.now = 0.0
+    _, fn = flaky(100, ConnectionRefusedError(111, "Connection refused"))
+    with pytest.raises(ServiceUnavailableError):
+        retry_call(fn, service="svc", is_transient=transient, sleep=clock.sleep, clock=clock)
+    assert clock.now >= retry.DEFAULT_BUDGET_S
+
+
+@pytest.mark.parametrize("how", ["patience", "TORCHX_RETRY_S", "reset"])
+def test_waits_explicit_budgets_and_other_errors_keep_their_patience(
+    monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    from torchx.util import retry
+
+    monkeypatch.setattr(retry, "_answered", set())
+    monkeypatch.delenv("TORCHX_RETRY_S", raising=False)
+    error: Exception = ConnectionRefusedError(111, "Connection refused")
+    if how == "TORCHX_RETRY_S":
+        monkeypatch.setenv("TORCHX_RETRY_S", "30")
+    if how == "reset":
+        error = ConnectionResetError(104, "Connection reset by peer")
+    clock = Clock()
+    _, fn = flaky(10_000, error)
+    with pytest.raises(ServiceUnavailableError):
+        if how == "patience":
+            with patience(60):
+                retry_call(
+                    fn, service="svc", is_transient=transient, sleep=clock.sleep, clock=clock
+                )
+        else:
+            retry_call(fn, service="svc", is_transient=transient, sleep=clock.sleep, clock=clock)
+    assert clock.now >= 15
+
+
+def test_threads_that_meet_one_outage_warn_once(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from torchx.util import retry
+
+    monkeypatch.setenv("TORCHX_RETRY_S", "15")
+    clock = Clock()
+    message = f"service at 127.0.0.1:{random.randrange(1 << 30)} refused"
+    for _ in range(3):
+        _, fn = flaky(1, ConnectionError(message))
+        retry_call(fn, service="s2", is_transient=transient, sleep=clock.sleep, clock=clock)
+    warned = [r for r in caplog.records if message in r.getMessage()]
+    assert len(warned) == 1 and retry._warned

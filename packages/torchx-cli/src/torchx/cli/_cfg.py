@@ -5,7 +5,7 @@ a cast; a typo in ``-cfg`` then silently ran the job with a default. Here both a
 naming the key, the accepted options and ``torchx runopts <scheduler>``.
 """
 
-from torchx.cli._errors import CliError
+from torchx.cli._errors import EXIT_USAGE, CliError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -56,7 +56,8 @@ def parse_cfg_str(opts: "runopts", scheduler: str, cfg_str: "str | None") -> "di
     except ValueError as e:
         raise CliError(
             f"malformed -cfg '{cfg_str}': {e}; expected KEY=VALUE pairs separated by ','"
-            f" (see `torchx runopts {scheduler}`)"
+            f" (see `torchx runopts {scheduler}`)",
+            exit_code=EXIT_USAGE,
         ) from None
     cfg: dict[str, CfgVal] = {}
     for key, value in raw.items():

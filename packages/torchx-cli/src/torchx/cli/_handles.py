@@ -4,7 +4,7 @@ Checked up front so that a typo yields one line naming what to fix instead of a
 scheduler-specific exception from deep inside the runner.
 """
 
-from torchx.cli._errors import CliError
+from torchx.cli._errors import EXIT_USAGE, CliError
 
 __all__ = [
     "HANDLE_FORMAT",
@@ -74,14 +74,16 @@ def check_app_handle(app_handle: str) -> tuple[str, str, str]:
         )
         raise CliError(
             f"app handle '{shown(app_handle)}' {problem}; pass the handle `torchx run`"
-            f" printed ({HANDLE_FORMAT})"
+            f" printed ({HANDLE_FORMAT})",
+            exit_code=EXIT_USAGE,
         )
     try:
         parsed = parse_app_handle(app_handle)
     except Exception:
         raise CliError(
             f"malformed app handle '{shown(app_handle)}'; expected {HANDLE_FORMAT}"
-            " as printed by `torchx run`, e.g. local_cwd://torchx/echo-bcd123"
+            " as printed by `torchx run`, e.g. local_cwd://torchx/echo-bcd123",
+            exit_code=EXIT_USAGE,
         ) from None
     check_scheduler(parsed.scheduler_backend, context="scheduler in app handle")
     return parsed.scheduler_backend, parsed.session_name, parsed.app_id

@@ -126,7 +126,7 @@ class CmdCheck(SubCommand):
             schedulers = installed_schedulers()
         cfg = _parse_cfg(args.scheduler_args)
         if args.timeout <= 0:
-            raise CliError(f"--timeout must be positive, got {args.timeout:g}")
+            raise CliError(f"--timeout must be positive, got {args.timeout:g}", exit_code=2)
 
         from functools import partial
 
@@ -168,7 +168,8 @@ def _parse_cfg(text: str) -> "dict[str, str]":
         return dict(to_dict(text))
     except ValueError as e:
         raise CliError(
-            f"malformed -cfg '{text}': {e}; expected KEY=VALUE pairs separated by ','"
+            f"malformed -cfg '{text}': {e}; expected KEY=VALUE pairs separated by ','",
+            exit_code=2,
         ) from None
 
 

@@ -9,7 +9,7 @@ import re
 import sys
 import time
 
-from torchx.cli._errors import CliError
+from torchx.cli._errors import EXIT_USAGE, CliError
 from torchx.cli._logstream import (
     LogPrinter,
     find_role_replicas,
@@ -49,7 +49,8 @@ _MAX_POLL_INTERVAL = 1.0
 
 
 def validate(job_identifier: str) -> None:
-    """Fails (exit code 1) unless ``job_identifier`` has the form :py:data:`ID_FORMAT`."""
+    """Fails (exit code 2, a usage error) unless ``job_identifier`` has the form
+    :py:data:`ID_FORMAT`."""
     from torchx.cli._handles import MAX_HANDLE, shown
 
     if (
@@ -59,7 +60,8 @@ def validate(job_identifier: str) -> None:
     ):
         raise CliError(
             f"malformed log identifier '{shown(job_identifier)}'; expected {ID_FORMAT},"
-            " e.g. local_cwd://torchx/echo-bcd123 or local_cwd://torchx/echo-bcd123/echo/0"
+            " e.g. local_cwd://torchx/echo-bcd123 or local_cwd://torchx/echo-bcd123/echo/0",
+            exit_code=EXIT_USAGE,
         )
 
 

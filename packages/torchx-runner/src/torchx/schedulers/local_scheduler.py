@@ -55,7 +55,7 @@ from torchx.specs.replica_macros import ReplicaMacros
 from torchx.util.host_checks import host_problem
 from torchx.util.lazy_dataclass import asdict, dataclass, field
 from torchx.util.log import get_logger
-from torchx.util.programs import find_program
+from torchx.util.programs import find_program, script_of
 
 if TYPE_CHECKING:
     import signal
@@ -438,6 +438,12 @@ def _program_problem(
         return ValueError(
             f"{started} not found: role {role_name!r} runs `{argv[0]} -c '{started} ...'` but"
             f" {started!r} is not on the replica's PATH; {hint}"
+        )
+    script = script_of(program, argv[1:])
+    if script and "$" not in script and not os.path.isfile(os.path.join(where, script)):
+        return ValueError(
+            f"script {script!r} of role {role_name!r} does not exist (looked in {where}); fix"
+            " the path (--script is relative to the directory torchx runs in)"
         )
     return None
 

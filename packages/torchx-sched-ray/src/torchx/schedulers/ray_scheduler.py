@@ -113,14 +113,15 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
     def _run_opts(self) -> runopts:
         return Opts.as_runopts()
 
-    def _client(self, address: str | None = None) -> RayJobsClient:
+    def _client(self, address: str | None = None, origin: str | None = None) -> RayJobsClient:
         from torchx.schedulers.ray_client import RayJobsClient, resolve_address
 
         address = address or self._default_address
         client = self._clients.get(address)
         if client is None:
-            url, origin = resolve_address(address)
-            client = self._clients[address] = RayJobsClient(url, origin)
+            url, resolved_origin = resolve_address(address)
+            client = RayJobsClient(url, origin or resolved_origin)
+            self._clients[address] = client
         return client
 
     def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
@@ -210,7 +211,7 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
         from torchx.schedulers.ray_client import split_app_id
 
         address, job_id = split_app_id(app_id)
-        return self._client(address), job_id
+        return self._client(address, "the app id" if address else None), job_id
 
     # -- state -------------------------------------------------------------------------------
 

@@ -7,69 +7,11 @@ starts, possibly hours later (upstream #405).
 from __future__ import annotations
 
 import os
-import shlex
 
 from torchx.schedulers.slurm_parse import parse_time_limit
 from torchx.specs.api import Role
 
 __all__ = ["check_comment", "check_log_dir", "check_option", "check_role_files", "check_time"]
-
-_PYTHONS = ("python", "python3")
-_PYTHON_OPTS_WITH_VALUE = frozenset({"-W", "-X", "-Q"})
-_TORCHRUN_FLAGS = frozenset(
-    {
-        "--standalone",
-        "--no-python",
-        "--no_python",
-        "--run-path",
-        "--run_path",
-        "--module",
-        "-m",
-        "--virtual-local-rank",
-        "--virtual_local_rank",
-    }
-)
-
-
-def _is_python(program: str) -> bool:
-    name = os.path.basename(program)
-    return name in _PYTHONS or (name.startswith("python3.") and name[8:].isdigit())
-
-
-def _script_of(program: str, args: list[str]) -> str | None:
-    """The script file a ``python``/``torchrun`` command runs, if it names one."""
-    name = os.path.basename(program)
-    if name in ("bash", "sh") and len(args) >= 2 and args[0] == "-c":
-        try:
-            words = shlex.split(args[1])
-        except ValueError:
-            return None
-        return _script_of(words[0], words[1:]) if words else None
-    if _is_python(program):
-        i = 0
-        while i < len(args):
-            arg = args[i]
-            if arg in ("-m", "-c", "-"):
-                return None
-            if arg in _PYTHON_OPTS_WITH_VALUE:
-                i += 2
-                continue
-            if arg.startswith("-"):
-                i += 1
-                continue
-            return arg
-        return None
-    if name == "torchrun":
-        i = 0
-        while i < len(args):
-            arg = args[i]
-            if arg in ("-m", "--module", "--no-python", "--no_python"):
-                return None
-            if arg.startswith("-"):
-                i += 1 if ("=" in arg or arg in _TORCHRUN_FLAGS) else 2
-                continue
-            return arg
-    return None
 
 
 def check_role_files(role: Role, workdir: str, strict_entrypoint: bool = False) -> None:
@@ -81,7 +23,7 @@ def check_role_files(role: Role, workdir: str, strict_entrypoint: bool = False) 
     either is one warning line.
     """
     from torchx.util.host_checks import host_problem
-    from torchx.util.programs import find_program
+    from torchx.util.programs import find_program, script_of
 
     entrypoint = role.entrypoint
     path = role.env.get("PATH", os.environ.get("PATH", ""))
@@ -103,7 +45,7 @@ def check_role_files(role: Role, workdir: str, strict_entrypoint: bool = False) 
                 " strict_entrypoint=True refuses such jobs)",
                 problem,
             )
-    script = _script_of(entrypoint, role.args)
+    script = script_of(entrypoint, role.args)
     checkable = script and "$" not in script and script.endswith(".py")
     if checkable and not os.path.exists(os.path.join(workdir, str(script))):
         host_problem(

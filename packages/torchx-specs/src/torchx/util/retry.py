@@ -9,7 +9,10 @@ once, so retries never turn a permanent error into a hang.
 How long to keep trying depends on who is asking: a one-off ``torchx status`` gives up
 after ``TORCHX_RETRY_S`` seconds (default 15), while a wait or a followed log, which the
 user expects to last as long as the job, keeps trying for ``TORCHX_OUTAGE_S`` seconds
-(default 600) inside :func:`patience` (or :func:`patient`, for an iterator).
+(default 600) inside :func:`patience` (or :func:`patient`, for an iterator). A one-off
+command whose service refuses its very first connection (nothing listens: most often the
+service is simply not running) gives up after ``FIRST_CONTACT_S`` (4 s), unless
+``TORCHX_RETRY_S`` is set.
 """
 
 from __future__ import annotations
@@ -40,11 +43,16 @@ R = TypeVar("R")
 T = TypeVar("T")
 
 DEFAULT_BUDGET_S = 15.0
+FIRST_CONTACT_S = 4.0
 DEFAULT_OUTAGE_S = 600.0
 FIRST_DELAY_S = 0.2
 MAX_DELAY_S = 5.0
 
 _budget: ContextVar[float | None] = ContextVar("torchx_retry_budget", default=None)
+_answered: set[str] = set()
+"""Services that answered in this process: a refusal from one of them is an outage."""
+_warned: set[str] = set()
+"""Outage warnings given in this process (threads asking one service warn once)."""
 
 
 class ServiceUnavailableError(RuntimeError):
@@ -152,6 +160,8 @@ def retry_call(
     (``service`` names what answered again).
     """
     limit = budget_s() if budget is None else budget
+    first_contact = budget is None and _budget.get() is None and service not in _answered
+    first_contact = first_contact and not os.environ.get("TORCHX_RETRY_S", "").strip()
     start = clock()
     tries = 0
     delays = backoff_delays()
@@ -163,6 +173,8 @@ def retry_call(
             if not is_transient(e):
                 raise
             elapsed = clock() - start
+            if tries == 1 and first_contact and _refused(e):
+                limit = min(limit, FIRST_CONTACT_S)  # nothing listens: likely not running
             if elapsed >= limit:
                 if tries == 1:
                     raise  # no retries wanted (budget 0): the backend's own error
@@ -171,15 +183,34 @@ def retry_call(
                 _log_outage(e, limit)
             sleep(min(next(delays), max(0.0, limit - elapsed)))
             continue
+        _answered.add(service)
         if tries > 1:
             _log_recovery(service, tries, clock() - start)
         return result
+
+
+def _refused(error: BaseException) -> bool:
+    """Whether ``error`` (or what caused it) is a refused connection: nothing listens."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError):
+            return True
+        text = str(current).lower()
+        if "connection refused" in text or "connect failure" in text:
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _log_outage(error: BaseException, limit: float) -> None:
     from torchx.util.log import get_logger
 
     first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    if first in _warned:
+        return
+    _warned.add(first)
     get_logger(__name__).warning("%s (retrying for up to %.0f s)", first[:300], limit)
 
 
