@@ -75,7 +75,8 @@ def _json(cli: Cli, *args: str, env: dict[str, str] | None = None) -> dict:  # t
 def test_local_cwd_is_ready(cli: Cli) -> None:
     proc = cli.run("check", "-s", "local_cwd")
     assert proc.returncode == 0, proc.stderr
-    header, _rule, first, *rest = proc.stdout.splitlines()
+    which, _blank, header, _rule, first, *rest = proc.stdout.splitlines()
+    assert which.startswith("torchx-cli ") and "multi-distribution TorchX" in which
     assert header.split() == ["BACKEND", "STATUS", "CHECK", "FOUND"]
     assert first.split()[:3] == ["local_cwd", "ready", "state"]
     assert str(Path(cli.env["TORCHX_HOME"])) in first
@@ -84,7 +85,8 @@ def test_local_cwd_is_ready(cli: Cli) -> None:
 
 def test_json_schema(cli: Cli) -> None:
     result = _json(cli, "-s", "local_cwd")
-    assert set(result) == {"schedulers", "trackers"}
+    assert set(result) == {"install", "schedulers", "trackers"}
+    assert result["install"]["status"] == "ready"
     local = result["schedulers"]["local_cwd"]
     assert local["status"] == "ready"
     names = [c["name"] for c in local["checks"]]

@@ -42,7 +42,34 @@ def test_version(cli: Cli) -> None:
 
     proc = cli.run("--version")
     assert proc.returncode == 0
-    assert proc.stdout.strip() == f"torchx-{__version__}"
+    first, *rest = proc.stdout.strip().splitlines()
+    assert first.startswith(f"torchx-{__version__} (") and "not PyPI's `torchx`" in first
+    assert rest == []  # no upstream torchx installed here
+
+
+def test_version_and_check_name_an_upstream_torchx_installed_beside(cli: Cli) -> None:
+    """Upstream's `torchx` (PyPI's) ships every module itself; installed beside this
+    project's distributions it overwrites them: both commands say so and how to fix it."""
+    site = cli.add_distribution("torchx", "0.7.0", {}, {"torchx_upstream_marker.py": ""})
+    record = next(site.glob("torchx-0.7.0.dist-info"))
+    (record / "RECORD").write_text("torchx/specs/api.py,,\ntorchx/cli/main.py,,\n")
+    proc = cli.run("--version")
+    assert proc.returncode == 0
+    warning = proc.stdout.strip().splitlines()[1]
+    assert "upstream TorchX 0.7.0 (PyPI's `torchx`) is installed here too" in warning
+    assert "pip uninstall torchx" in warning
+    check = cli.run("check", "-s", "local_cwd")
+    assert "upstream TorchX 0.7.0" in check.stdout and "pip uninstall torchx" in check.stdout
+    assert check.returncode == 1
+
+
+def test_a_closed_pipe_ends_output_quietly(cli: Cli) -> None:
+    proc = cli.popen("builtins")
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.readline()
+    proc.stdout.close()  # the reader goes away, as `torchx builtins | head -1` does
+    proc.wait(timeout=60)
+    assert "Traceback" not in proc.stderr.read()
 
 
 _MODULES_AFTER = """

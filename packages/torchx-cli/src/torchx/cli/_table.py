@@ -2,7 +2,7 @@
 
 __all__ = ["format_table", "terminal_width"]
 
-MIN_LAST_COLUMN = 30
+MIN_LAST_COLUMN = 24
 """The narrowest the wrapped last column gets, however narrow the terminal."""
 
 

@@ -138,22 +138,44 @@ class CmdCheck(SubCommand):
             _Target("tracker", n, partial(_tracker_checks, n, c)) for n, c in trackers.items()
         ]
         _run_all(targets, args.timeout)
+        install = _install_checks()
         results = [(t.kind, t.name, t.checks or []) for t in targets]
         if args.json:
             from torchx.cli._json import print_json
 
-            print_json(_as_json(results))
+            print_json({"install": _json_entry(install), **_as_json(results)})
         else:
+            (line,) = install
+            print(f"{line.found}" + (f"\n  fix: {line.fix}" if line.fix else "") + "\n")
             print(_as_table(results, no_tracker=not trackers and not named))
-        explicit = set(named) | set(trackers_named)
+        explicit = set(named) | set(trackers_named) | {"torchx"}
         failing = [
             name
-            for _, name, checks in results
+            for _, name, checks in [("install", "torchx", install), *results]
             if name in explicit and any(c.status in ("not ready", "not configured") for c in checks)
         ]
         if failing:
             sys.stdout.flush()
             raise CliError(f"not ready: {', '.join(failing)} (see the fixes above)")
+
+
+def _install_checks() -> "list[ReadinessCheck]":
+    """Which TorchX this is, and whether upstream's `torchx` overwrites it here."""
+    from torchx.util.provenance import upstream_torchx_version
+    from torchx.util.readiness import not_ready, ready
+    from torchx.version import __version__
+
+    upstream = upstream_torchx_version()
+    if upstream is not None:
+        return [
+            not_ready(
+                "torchx",
+                f"upstream TorchX {upstream} (PyPI's `torchx`) is installed beside torchx-cli"
+                f" {__version__} and overwrites its modules",
+                "pip uninstall torchx, then reinstall torchx-cli and your backends",
+            )
+        ]
+    return [ready("torchx", f"torchx-cli {__version__}: the multi-distribution TorchX")]
 
 
 def _parse_cfg(text: str) -> "dict[str, str]":
@@ -202,17 +224,21 @@ def _run_all(targets: "list[_Target]", timeout: float) -> None:
             ]
 
 
-def _as_json(results: "list[tuple[str, str, list[ReadinessCheck]]]") -> "dict[str, Any]":
+def _json_entry(checks: "list[ReadinessCheck]") -> "dict[str, Any]":
     from torchx.util.readiness import overall
 
+    return {
+        "status": overall(checks),
+        "checks": [
+            {"name": c.name, "status": c.status, "found": c.found, "fix": c.fix} for c in checks
+        ],
+    }
+
+
+def _as_json(results: "list[tuple[str, str, list[ReadinessCheck]]]") -> "dict[str, Any]":
     out: dict[str, Any] = {"schedulers": {}, "trackers": {}}
     for kind, name, checks in results:
-        out[f"{kind}s"][name] = {
-            "status": overall(checks),
-            "checks": [
-                {"name": c.name, "status": c.status, "found": c.found, "fix": c.fix} for c in checks
-            ],
-        }
+        out[f"{kind}s"][name] = _json_entry(checks)
     return out
 
 

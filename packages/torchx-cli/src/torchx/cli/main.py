@@ -141,9 +141,9 @@ _LOG_LEVEL_HELP = (
 
 
 def _version_string() -> str:
-    from torchx.version import __version__
+    from torchx.util.provenance import version_line
 
-    return f"torchx-{__version__}"
+    return version_line()
 
 
 def _root_parser() -> "ArgumentParser":
@@ -567,6 +567,12 @@ def main(argv: "list[str] | None" = None) -> None:
     gc.set_threshold(max(young, _GC_YOUNG_THRESHOLD), older, oldest)
     try:
         run_main(argv=argv)
+    except BrokenPipeError:
+        # the reader went away (`torchx builtins | head`): stop quietly, as other tools do
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(1) from None
     finally:
         gc.freeze()
 
