@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html.parser
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -183,3 +184,49 @@ def test_pages_render_in_a_browser(
         assert text in shown, f"{page} does not show {text!r}"
     nav_links = [link for link in parsed.links if link.endswith(".html")]
     assert len(nav_links) >= 10, "the navigation lists too few pages"
+
+
+_OVERFLOW_PROBE = """<!doctype html><html><body><iframe id="f" src="%s"
+ style="width:1280px;height:900px;border:0"></iframe><script>
+document.getElementById("f").onload = function () {
+  var doc = this.contentDocument, win = this.contentWindow, clipped = [];
+  function scrolls(el) {
+    for (; el && el !== doc.body; el = el.parentElement) {
+      var o = win.getComputedStyle(el).overflowX;
+      if (o === "auto" || o === "scroll") return true;
+    }
+    return false;
+  }
+  doc.querySelectorAll("article table, article pre, article code").forEach(function (el) {
+    var box = el.getBoundingClientRect(), article = doc.querySelector("article");
+    var edge = article.getBoundingClientRect().right;
+    if (box.right > edge + 1 && !scrolls(el)) clipped.push(el.tagName + ": " + el.textContent.slice(0, 60));
+  });
+  var page = doc.documentElement.scrollWidth > win.innerWidth + 1;
+  document.body.setAttribute("data-result", JSON.stringify({page: page, clipped: clipped}));
+};
+</script></body></html>"""
+
+
+@pytest.mark.parametrize(
+    "page",
+    ["install.html", "quickstart.html", "components.html", "check.html", "cli.html",
+     "examples/ddp_training.html", "api/specs.html"],
+)  # fmt: skip
+def test_wide_tables_and_code_scroll_at_1280_pixels(built_site: Path, page: str) -> None:
+    """Nothing wider than the text column is cut off: it wraps, or scrolls in its own box,
+    and the page itself never needs a horizontal scroll bar at 1280 pixels."""
+    import json
+
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = Path(tmp) / "probe.html"
+        probe.write_text(_OVERFLOW_PROBE % (built_site / page).as_uri())
+        dom = _render(
+            _chromium(), probe, "--allow-file-access-from-files", "--window-size=1400,1000",
+            "--virtual-time-budget=5000",
+        )  # fmt: skip
+    found = re.search(r'data-result="([^"]*)"', dom)
+    assert found, dom[-2000:]
+    result = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    assert not result["page"], f"{page} scrolls sideways at 1280 px"
+    assert result["clipped"] == [], f"{page}: cut off at 1280 px: {result['clipped'][:5]}"

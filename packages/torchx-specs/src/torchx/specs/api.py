@@ -128,9 +128,14 @@ _TAG_IS_FRACTIONAL = "torchx/named_resources.is_fractional"
 class Resource:
     """What one replica of a role needs: cpu cores, gpus, memory (MB) and extras.
 
-    ``capabilities`` are scheduler-interpreted constraints (e.g. instance type), ``devices``
-    maps named devices to counts (e.g. ``{"vpc.amazonaws.com/efa": 4}``) and ``tags`` carry
-    non-functional metadata such as the named resource the value came from.
+    Attributes:
+        cpu: CPU cores (a scheduler rounds or maps them to what it allocates).
+        gpu: GPUs.
+        memMB: memory in MB.
+        capabilities: scheduler-interpreted constraints, e.g. an instance type.
+        devices: named devices to counts, e.g. ``{"vpc.amazonaws.com/efa": 4}``.
+        tags: non-functional metadata, such as the named resource the value came from
+            (``get_resource_name()``, ``is_fractional()``).
     """
 
     cpu: int
@@ -337,10 +342,29 @@ class _RoleType(type):
 class Role(metaclass=_RoleType):
     """A set of identical replicas (nodes) that run the same entrypoint in the same image.
 
-    ``overrides`` (deprecated) maps attribute names to callables or awaitables that are
-    evaluated once, on first read of that attribute. ``base_image`` (deprecated) is a field
-    so code written against the old docs (which read, copy or list it) keeps working;
-    setting it warns, and every scheduler ignores it.
+    Attributes:
+        name: the role's name; replicas are ``name/0``, ``name/1``, ... in logs and handles.
+        image: what the replicas run in: a directory on ``local_cwd`` and Slurm, a container
+            image elsewhere.
+        min_replicas: the fewest replicas an elastic job may run with (None: all of them).
+        entrypoint: the program each replica runs.
+        args: its arguments (``macros`` are replaced per replica).
+        env: environment variables of each replica (``macros`` replaced in values).
+        num_replicas: how many replicas (nodes).
+        max_retries: how many times a failed replica, role or app is started again.
+        retry_policy: what is restarted when a replica fails (``RetryPolicy``).
+        resource: what each replica needs (``Resource``).
+        port_map: named ports the replicas listen on (e.g. ``{"c10d": 29500}``).
+        metadata: scheduler-interpreted settings of the role.
+        mounts: bind, volume and device mounts (``BindMount``, ``VolumeMount``,
+            ``DeviceMount``).
+        workspace: local files the scheduler ships with the role (a directory, or a mapping
+            of directories), see ``Workspace``.
+        overrides: deprecated: attribute names to callables or awaitables, evaluated once
+            on first read of that attribute.
+
+    ``base_image`` (deprecated) is a field so code written against the old docs (which
+    read, copy or list it) keeps working; setting it warns, and every scheduler ignores it.
     """
 
     name: str
@@ -384,7 +408,13 @@ class Role(metaclass=_RoleType):
 
 @dataclass
 class AppDef:
-    """An application: a name, its roles and free-form (scheduler-interpreted) metadata."""
+    """An application: a name, its roles and free-form (scheduler-interpreted) metadata.
+
+    Attributes:
+        name: the app's name; the app id a scheduler gives it starts with it.
+        roles: the app's roles (``Role``), started together.
+        metadata: scheduler-interpreted settings of the whole app.
+    """
 
     name: str
     roles: list[Role] = field(default_factory=list)
