@@ -200,7 +200,8 @@ document.getElementById("f").onload = function () {
   doc.querySelectorAll("article table, article pre, article code").forEach(function (el) {
     var box = el.getBoundingClientRect(), article = doc.querySelector("article");
     var edge = article.getBoundingClientRect().right;
-    if (box.right > edge + 1 && !scrolls(el)) clipped.push(el.tagName + ": " + el.textContent.slice(0, 60));
+    if (box.right > edge + 1 && !scrolls(el))
+      clipped.push(el.tagName + ": " + el.textContent.slice(0, 60));
   });
   var page = doc.documentElement.scrollWidth > win.innerWidth + 1;
   document.body.setAttribute("data-result", JSON.stringify({page: page, clipped: clipped}));
