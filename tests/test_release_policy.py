@@ -49,9 +49,9 @@ def test_bump_version_moves_versions_and_ranges(
         target = tmp_path / "packages" / pyproject.parent.name / "pyproject.toml"
         target.parent.mkdir(parents=True)
         shutil.copy(pyproject, target)
-    version = tmp_path / "packages" / "torchx-specs" / "src" / "torchx" / "version.py"
+    version = tmp_path / "packages" / "torchx-specs" / "src" / "torchx" / "_version.py"
     version.parent.mkdir(parents=True)
-    shutil.copy(ROOT / "packages" / "torchx-specs" / "src" / "torchx" / "version.py", version)
+    shutil.copy(ROOT / "packages" / "torchx-specs" / "src" / "torchx" / "_version.py", version)
     bump = _bump_module()
     monkeypatch.setattr(bump, "ROOT", tmp_path)
     monkeypatch.setattr(bump, "VERSION_FILE", version)

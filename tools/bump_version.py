@@ -1,6 +1,6 @@
 """Bumps the one version every torchx distribution shares.
 
-The version lives in ``packages/torchx-specs/src/torchx/version.py`` (``torchx-specs``
+The version lives in ``packages/torchx-specs/src/torchx/_version.py`` (``torchx-specs``
 reads it through ``[tool.hatch.version]``) and, static so that every sdist builds on its
 own, in each other distribution's ``pyproject.toml``. Distributions require each other as
 a range over one minor release (``torchx-specs>=X.Y.0,<X.Y+1``, the compatibility policy
@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-VERSION_FILE = ROOT / "packages" / "torchx-specs" / "src" / "torchx" / "version.py"
+VERSION_FILE = ROOT / "packages" / "torchx-specs" / "src" / "torchx" / "_version.py"
 _VERSION_LINE = re.compile(r'^__version__ = "([^"]+)"$', re.MULTILINE)
 _RANGE = re.compile(r'"(torchx(?:-[a-z0-9-]+)?)(?:\[[^\]]*\])?(?:==|>=)[^"]+"')
 _STATIC = re.compile(r'^version = "[^"]+"$', re.MULTILINE)

@@ -307,7 +307,7 @@ def _build_next(tmp: Path, version: str) -> list[Path]:
             ROOT / "packages" / name, copy, ignore=shutil.ignore_patterns("__pycache__")
         )
         copies.append(copy)
-    spec_version = copies[0] / "src" / "torchx" / "version.py"
+    spec_version = copies[0] / "src" / "torchx" / "_version.py"
     spec_version.write_text(spec_version.read_text().replace(f'"{version}"', f'"{nxt}"'))
     slurm = copies[1] / "pyproject.toml"
     slurm.write_text(slurm.read_text().replace(f'version = "{version}"', f'version = "{nxt}"'))
@@ -423,7 +423,7 @@ def _third_party_plugin(root: Path, index: str) -> None:
 def rehearse() -> int:
     import re
 
-    version_file = ROOT / "packages" / "torchx-specs" / "src" / "torchx" / "version.py"
+    version_file = ROOT / "packages" / "torchx-specs" / "src" / "torchx" / "_version.py"
     match = re.search(r'__version__ = "([^"]+)"', version_file.read_text())
     assert match is not None, version_file
     __version__ = match.group(1)

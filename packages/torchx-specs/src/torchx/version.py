@@ -1,10 +1,9 @@
-"""The single source of the version shared by every torchx distribution.
+"""The version shared by every torchx distribution (the number lives in
+``torchx._version``) and the default image of the built-in components."""
 
-Bump it with ``python tools/bump_version.py NEW_VERSION``; that tool also rewrites the
-inter-package dependency pins so all distributions move in lockstep.
-"""
+from torchx._version import __version__
 
-__version__ = "0.8.0"
+__all__ = ["__version__", "get_torchx_image"]
 
 _DEFAULT_IMAGE_REPO = "ghcr.io/pytorch/torchx"
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import os
 
+from torchx.settings import ENV_TORCHX_TRACKERS
 from torchx.util.log import get_logger
 
-__all__ = ["finish_tracked_app", "warn_missing_trackers"]
+__all__ = ["finish_tracked_app", "get_configured_trackers", "warn_missing_trackers"]
 
 logger = get_logger(__name__)
 
@@ -25,6 +26,36 @@ DISTRIBUTIONS = {"mlflow": "torchx-tracker-mlflow", "fsspec": "torchx-runner"}
 
 _warned: set[str] = set()
 _finished: set[str] = set()
+
+
+def get_configured_trackers() -> dict[str, str | None]:
+    """Tracker names and their configs, as the launched job should see them.
+
+    Names are the keys of ``[torchx:tracker]`` in ``.torchxconfig``, replaced entirely by
+    ``$TORCHX_TRACKERS`` (comma list) when set. Each config is ``[tracker:<name>] config``,
+    overridden by ``$TORCHX_TRACKER_<NAME>_CONFIG``.
+    """
+    from torchx.runner import config
+    from torchx.tracker.api import tracker_config_env_var_name
+
+    env_names = os.environ.get(ENV_TORCHX_TRACKERS)
+    if env_names is not None:
+        names = [n.strip() for n in env_names.split(",") if n.strip()]
+        if not names:
+            return {}
+    else:
+        names = list(config.get_configs(prefix="torchx", name="tracker"))
+    if not names:
+        return {}
+    sections = config.load_sections(prefix="tracker")
+    trackers: dict[str, str | None] = {}
+    for name in names:
+        value = os.environ.get(tracker_config_env_var_name(name))
+        if value is None:
+            value = sections.get(name, {}).get("config")
+        trackers[name] = value
+    logger.debug("configured trackers: %s", trackers)
+    return trackers
 
 
 def warn_missing_trackers(names: list[str]) -> None:
@@ -74,8 +105,6 @@ def finish_tracked_app(handle: str, state: str) -> None:
 
         if not find_configs():  # no tracker can be configured: nothing to read
             return
-    from torchx.runner.api import get_configured_trackers
-
     marker = _marker(handle)
     if not get_configured_trackers() or os.path.exists(marker):
         return
@@ -99,7 +128,6 @@ def finish_tracked_app(handle: str, state: str) -> None:
 
 def _finish_now(handle: str, state: str) -> int:
     """The helper's work: tells the installed configured trackers, then leaves the marker."""
-    from torchx.runner.api import get_configured_trackers
     from torchx.tracker.api import build_trackers, installed_trackers
     from torchx.util.atomic import try_write_private
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
+from torchx.runner._trackers import get_configured_trackers
 from torchx.runner.events import log_event, may_listen
 from torchx.specs.api import (
     MISSING,
@@ -83,35 +84,6 @@ server is asked once a minute, not every ``wait_interval``, while nothing happen
 
 def _tracker_config_env_var_name(name: str) -> str:
     return f"TORCHX_TRACKER_{name.upper()}_CONFIG"
-
-
-def get_configured_trackers() -> dict[str, str | None]:
-    """Tracker names and their configs, as the launched job should see them.
-
-    Names are the keys of ``[torchx:tracker]`` in ``.torchxconfig``, replaced entirely by
-    ``$TORCHX_TRACKERS`` (comma list) when set. Each config is ``[tracker:<name>] config``,
-    overridden by ``$TORCHX_TRACKER_<NAME>_CONFIG``.
-    """
-    from torchx.runner import config
-
-    env_names = os.environ.get(_ENV_TRACKERS)
-    if env_names is not None:
-        names = [n.strip() for n in env_names.split(",") if n.strip()]
-        if not names:
-            return {}
-    else:
-        names = list(config.get_configs(prefix="torchx", name="tracker"))
-    if not names:
-        return {}
-    sections = config.load_sections(prefix="tracker")
-    trackers: dict[str, str | None] = {}
-    for name in names:
-        value = os.environ.get(_tracker_config_env_var_name(name))
-        if value is None:
-            value = sections.get(name, {}).get("config")
-        trackers[name] = value
-    logger.debug("configured trackers: %s", trackers)
-    return trackers
 
 
 def _scheduler_params_from_env() -> dict[str, str]:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from torchx.plugins._registry import NAMESPACE_ROOT, PluginFactories, PluginType, RegistrationError
+from torchx.plugins._types import NAMESPACE_ROOT, PluginFactories, PluginType, RegistrationError
 
 Record = Callable[[RegistrationError], None]
 

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from torchx.plugins._registry import NAMED_RESOURCES_ATTR, PluginType
+from torchx.plugins._types import NAMED_RESOURCES_ATTR, PluginType
 
 if TYPE_CHECKING:
     from torchx.specs.api import Resource

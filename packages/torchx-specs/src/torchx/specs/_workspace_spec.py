@@ -78,8 +78,7 @@ def _copy_single_file(src: str, source: str, dest: str) -> None:
     (never followed), devices, FIFOs and sockets are refused, the size limit counts it."""
     import stat
 
-    from torchx.workspace.api import WorkspaceProgress
-    from torchx.workspace.dir_workspace import copy_into_new_file
+    from torchx.workspace._files import WorkspaceProgress, copy_into_new_file
 
     info = os.lstat(source)
     if stat.S_ISLNK(info.st_mode):
@@ -133,7 +132,7 @@ class Workspace:
         rules (a link stays a link, the size limit counts them). Targets stay inside
         ``outdir``: they are checked again here, and no link (one a project brought) is
         ever followed on the way. Ignore files apply later, to the merged directory."""
-        from torchx.workspace.dir_workspace import copy_workspace, is_url
+        from torchx.workspace._files import copy_workspace, is_url
 
         root = os.fspath(outdir)
         for src, raw_target in self.projects.items():

@@ -43,7 +43,7 @@ def check_plugin_api(module: ModuleType, entry: str, dist: str, version: str) ->
     stated = getattr(module, PLUGIN_API_ATTR, None)
     if stated is None or (isinstance(stated, int) and MIN_PLUGIN_API <= stated <= PLUGIN_API):
         return
-    from torchx.version import __version__
+    from torchx._version import __version__
 
     owner = f"{dist} {version}".strip() or module.__name__
     if isinstance(stated, int) and stated > PLUGIN_API:

@@ -9,17 +9,25 @@ run, typically a patched image whose name replaces ``role.image``.
 from __future__ import annotations
 
 import abc
-import os
-import posixpath
 import warnings
-from collections.abc import Iterable, Iterator, Mapping
-from typing import IO, Any, Generic, TypeVar
+from collections.abc import Mapping
+from typing import Any, Generic, TypeVar
 
 from torchx.specs import AppDef, CfgVal, Role, Workspace, runopts
 from torchx.util.lazy_dataclass import dataclass
 from torchx.util.log import get_logger
+from torchx.workspace._files import (
+    DEFAULT_WORKSPACE_MAX_MB,
+    ENV_WORKSPACE_MAX_MB,
+    TORCHX_IGNORE,
+    LocalFileSystem,
+    WorkspaceProgress,
+    WorkspaceTooLargeError,
+    walk_workspace,
+)
 
 __all__ = [
+    "DEFAULT_WORKSPACE_MAX_MB",
     "ENV_WORKSPACE_MAX_MB",
     "TORCHX_IGNORE",
     "LocalFileSystem",
@@ -34,10 +42,6 @@ __all__ = [
 
 logger = get_logger(__name__)
 
-TORCHX_IGNORE = ".torchxignore"
-"""Name of the file listing (``.dockerignore`` style) what a workspace build leaves out."""
-
-_NEVER_IGNORED = (".", "Dockerfile.torchx")
 
 T = TypeVar("T")
 PackageType = TypeVar("PackageType")
@@ -209,260 +213,3 @@ class WorkspaceMixin(abc.ABC, Generic[T]):
         raise NotImplementedError(
             f"{type(self).__name__} does not push images (push_images is not overridden)"
         )
-
-
-def _read_ignore_patterns(fs: Any, path: str, ignore_name: str | None) -> list[str]:
-    if ignore_name is None:
-        return []
-    ignore_path = posixpath.join(path, ignore_name)
-    is_regular = getattr(fs, "is_regular", None) or fs.isfile  # local: not a link or FIFO
-    if not is_regular(ignore_path):
-        if fs.exists(ignore_path):  # a FIFO would block the read forever; a link could lead out
-            logger.warning("ignoring %s: it is not a regular file", ignore_path)
-        return []
-    with fs.open(ignore_path, "rt") as f:
-        lines = f.read(_MAX_IGNORE_FILE).splitlines()
-    patterns = []
-    for raw in lines:
-        line = raw.partition("#")[0].strip()
-        if not line or line == ".":
-            continue
-        patterns.append(line)
-    return patterns
-
-
-_MAX_IGNORE_FILE = 1 << 20  # characters read from an ignore file
-
-
-def _normalize_pattern(pattern: str) -> str:
-    return posixpath.normpath(pattern.lstrip("/")) if pattern.strip("/") else pattern
-
-
-def _is_ignored(relpath: str, patterns: Iterable[str]) -> bool:
-    """Whether ``relpath`` is ignored: the last pattern that matches decides."""
-    from fnmatch import fnmatchcase
-
-    relpath = posixpath.normpath(relpath)
-    if relpath in _NEVER_IGNORED:
-        return False
-    ignored = False
-    for pattern in patterns:
-        negated = pattern.startswith("!")
-        body = _normalize_pattern(pattern[1:] if negated else pattern)
-        if fnmatchcase(relpath, body):
-            ignored = not negated
-    return ignored
-
-
-class LocalFileSystem:
-    """The fsspec calls :func:`walk_workspace` and a copy make, over local paths.
-
-    Lets workspace builders copy or pack a local directory without importing fsspec.
-    Nothing is followed: a symbolic link is reported as a ``link`` (kept as a link by
-    every copy), and sockets, FIFOs and devices as ``other`` (skipped with a warning).
-    Entries that cannot be read are collected in :attr:`unreadable`.
-    """
-
-    def __init__(self) -> None:
-        self.unreadable: list[str] = []
-
-    def exists(self, path: str) -> bool:
-        return os.path.lexists(path)
-
-    def isdir(self, path: str) -> bool:
-        return os.path.isdir(path)
-
-    def is_regular(self, path: str) -> bool:
-        """Whether ``path`` is a regular file itself (not a link, FIFO or device)."""
-        import stat
-
-        try:
-            return stat.S_ISREG(os.lstat(path).st_mode)
-        except OSError:
-            return False
-
-    def open(self, path: str, mode: str = "rb") -> IO[Any]:
-        return open(path, mode, encoding="utf-8" if "t" in mode else None)
-
-    def walk(
-        self, path: str, detail: bool = True
-    ) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
-        """Top-down like ``os.walk``; names removed from the yielded ``dirs`` are pruned.
-
-        File infos carry ``name``, ``type`` (``file``, ``link`` or ``other``), ``mode``
-        and ``size``; a link's info also has ``destination`` (what it points to).
-        """
-        import stat
-
-        del detail
-        for directory, dirnames, filenames in os.walk(path, onerror=self._unreadable):
-            dirs: dict[str, Any] = {}
-            files: dict[str, Any] = {}
-            for name in (*dirnames, *filenames):
-                full = os.path.join(directory, name)
-                try:
-                    st = os.lstat(full)
-                    mode = st.st_mode
-                    if stat.S_ISDIR(mode):
-                        dirs[name] = {"name": full, "type": "directory"}
-                        continue
-                    info = {"name": full, "type": "other", "mode": mode, "size": st.st_size}
-                    if stat.S_ISREG(mode):
-                        info["type"] = "file"
-                    elif stat.S_ISLNK(mode):
-                        info.update(type="link", destination=os.readlink(full), size=0)
-                    files[name] = info
-                except OSError as e:
-                    self._unreadable(e)
-            yield directory, dirs, files
-            dirnames[:] = sorted(dirs)
-
-    def _unreadable(self, error: OSError) -> None:
-        self.unreadable.append(f"{error.filename} ({error.strerror})")
-
-
-def walk_workspace(
-    fs: Any, path: str, ignore_name: str | None = TORCHX_IGNORE
-) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
-    """Walks ``path`` on the fsspec filesystem ``fs`` like ``fs.walk(path, detail=True)``,
-    leaving out what ``<path>/<ignore_name>`` ignores.
-
-    The ignore file uses ``.dockerignore`` rules: ``#`` starts a comment, patterns are
-    ``fnmatch`` globs over paths relative to ``path``, ``!pattern`` re-includes, and the last
-    matching pattern wins. Ignored directories are not descended into. Sockets, FIFOs and
-    devices that are not ignored are left out with one warning naming them, and so are
-    entries that cannot be read.
-    """
-    patterns = _read_ignore_patterns(fs, path, ignore_name)
-    special: list[str] = []
-    for directory, dirs, files in fs.walk(path, detail=True):
-        relpath = posixpath.relpath(directory, path)
-        if _is_ignored(relpath, patterns):
-            dirs.clear()
-            continue
-        for name in [d for d in dirs if _is_ignored(posixpath.join(relpath, d), patterns)]:
-            del dirs[name]
-        kept_files = {}
-        for name, info in files.items():
-            if _is_ignored(posixpath.join(relpath, name), patterns):
-                continue
-            if info.get("type") not in ("file", "link", None):
-                special.append(info["name"])
-                continue
-            kept_files[name] = info
-        yield directory, dirs, kept_files
-    if special:
-        logger.warning(
-            "workspace %s: left out %d socket(s), FIFO(s) or device file(s): %s",
-            path,
-            len(special),
-            _some(special),
-        )
-    unreadable = getattr(fs, "unreadable", None)
-    if unreadable:
-        logger.warning(
-            "workspace %s: left out %d entries that cannot be read: %s",
-            path,
-            len(unreadable),
-            _some(unreadable),
-        )
-
-
-def _some(items: list[str], shown: int = 5) -> str:
-    more = f" and {len(items) - shown} more" if len(items) > shown else ""
-    return ", ".join(items[:shown]) + more
-
-
-ENV_WORKSPACE_MAX_MB = "TORCHX_WORKSPACE_MAX_MB"
-"""Largest workspace (MB of file content) a copy or image build takes; ``0``: no limit."""
-
-DEFAULT_WORKSPACE_MAX_MB = 4096
-
-
-class WorkspaceTooLargeError(ValueError):
-    """A workspace holds more than the size limit (:data:`ENV_WORKSPACE_MAX_MB`)."""
-
-
-class WorkspaceProgress:
-    """Counts what a workspace copy or pack has read: enforces the size limit and, when it
-    takes a while, says so (a live line on a terminal, one line otherwise)."""
-
-    SHOW_AFTER_S = 1.0
-
-    def __init__(self, workspace: str, verb: str) -> None:
-        import sys
-        import time
-
-        self.workspace = workspace
-        self.verb = verb
-        self.files = 0
-        self.bytes = 0
-        self.limit = _max_bytes()
-        self._stream = sys.stderr
-        self._live = self._stream.isatty()
-        self._start = time.monotonic()
-        self._next_show = self._start + self.SHOW_AFTER_S
-        self._shown = False
-
-    def add_file(self, path: str) -> None:
-        self.files += 1
-        self._maybe_show(path)
-
-    def add_bytes(self, count: int, path: str) -> None:
-        """Counts ``count`` more bytes read from ``path``; raises past the limit."""
-        self.bytes += count
-        if self.limit and self.bytes > self.limit:
-            raise WorkspaceTooLargeError(
-                f"workspace {self.workspace} holds more than {self.limit >> 20} MB (reached at"
-                f" {path}); list what the job does not need in its ignore file"
-                f" (.torchxignore, or .dockerignore for images) or raise"
-                f" {ENV_WORKSPACE_MAX_MB} (0: no limit)"
-            )
-        self._maybe_show(path)
-
-    def reserve(self, size: int, path: str) -> None:
-        """Refuses, before anything is written, a file whose size (as the file system
-        gives it: a sparse file's holes count) would take the copy past the limit."""
-        if self.limit and self.bytes + size > self.limit:
-            self.add_bytes(size, path)
-
-    def _line(self) -> str:
-        return (
-            f"torchx: {self.verb} workspace {self.workspace}: {self.files} files,"
-            f" {self.bytes / (1 << 20):.1f} MB"
-        )
-
-    def _maybe_show(self, path: str) -> None:
-        import time
-
-        now = time.monotonic()
-        if now < self._next_show:
-            return
-        if self._live:
-            self._stream.write("\r" + self._line() + "\x1b[K")
-            self._stream.flush()
-            self._next_show = now + 0.25
-        else:
-            self._stream.write(self._line() + " so far...\n")
-            self._next_show = float("inf")  # once: logs are not a terminal
-        self._shown = True
-
-    def done(self) -> None:
-        """Ends the progress line (only printed when the work took a while)."""
-        if self._shown:
-            self._stream.write(("\r" if self._live else "") + self._line() + ", done\n")
-            self._stream.flush()
-
-
-def _max_bytes() -> int:
-    raw = os.environ.get(ENV_WORKSPACE_MAX_MB, "").strip()
-    if not raw:
-        return DEFAULT_WORKSPACE_MAX_MB << 20
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(
-            f"{ENV_WORKSPACE_MAX_MB}={raw!r} is not a whole number of MB; unset it or give"
-            " e.g. 8192 (0: no limit)"
-        ) from None
-    return max(value, 0) << 20

@@ -15,12 +15,11 @@ the standard library; any other fsspec URL needs ``fsspec``, imported only then.
 from __future__ import annotations
 
 import os
-import posixpath
 from collections.abc import Mapping
-from typing import Any
 
 from torchx.specs import CfgVal, Role
-from torchx.workspace.api import TORCHX_IGNORE, LocalFileSystem, WorkspaceMixin, walk_workspace
+from torchx.workspace._files import copy_into_new_file, copy_workspace, is_url
+from torchx.workspace.api import WorkspaceMixin
 
 __all__ = [
     "DirWorkspaceMixin",
@@ -37,107 +36,6 @@ def job_dir_exists(job_dir: str) -> FileExistsError:
     return FileExistsError(
         f"job_dir {job_dir!r} already exists; pass a new directory (each job gets its own)"
     )
-
-
-def is_url(workspace: str) -> bool:
-    """Whether ``workspace`` is an fsspec URL (``s3://...``, ``memory://...``) rather than
-    a local path (``file://`` URLs count as local paths)."""
-    return "://" in workspace and not workspace.startswith("file://")
-
-
-def _filesystem(workspace: str) -> tuple[Any, str]:
-    """(filesystem, root path) for a local path or ``file://`` URL, else through fsspec
-    (imported only then)."""
-    if not is_url(workspace):
-        path = workspace[len("file://") :] if workspace.startswith("file://") else workspace
-        return LocalFileSystem(), os.path.abspath(os.path.expanduser(path))
-    protocol = workspace.split("://", 1)[0]
-    try:
-        import fsspec
-    except ImportError:
-        raise ValueError(
-            f"workspace {workspace!r} is a URL, which needs fsspec: pip install fsspec"
-            " (or torchx-specs[fsspec]), or pass a local directory"
-        ) from None
-    try:
-        fs, root = fsspec.core.url_to_fs(workspace)
-    except (ImportError, ValueError) as e:
-        from fsspec.registry import known_implementations
-
-        known = known_implementations.get(protocol)
-        if known is None:
-            raise ValueError(
-                f"workspace {workspace!r}: fsspec knows no protocol {protocol!r}; fix the URL"
-                " or pass a local directory"
-            ) from None
-        package = str(known["class"]).split(".", 1)[0]
-        raise ValueError(
-            f"workspace {workspace!r}: protocol {protocol!r} needs {package}, which is not"
-            f" installed (pip install {package}); {' '.join(str(e).split())}"
-        ) from None
-    return fs, root.rstrip("/") or "/"
-
-
-def copy_workspace(workspace: str, target: str, ignore_name: str | None = TORCHX_IGNORE) -> None:
-    """Copies the files of ``workspace`` (path or fsspec URL) into the directory ``target``.
-
-    What the workspace's ``ignore_name`` file excludes is skipped (``None``: no ignore
-    file, everything is copied); symbolic links are
-    copied as links (never followed, so nothing outside the workspace is read); sockets,
-    FIFOs and devices are left out with a warning; the owner's permission bits are kept
-    (scripts stay executable) and nothing is readable by others. Past the size limit
-    (``TORCHX_WORKSPACE_MAX_MB``) the copy stops with one line saying so.
-    """
-    from torchx.workspace.api import WorkspaceProgress
-
-    fs, root = _filesystem(workspace)
-    if not fs.isdir(root):
-        raise FileNotFoundError(f"workspace {workspace!r} is not a directory")
-    progress = WorkspaceProgress(workspace, "copying")
-    own = os.path.abspath(target)  # a job_dir inside the workspace is not copied into itself
-    real_target = os.path.realpath(target)
-    for directory, dirs, files in walk_workspace(fs, root, ignore_name):
-        for name in [d for d, info in dirs.items() if os.path.abspath(info["name"]) == own]:
-            del dirs[name]
-        relative = posixpath.relpath(directory.replace(os.sep, "/"), root.replace(os.sep, "/"))
-        out_dir = target if relative == "." else os.path.join(target, *relative.split("/"))
-        os.makedirs(out_dir, mode=0o700, exist_ok=True)
-        if os.path.realpath(out_dir) != os.path.join(real_target, *_parts(relative)):
-            raise ValueError(  # a link made by another workspace entry: never written through
-                f"workspace {workspace!r}: {relative!r} of its copy is a link; nothing is"
-                " written through links"
-            )
-        for name, info in files.items():
-            destination = os.path.join(out_dir, name)
-            progress.add_file(info["name"])
-            if info.get("type") == "link":
-                os.symlink(info["destination"], destination)
-                continue
-            size = info.get("size")
-            progress.reserve(size if isinstance(size, int) else 0, info["name"])
-            with fs.open(info["name"], "rb") as src:
-                copy_into_new_file(src, destination, progress, info["name"])
-            mode = info.get("mode")
-            os.chmod(destination, (mode & 0o700) if isinstance(mode, int) else 0o600)
-    progress.done()
-
-
-_CHUNK = 1 << 20
-
-
-def copy_into_new_file(src: Any, destination: str, progress: Any, path: str) -> None:
-    """Copies the open file ``src`` (``path``, for messages) into ``destination``, a private
-    file (0600) never written through a link, each chunk counted against the size limit
-    by ``progress`` (a :class:`~torchx.workspace.api.WorkspaceProgress`)."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
-    with os.fdopen(os.open(destination, flags, 0o600), "wb") as dst:
-        while chunk := src.read(_CHUNK):
-            progress.add_bytes(len(chunk), path)
-            dst.write(chunk)
-
-
-def _parts(relative: str) -> list[str]:
-    return [] if relative == "." else relative.split("/")
 
 
 class TmpDirWorkspaceMixin(WorkspaceMixin[None]):
