@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from importlib.machinery import ModuleSpec
     from types import ModuleType
+    from typing import Any
 
     from torchx.cli.argparse_util import ArgumentParser
     from torchx.cli.cmd_base import SubCommand
@@ -156,10 +157,22 @@ def _root_parser() -> "ArgumentParser":
         default=os.environ.get("LOGLEVEL", "INFO"),
         help=_LOG_LEVEL_HELP,
     )
+    from argparse import SUPPRESS, Action
+
+    class VersionAction(Action):
+        """``--version``, its text made only when asked (it reads installed metadata)."""
+
+        def __call__(
+            self, parser: "Any", namespace: "Any", values: "Any", opt: "Any" = None
+        ) -> None:
+            print(_version_string(), flush=True)
+            parser.exit()
+
     parser.add_argument(
         "--version",
-        action="version",
-        version=_version_string(),
+        action=VersionAction,
+        nargs=0,
+        default=SUPPRESS,
         help="print the torchx version and exit",
     )
     return parser
