@@ -82,10 +82,6 @@ checks: it returns at the first change anyway, so a long window only saves calls
 server is asked once a minute, not every ``wait_interval``, while nothing happens)."""
 
 
-def _tracker_config_env_var_name(name: str) -> str:
-    return f"TORCHX_TRACKER_{name.upper()}_CONFIG"
-
-
 def _scheduler_params_from_env() -> dict[str, str]:
     """Every ``TORCHX_<X>`` env var as scheduler-factory kwarg ``<x>`` (upstream behaviour)."""
     params: dict[str, str] = {}
@@ -482,12 +478,13 @@ class Runner:
         trackers = get_configured_trackers()
         if trackers:
             from torchx.runner._trackers import warn_missing_trackers
+            from torchx.tracker.api import tracker_config_env_var_name  # only with trackers
 
             warn_missing_trackers(list(trackers))
             injected[_ENV_TRACKERS] = ",".join(trackers)
             for name, config in trackers.items():
                 if config:
-                    injected[_tracker_config_env_var_name(name)] = config
+                    injected[tracker_config_env_var_name(name)] = config
         for role in app.roles:
             role.env.update(injected)
 

@@ -219,11 +219,9 @@ def _per_node_command(
         _REPLICA_MARK in a for a in command
     ):
         return command, env
-    marked_env = {
-        k: v
-        for k, v in env.items()
-        if _REPLICA_MARK in v or not k.isidentifier() or not k.isascii()
-    }
+    from torchx.util.strings import is_shell_name
+
+    marked_env = {k: v for k, v in env.items() if _REPLICA_MARK in v or not is_shell_name(k)}
     lines = [f"r=$((${{{_NODE_INDEX_VAR}:?is not set by AWS Batch}} - {first_node}))"]
     # `env NAME=VALUE`, each one quoted word: a name is never shell text
     assignments = [_shell_word(f"{k}={v}") for k, v in marked_env.items()]

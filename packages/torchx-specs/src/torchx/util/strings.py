@@ -8,6 +8,7 @@ __all__ = [
     "check_file_name",
     "connection_problem",
     "escape_unprintable",
+    "is_shell_name",
     "normalize_str",
 ]
 
@@ -52,7 +53,8 @@ _IDENT_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"
 _IDENT = _IDENT_START | frozenset("0123456789")
 
 
-def _is_shell_name(name: str) -> bool:
+def is_shell_name(name: str) -> bool:
+    """Whether ``name`` can be a shell variable: ``[A-Za-z_][A-Za-z0-9_]*``."""
     return bool(name) and name[0] in _IDENT_START and set(name) <= _IDENT
 
 
@@ -85,7 +87,7 @@ def carried_env(role_name: str, env: "dict[str, str]") -> "dict[str, str]":
     check_env_names(role_name, env)
     carried: dict[str, str] = {}
     for name, value in env.items():
-        if _is_shell_name(name):
+        if is_shell_name(name):
             carried[name] = value
             continue
         shown = escape_unprintable(name)
