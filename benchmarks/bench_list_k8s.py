@@ -27,7 +27,7 @@ from pathlib import Path
 from _harness import bench_env, compile_sources, interleaved, verdict
 from torchx_k8s_testsupport import FakeKubernetes, fill_torchx_jobs
 
-from torchx.schedulers.kubernetes_render import LABEL_KIND, LABEL_MANAGED_BY, MANAGED_BY
+from torchx.schedulers._kubernetes.render import LABEL_KIND, LABEL_MANAGED_BY, MANAGED_BY
 
 OURS = Path(sys.executable).parent
 NS = "default"

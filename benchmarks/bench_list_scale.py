@@ -29,7 +29,7 @@ from pathlib import Path
 
 from _harness import bench_env, compile_sources, ensure_upstream_venv, interleaved, verdict
 
-from torchx.schedulers.slurm_parse import SQUEUE_LIST_FORMAT
+from torchx.schedulers._slurm.parse import SQUEUE_LIST_FORMAT
 
 OURS = Path(sys.executable).parent
 

@@ -148,7 +148,7 @@ def log_lines_speed(runner: object, work: Path, mib: int) -> tuple[float, float,
     handle = runner.run(AppDef("biglog", roles=[role]), "local_cwd")  # type: ignore[attr-defined]
     runner.wait(handle, wait_interval=60)  # type: ignore[attr-defined]
     app_id = handle.rsplit("/", 1)[1]
-    from torchx.schedulers import local_state
+    from torchx.schedulers._local import state as local_state
 
     path = os.path.join(local_state.app_state_dir(app_id), "gen", "0", "stdout.log")
 

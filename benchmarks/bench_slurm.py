@@ -43,7 +43,7 @@ from _harness import (
     verdict,
 )
 
-from torchx.schedulers.slurm_parse import SQUEUE_FORMAT
+from torchx.schedulers._slurm.parse import SQUEUE_FORMAT
 
 OURS = Path(sys.executable).parent
 MAX_STATUS_RATIO = 4.0

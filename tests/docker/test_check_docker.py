@@ -21,7 +21,7 @@ def test_daemon_up(docker_client: Any) -> None:
 
 
 def test_an_image_on_the_host_is_ready(docker_client: Any) -> None:
-    from torchx.schedulers.docker_checks import _Daemon, image_check
+    from torchx.schedulers._docker.readiness import _Daemon, image_check
 
     check = image_check(_Daemon(), IMAGE)
     assert (check.status, check.found) == ("ready", f"{IMAGE} is on this host")

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from torchx_ray_testsupport import dashboard_get
 
-from torchx.schedulers.ray_client import address_in_app_id, split_app_id
+from torchx.schedulers._ray.client import address_in_app_id, split_app_id
 from torchx.specs import AppDef, AppState, Resource, Role, macros
 
 TORCHX = str(Path(sys.executable).parent / "torchx")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from torchx.schedulers import local_state as st
+from torchx.schedulers._local import state as st
 from torchx.schedulers.api import Stream
 from torchx.schedulers.local_scheduler import LocalScheduler, create_scheduler
 from torchx.specs.api import AppDef, AppState, Role
@@ -168,7 +168,7 @@ def test_an_app_complete_on_disk_runs_even_if_its_launcher_dies(sched: LocalSche
     launched = python(
         """
         import os
-        from torchx.schedulers import local_supervisor
+        from torchx.schedulers._local import supervisor as local_supervisor
         from torchx.schedulers.local_scheduler import create_scheduler
         from torchx.specs.api import AppDef, Role
 

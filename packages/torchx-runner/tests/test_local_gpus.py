@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from torchx.schedulers.local_gpus import allocate_cuda_devices, cuda_device_count
+from torchx.schedulers._local.gpus import allocate_cuda_devices, cuda_device_count
 from torchx.schedulers.local_scheduler import create_scheduler
 from torchx.specs.api import AppDef, Resource, Role
 

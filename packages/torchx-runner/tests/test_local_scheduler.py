@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from torchx.schedulers import local_state as st
+from torchx.schedulers._local import state as st
 from torchx.schedulers.api import Stream
 from torchx.schedulers.local_scheduler import (
     CWDImageProvider,
@@ -736,7 +736,7 @@ def test_spawned_supervisor(sched: LocalScheduler, monkeypatch: pytest.MonkeyPat
 def test_threads_in_the_launcher_disable_forking() -> None:
     import threading
 
-    from torchx.schedulers import local_supervisor
+    from torchx.schedulers._local import supervisor as local_supervisor
 
     release = threading.Event()
     t = threading.Thread(target=release.wait)

@@ -1,17 +1,13 @@
-"""Modules that moved to torchx-specs keep their torchx-runner era import paths."""
+"""Upstream's public names that now live in shared helpers stay importable from upstream's
+modules.
+"""
 
 from __future__ import annotations
 
 
-def test_local_logs_reexports_the_shared_follower() -> None:
-    from torchx.schedulers import local_logs, log_files
-
-    assert local_logs.follow_lines is log_files.follow_lines
-    assert local_logs.LogIterator is log_files.LogIterator
-
-
 def test_local_scheduler_still_exports_log_iterator() -> None:
-    from torchx.schedulers import local_scheduler, log_files
+    from torchx.schedulers import local_scheduler
+    from torchx.schedulers._shared import log_files
 
     assert local_scheduler.LogIterator is log_files.LogIterator
 

@@ -13,7 +13,7 @@ import pytest
 from torchx_fault_testsupport import count_lines, record_fault
 from torchx_k8s_testsupport import NS, FakeKubernetes, app, cfg, replica_pod
 
-from torchx.schedulers.kubernetes_client import KubernetesApiError
+from torchx.schedulers._kubernetes.client import KubernetesApiError
 from torchx.schedulers.kubernetes_scheduler import KubernetesScheduler
 from torchx.specs import AppState, is_terminal
 

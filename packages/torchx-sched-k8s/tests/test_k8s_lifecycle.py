@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from torchx_k8s_testsupport import NS, FakeKubernetes, app, cfg, replica_pod
 
-from torchx.schedulers.kubernetes_client import KubernetesApiError, KubernetesConfigError
+from torchx.schedulers._kubernetes.client import KubernetesApiError, KubernetesConfigError
+from torchx.schedulers._kubernetes.status import newest_pod
 from torchx.schedulers.kubernetes_scheduler import KubernetesScheduler, create_scheduler
-from torchx.schedulers.kubernetes_status import newest_pod
 from torchx.specs import AppState
 from torchx.specs.overlays import set_overlay
 

@@ -8,7 +8,7 @@ import logging
 import pytest
 import yaml
 
-from torchx.schedulers.kubernetes_render import SpecError
+from torchx.schedulers._kubernetes.render import SpecError
 from torchx.schedulers.kubernetes_scheduler import (
     KubernetesJob,
     KubernetesOpts,
@@ -301,7 +301,7 @@ def test_dryrun_without_cluster_notes_skipped_validation(caplog: pytest.LogCaptu
 
 
 def test_validate_spec_true_needs_a_cluster() -> None:
-    from torchx.schedulers.kubernetes_client import KubernetesConfigError
+    from torchx.schedulers._kubernetes.client import KubernetesConfigError
 
     with pytest.raises(
         KubernetesConfigError, match=r"no Kubernetes cluster configured.*KUBECONFIG"

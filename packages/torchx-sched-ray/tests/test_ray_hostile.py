@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from torchx.schedulers.ray_client import RayApiError, RayJobsClient
-from torchx.schedulers.ray_request import read_requirements
+from torchx.schedulers._ray.client import RayApiError, RayJobsClient
+from torchx.schedulers._ray.request import read_requirements
 from torchx.schedulers.ray_scheduler import create_scheduler
 from torchx.specs import AppDef, Role
 

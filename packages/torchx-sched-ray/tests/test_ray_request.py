@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from torchx.schedulers.ray_client import (
+from torchx.schedulers._ray.client import (
     RayApiError,
     RayJobsClient,
     address_in_app_id,
     resolve_address,
     split_app_id,
 )
-from torchx.schedulers.ray_request import DRIVER_PATH, ENV_JOB, build_package, read_requirements
+from torchx.schedulers._ray.request import DRIVER_PATH, ENV_JOB, build_package, read_requirements
 from torchx.schedulers.ray_scheduler import RayScheduler, create_scheduler
 from torchx.specs import AppDef, Resource, Role, Workspace, macros
 

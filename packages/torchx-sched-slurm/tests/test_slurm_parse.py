@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from torchx.schedulers.slurm_describe import describe_rows
-from torchx.schedulers.slurm_parse import (
+from torchx.schedulers._slurm.describe import describe_rows
+from torchx.schedulers._slurm.parse import (
     base_state,
     leaders,
     parse_sacct_json,
@@ -18,7 +18,7 @@ from torchx.schedulers.slurm_parse import (
     parse_time_limit,
     split_job_name,
 )
-from torchx.schedulers.slurm_records import JobRecord
+from torchx.schedulers._slurm.records import JobRecord
 from torchx.schedulers.slurm_scheduler import (
     SLURM_STATES,
     appstate_from_slurm_state,
@@ -275,7 +275,7 @@ def test_malformed_json_reads_as_no_jobs() -> None:
 
 
 def test_reasons_that_can_never_be_met_say_so() -> None:
-    from torchx.schedulers.slurm_describe import explain_reason
+    from torchx.schedulers._slurm.describe import explain_reason
 
     for reason in ("PartitionConfig", "PartitionNodeLimit", "PartitionTimeLimit", "BadConstraints"):
         assert "it can never start as submitted" in explain_reason(reason)
@@ -289,7 +289,7 @@ def test_reasons_that_can_never_be_met_say_so() -> None:
 def test_squeue_list_rows_recorded_from_22_05() -> None:
     """``torchx list`` reads only id, heterogeneous leader, state and name from squeue's
     text form (recorded: two single jobs and one two-component heterogeneous job)."""
-    from torchx.schedulers.slurm_parse import parse_squeue_list
+    from torchx.schedulers._slurm.parse import parse_squeue_list
 
     rows = parse_squeue_list(fixture("squeue-list-22.05.txt"))
     assert [(r.job_id, r.het_leader, r.het_offset, r.state, r.name) for r in rows] == [

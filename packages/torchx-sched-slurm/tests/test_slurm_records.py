@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from torchx.schedulers.slurm_records import (
+from torchx.schedulers._slurm.records import (
     JobRecord,
     read_record,
     record_path,

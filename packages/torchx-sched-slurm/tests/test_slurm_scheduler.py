@@ -14,7 +14,7 @@ from string import Template
 
 import pytest
 
-from torchx.schedulers.slurm_commands import SlurmNotFoundError
+from torchx.schedulers._slurm.commands import SlurmNotFoundError
 from torchx.schedulers.slurm_scheduler import (
     SBATCH_GROUP_OPTIONS,
     SBATCH_JOB_OPTIONS,
@@ -313,7 +313,7 @@ class TestScriptQuoting:
     """One quoting function per context of the generated script."""
 
     def test_sbatch_values(self) -> None:
-        from torchx.schedulers.slurm_request import sbatch_value
+        from torchx.schedulers._slurm.request import sbatch_value
 
         assert sbatch_value("partition", "debug") == "debug"
         assert sbatch_value("output", "/a b/it's/slurm-%j.out") == '"/a b/it\'s/slurm-%j.out"'
@@ -322,7 +322,7 @@ class TestScriptQuoting:
             sbatch_value("output", "/a\nb")
 
     def test_comment_lines_cannot_end_early(self, sched: SlurmScheduler) -> None:
-        from torchx.schedulers.slurm_request import comment_text
+        from torchx.schedulers._slurm.request import comment_text
 
         assert comment_text("sbatch --comment='x\n    touch y #'") == (
             "sbatch --comment='x\\n    touch y #'"
@@ -349,7 +349,7 @@ def test_a_command_that_exits_before_reading_its_input_reports_its_status() -> N
     """sbatch refusing a broken configuration exits before reading the batch script: that
     is its exit status and error, not a BrokenPipeError (which the CLI would take for a
     closed stdout and exit 0 in silence)."""
-    from torchx.schedulers.slurm_commands import run
+    from torchx.schedulers._slurm.commands import run
 
     code, out, err = run(["sh", "-c", "echo refused >&2; exit 3"], stdin=b"#!/bin/bash\n" * 200_000)
     assert (code, out, err) == (3, "", "refused\n")

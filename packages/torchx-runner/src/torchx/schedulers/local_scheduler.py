@@ -2,7 +2,7 @@
 
 Apps outlive the process that launched them. ``schedule()`` writes the app's request and
 state under ``$TORCHX_HOME/local_cwd/<app_id>/`` and hands the app to a per-app supervisor
-process (see :mod:`torchx.schedulers.local_supervisor`) that starts, logs, reaps and
+process (see :mod:`torchx.schedulers._local.supervisor`) that starts, logs, reaps and
 retries the replicas. Every other operation (``describe``, ``log_iter``, ``cancel``,
 ``delete``, ``list``, ``wait_for_change``) reads or signals that state, so it works from
 any process: ``torchx status`` in another terminal, a notebook restarted mid-run, ...
@@ -20,23 +20,21 @@ import contextlib
 import os
 import sys
 import time
-import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from torchx.schedulers import local_state as st
+from torchx.schedulers._local import state as st
+from torchx.schedulers._local import supervisor as _supervisor
+from torchx.schedulers._shared import log_files as _log_files
+from torchx.schedulers._shared.log_files import LogIterator
 from torchx.schedulers.api import (
     HELP_KEY,
     DescribeAppResponse,
     ListAppResponse,
+    LogQuery,
     Scheduler,
-    Stream,
     StructuredOpts,
-    filter_regex,
-    stream_name,
 )
-from torchx.schedulers.local_logs import LogIterator, follow_lines, read_lines
-from torchx.schedulers.log_files import LogLines, follow_chunks, read_chunks
 from torchx.specs.api import (
     NONE,
     AppDef,
@@ -60,7 +58,6 @@ from torchx.util.programs import find_program, script_of
 if TYPE_CHECKING:
     import signal
     import subprocess
-    from datetime import datetime
 
     from torchx.util.readiness import ReadinessCheck
 
@@ -316,9 +313,7 @@ def run_local_job(
     This is what the supervisor does for every replica; exposed for callers that start
     processes the same way.
     """
-    from torchx.schedulers.local_supervisor import run_local_job as start
-
-    return start(args, env, stdout, stderr, cwd)
+    return _supervisor.run_local_job(args, env, stdout, stderr, cwd)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -540,6 +535,7 @@ class LocalScheduler(Scheduler[Opts]):
     """
 
     has_event_source = True  # wait_for_change: the supervisor's ready pipe or pidfd
+    log_time_bounds = False  # log files keep no time per line
 
     def __init__(
         self,
@@ -565,9 +561,9 @@ class LocalScheduler(Scheduler[Opts]):
 
     def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
         """Where app state goes, and the interpreter and torchrun jobs would get."""
-        from torchx.schedulers.local_checks import local_checks
+        from torchx.schedulers._local import readiness
 
-        return local_checks()
+        return readiness.checks()
 
     def _run_opts(self) -> runopts:
         return Opts.as_runopts()
@@ -669,7 +665,9 @@ class LocalScheduler(Scheduler[Opts]):
         requested = sum(r.num_replicas * r.resource.gpu for r in app.roles if r.resource.gpu > 0)
         if requested <= 0:
             return None
-        from torchx.schedulers import local_gpus  # only apps asking for GPUs pay for it
+        from torchx.schedulers._local import (
+            gpus as local_gpus,
+        )  # only apps asking for GPUs pay for it
 
         if not opts.auto_set_cuda_visible_devices:
             if gpu_replicas > 1:
@@ -713,7 +711,7 @@ class LocalScheduler(Scheduler[Opts]):
             )
         self._evict_finished(root)
         self._close_done_fds(only_ended=True)
-        from torchx.schedulers import local_supervisor
+        from torchx.schedulers._local import supervisor as local_supervisor
 
         method = local_supervisor.start_method()  # a bad setting fails before anything exists
         # app ids are unique, so a pid-suffixed name cannot collide (no tempfile import,
@@ -1093,7 +1091,7 @@ class LocalScheduler(Scheduler[Opts]):
                 if not only_ended or fd in ended or excess > 0:
                     excess -= 1
                     self._close_done_fd(app_id)
-        supervisor = sys.modules.get("torchx.schedulers.local_supervisor")
+        supervisor = sys.modules.get("torchx.schedulers._local.supervisor")
         if supervisor is not None:  # only a process that launched has supervisors to reap
             supervisor.reap_exited()
 
@@ -1191,28 +1189,10 @@ class LocalScheduler(Scheduler[Opts]):
 
     # -- logs ------------------------------------------------------------------------------
 
-    def log_iter(  # noqa: PLR0917 (positional order is the public API)
-        self,
-        app_id: str,
-        role_name: str,
-        k: int = 0,
-        regex: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        should_tail: bool = False,
-        streams: Stream | None = None,
-    ) -> Iterable[str]:
-        """Lines of replica ``k`` of ``role_name``: ``combined`` log unless ``streams`` says.
-
-        ``since``/``until`` are not supported (a warning says so; all lines are returned).
-        With ``should_tail`` the iterator follows the log until the app is terminal.
-        """
-        if since or until:
-            warnings.warn(
-                "local_cwd does not support since/until for logs; they are ignored and all"
-                " log lines are returned",
-                stacklevel=2,
-            )
+    def _log_lines(self, query: LogQuery) -> Iterable[str]:
+        """Replica ``k``'s log file of the stream asked for; followed until the app is
+        terminal. Times are not kept per line (``log_time_bounds`` is off)."""
+        app_id, role_name, k = query.app_id, query.role_name, query.k
         loaded = self._load(app_id)
         if loaded is None:
             raise ValueError(
@@ -1232,14 +1212,12 @@ class LocalScheduler(Scheduler[Opts]):
                 f"role {role_name!r} of app {app_id} has replicas 0..{len(replicas) - 1};"
                 f" there is no replica {k}"
             )
-        stream = stream_name(streams)
+        stream = query.stream
         path = replicas[k][stream]
-        if should_tail:
-            if regex:
-                return filter_regex(regex, follow_lines(self, app_id, path))
-            return LogLines(
-                lambda: follow_lines(self, app_id, path),
-                lambda: follow_chunks(self, app_id, path),
+        if query.follow:
+            return _log_files.LogLines(
+                lambda: _log_files.follow_lines(self, app_id, path),
+                lambda: _log_files.follow_chunks(self, app_id, path),
             )
         if not os.path.isfile(path):
             if state["state"] not in st.TERMINAL_STATES:
@@ -1247,9 +1225,9 @@ class LocalScheduler(Scheduler[Opts]):
             raise RuntimeError(
                 f"the {stream} log of {role_name}[{k}] of app {app_id} is missing: {path}"
             )
-        if regex:
-            return read_lines(path, regex)
-        return LogLines(lambda: read_lines(path), lambda: read_chunks(path))
+        return _log_files.LogLines(
+            lambda: _log_files.read_lines(path), lambda: _log_files.read_chunks(path)
+        )
 
     def close(self) -> None:
         """Releases this scheduler's descriptors; apps are durable and keep running."""

@@ -27,46 +27,34 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from torchx.schedulers import labels
-from torchx.schedulers.api import (
-    HELP_KEY,
-    DescribeAppResponse,
-    ListAppResponse,
-    Scheduler,
-    Stream,
-    StructuredOpts,
-    stream_name,
-    with_full_job_id,
-)
-from torchx.schedulers.aws_batch_clients import (
+from torchx.schedulers._aws_batch import clients, jobdef, logs
+from torchx.schedulers._aws_batch import state as _state
+from torchx.schedulers._aws_batch.clients import (
     AWSBatchError,
     AWSCredentialsError,
     AWSRegionError,
     BatchQueueError,
-    api_call,
-    thread_client,
 )
-from torchx.schedulers.aws_batch_jobdef import (
+from torchx.schedulers._aws_batch.jobdef import (
     DEFAULT_ROLE_NAME,
     ENV_TORCHX_ROLE_IDX,
     ENV_TORCHX_ROLE_NAME,
     ResourceType,
-    check_role_count,
-    job_name_for,
-    node_ranges,
-    parse_target_nodes,
     parse_ulimits,
     resource_from_resource_requirements,
     resource_requirements_from_resource,
-    retry_strategy,
 )
-from torchx.schedulers.aws_batch_logs import to_datetime, to_millis_since_epoch
-from torchx.schedulers.aws_batch_state import (
-    CANCEL_REASON,
-    JOB_STATE,
-    app_state,
-    describe_response,
-    log_stream_of,
+from torchx.schedulers._aws_batch.logs import to_datetime, to_millis_since_epoch
+from torchx.schedulers._aws_batch.state import CANCEL_REASON, JOB_STATE
+from torchx.schedulers._shared import labels
+from torchx.schedulers.api import (
+    HELP_KEY,
+    DescribeAppResponse,
+    ListAppResponse,
+    LogQuery,
+    Scheduler,
+    StructuredOpts,
+    with_full_job_id,
 )
 from torchx.specs.api import (
     AppDef,
@@ -82,8 +70,6 @@ from torchx.util.user import current_user
 from torchx.workspace.docker_workspace import DockerWorkspaceMixin
 
 if TYPE_CHECKING:
-    from datetime import datetime
-
     import docker
 
     from torchx.schedulers.list_filter import ListFilter
@@ -213,7 +199,7 @@ def _token_pages(what: str, fn: Any, key: str, **kwargs: Any) -> Iterator[_Summa
     """The ``key`` items of each page of a Batch call that pages with ``nextToken``, a
     page asked for only when the one before is used."""
     while True:
-        page = api_call(what, fn, **kwargs)
+        page = clients.api_call(what, fn, **kwargs)
         yield list(page.get(key) or [])
         if not page.get("nextToken"):
             return
@@ -227,7 +213,7 @@ def _oldest_first(apps: Iterable[tuple[int, ListAppResponse]]) -> _Rows:
 def _may_be_in(summary: Mapping[str, Any], states: frozenset[AppState]) -> bool:
     """Whether a job of this summary's status can be in one of ``states`` (a FAILED job
     may read CANCELLED, which only its description tells)."""
-    state = app_state(summary)
+    state = _state.app_state(summary)
     return state in states or (state == AppState.FAILED and AppState.CANCELLED in states)
 
 
@@ -256,19 +242,19 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
 
     @property
     def _client(self) -> Any:
-        return self.__client if self.__client is not None else thread_client("batch")
+        return self.__client if self.__client is not None else clients.thread_client("batch")
 
     @property
     def _log_client(self) -> Any:
-        return self.__log_client if self.__log_client is not None else thread_client("logs")
+        return self.__log_client if self.__log_client is not None else clients.thread_client("logs")
 
     # -- options and validation ------------------------------------------------------------
 
     def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
         """Credentials and region, then the configured queue and its compute."""
-        from torchx.schedulers.aws_batch_readiness import batch_checks
+        from torchx.schedulers._aws_batch import readiness
 
-        return batch_checks(dict(cfg or {}))
+        return readiness.checks(dict(cfg or {}))
 
     def _run_opts(self) -> runopts:
         return Opts.as_runopts()
@@ -281,12 +267,12 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                 "no AWS Batch job queue given; set it with -cfg queue=<name> (or `queue` in"
                 " the [aws_batch] section of .torchxconfig)"
             )
-        check_role_count(app)
+        jobdef.check_role_count(app)
         if opts.ulimits:
             parse_ulimits(opts.ulimits)
         if not 0 <= int(opts.priority) <= 9999:
             raise ValueError(f"priority={opts.priority} is out of range; use 0 to 9999")
-        retry_strategy(app)
+        jobdef.retry_strategy(app)
 
     def build_workspaces(self, roles: list[Role], cfg: Mapping[str, CfgVal]) -> None:
         """Builds the roles' workspaces, once it is sure the images can be pushed."""
@@ -304,7 +290,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         from torchx.version import __version__
 
         opts = Opts.from_cfg(cfg)
-        name = job_name_for(app.name, opts.share_id)
+        name = jobdef.job_name_for(app.name, opts.share_id)
         images_to_push = self.dryrun_push_images(app, cfg)
         app = with_full_job_id(app, f"{opts.queue}:{name}")  # $TORCHX_JOB_ID = the handle
         container_extra: dict[str, Any] = {"privileged": bool(opts.privileged)}
@@ -314,7 +300,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             container_extra["jobRoleArn"] = opts.job_role_arn
         if opts.execution_role_arn:
             container_extra["executionRoleArn"] = opts.execution_role_arn
-        num_nodes, ranges = node_ranges(app, name, container_extra)
+        num_nodes, ranges = jobdef.node_ranges(app, name, container_extra)
         tags = {
             TAG_TORCHX_VER: __version__,
             TAG_TORCHX_APPNAME: app.name,
@@ -329,7 +315,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                 "mainNode": 0,
                 "nodeRangeProperties": ranges,
             },
-            "retryStrategy": retry_strategy(app),
+            "retryStrategy": jobdef.retry_strategy(app),
             "tags": tags,
         }
         if opts.share_id:
@@ -349,7 +335,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         """Fails with one line unless ``request.queue`` exists, is enabled and matches the
         share id (a fair-share queue needs one, a plain queue refuses one)."""
         client = self._client
-        found = api_call(
+        found = clients.api_call(
             f"look up the AWS Batch job queue {request.queue}",
             client.describe_job_queues,
             jobQueues=[request.queue],
@@ -358,7 +344,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             region = client.meta.region_name
             names = [
                 str(q["jobQueueName"])
-                for q in api_call(
+                for q in clients.api_call(
                     "list the AWS Batch job queues", client.describe_job_queues, maxResults=20
                 )["jobQueues"]
             ]
@@ -391,7 +377,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         if request.images_to_push:
             self.push_images(request.images_to_push, quiet=bool(dryrun_info._cfg.get("quiet")))
         client = self._client
-        job_def_arn = api_call(
+        job_def_arn = clients.api_call(
             f"register the job definition {request.name}",
             client.register_job_definition,
             **request.job_def,
@@ -405,7 +391,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         if request.share_id:
             submit["shareIdentifier"] = request.share_id
         try:
-            api_call(f"submit the job {request.name}", client.submit_job, **submit)
+            clients.api_call(f"submit the job {request.name}", client.submit_job, **submit)
         except BaseException:
             # leave nothing behind: the definition exists only for this job (the submit
             # error is the one to report)
@@ -440,7 +426,9 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         jobs: list[dict[str, Any]] = []
         for start in range(0, len(ids), _DESCRIBE_BATCH):
             chunk = ids[start : start + _DESCRIBE_BATCH]
-            jobs += api_call("describe jobs", self._client.describe_jobs, jobs=chunk)["jobs"]
+            jobs += clients.api_call("describe jobs", self._client.describe_jobs, jobs=chunk)[
+                "jobs"
+            ]
         return jobs
 
     def _job_and_nodes(self, app_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
@@ -473,7 +461,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         found = self._job_and_nodes(app_id)
         if found is None:
             return None
-        return describe_response(app_id, *found)
+        return _state.describe_response(app_id, *found)
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         """TorchX's jobs (by tag, every status) in every queue, or in the ``queue`` of
@@ -519,7 +507,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                         continue
                     row = ListAppResponse(
                         app_id=f"{name}:{job['jobName']}",
-                        state=app_state(job),
+                        state=_state.app_state(job),
                         name=str(tags.get(TAG_TORCHX_APPNAME, "")),
                     )
                     yield int(job.get("createdAt") or 0), row
@@ -556,7 +544,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         self._terminate(app_id, summary)
         if summary is None or not summary.get("jobDefinition"):
             return
-        api_call(
+        clients.api_call(
             f"deregister the job definition of {app_id}",
             self._client.deregister_job_definition,
             jobDefinition=str(summary["jobDefinition"]),
@@ -573,7 +561,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             JOB_STATE.get(str(summary.get("status")), AppState.UNKNOWN)
         ):
             return
-        api_call(
+        clients.api_call(
             f"terminate the job of {app_id}",
             self._client.terminate_job,
             jobId=str(summary["jobId"]),  # the id: some emulators ignore an ARN here
@@ -582,36 +570,24 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
 
     # -- logs ------------------------------------------------------------------------------
 
-    def log_iter(  # noqa: PLR0917 (positional order is the public API)
-        self,
-        app_id: str,
-        role_name: str,
-        k: int = 0,
-        regex: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        should_tail: bool = False,
-        streams: Stream | None = None,
-    ) -> Iterable[str]:
+    def _log_lines(self, query: LogQuery) -> Iterable[str]:
         """Lines of replica ``k`` of ``role_name`` from its node's CloudWatch Logs stream.
 
         Batch writes stdout and stderr to one stream, so only the combined stream exists.
         Where Batch reports no node jobs (emulators), the job's own stream is the main
         node's.
         """
-        from torchx.schedulers.aws_batch_logs import iter_log_events
-
-        stream = stream_name(streams)
-        if stream != "combined":
+        if query.stream != "combined":
             raise ValueError(
-                f"aws_batch has no separate {stream} log: Batch writes stdout and stderr of"
+                f"aws_batch has no separate {query.stream} log: Batch writes stdout and stderr of"
                 " a node to one CloudWatch stream; use the combined stream"
             )
+        app_id = query.app_id
         found = self._job_and_nodes(app_id)
         if found is None:
             raise ValueError(f"unknown aws_batch app {app_id!r}: no such job in the queue")
         job, nodes = found
-        node_index = self._node_index(app_id, job, role_name, k)
+        node_index = self._node_index(app_id, job, query.role_name, query.k)
         job_id = str(job["jobId"])
         node_job_id = f"{job_id}#{node_index}"
         main_node = int((job.get("nodeProperties") or {}).get("mainNode") or 0)
@@ -625,19 +601,18 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             fresh = None
             found = {j.get("jobId"): j for j in jobs}
             parent, node = found.get(job_id), found.get(node_job_id)
-            parent_ended = parent is None or is_terminal(app_state(parent))
+            parent_ended = parent is None or is_terminal(_state.app_state(parent))
             if node is not None:
-                return log_stream_of(node), is_terminal(app_state(node)) or parent_ended
+                return _state.log_stream_of(node), is_terminal(
+                    _state.app_state(node)
+                ) or parent_ended
             if parent is not None and parent_ended and node_index == main_node:
-                return log_stream_of(parent), True
+                return _state.log_stream_of(parent), True
             return None, parent_ended
 
-        lines = iter_log_events(self._log_client, locate, since, until, should_tail)
-        if regex:
-            from torchx.schedulers.api import filter_regex
-
-            return filter_regex(regex, lines)
-        return lines
+        return logs.iter_log_events(
+            self._log_client, locate, query.since, query.until, query.follow
+        )
 
     @staticmethod
     def _node_index(app_id: str, job: Mapping[str, Any], role_name: str, k: int) -> int:
@@ -651,7 +626,9 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             roles.append(name)
             if name != role_name:
                 continue
-            first, last = parse_target_nodes(str(node_range.get("targetNodes", "0")), num_nodes)
+            first, last = jobdef.parse_target_nodes(
+                str(node_range.get("targetNodes", "0")), num_nodes
+            )
             if not 0 <= k <= last - first:
                 raise ValueError(
                     f"role {role_name!r} of app {app_id} has replicas 0..{last - first};"

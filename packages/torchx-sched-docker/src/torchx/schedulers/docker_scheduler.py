@@ -30,16 +30,15 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from torchx.schedulers import labels
+from torchx.schedulers._docker import logs, retry
+from torchx.schedulers._shared import labels
 from torchx.schedulers.api import (
     HELP_KEY,
     DescribeAppResponse,
     ListAppResponse,
+    LogQuery,
     Scheduler,
-    Stream,
     StructuredOpts,
-    filter_regex,
-    stream_name,
     whole_lines,
 )
 from torchx.settings import ENV_TORCHX_IMAGE
@@ -70,8 +69,6 @@ from torchx.workspace.docker_workspace import (
 )
 
 if TYPE_CHECKING:
-    from datetime import datetime
-
     import docker
 
     from torchx.util.readiness import ReadinessCheck
@@ -341,14 +338,13 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         TCP daemon (no SDK import), else (TLS/SSH daemons, an explicit ``docker_client``)
         the SDK's ``APIClient``. Both take the same calls."""
         if self._engine is None:
-            from torchx.schedulers import docker_engine
-            from torchx.schedulers.docker_retry import RetryingApi
+            from torchx.schedulers._docker import engine as docker_engine
 
             engine = None if self._explicit_client else docker_engine.from_env()
             if engine is None:
-                self._engine = RetryingApi(self._docker_client.api, "DOCKER_HOST")
+                self._engine = retry.RetryingApi(self._docker_client.api, "DOCKER_HOST")
             else:
-                api = RetryingApi(engine, engine.address)
+                api = retry.RetryingApi(engine, engine.address)
                 api.ping()
                 self._engine = api
         return self._engine
@@ -357,10 +353,10 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
 
     def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
         """The daemon this scheduler would use, and the built-in components' image."""
-        from torchx.schedulers.docker_checks import docker_checks
+        from torchx.schedulers._docker import readiness
         from torchx.version import get_torchx_image
 
-        return docker_checks(get_torchx_image())
+        return readiness.checks(get_torchx_image())
 
     def _run_opts(self) -> runopts:
         return Opts.as_runopts()
@@ -485,7 +481,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             ensure_image(self._docker_client, image)
 
     def _create(self, container: DockerContainer) -> str:
-        from torchx.schedulers import docker_engine
+        from torchx.schedulers._docker import engine as docker_engine
 
         api = self._api
         light = isinstance(api.unwrapped, docker_engine.EngineClient)
@@ -718,23 +714,10 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
 
     # -- logs ------------------------------------------------------------------------------
 
-    def log_iter(  # noqa: PLR0917 (positional order is the public API)
-        self,
-        app_id: str,
-        role_name: str,
-        k: int = 0,
-        regex: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        should_tail: bool = False,
-        streams: Stream | None = None,
-    ) -> Iterable[str]:
-        """Lines of replica ``k`` of ``role_name`` from the container's log.
-
-        ``streams`` picks stdout, stderr or both interleaved as written (the default);
-        ``since``/``until`` bound the lines by time; ``should_tail`` follows the log
-        until the container stops.
-        """
+    def _log_lines(self, query: LogQuery) -> Iterable[str]:
+        """The replica's container log: stdout, stderr or both interleaved as written,
+        bounded by time by the daemon, followed until the container stops."""
+        app_id, role_name, k = query.app_id, query.role_name, query.k
         found = self._containers(
             app_id, f"{LABEL_ROLE_NAME}={role_name}", f"{LABEL_REPLICA_ID}={k}"
         )
@@ -746,26 +729,22 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                 f" of app {app_id}; remove the stray ones (docker ps -a --filter"
                 f" label={LABEL_APP_ID}={app_id})"
             )
-        stream = stream_name(streams)
         kwargs: dict[str, Any] = {
-            "stdout": stream != "stderr",
-            "stderr": stream != "stdout",
+            "stdout": query.stream != "stderr",
+            "stderr": query.stream != "stdout",
             "stream": True,
-            "follow": should_tail,
+            "follow": query.follow,
         }
-        if since is not None:
-            kwargs["since"] = since
-        if until is not None:
-            kwargs["until"] = until
-        if should_tail:
-            from torchx.schedulers.docker_logs import follow_log
-
-            raw = follow_log(self._api, found[0]["Id"], kwargs)
+        if query.since is not None:
+            kwargs["since"] = query.since
+        if query.until is not None:
+            kwargs["until"] = query.until
+        if query.follow:
+            raw = logs.follow_log(self._api, found[0]["Id"], kwargs)
         else:
             # Docker frames a log by the program's writes: re-split it into whole lines
             raw = whole_lines(self._api.logs(found[0]["Id"], **kwargs))
-        lines = (line.decode("utf-8", "replace") for line in raw)
-        return filter_regex(regex, lines) if regex else lines
+        return (line.decode("utf-8", "replace") for line in raw)
 
     def _raise_no_replica(self, app_id: str, role_name: str, k: int) -> None:
         summaries = self._containers(app_id)
@@ -803,10 +782,8 @@ def create_scheduler(
 def _until_dropped(events: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """The events of a stream until it ends or the daemon drops it (a restart): the caller
     describes the app next, which waits for the daemon to come back."""
-    from torchx.schedulers.docker_retry import transient
-
     try:
         yield from events
     except Exception as e:
-        if not transient(e):
+        if not retry.transient(e):
             raise

@@ -13,7 +13,7 @@ for inspection) and ``delete``. Credentials: the pod's service account when runn
 cluster, else the kubeconfig (``KUBECONFIG``; context from ``TORCHX_KUBE_CONTEXT`` or the
 current one).
 
-Requests are rendered as plain JSON dicts (see :mod:`torchx.schedulers.kubernetes_render`);
+Requests are rendered as plain JSON dicts (see :mod:`torchx.schedulers._kubernetes.render`);
 the ``kubernetes`` client is imported only to talk to the cluster. With no cluster
 configured, ``--dryrun`` skips the server-side validation with a note unless
 ``validate_spec=True`` asks for it.
@@ -28,18 +28,11 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from torchx.schedulers.api import (
-    HELP_KEY,
-    DescribeAppResponse,
-    ListAppResponse,
-    Scheduler,
-    Stream,
-    StructuredOpts,
-    filter_regex,
-    whole_lines,
-    with_full_job_id,
-)
-from torchx.schedulers.kubernetes_render import (
+from torchx.schedulers._kubernetes import client as _client
+from torchx.schedulers._kubernetes import render as _render
+from torchx.schedulers._kubernetes import status as _status
+from torchx.schedulers._kubernetes import yaml_writer
+from torchx.schedulers._kubernetes.render import (
     ANNOTATION_ISTIO_SIDECAR,
     LABEL_APP_NAME,
     LABEL_INSTANCE,
@@ -51,21 +44,24 @@ from torchx.schedulers.kubernetes_render import (
     LABEL_ROLE_INDEX,
     LABEL_ROLE_NAME,
     LABEL_VERSION,
-    MANAGED_BY,
     PLACEHOLDER_FIELD_PATH,
     RESERVED_MEMMB,
     RESERVED_MILLICPU,
     RETRY_POLICIES,
-    RenderOptions,
-    SpecError,
-    batch_job_name,
-    batch_objects,
-    check_namespace,
     pod_labels,
-    unique_app_id,
-    volcano_job,
 )
-from torchx.schedulers.kubernetes_status import JOB_STATE, TASK_STATE, app_id_of, newest_pod
+from torchx.schedulers._kubernetes.status import JOB_STATE, TASK_STATE
+from torchx.schedulers._shared import log_resume
+from torchx.schedulers.api import (
+    HELP_KEY,
+    DescribeAppResponse,
+    ListAppResponse,
+    LogQuery,
+    Scheduler,
+    StructuredOpts,
+    whole_lines,
+    with_full_job_id,
+)
 from torchx.specs.api import AppDef, AppDryRunInfo, CfgVal, Role, runopts
 from torchx.util.lazy_dataclass import dataclass, field
 from torchx.util.log import get_logger
@@ -226,9 +222,7 @@ class KubernetesJob:
     namespace: str = "default"
 
     def __str__(self) -> str:
-        from torchx.schedulers.kubernetes_yaml import dump
-
-        return dump(self.resource)
+        return yaml_writer.dump(self.resource)
 
     def __repr__(self) -> str:
         return str(self)
@@ -258,7 +252,7 @@ def app_to_resource(  # noqa: PLR0917 (upstream's positional signature)
     efa_device_count: int | None = None,
 ) -> dict[str, Any]:
     """The Volcano Job (a JSON dict) for ``app`` under a newly generated name."""
-    options = RenderOptions(
+    options = _render.RenderOptions(
         queue=queue,
         service_account=service_account,
         priority_class=priority_class,
@@ -266,7 +260,7 @@ def app_to_resource(  # noqa: PLR0917 (upstream's positional signature)
         reserved_memmb=reserved_memmb,
         efa_device_count=efa_device_count,
     )
-    return volcano_job(app, unique_app_id(app.name), options)
+    return _render.volcano_job(app, _render.unique_app_id(app.name), options)
 
 
 def role_to_pod(  # noqa: PLR0917 (upstream's positional signature)
@@ -278,22 +272,20 @@ def role_to_pod(  # noqa: PLR0917 (upstream's positional signature)
     efa_device_count: int | None = None,
 ) -> V1Pod:
     """The pod of one replica of ``role`` as a client ``V1Pod`` (imports ``kubernetes``)."""
-    from torchx.schedulers.kubernetes_render import _env_entry, _RoleParts, pod_spec
-
-    options = RenderOptions(
+    options = _render.RenderOptions(
         service_account=service_account,
         reserved_millicpu=reserved_millicpu,
         reserved_memmb=reserved_memmb,
         efa_device_count=efa_device_count,
     )
-    parts = _RoleParts(role, options)
-    env = [_env_entry(k, v) for k, v in role.env.items()]
+    parts = _render._RoleParts(role, options)
+    env = [_render._env_entry(k, v) for k, v in role.env.items()]
     env.append({"name": "TORCHX_IMAGE", "value": role.image})
     body = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"annotations": dict(parts.annotations)},
-        "spec": pod_spec(name, role.image, [role.entrypoint, *role.args], env, parts),
+        "spec": _render.pod_spec(name, role.image, [role.entrypoint, *role.args], env, parts),
     }
     pod: V1Pod = _to_model(body, "V1Pod")
     return pod
@@ -352,9 +344,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
 
     def _api_client(self) -> ApiClient:
         if self._client is None:
-            from torchx.schedulers.kubernetes_client import connect
-
-            self._client = connect(self._kube_context)
+            self._client = _client.connect(self._kube_context)
         return self._client
 
     def _custom(self) -> Any:
@@ -376,9 +366,9 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
 
     def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
         """The kubeconfig, the API server, your permissions there, and Volcano."""
-        from torchx.schedulers.kubernetes_readiness import kubernetes_checks
+        from torchx.schedulers._kubernetes import readiness
 
-        return kubernetes_checks(dict(cfg or {}))
+        return readiness.checks(dict(cfg or {}))
 
     def _run_opts(self) -> runopts:
         return Opts.as_runopts()
@@ -394,40 +384,35 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         opts = Opts.from_cfg(cfg)
         if not isinstance(opts.queue, str):
             raise TypeError(f"run option `queue` must be a string, got {opts.queue!r}")
-        check_namespace(opts.namespace)
+        _render.check_namespace(opts.namespace)
         if opts.job_type not in JOB_TYPES:
-            raise SpecError(
+            raise _render.SpecError(
                 f"unknown job_type {opts.job_type!r}; use -cfg job_type=volcano (Volcano Job)"
                 " or job_type=batch (Indexed batch/v1 Jobs, no Volcano needed)"
             )
         images_to_push = self.dryrun_push_images(app, cfg)
-        render = RenderOptions.from_opts(opts)
-        app_id = unique_app_id(app.name)
+        render = _render.RenderOptions.from_opts(opts)
+        app_id = _render.unique_app_id(app.name)
         # $TORCHX_JOB_ID is the handle `run` prints
-        app = with_full_job_id(app, app_id_of(opts.namespace, opts.job_type, app_id))
+        app = with_full_job_id(app, _status.app_id_of(opts.namespace, opts.job_type, app_id))
         if opts.job_type == "volcano":
-            resource = volcano_job(app, app_id, render)
+            resource = _render.volcano_job(app, app_id, render)
         else:
             resource = {
                 "apiVersion": "v1",
                 "kind": "List",
-                "items": batch_objects(app, app_id, render),
+                "items": _render.batch_objects(app, app_id, render),
             }
         job = KubernetesJob(images_to_push, resource, opts.namespace)
         self._validate_on_server(job, opts.validate_spec)
         return AppDryRunInfo(job, repr)
 
     def _validate_on_server(self, job: KubernetesJob, wanted: bool | None) -> None:
-        from torchx.schedulers.kubernetes_client import (
-            KubernetesApiError,
-            KubernetesConfigError,
-            cluster_configured,
-        )
         from torchx.util.host_checks import is_real_submit
 
         if wanted is False:
             return
-        if wanted is None and not cluster_configured():
+        if wanted is None and not _client.cluster_configured():
             if is_real_submit():
                 return  # submitting says what is missing, in one line
             log.warning(
@@ -437,8 +422,8 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             return
         try:
             self._create(job, dry_run=True)
-        except (KubernetesConfigError, KubernetesApiError) as e:
-            unreachable = isinstance(e, KubernetesConfigError) or e.status is None
+        except (_client.KubernetesConfigError, _client.KubernetesApiError) as e:
+            unreachable = isinstance(e, _client.KubernetesConfigError) or e.status is None
             if wanted or not unreachable:
                 raise
             if not is_real_submit():  # submitting fails next with this very line
@@ -452,8 +437,6 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         ``job_type=batch`` creates several objects: if one fails, the ones already created
         are deleted again, so a failed submission leaves nothing behind.
         """
-        from torchx.schedulers.kubernetes_client import call
-
         ns = job.namespace
         kw: dict[str, Any] = {"dry_run": "All"} if dry_run else {}
         verb = "checking (server-side dry run)" if dry_run else "creating"
@@ -461,7 +444,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         if resource.get("kind") != "List":
             name = resource["metadata"]["name"]
             custom = self._custom()
-            call(
+            _client.call(
                 lambda: custom.create_namespaced_custom_object(
                     _VOLCANO_GROUP, _VOLCANO_VERSION, ns, _VOLCANO_PLURAL, resource, **kw
                 ),
@@ -469,7 +452,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                 ns,
                 repeatable=dry_run,
             )
-            return app_id_of(ns, "volcano", name)
+            return _status.app_id_of(ns, "volcano", name)
         core, batch = self._core(), self._batch()
         created: list[tuple[str, str]] = []
         app_id = ""
@@ -482,7 +465,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                     if kind == "Service"
                     else batch.create_namespaced_job
                 )
-                call(
+                _client.call(
                     functools.partial(create, ns, obj, **kw),
                     f"{verb} {kind} {name!r}",
                     ns,
@@ -493,7 +476,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             if not dry_run:
                 self._remove_created(ns, created)
             raise
-        return app_id_of(ns, "batch", app_id)
+        return _status.app_id_of(ns, "batch", app_id)
 
     def _remove_created(self, ns: str, created: list[tuple[str, str]]) -> None:
         core, batch = self._core(), self._batch()
@@ -515,19 +498,17 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     # -- state -----------------------------------------------------------------------------
 
     def _pods(self, ns: str, selector: str) -> list[dict[str, Any]]:
-        from torchx.schedulers.kubernetes_client import read_json
-
         core = self._core()
-        found = read_json(core.list_namespaced_pod, "listing pods", ns, ns, label_selector=selector)
+        found = _client.read_json(
+            core.list_namespaced_pod, "listing pods", ns, ns, label_selector=selector
+        )
         return list(found.get("items") or [])
 
     def _batch_jobs(
         self, ns: str, selector: str, app_id: str | None = None
     ) -> list[dict[str, Any]]:
-        from torchx.schedulers.kubernetes_client import read_json
-
         batch = self._batch()
-        found = read_json(
+        found = _client.read_json(
             batch.list_namespaced_job, "listing jobs", ns, ns, label_selector=selector
         )
         if app_id is not None:
@@ -542,11 +523,9 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             self._versions.pop(app_id, None)
 
     def _volcano_job(self, ns: str, name: str) -> dict[str, Any] | None:
-        from torchx.schedulers.kubernetes_client import NotFound, read_json
-
         custom = self._custom()
         try:
-            job: dict[str, Any] = read_json(
+            job: dict[str, Any] = _client.read_json(
                 custom.get_namespaced_custom_object,
                 f"reading Volcano job {name!r}",
                 ns,
@@ -556,25 +535,25 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                 _VOLCANO_PLURAL,
                 name,
             )
-        except NotFound:
+        except _client.NotFound:
             return None
         return job
 
     def describe(self, app_id: str) -> DescribeAppResponse | None:
         """The app's state in two API calls (its job(s) and its pods), or None if gone."""
-        from torchx.schedulers.kubernetes_status import describe_batch, describe_volcano
-
         ns, job_type, name = _parse_app_id(app_id)
         if job_type == "volcano":
             job = self._volcano_job(ns, name)
             if job is None:
                 return None
             self._remember_version(app_id, job)
-            return describe_volcano(app_id, ns, job, self._pods(ns, f"{LABEL_INSTANCE}={name}"))
+            return _status.describe_volcano(
+                app_id, ns, job, self._pods(ns, f"{LABEL_INSTANCE}={name}")
+            )
         jobs = self._batch_jobs(ns, f"{LABEL_INSTANCE}={name}", app_id)
         if not jobs:
             return None
-        return describe_batch(app_id, ns, jobs, self._pods(ns, f"{LABEL_INSTANCE}={name}"))
+        return _status.describe_batch(app_id, ns, jobs, self._pods(ns, f"{LABEL_INSTANCE}={name}"))
 
     def wait_for_change(self, app_id: str, timeout: float) -> None:
         """Returns at the first change of the app's job(s), or after ``timeout`` seconds.
@@ -588,8 +567,6 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         """
         import time
 
-        from torchx.schedulers.kubernetes_client import KubernetesApiError, first_event
-
         if timeout <= 0:
             return
         if self._watch_refused:
@@ -600,7 +577,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         start = time.monotonic()
         try:
             if job_type == "volcano":
-                first_event(
+                _client.first_event(
                     self._custom().list_namespaced_custom_object,
                     f"watching Volcano job {name!r}",
                     ns,
@@ -613,7 +590,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                     **since,
                 )
             else:
-                first_event(
+                _client.first_event(
                     self._batch().list_namespaced_job,
                     f"watching the jobs of {name!r}",
                     ns,
@@ -622,7 +599,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                     label_selector=f"{LABEL_INSTANCE}={name}",
                     **since,
                 )
-        except KubernetesApiError as e:
+        except _client.KubernetesApiError as e:
             if e.status == 410:  # the version expired: describe again for a fresh one
                 self._versions.pop(app_id, None)
                 return
@@ -647,12 +624,9 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                 yield row
 
     def _rows(self, cfg: Mapping[str, CfgVal] | None) -> Iterator[ListAppResponse]:
-        from torchx.schedulers.kubernetes_client import NotFound
-        from torchx.schedulers.kubernetes_status import list_rows
-
         ns = str((cfg or {}).get("namespace") or self._default_namespace())
-        check_namespace(ns)
-        selector = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
+        _render.check_namespace(ns)
+        selector = f"{LABEL_MANAGED_BY}={_render.MANAGED_BY}"
         custom = self._custom()
         volcano = _pages(
             custom.list_namespaced_custom_object,
@@ -666,8 +640,8 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         )
         try:
             for page in volcano:
-                yield from list_rows(ns, page, [])
-        except NotFound:  # no Volcano on this cluster
+                yield from _status.list_rows(ns, page, [])
+        except _client.NotFound:  # no Volcano on this cluster
             pass
         batch = _pages(
             self._batch().list_namespaced_job,
@@ -676,14 +650,12 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             ns,
             label_selector=f"{selector},{LABEL_KIND}=batch",
         )
-        yield from list_rows(ns, [], [job for page in batch for job in page])
+        yield from _status.list_rows(ns, [], [job for page in batch for job in page])
 
     def _default_namespace(self) -> str:
         import os
 
-        from torchx.schedulers.kubernetes_client import _in_cluster
-
-        if _in_cluster() and not self._kube_context:
+        if _client._in_cluster() and not self._kube_context:
             path = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
             if os.path.exists(path):
                 with open(path) as f:
@@ -691,11 +663,11 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         try:
             from kubernetes import config as kube_config
 
-            from torchx.schedulers.kubernetes_client import kubeconfig_arg
-
             config: Any = kube_config
 
-            contexts, active = config.list_kube_config_contexts(config_file=kubeconfig_arg())
+            contexts, active = config.list_kube_config_contexts(
+                config_file=_client.kubeconfig_arg()
+            )
             if self._kube_context:
                 active = next((c for c in contexts if c.get("name") == self._kube_context), active)
             return str(((active or {}).get("context") or {}).get("namespace") or "default")
@@ -715,8 +687,6 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
 
     def _cancel_existing(self, app_id: str) -> None:
         """Volcano: aborts the job; batch: suspends the Jobs. Both are kept for inspection."""
-        from torchx.schedulers.kubernetes_client import call
-
         ns, job_type, name = _parse_app_id(app_id)
         if job_type == "volcano":
             job = self._volcano_job(ns, name)
@@ -725,7 +695,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             status = job.setdefault("status", {})
             status.setdefault("state", {})["phase"] = "Aborted"
             custom = self._custom()
-            call(
+            _client.call(
                 lambda: custom.replace_namespaced_custom_object_status(
                     _VOLCANO_GROUP, _VOLCANO_VERSION, ns, _VOLCANO_PLURAL, name, job
                 ),
@@ -736,7 +706,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         batch = self._batch()
         for job in self._batch_jobs(ns, f"{LABEL_INSTANCE}={name}"):
             job_name = job["metadata"]["name"]
-            call(
+            _client.call(
                 functools.partial(
                     batch.patch_namespaced_job, job_name, ns, {"spec": {"suspend": True}}
                 ),
@@ -746,13 +716,11 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
 
     def _delete_existing(self, app_id: str) -> None:
         """Deletes the job(s) (and Services); their pods go with them."""
-        from torchx.schedulers.kubernetes_client import NotFound, call
-
         ns, job_type, name = _parse_app_id(app_id)
         if job_type == "volcano":
             custom = self._custom()
-            with contextlib.suppress(NotFound):  # deleted meanwhile
-                call(
+            with contextlib.suppress(_client.NotFound):  # deleted meanwhile
+                _client.call(
                     lambda: custom.delete_namespaced_custom_object(
                         _VOLCANO_GROUP, _VOLCANO_VERSION, ns, _VOLCANO_PLURAL, name,
                         propagation_policy="Background",
@@ -763,14 +731,14 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             return
         selector = f"{LABEL_INSTANCE}={name}"
         batch, core = self._batch(), self._core()
-        call(
+        _client.call(
             lambda: batch.delete_collection_namespaced_job(
                 ns, label_selector=selector, propagation_policy="Background"
             ),
             f"deleting the Jobs of {name!r}",
             ns,
         )
-        call(
+        _client.call(
             lambda: core.delete_collection_namespaced_service(ns, label_selector=selector),
             f"deleting the Services of {name!r}",
             ns,
@@ -779,7 +747,6 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     # -- logs ------------------------------------------------------------------------------
 
     def _replica_pod(self, app_id: str, role_name: str, k: int) -> tuple[str, dict[str, Any]]:
-        from torchx.schedulers.kubernetes_client import NotFound, read_json
         from torchx.util.strings import normalize_str
 
         ns, job_type, name = _parse_app_id(app_id)
@@ -787,17 +754,15 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             pod_name = normalize_str(f"{name}-{role_name}-{k}-0")
             core = self._core()
             try:
-                pod = read_json(
+                pod = _client.read_json(
                     core.read_namespaced_pod, f"reading pod {pod_name!r}", ns, pod_name, ns
                 )
-            except NotFound:
+            except _client.NotFound:
                 pod = None
         else:
-            job = batch_job_name(name, role_name)
-            from torchx.schedulers.kubernetes_render import LABEL_COMPLETION_INDEX
-
-            pods = self._pods(ns, f"job-name={job},{LABEL_COMPLETION_INDEX}={k}")
-            pod = newest_pod(pods) if pods else None
+            job = _render.batch_job_name(name, role_name)
+            pods = self._pods(ns, f"job-name={job},{_render.LABEL_COMPLETION_INDEX}={k}")
+            pod = _status.newest_pod(pods) if pods else None
         if pod is None:
             raise ValueError(
                 f"no pod for replica {k} of role {role_name!r} of app {app_id} (not started"
@@ -805,31 +770,22 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             )
         return ns, pod
 
-    def log_iter(  # noqa: PLR0917 (positional order is the public API)
-        self,
-        app_id: str,
-        role_name: str,
-        k: int = 0,
-        regex: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        should_tail: bool = False,
-        streams: Stream | None = None,
-    ) -> Iterable[str]:
+    def _log_lines(self, query: LogQuery) -> Iterable[str]:
         """Lines (timestamped by Kubernetes) of every container of replica ``k``.
 
         Lines of containers other than the first are prefixed with ``[container]``.
-        ``should_tail`` follows the log until the containers end, keeping line breaks.
+        ``follow`` follows the log until the containers end, keeping line breaks.
         """
-        if streams not in (None, Stream.COMBINED):
+        if query.stream != "combined":
             raise ValueError(
                 "kubernetes keeps one combined log per container; use streams=combined"
                 " (the default) instead of stdout/stderr"
             )
-        ns, pod = self._replica_pod(app_id, role_name, k)
+        ns, pod = self._replica_pod(query.app_id, query.role_name, query.k)
         pod_name = pod["metadata"]["name"]
         containers = [c["name"] for c in (pod.get("spec") or {}).get("containers") or ()]
-        kw: dict[str, Any] = {"timestamps": True, "follow": should_tail}
+        kw: dict[str, Any] = {"timestamps": True, "follow": query.follow}
+        since = query.since
         if since is not None:
             import datetime as dt
 
@@ -837,11 +793,10 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             start = since if since.tzinfo else since.astimezone()
             kw["since_seconds"] = max(1, math.ceil((now - start).total_seconds()))
         sources = [
-            self._container_lines(ns, pod_name, c, i > 0, kw, until)
+            self._container_lines(ns, pod_name, c, i > 0, kw, query.until)
             for i, c in enumerate(containers)
         ]
-        lines = _merge(sources) if should_tail and len(sources) > 1 else _chain(sources)
-        return filter_regex(regex, lines) if regex else lines
+        return _merge(sources) if query.follow and len(sources) > 1 else _chain(sources)
 
     def _container_lines(  # noqa: PLR0917
         self,
@@ -854,19 +809,16 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     ) -> Iterator[str]:
         """One container's lines; a followed log whose stream breaks or ends while the
         container runs (an API server or kubelet restart, a dropped connection) is asked
-        for again from where it stood (:mod:`torchx.schedulers.log_resume`), so no line is
+        for again from where it stood (:mod:`torchx.schedulers._shared.log_resume`), so no line is
         lost or repeated. A line cut by the break is not given out: it comes again whole."""
         import time
-
-        from torchx.schedulers.kubernetes_client import KubernetesApiError, call, iter_chunks
-        from torchx.schedulers.log_resume import ResumePoint, parse_stamp, stamp_seconds
 
         core = self._core()
         prefix = f"[{container}] " if prefixed else ""
         limit = None
         if until is not None:
             limit = (until if until.tzinfo else until.astimezone()).strftime("%Y-%m-%dT%H:%M:%S")
-        point = ResumePoint()
+        point = log_resume.ResumePoint()
         following = bool(kw.get("follow"))
         node_ahead_s = 0.0  # how far the node's clock seems ahead of ours (its stamps)
         while True:
@@ -877,7 +829,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                 # than the resume second; what comes before it is refused by the point
                 back = time.time() - since + max(0.0, node_ahead_s) + _RESUME_SLACK_S
                 ask["since_seconds"] = max(1, math.ceil(back))
-            response = call(
+            response = _client.call(
                 functools.partial(
                     core.read_namespaced_pod_log,
                     pod_name,
@@ -891,18 +843,20 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             )
             broke = got_any = False
             try:
-                for raw in whole_lines(iter_chunks(response)):
+                for raw in whole_lines(_client.iter_chunks(response)):
                     if following and not raw.endswith(b"\n"):
                         break  # the stream ended inside a line: read it again whole
                     stamp = _TIMESTAMP.match(raw)
                     if limit is not None and stamp and stamp.group(1).decode() > limit:
                         response.close()
                         return
-                    parsed = parse_stamp(stamp.group(0)) if stamp else None
+                    parsed = log_resume.parse_stamp(stamp.group(0)) if stamp else None
                     if not point.fresh(parsed):
                         continue
                     if parsed is not None and following:
-                        node_ahead_s = max(node_ahead_s, stamp_seconds(parsed) - time.time())
+                        node_ahead_s = max(
+                            node_ahead_s, log_resume.stamp_seconds(parsed) - time.time()
+                        )
                     point.given(parsed)
                     got_any = True
                     yield prefix + raw.decode("utf-8", errors="replace")
@@ -917,7 +871,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             try:
                 if self._container_ended(ns, pod_name, container):
                     following = False  # one last read of what came while it was away
-            except KubernetesApiError as e:
+            except _client.KubernetesApiError as e:
                 if e.status == 404:
                     return  # the pod is gone, and its log with it
                 raise
@@ -925,9 +879,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                 time.sleep(_RESUME_IDLE_S)
 
     def _container_ended(self, ns: str, pod_name: str, container: str) -> bool:
-        from torchx.schedulers.kubernetes_client import read_json
-
-        pod = read_json(
+        pod = _client.read_json(
             self._core().read_namespaced_pod, f"reading pod {pod_name!r}", ns, pod_name, ns
         )
         status = pod.get("status") or {}
@@ -990,14 +942,12 @@ def _pages(
 ) -> Iterator[list[dict[str, Any]]]:
     """The items of a list call, a page at a time (``limit`` + ``continue``), each page
     asked for only when the one before is used."""
-    from torchx.schedulers.kubernetes_client import read_json
-
     token: str | None = None
     while True:
         page_kw = dict(kw, limit=LIST_PAGE)
         if token:
             page_kw["_continue"] = token
-        page = read_json(fn, action, ns, *args, **page_kw)
+        page = _client.read_json(fn, action, ns, *args, **page_kw)
         yield list(page.get("items") or [])
         token = (page.get("metadata") or {}).get("continue")
         if not token:

@@ -1,10 +1,10 @@
 """The ``ray`` scheduler: a TorchX app as one Ray job, submitted over the Jobs REST API.
 
 * The submitting machine needs no Ray: every call is a stdlib HTTP request to the
-  cluster's dashboard (``ray_client``). The dashboard address is the ``dashboard_address``
+  cluster's dashboard (``_ray.client``). The dashboard address is the ``dashboard_address``
   run option, then ``$RAY_API_SERVER_ADDRESS``, then ``$RAY_ADDRESS``, then 127.0.0.1:8265.
 * One app is one Ray job whose entrypoint is a small driver shipped in this distribution
-  (``ray_driver``), uploaded with the job (never written into your directory). It
+  (``_ray/driver.py``), uploaded with the job (never written into your directory). It
   gang-schedules every replica in one placement group (one bundle per replica: the role's
   CPU, GPU, memory and ``devices`` as custom resources), runs each replica's command in an
   actor of its own, restarts replicas as ``max_retries``/``retry_policy`` allow, and exits
@@ -32,29 +32,15 @@ from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from torchx.schedulers._ray import client as jobs_api
+from torchx.schedulers._ray import describe as _describe
+from torchx.schedulers._ray import request
+from torchx.schedulers._ray.request import Opts, RayActor, RayJob
 from torchx.schedulers.api import (
     DescribeAppResponse,
     ListAppResponse,
+    LogQuery,
     Scheduler,
-    Stream,
-    filter_regex,
-)
-from torchx.schedulers.ray_request import (
-    DRIVER_PATH,
-    META_APP_ID,
-    META_ROLES,
-    Opts,
-    RayActor,
-    RayJob,
-    actors_of,
-    app_spec,
-    check_options,
-    job_metadata,
-    pack_package,
-    package_file,
-    read_requirements,
-    requirements_of,
-    runtime_env,
 )
 from torchx.specs.api import (
     AppDef,
@@ -71,7 +57,6 @@ from torchx.workspace.api import WorkspaceMixin
 
 if TYPE_CHECKING:
     from torchx.schedulers.list_filter import ListFilter
-    from torchx.schedulers.ray_client import RayJobsClient
     from torchx.util.readiness import ReadinessCheck
 
 TORCHX_PLUGIN_API = 1
@@ -103,7 +88,7 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
         ``get_address()``), as libraries built on upstream pass; its address is the default
         dashboard. Calls still go over this scheduler's own HTTP client."""
         super().__init__("ray", session_name)
-        self._clients: dict[str | None, RayJobsClient] = {}
+        self._clients: dict[str | None, jobs_api.RayJobsClient] = {}
         self._default_address: str | None = (
             str(ray_client.get_address()) if ray_client is not None else None
         )
@@ -113,22 +98,22 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
     def _run_opts(self) -> runopts:
         return Opts.as_runopts()
 
-    def _client(self, address: str | None = None, origin: str | None = None) -> RayJobsClient:
-        from torchx.schedulers.ray_client import RayJobsClient, resolve_address
-
+    def _client(
+        self, address: str | None = None, origin: str | None = None
+    ) -> jobs_api.RayJobsClient:
         address = address or self._default_address
         client = self._clients.get(address)
         if client is None:
-            url, resolved_origin = resolve_address(address)
-            client = RayJobsClient(url, origin or resolved_origin)
+            url, resolved_origin = jobs_api.resolve_address(address)
+            client = jobs_api.RayJobsClient(url, origin or resolved_origin)
             self._clients[address] = client
         return client
 
     def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
         """The dashboard answers, its Ray version, and the nodes with their resources."""
-        from torchx.schedulers.ray_readiness import ray_checks
+        from torchx.schedulers._ray import readiness
 
-        return ray_checks(Opts.from_cfg(cfg or {}).dashboard_address)
+        return readiness.checks(Opts.from_cfg(cfg or {}).dashboard_address)
 
     # -- workspaces --------------------------------------------------------------------------
 
@@ -158,10 +143,9 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
 
     def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[RayJob]:
         from torchx.schedulers.ids import make_unique
-        from torchx.schedulers.ray_client import resolve_address
 
         opts = Opts.from_cfg(cfg)
-        check_options(opts)
+        request.check_options(opts)
         app_id = make_unique(_job_name(app.name))
         directories = {r.image for r in app.roles if r.workspace}
         if len(directories) > 1:
@@ -169,20 +153,20 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
                 "the roles of a Ray job share one working dir, but they have different"
                 f" workspaces ({', '.join(sorted(directories))}); give them one"
             )
-        address, origin = resolve_address(opts.dashboard_address or self._default_address)
+        address, origin = jobs_api.resolve_address(opts.dashboard_address or self._default_address)
         job = RayJob(
             address=address,
             address_origin=origin,
             submission_id=app_id,
             # Ray runs the entrypoint in a shell: the interpreter option is one quoted word
-            entrypoint=f"{shlex.quote(opts.python)} {DRIVER_PATH}",
-            runtime_env=runtime_env(opts),
-            metadata=job_metadata(app, app_id, self.session_name, opts),
-            spec=app_spec(app, app_id, opts),
+            entrypoint=f"{shlex.quote(opts.python)} {request.DRIVER_PATH}",
+            runtime_env=request.runtime_env(opts),
+            metadata=request.job_metadata(app, app_id, self.session_name, opts),
+            spec=request.app_spec(app, app_id, opts),
             package_dir=next(iter(directories), None),
-            requirements=requirements_of(opts, next(iter(directories), None)),
+            requirements=request.requirements_of(opts, next(iter(directories), None)),
             cluster_name=opts.cluster_name,
-            actors=actors_of(app, app_id),
+            actors=request.actors_of(app, app_id),
         )
         return AppDryRunInfo(job, str)
 
@@ -192,36 +176,31 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
 
     def schedule(self, dryrun_info: AppDryRunInfo[RayJob]) -> str:
         """Uploads the working dir, submits the job, and returns ``host:port-<id>``."""
-        from torchx.schedulers.ray_client import RayJobsClient, address_in_app_id
-
         job = dryrun_info.request
-        pip = read_requirements(job.requirements) if job.requirements else []  # now, not at dry run
-        client = RayJobsClient(job.address, job.address_origin)
+        pip = (
+            request.read_requirements(job.requirements) if job.requirements else []
+        )  # now, not at dry run
+        client = jobs_api.RayJobsClient(job.address, job.address_origin)
         client.version()
-        with package_file() as package:
-            name = pack_package(job.package_dir, package)
+        with request.package_file() as package:
+            name = request.pack_package(job.package_dir, package)
             if not client.has_package(name):
                 client.upload_package(name, package)
         submission_id = client.submit(job.body(f"gcs://{name}", pip))
-        prefix = address_in_app_id(job.address)
+        prefix = jobs_api.address_in_app_id(job.address)
         return f"{prefix}-{submission_id}" if prefix else submission_id
 
-    def _located(self, app_id: str) -> tuple[RayJobsClient, str]:
+    def _located(self, app_id: str) -> tuple[jobs_api.RayJobsClient, str]:
         """The client of the cluster ``app_id`` names, and the job's Ray submission id."""
-        from torchx.schedulers.ray_client import split_app_id
-
-        address, job_id = split_app_id(app_id)
+        address, job_id = jobs_api.split_app_id(app_id)
         return self._client(address, "the app id" if address else None), job_id
 
     # -- state -------------------------------------------------------------------------------
 
     def _job_and_events(
-        self, client: RayJobsClient, app_id: str
+        self, client: jobs_api.RayJobsClient, app_id: str
     ) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
         """The job and its driver's events, fetched side by side (two HTTP calls)."""
-        from torchx.schedulers.ray_client import RayNotFoundError
-        from torchx.schedulers.ray_describe import events
-
         log: list[str] = []
         failure: list[BaseException] = []
 
@@ -236,26 +215,24 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
         reader = in_thread(read_log)  # with the caller's patience with outages
         try:
             job = client.job(app_id)
-        except RayNotFoundError:
+        except jobs_api.RayNotFoundError:
             reader.join()
             return None
         reader.join()
-        if failure and not isinstance(failure[0], RayNotFoundError):
+        if failure and not isinstance(failure[0], jobs_api.RayNotFoundError):
             raise failure[0]
-        return job, events(log[0] if log else "")
+        return job, _describe.events(log[0] if log else "")
 
     def describe(self, app_id: str) -> DescribeAppResponse | None:
-        from torchx.schedulers.ray_describe import app_state, replicas
-
         client, job_id = self._located(app_id)
         found = self._job_and_events(client, job_id)
         if found is None:
             return None
         job, found_events = found
         metadata = {str(k): str(v) for k, v in (job.get("metadata") or {}).items()}
-        state, message = app_state(job, found_events)
+        state, message = _describe.app_state(job, found_events)
         roles = _roles_of(metadata)
-        infos = replicas(roles, state, found_events)
+        infos = _describe.replicas(roles, state, found_events)
         role_statuses = []
         for role_name in roles:
             statuses = [
@@ -293,16 +270,13 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
         return list_filter.apply(self._list(cfg, list_filter.since))
 
     def _list(self, cfg: Mapping[str, CfgVal] | None, since: float | None) -> _Rows:
-        from torchx.schedulers.ray_client import address_in_app_id
-        from torchx.schedulers.ray_describe import JOB_STATES
-
         client = self._client(Opts.from_cfg(cfg or {}).dashboard_address)
-        prefix = address_in_app_id(client.address)
+        prefix = jobs_api.address_in_app_id(client.address)
         rows = []
         jobs = sorted(client.jobs(), key=lambda j: j.get("start_time") or 0)
         for job in jobs:
             metadata = job.get("metadata") or {}
-            app_id = metadata.get(META_APP_ID)
+            app_id = metadata.get(request.META_APP_ID)
             if not app_id or job.get("submission_id") != app_id:
                 continue
             if since is not None and (job.get("start_time") or 0) / 1000 < since:
@@ -310,7 +284,7 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
             rows.append(
                 ListAppResponse(
                     app_id=f"{prefix}-{app_id}" if prefix else str(app_id),
-                    state=JOB_STATES.get(str(job.get("status")), AppState.UNKNOWN),
+                    state=_describe.JOB_STATES.get(str(job.get("status")), AppState.UNKNOWN),
                     name=str(metadata.get("torchx.app") or ""),
                 )
             )
@@ -319,15 +293,13 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
     # -- cancel / delete ---------------------------------------------------------------------
 
     def _cancel_existing(self, app_id: str) -> None:
-        from torchx.schedulers.ray_describe import JOB_STATES
-
         client, app_id = self._located(app_id)
         client.stop(app_id)
         deadline = time.monotonic() + 5
         status = ""
         while time.monotonic() < deadline:
             status = str(client.job(app_id).get("status"))
-            if JOB_STATES.get(status) in _TERMINAL:
+            if _describe.JOB_STATES.get(status) in _TERMINAL:
                 return
             time.sleep(0.2)
         if status == "PENDING":
@@ -337,47 +309,23 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
             )
 
     def _delete_existing(self, app_id: str) -> None:
-        from torchx.schedulers.ray_describe import JOB_STATES
-
         client, job_id = self._located(app_id)
-        if JOB_STATES.get(str(client.job(job_id).get("status"))) not in _TERMINAL:
+        if _describe.JOB_STATES.get(str(client.job(job_id).get("status"))) not in _TERMINAL:
             self._cancel_existing(app_id)
         client.delete(job_id)
 
     # -- logs --------------------------------------------------------------------------------
 
-    def log_iter(  # noqa: PLR0917 (positional order is the public API)
-        self,
-        app_id: str,
-        role_name: str,
-        k: int = 0,
-        regex: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        should_tail: bool = False,
-        streams: Stream | None = None,
-    ) -> Iterable[str]:
+    def _log_lines(self, query: LogQuery) -> Iterable[str]:
         """Replica ``k`` of ``role_name``: its own output (every attempt in order), each line
-        as written; ``streams`` picks stdout, stderr or both (merged by time)."""
-        lines: Iterable[str] = self._replica_lines(
-            app_id, role_name, k, since, until, should_tail, streams or Stream.COMBINED
-        )
-        if regex:
-            lines = filter_regex(regex, lines)
-        return lines
+        as written; the stream is stdout, stderr or both (merged by time)."""
+        return self._replica_lines(query)
 
-    def _replica_lines(  # noqa: PLR0917 (internal)
-        self,
-        app_id: str,
-        role_name: str,
-        k: int,
-        since: datetime | None,
-        until: datetime | None,
-        should_tail: bool,
-        streams: Stream,
-    ) -> Iterator[str]:
-        suffixes = {"stdout": ["out"], "stderr": ["err"]}.get(streams.value, ["out", "err"])
-        client, job_id = self._located(app_id)
+    def _replica_lines(self, query: LogQuery) -> Iterator[str]:
+        """A generator: nothing is asked of the cluster until the first line is wanted."""
+        role_name, k, since, until = query.role_name, query.k, query.since, query.until
+        suffixes = {"stdout": ["out"], "stderr": ["err"]}.get(query.stream, ["out", "err"])
+        client, job_id = self._located(query.app_id)
         seen: dict[tuple[str, str], int] = {}
         unread_since: float | None = None
         while True:
@@ -411,21 +359,19 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
                 unread_since = unread_since or time.monotonic()
                 if time.monotonic() - unread_since > _UNREAD_GRACE_S:
                     raise RuntimeError(
-                        f"the logs of replica {role_name}/{k} of {app_id} could not be read"
+                        f"the logs of replica {role_name}/{k} of {query.app_id} could not be read"
                         f" from the Ray cluster ({', '.join(unread)}); its node may be gone"
                         " (see the Ray dashboard)"
                     )
                 time.sleep(_FOLLOW_POLL_S / 2)
                 continue
-            if not should_tail or finished:
+            if not query.follow or finished:
                 return
             time.sleep(_FOLLOW_POLL_S)
 
     def _replica(
-        self, client: RayJobsClient, app_id: str, role_name: str, k: int
+        self, client: jobs_api.RayJobsClient, app_id: str, role_name: str, k: int
     ) -> tuple[Any, bool]:
-        from torchx.schedulers.ray_describe import app_state, replicas
-
         found = self._job_and_events(client, app_id)
         if found is None:
             raise ValueError(f"unknown Ray job {app_id!r} (see `torchx list -s ray`)")
@@ -440,12 +386,12 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
                 f"role {role_name!r} of app {app_id} has replicas 0..{roles[role_name] - 1};"
                 f" there is no replica {k}"
             )
-        state, _ = app_state(job, found_events)
-        info = replicas(roles, state, found_events)[(role_name, k)]
+        state, _ = _describe.app_state(job, found_events)
+        info = _describe.replicas(roles, state, found_events)[(role_name, k)]
         return info, info.state in _TERMINAL or state in _TERMINAL
 
     def _actor_lines(
-        self, client: RayJobsClient, actor_id: str, suffix: str, files: Mapping[str, str]
+        self, client: jobs_api.RayJobsClient, actor_id: str, suffix: str, files: Mapping[str, str]
     ) -> _Entries | None:
         """``(time stamp, line)`` of what the replica wrote to one stream; None while the
         file cannot be read (not written yet, or the node's agent does not answer).
@@ -453,14 +399,12 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
         Read by node and file name where the driver recorded them (that works after the
         actor is gone), else by actor id. Only the lines the driver stamped are the
         replica's: the rest is Ray's own (the worker's headers, its exit tracebacks)."""
-        from torchx.schedulers.ray_client import RayApiError
-
         try:
             if files.get("node_id") and files.get(suffix):
                 raw = client.node_log(files["node_id"], files[suffix])
             else:
                 raw = client.actor_log(actor_id, suffix)
-        except RayApiError as e:
+        except jobs_api.RayApiError as e:
             if e.status in (404, 500):
                 return None
             raise
@@ -478,7 +422,7 @@ def _roles_of(metadata: Mapping[str, Any]) -> dict[str, int]:
     import json
 
     try:
-        roles = json.loads(str(metadata.get(META_ROLES) or "{}"))
+        roles = json.loads(str(metadata.get(request.META_ROLES) or "{}"))
     except ValueError:
         roles = {}
     return {str(name): int(count) for name, count in roles.items()}

@@ -13,12 +13,12 @@ environment (virtualenv, working directory) on a shared filesystem: no container
   ``$TORCHX_HOME/slurm/<job id>.record`` so ``torchx log`` works from any directory.
 * Job names read ``<app>:<role>-<replica>`` in ``squeue``.
 
-Handles look like ``slurm://<session>/<job id>``. The pieces: ``slurm_request`` (run
-options, het components, the batch script), ``slurm_checks`` (what is checked before
-queueing), ``slurm_records`` (what TorchX keeps of a job), ``slurm_commands`` (running
-Slurm's programs), ``slurm_parse`` (their output, every version), ``slurm_describe``
-(rows -> app status); a replica's two log files are followed as one stream by
-torchx-specs' ``log_files.follow_files``.
+Handles look like ``slurm://<session>/<job id>``. This module is the entry point; the
+pieces live in ``torchx.schedulers._slurm``: ``request`` (run options, het components, the
+batch script), ``validate`` (what is checked before queueing), ``records`` (what TorchX
+keeps of a job), ``commands`` (running Slurm's programs), ``parse`` (their output, every
+version), ``describe`` (rows -> app status) and ``readiness`` (``torchx check``); a
+replica's two log files are followed as one stream by ``_shared.log_files.follow_files``.
 """
 
 from __future__ import annotations
@@ -27,62 +27,40 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from torchx.schedulers.api import (
-    DescribeAppResponse,
-    ListAppResponse,
-    Scheduler,
-    Stream,
-    filter_regex,
-    stream_name,
+from torchx.schedulers._shared import log_files
+from torchx.schedulers._slurm import (
+    commands,
+    parse,
+    records,
+    validate,
 )
-from torchx.schedulers.slurm_commands import (
-    SlurmCommandError,
-    SlurmNotFoundError,
-    ask,
-    first_error_line,
-    run,
-)
-from torchx.schedulers.slurm_describe import (
+from torchx.schedulers._slurm import describe as _describe
+from torchx.schedulers._slurm import request as _request
+from torchx.schedulers._slurm.commands import SlurmCommandError, SlurmNotFoundError
+from torchx.schedulers._slurm.describe import (
     SLURM_STATES,
-    app_state,
     appstate_from_slurm_state,
-    describe_rows,
     get_appstate_from_job,
 )
-from torchx.schedulers.slurm_parse import (
-    SQUEUE_FORMAT,
-    SQUEUE_LIST_FORMAT,
-    SlurmJob,
-    leaders,
-    parse_sacct_text,
-    parse_scontrol_text,
-    parse_squeue_json,
-    parse_squeue_list,
-    parse_squeue_text,
-    split_job_name,
-)
-from torchx.schedulers.slurm_records import JobRecord, read_record, write_record
-from torchx.schedulers.slurm_request import (
-    APP_ID_MARK,
-    RANK0_ENV,
+from torchx.schedulers._slurm.request import (
     SBATCH_GROUP_OPTIONS,
     SBATCH_JOB_OPTIONS,
     Opts,
-    RoleTemplate,
     SlurmBatchRequest,
     SlurmOpts,
     SlurmReplicaRequest,
-    group_opts,
-    partition_memory,
-    safe_name,
     version,
+)
+from torchx.schedulers.api import (
+    DescribeAppResponse,
+    ListAppResponse,
+    LogQuery,
+    Scheduler,
 )
 from torchx.specs.api import AppDef, AppDryRunInfo, CfgVal, macros, runopts
 from torchx.workspace.dir_workspace import DirWorkspaceMixin, job_dir_exists
 
 if TYPE_CHECKING:
-    from datetime import datetime
-
     from torchx.schedulers.list_filter import ListFilter
     from torchx.util.readiness import ReadinessCheck
 
@@ -182,16 +160,18 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
     runs from; without it the job runs in the submit directory.
     """
 
+    log_time_bounds = False  # the .out/.err files keep no time per line
+
     def __init__(self, session_name: str) -> None:
         super().__init__("slurm", session_name)
         self._partition_memory: dict[str, int] | None = None
 
     def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
         """Slurm's commands here, the controller, the partitions and the accounting."""
-        from torchx.schedulers.slurm_readiness import slurm_checks
+        from torchx.schedulers._slurm import readiness
 
         partition = (cfg or {}).get("partition")
-        return slurm_checks(str(partition) if partition else None)
+        return readiness.checks(str(partition) if partition else None)
 
     def _run_opts(self) -> runopts:
         return Opts.as_runopts()
@@ -210,36 +190,29 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
     def _nomem(self, partition: str | None) -> bool:
         """Whether to leave ``--mem`` out: partitions reporting <= 1000 MB (ParallelCluster)."""
         if self._partition_memory is None:
-            self._partition_memory = partition_memory()
+            self._partition_memory = _request.partition_memory()
         mem = self._partition_memory.get(partition or "*")
         return mem is not None and mem <= 1000
 
     def _submit_dryrun(
         self, app: AppDef, cfg: Mapping[str, CfgVal]
     ) -> AppDryRunInfo[SlurmBatchRequest]:
-        from torchx.schedulers.slurm_checks import (
-            check_comment,
-            check_log_dir,
-            check_option,
-            check_role_files,
-            check_time,
-        )
         from torchx.util.host_checks import host_problem
         from torchx.util.programs import find_program
 
         if find_program("sbatch", os.environ.get("PATH", ""), os.getcwd()) is None:
             host_problem(SlurmNotFoundError("sbatch"))  # before any other check: it is the fix
         opts = Opts.from_cfg(cfg)
-        check_time(opts.time)
+        validate.check_time(opts.time)
         for key in (*SBATCH_GROUP_OPTIONS, *SBATCH_JOB_OPTIONS):
             value = opts.get(key)
             if key == "comment" and value is not None:
-                check_comment(str(value))
+                validate.check_comment(str(value))
             elif value is not None:
-                check_option(key, str(value))
+                validate.check_option(key, str(value))
         job_dir = os.path.abspath(os.path.expanduser(opts.job_dir)) if opts.job_dir else None
         workdir = job_dir or os.getcwd()
-        check_log_dir(workdir)
+        validate.check_log_dir(workdir)
         needs_memory = any(role.resource.memMB > 0 for role in app.roles)
         nomem = self._nomem(opts.partition) if needs_memory else False
 
@@ -249,23 +222,28 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
             if value is not None:
                 cmd.append(f"--{key}={value}")
 
-        app_label = safe_name(app.name) or "app"
+        app_label = _request.safe_name(app.name) or "app"
         replicas: dict[str, SlurmReplicaRequest] = {}
         roles: dict[str, int] = {}
         for role in app.roles:
             if job_dir is None or os.path.isdir(job_dir):
-                check_role_files(role, workdir, opts.strict_entrypoint)
+                validate.check_role_files(role, workdir, opts.strict_entrypoint)
             roles[role.name] = role.num_replicas
-            role_label = safe_name(role.name) or "role"
+            role_label = _request.safe_name(role.name) or "role"
             if "=" in role.entrypoint:
                 raise ValueError(
                     f"entrypoint {role.entrypoint!r} of role {role.name!r} contains '=';"
                     " give the program's path without '=' (arguments go in Role.args)"
                 )
-            template = RoleTemplate(role, group_opts(opts, role.resource, nomem), workdir)
+            template = _request.RoleTemplate(
+                role, _request.group_opts(opts, role.resource, nomem), workdir
+            )
             # every macro (base_img_root too), as the other schedulers substitute them
             shared = macros.Values(
-                img_root=role.image, app_id=APP_ID_MARK, replica_id="", rank0_env=RANK0_ENV
+                img_root=role.image,
+                app_id=_request.APP_ID_MARK,
+                replica_id="",
+                rank0_env=_request.RANK0_ENV,
             ).to_dict()
             for i in range(role.num_replicas):
                 name = f"{role_label}-{i}"
@@ -326,19 +304,21 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
             with open(fd, "wb") as f:
                 f.write(script)
-            code, out, err = ask([*argv, path], "Slurm (sbatch)", env=env, resend=False)
+            code, out, err = commands.ask([*argv, path], "Slurm (sbatch)", env=env, resend=False)
         else:
             # sbatch reads the script from stdin when no file is given
-            code, out, err = ask(argv, "Slurm (sbatch)", stdin=script, env=env, resend=False)
+            code, out, err = commands.ask(
+                argv, "Slurm (sbatch)", stdin=script, env=env, resend=False
+            )
         if code != 0:
-            raise SlurmCommandError(f"sbatch refused the job: {first_error_line(err)}")
+            raise SlurmCommandError(f"sbatch refused the job: {commands.first_error_line(err)}")
         job_id = out.strip().split(";")[0]
         if not job_id.isdigit():
             raise SlurmCommandError(f"sbatch printed no job id: {out.strip()!r}")
         return job_id
 
     def _write_record(self, job_id: str, req: SlurmBatchRequest) -> None:
-        record = JobRecord(
+        record = records.JobRecord(
             job_id,
             session=self.session_name,
             app_name=req.app_name,
@@ -347,7 +327,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
             roles=list(req.roles.items()),
         )
         try:
-            write_record(record)
+            records.write_record(record)
         except OSError as e:
             from torchx.util.log import get_logger
 
@@ -361,7 +341,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
 
     # -- status -----------------------------------------------------------------------------
 
-    def _query(self, job_id: str) -> list[SlurmJob]:
+    def _query(self, job_id: str) -> list[parse.SlurmJob]:
         """The job's components, from one ``squeue`` call in the usual case.
 
         ``squeue -t all -j`` in text form: Slurm 22.05 ignores ``-j`` with ``--json`` and
@@ -369,27 +349,29 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
         then ``scontrol`` are asked; a job the controller no longer holds (``Invalid job
         id``) is looked up in accounting.
         """
-        code, out, err = ask(["squeue", "-h", "-t", "all", "-j", job_id, "-O", SQUEUE_FORMAT])
+        code, out, err = commands.ask(
+            ["squeue", "-h", "-t", "all", "-j", job_id, "-O", parse.SQUEUE_FORMAT]
+        )
         if code == 0:
-            rows = parse_squeue_text(out, leader=job_id)
+            rows = parse.parse_squeue_text(out, leader=job_id)
             return rows or self._sacct(job_id)
         if "invalid job id" not in err.lower():
-            code, out, _ = run(["squeue", "--json", "-j", job_id])
+            code, out, _ = commands.run(["squeue", "--json", "-j", job_id])
             if code == 0 and out.lstrip().startswith("{"):
-                rows = parse_squeue_json(out, leader=job_id)
+                rows = parse.parse_squeue_json(out, leader=job_id)
                 if rows:
                     return rows
-            code, out, _ = run(["scontrol", "show", "job", "-o", job_id])
+            code, out, _ = commands.run(["scontrol", "show", "job", "-o", job_id])
             if code == 0:
-                rows = parse_scontrol_text(out, leader=job_id)
+                rows = parse.parse_scontrol_text(out, leader=job_id)
                 if rows:
                     return rows
         return self._sacct(job_id)
 
-    def _sacct(self, job_id: str) -> list[SlurmJob]:
+    def _sacct(self, job_id: str) -> list[parse.SlurmJob]:
         try:
             # not in the queue: the accounting knows, and is waited for if it cannot be asked
-            code, out, _ = ask(
+            code, out, _ = commands.ask(
                 [
                     "sacct",
                     "--parsable2",
@@ -402,14 +384,14 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
             )
         except SlurmNotFoundError:
             return []
-        return parse_sacct_text(out, leader=job_id) if code == 0 else []
+        return parse.parse_sacct_text(out, leader=job_id) if code == 0 else []
 
     def describe(self, app_id: str) -> DescribeAppResponse | None:
         job_id = _valid_job_id(app_id)
         rows = self._query(job_id)
         if not rows:
             return None
-        return describe_rows(job_id, rows, read_record(job_id))
+        return _describe.describe_rows(job_id, rows, records.read_record(job_id))
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         """Jobs of the last ``list_days`` days (accounting) and every job in the queue.
@@ -443,7 +425,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
         def ask_accounting() -> None:
             try:
                 accounting.append(
-                    run(
+                    commands.run(
                         [
                             "sacct",
                             "--parsable2",
@@ -459,25 +441,27 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
         beside = threading.Thread(target=ask_accounting, daemon=True)
         beside.start()
         try:
-            code, out, err = ask(["squeue", "-h", "-t", "all", "-O", SQUEUE_LIST_FORMAT])
+            code, out, err = commands.ask(
+                ["squeue", "-h", "-t", "all", "-O", parse.SQUEUE_LIST_FORMAT]
+            )
         finally:
             beside.join()
-        groups: dict[str, list[SlurmJob]] = {}
+        groups: dict[str, list[parse.SlurmJob]] = {}
         acct_code, acct_out, _ = accounting[0] if accounting else (1, "", "")
         if acct_code == 0:
-            groups = leaders(parse_sacct_text(acct_out))
+            groups = parse.leaders(parse.parse_sacct_text(acct_out))
         if code == 0:
-            groups.update(leaders(parse_squeue_list(out, since)))
+            groups.update(parse.leaders(parse.parse_squeue_list(out, since)))
         elif not groups:
-            raise SlurmCommandError(f"squeue failed: {first_error_line(err)}")
+            raise SlurmCommandError(f"squeue failed: {commands.first_error_line(err)}")
         result = []
         for leader in sorted(groups, key=_job_order):
             group = groups[leader]
-            parsed = split_job_name(group[0].name)
+            parsed = parse.split_job_name(group[0].name)
             result.append(
                 ListAppResponse(
                     app_id=leader,
-                    state=app_state(group),
+                    state=_describe.app_state(group),
                     name=(parsed[0] or parsed[1]) if parsed else group[0].name,
                 )
             )
@@ -486,9 +470,9 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
     # -- cancel / delete ----------------------------------------------------------------------
 
     def _cancel_existing(self, app_id: str) -> None:
-        code, _, err = ask(["scancel", _valid_job_id(app_id)])
+        code, _, err = commands.ask(["scancel", _valid_job_id(app_id)])
         if code != 0:
-            raise SlurmCommandError(f"scancel {app_id} failed: {first_error_line(err)}")
+            raise SlurmCommandError(f"scancel {app_id} failed: {commands.first_error_line(err)}")
 
     def _delete_existing(self, app_id: str) -> None:
         """Cancels the job. Slurm has no deletion: it keeps the job's accounting and log
@@ -497,49 +481,26 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
 
     # -- logs --------------------------------------------------------------------------------
 
-    def log_iter(  # noqa: PLR0917 (positional order is the public API)
-        self,
-        app_id: str,
-        role_name: str,
-        k: int = 0,
-        regex: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        should_tail: bool = False,
-        streams: Stream | None = None,
-    ) -> Iterable[str]:
+    def _log_lines(self, query: LogQuery) -> Iterable[str]:
         """Lines of replica ``k``: ``slurm-<id>-<role>-<k>.out`` and ``.err``.
 
-        ``streams`` picks one file; by default both are read (each file's lines in order,
-        the two interleaved as they are written). ``since``/``until`` are not supported
-        (a warning says so). With ``should_tail`` the lines are followed until the job
-        ends.
+        The stream picks one file; ``combined`` reads both (each file's lines in order, the
+        two interleaved as they are written), followed until the job ends. Times are not
+        kept per line (``log_time_bounds`` is off).
         """
-        from torchx.schedulers.log_files import follow_files
-
-        job_id = _valid_job_id(app_id)
-        if since or until:
-            import warnings
-
-            warnings.warn(
-                "slurm does not support since/until for logs; they are ignored and all log"
-                " lines are returned",
-                stacklevel=2,
-            )
-        suffixes = {"stdout": ["out"], "stderr": ["err"], "combined": ["out", "err"]}[
-            stream_name(streams)
-        ]
-        log_dir = self._log_dir(job_id, role_name, k)
-        base = os.path.join(log_dir, f"slurm-{job_id}-{safe_name(role_name)}-{k}")
-        lines = follow_files(
-            _ThrottledWatcher(self), job_id, [f"{base}.{s}" for s in suffixes], should_tail
+        job_id = _valid_job_id(query.app_id)
+        suffixes = {"stdout": ["out"], "stderr": ["err"], "combined": ["out", "err"]}[query.stream]
+        log_dir = self._log_dir(job_id, query.role_name, query.k)
+        role = _request.safe_name(query.role_name)
+        base = os.path.join(log_dir, f"slurm-{job_id}-{role}-{query.k}")
+        return log_files.follow_files(
+            _ThrottledWatcher(self), job_id, [f"{base}.{s}" for s in suffixes], query.follow
         )
-        return filter_regex(regex, lines) if regex else lines
 
     @staticmethod
     def _log_dir(job_id: str, role_name: str, k: int) -> str:
         """Where the job's logs are: its record, upstream's job-dirs file, or here."""
-        record = read_record(job_id)
+        record = records.read_record(job_id)
         if record is None:
             return _upstream_job_dirs().get(job_id, ".")
         roles = dict(record.roles)

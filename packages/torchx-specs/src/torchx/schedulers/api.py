@@ -45,6 +45,7 @@ __all__ = [
     "DAYS_IN_2_WEEKS",
     "DescribeAppResponse",
     "ListAppResponse",
+    "LogQuery",
     "Scheduler",
     "Stream",
     "StructuredOpts",
@@ -95,6 +96,23 @@ class ListAppResponse:
 
     def __hash__(self) -> int:
         return hash((self.app_id, self.app_handle, self.state))
+
+
+@dataclass(frozen=True)
+class LogQuery:
+    """One ``log_iter`` call as a scheduler's ``_log_lines`` hook receives it.
+
+    ``stream`` is ``"combined"``, ``"stdout"`` or ``"stderr"`` (already checked); ``follow``
+    is ``log_iter``'s ``should_tail``. The regex is not here: ``log_iter`` applies it.
+    """
+
+    app_id: str
+    role_name: str
+    k: int = 0
+    stream: str = "combined"
+    since: datetime | None = None
+    until: datetime | None = None
+    follow: bool = False
 
 
 class Scheduler(abc.ABC, Generic[T]):
@@ -260,6 +278,10 @@ class Scheduler(abc.ABC, Generic[T]):
         """Deletes an app known to exist. Default: cancel it."""
         self._cancel_existing(app_id)
 
+    log_time_bounds: ClassVar[bool] = True
+    """Whether ``_log_lines`` honours ``since``/``until``; where not, ``log_iter`` warns once
+    per call that they are ignored."""
+
     def log_iter(  # noqa: PLR0917 (positional order is the public API)
         self,
         app_id: str,
@@ -273,8 +295,39 @@ class Scheduler(abc.ABC, Generic[T]):
     ) -> Iterable[str]:
         """Lines (with trailing newline) logged by replica ``k`` of ``role_name``.
 
-        ``should_tail`` follows the log until the replica ends. Schedulers without log
-        access keep this default, which raises.
+        Args:
+            app_id: the app, as ``schedule`` returned it.
+            role_name: the role whose replica is read.
+            k: the replica's index in the role.
+            regex: keep only lines in which it matches (``re.search``).
+            since: the earliest time of a line (where the backend keeps times).
+            until: the latest time of a line (where the backend keeps times).
+            should_tail: follow the log until the replica ends.
+            streams: stdout, stderr or both (``None``: combined).
+
+        Written once for every scheduler: it checks the stream, warns where the backend
+        cannot bound lines by time (``log_time_bounds``), asks the ``_log_lines`` hook and
+        filters by ``regex``. A scheduler implements ``_log_lines``; one that overrides
+        ``log_iter`` itself, as upstream's plugins do, keeps working.
+        """
+        query = LogQuery(app_id, role_name, k, stream_name(streams), since, until, should_tail)
+        if (since or until) and not self.log_time_bounds:
+            import warnings
+
+            warnings.warn(
+                f"{self.backend} does not support since/until for logs; they are ignored and"
+                " all log lines are returned",
+                stacklevel=2,
+            )
+        lines = self._log_lines(query)
+        return filter_regex(regex, lines) if regex else lines
+
+    def _log_lines(self, query: LogQuery) -> Iterable[str]:
+        """The hook behind ``log_iter``: the lines of one replica's stream, unfiltered.
+
+        Errors that need no iteration (unknown app, role or replica; a stream the backend
+        does not keep) are raised here, before any line. Schedulers without log access keep
+        this default, which raises.
         """
         raise NotImplementedError(
             f"{type(self).__name__} (scheduler `{self.backend}`) does not support"
@@ -351,8 +404,7 @@ def filter_regex(regex: str, lines: Iterable[str]) -> Iterator[str]:
     """Lazily keeps the lines in which ``regex`` matches (``re.search``)."""
     import re
 
-    pattern = re.compile(regex)
-    return (line for line in lines if pattern.search(line))
+    return filter(re.compile(regex).search, lines)
 
 
 def split_lines(text: str) -> list[str]:

@@ -35,7 +35,7 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
-from torchx.schedulers import labels
+from torchx.schedulers._shared import labels
 from torchx.specs.api import AppDef, CfgVal, Role, runopts
 from torchx.util.log import get_logger
 from torchx.workspace.api import (

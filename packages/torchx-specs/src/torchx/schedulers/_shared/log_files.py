@@ -2,7 +2,7 @@
 
 Shared by every scheduler whose replicas write plain log files on a filesystem this host
 can read (``local_cwd`` in ``torchx-runner``, ``slurm`` in ``torchx-sched-slurm``), so it
-lives in ``torchx-specs``; ``torchx.schedulers.local_logs`` re-exports it.
+lives in ``torchx-specs``, apart from the contract.
 
 Lines keep their trailing ``"\\n"`` (the last line of a finished log may lack it). Files are
 read as UTF-8 with undecodable bytes replaced, split on ``"\\n"`` only (a ``"\\r"`` of a

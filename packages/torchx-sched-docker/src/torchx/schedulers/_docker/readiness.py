@@ -17,7 +17,7 @@ class _Daemon:
     it can talk to the daemon (local socket, plain TCP), else through the docker SDK."""
 
     def __init__(self) -> None:
-        from torchx.schedulers.docker_engine import from_env
+        from torchx.schedulers._docker.engine import from_env
 
         self.engine = from_env()
         self.address = self.engine.address if self.engine is not None else _daemon_address()
@@ -83,7 +83,7 @@ def image_check(daemon: _Daemon, image: str) -> ReadinessCheck:
     return ready("default image", f"{image} is not on this host; its registry serves it")
 
 
-def docker_checks(image: str) -> list[ReadinessCheck]:
+def checks(image: str) -> list[ReadinessCheck]:
     fix = "see `torchx --log_level DEBUG check -s local_docker`"
     daemon = _Daemon()
     checks = [probe("daemon", lambda: daemon_check(daemon), fix)]

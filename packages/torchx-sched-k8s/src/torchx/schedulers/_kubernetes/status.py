@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from torchx.schedulers.api import DescribeAppResponse, ListAppResponse
-from torchx.schedulers.kubernetes_render import (
+from torchx.schedulers._kubernetes.render import (
     LABEL_APP_NAME,
     LABEL_COMPLETION_INDEX,
     LABEL_REPLICA_ID,
     LABEL_ROLE_INDEX,
     LABEL_ROLE_NAME,
 )
+from torchx.schedulers.api import DescribeAppResponse, ListAppResponse
 from torchx.specs.api import NONE, AppState, ReplicaStatus, Role, RoleStatus, is_terminal
 
 __all__ = [
@@ -340,7 +340,7 @@ def list_rows(
     namespace: str, volcano_jobs: list[dict[str, Any]], batch_jobs: list[dict[str, Any]]
 ) -> list[ListAppResponse]:
     """One row per app: Volcano jobs as ``ns:name``, batch apps as ``ns:batch:name``."""
-    from torchx.schedulers.kubernetes_render import LABEL_INSTANCE
+    from torchx.schedulers._kubernetes.render import LABEL_INSTANCE
 
     rows = [
         ListAppResponse(

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from torchx.schedulers._slurm.parse import SlurmJob, split_job_name
 from torchx.schedulers.api import DescribeAppResponse
-from torchx.schedulers.slurm_parse import SlurmJob, split_job_name
 from torchx.specs.api import NONE, AppState, Resource, Role
 
 if TYPE_CHECKING:
-    from torchx.schedulers.slurm_records import JobRecord
+    from torchx.schedulers._slurm.records import JobRecord
     from torchx.specs import ReplicaStatus, RoleStatus
 
 __all__ = [
@@ -48,7 +48,7 @@ def appstate_from_slurm_state(slurm_state: str) -> AppState:
 
 def get_appstate_from_job(job: Mapping[str, Any]) -> AppState:
     """The app state of one job entry of ``squeue --json`` (any Slurm version)."""
-    from torchx.schedulers.slurm_parse import base_state
+    from torchx.schedulers._slurm.parse import base_state
 
     return appstate_from_slurm_state(base_state(job.get("job_state", job.get("state"))))
 

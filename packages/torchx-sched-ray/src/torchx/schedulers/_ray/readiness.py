@@ -8,8 +8,8 @@ from torchx.util.readiness import ReadinessCheck, not_ready, ready
 TIMEOUT_S = 3.0
 
 
-def ray_checks(dashboard_address: str | None) -> list[ReadinessCheck]:
-    from torchx.schedulers.ray_client import RayApiError, RayJobsClient, resolve_address
+def checks(dashboard_address: str | None) -> list[ReadinessCheck]:
+    from torchx.schedulers._ray.client import RayApiError, RayJobsClient, resolve_address
 
     try:
         address, origin = resolve_address(dashboard_address)

@@ -25,7 +25,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from torchx.schedulers import labels
+from torchx.schedulers._shared import labels
 from torchx.specs.api import (
     AppDef,
     BindMount,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-from torchx.schedulers.slurm_commands import first_error_line
+from torchx.schedulers._slurm.commands import first_error_line
 from torchx.util.readiness import (
     ReadinessCheck,
     not_configured,
@@ -111,7 +111,7 @@ def accounting_check() -> ReadinessCheck:
     )
 
 
-def slurm_checks(partition: str | None) -> list[ReadinessCheck]:
+def checks(partition: str | None) -> list[ReadinessCheck]:
     """The commands first (without them nothing else can be asked); then the controller
     and, beside it, the accounting (another daemon); the partitions only when the
     controller is up (``sinfo`` would otherwise retry for a long time)."""

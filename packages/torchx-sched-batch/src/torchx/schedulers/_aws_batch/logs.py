@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from torchx.schedulers.aws_batch_clients import AWSBatchError, api_call
+from torchx.schedulers._aws_batch.clients import AWSBatchError, api_call
 
 if TYPE_CHECKING:
     from datetime import datetime

@@ -34,7 +34,7 @@ def _context() -> tuple[str, str]:
     """(context name, its namespace) of the kubeconfig, as the scheduler would use them."""
     from kubernetes import config as kube_config
 
-    from torchx.schedulers.kubernetes_client import kubeconfig_arg
+    from torchx.schedulers._kubernetes.client import kubeconfig_arg
 
     config: Any = kube_config
     contexts, active = config.list_kube_config_contexts(config_file=kubeconfig_arg())
@@ -98,22 +98,22 @@ def _review(  # noqa: PLR0917 (one access question)
 
 def _error_of(e: Exception, action: str, namespace: str) -> tuple[str, str]:
     """(found, fix) for a failed API call, from the scheduler's own one-line errors."""
-    from torchx.schedulers.kubernetes_client import api_error
+    from torchx.schedulers._kubernetes.client import api_error
 
     text = str(api_error(e, action, namespace))
     found, sep, fix = text.partition("; ")
     return found, fix if sep else "see `kubectl cluster-info` and `kubectl auth can-i --list`"
 
 
-def kubernetes_checks(cfg: dict[str, Any]) -> list[ReadinessCheck]:
-    from torchx.schedulers.kubernetes_client import (
+def checks(cfg: dict[str, Any]) -> list[ReadinessCheck]:
+    from torchx.schedulers._kubernetes.client import (
         KubernetesConfigError,
         cluster_configured,
         connect,
     )
 
     if not cluster_configured():
-        from torchx.schedulers.kubernetes_client import kubeconfig_arg
+        from torchx.schedulers._kubernetes.client import kubeconfig_arg
 
         return [
             not_configured(

@@ -129,7 +129,7 @@ class RayJob:
     @property
     def dashboard_address(self) -> str:
         """The dashboard the job goes to, ``host:port`` as upstream wrote it when it can be."""
-        from torchx.schedulers.ray_client import address_in_app_id
+        from torchx.schedulers._ray.client import address_in_app_id
 
         return address_in_app_id(self.address) or self.address
 
@@ -368,7 +368,7 @@ def pack_package(package_dir: str | None, out: IO[bytes]) -> str:
         driver = zipfile.ZipInfo(DRIVER_PATH, _ZIP_TIME)
         driver.external_attr = 0o100644 << 16
         driver.compress_type = zipfile.ZIP_DEFLATED
-        archive.writestr(driver, (Path(__file__).parent / "ray_driver.py").read_bytes())
+        archive.writestr(driver, (Path(__file__).parent / "driver.py").read_bytes())
     progress.done()
     out.seek(0)
     digest = hashlib.sha256()

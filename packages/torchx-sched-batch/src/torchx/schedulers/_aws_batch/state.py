@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from torchx.schedulers.api import DescribeAppResponse
-from torchx.schedulers.aws_batch_jobdef import (
+from torchx.schedulers._aws_batch.jobdef import (
     DEFAULT_ROLE_NAME,
     ENV_TORCHX_ROLE_NAME,
     parse_target_nodes,
     resource_from_resource_requirements,
 )
+from torchx.schedulers.api import DescribeAppResponse
 from torchx.specs.api import NONE, AppState, ReplicaStatus, Role, RoleStatus
 
 __all__ = [

@@ -13,7 +13,7 @@ killed while the app runs; any later process reads the state from disk.
 How it starts (see :class:`Handover`): on Linux, from a launcher with one thread, the
 supervisor is forked (no interpreter start-up) *before* the launcher writes the app's files,
 gets ready while the launcher writes them, and takes the app over once the launcher closes
-the "go" pipe. Otherwise it is started with ``python -m torchx.schedulers.local_supervisor
+the "go" pipe. Otherwise it is started with ``python -m torchx.schedulers._local.supervisor
 STATE_DIR LOCK_FD READY_FD`` after the files are written. Either way it inherits the app's
 ``flock``-ed lock and writes ``ok`` to the ready pipe once it owns the app and has recorded
 the replicas as RUNNING; a forked supervisor closes that pipe once the app's final state is
@@ -32,7 +32,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from torchx.schedulers import local_state as st
+from torchx.schedulers._local import state as st
 from torchx.util.programs import find_program
 
 if TYPE_CHECKING:
@@ -217,7 +217,7 @@ class Handover:
                 [
                     sys.executable or "python3",
                     "-m",
-                    "torchx.schedulers.local_supervisor",
+                    "torchx.schedulers._local.supervisor",
                     self.state_dir,
                     str(self._lock_fd),
                     str(ready_w),
@@ -402,7 +402,7 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 3:
         print(
-            "usage: python -m torchx.schedulers.local_supervisor STATE_DIR LOCK_FD READY_FD",
+            "usage: python -m torchx.schedulers._local.supervisor STATE_DIR LOCK_FD READY_FD",
             file=sys.stderr,
         )
         sys.exit(2)

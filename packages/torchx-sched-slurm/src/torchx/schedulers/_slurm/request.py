@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from torchx.schedulers._slurm.commands import SlurmCommandError, run
 from torchx.schedulers.api import HELP_KEY, StructuredOpts
-from torchx.schedulers.slurm_commands import SlurmCommandError, run
 from torchx.specs.api import CfgVal, Resource, Role
 from torchx.specs.replica_macros import ReplicaMacros
 from torchx.util.lazy_dataclass import dataclass, field

@@ -14,7 +14,7 @@ TIMEOUT_S = 3.0
 def _probe_client(session: Any) -> Any:
     from botocore.config import Config
 
-    from torchx.schedulers.aws_batch_clients import client_of
+    from torchx.schedulers._aws_batch.clients import client_of
 
     config = Config(
         connect_timeout=TIMEOUT_S,
@@ -24,8 +24,8 @@ def _probe_client(session: Any) -> Any:
     return client_of(session, "batch", config)
 
 
-def batch_checks(cfg: dict[str, Any]) -> list[ReadinessCheck]:
-    from torchx.schedulers.aws_batch_clients import (
+def checks(cfg: dict[str, Any]) -> list[ReadinessCheck]:
+    from torchx.schedulers._aws_batch.clients import (
         AWSBatchError,
         AWSCredentialsError,
         AWSRegionError,
@@ -91,7 +91,7 @@ def _queue_check(queue: dict[str, Any]) -> ReadinessCheck:
 
 
 def _compute_check(client: Any, queue: dict[str, Any]) -> ReadinessCheck:
-    from torchx.schedulers.aws_batch_clients import AWSBatchError, api_call
+    from torchx.schedulers._aws_batch.clients import AWSBatchError, api_call
 
     arns = [str(e["computeEnvironment"]) for e in queue.get("computeEnvironmentOrder", [])]
     if not arns:

@@ -67,7 +67,7 @@ def torchrun_check() -> ReadinessCheck:
     return ready("torchrun", found)
 
 
-def local_checks() -> list[ReadinessCheck]:
+def checks() -> list[ReadinessCheck]:
     fix = "see `torchx --log_level DEBUG check -s local_cwd`"
     return [
         probe("state dir", state_dir_check, fix),

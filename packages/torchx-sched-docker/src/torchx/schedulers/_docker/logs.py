@@ -3,7 +3,7 @@
 The daemon ends every log stream when it stops; with ``live-restore`` the container runs
 on and its log keeps growing. The follower asks for the log with timestamps and, when
 the stream ends while the container still runs, or breaks, asks again from where it
-stood (:mod:`torchx.schedulers.log_resume`): no line lost, none repeated.
+stood (:mod:`torchx.schedulers._shared.log_resume`): no line lost, none repeated.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from torchx.schedulers.log_resume import ResumePoint, Stamp, parse_stamp
+from torchx.schedulers._shared.log_resume import ResumePoint, Stamp, parse_stamp
 
 __all__ = ["follow_log"]
 
@@ -21,7 +21,7 @@ _IDLE_S = 0.1  # before asking again when a stream ended with nothing new
 
 def _unix_seconds(value: Any) -> int | None:
     """A ``since`` in whole Unix seconds, as the daemon is asked for it."""
-    from torchx.schedulers.docker_engine import unix_time
+    from torchx.schedulers._docker.engine import unix_time
 
     return None if value is None else int(unix_time(value))
 
@@ -34,7 +34,7 @@ def follow_log(api: Any, container_id: str, kwargs: dict[str, Any]) -> Iterator[
     limit comes as several, joined here. A line is given out (and its entries counted as
     given) only once its ``\\n`` arrived: a line cut by a break is read again whole.
     """
-    from torchx.schedulers.docker_retry import transient
+    from torchx.schedulers._docker.retry import transient
 
     point = ResumePoint(floor=_unix_seconds(kwargs.get("since")))
     following = True

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from torchx.schedulers.slurm_parse import parse_time_limit
+from torchx.schedulers._slurm.parse import parse_time_limit
 from torchx.specs.api import Role
 
 __all__ = ["check_comment", "check_log_dir", "check_option", "check_role_files", "check_time"]
