@@ -20,6 +20,7 @@ SPLIT_MODULES = [
     "torchx.schedulers.local_scheduler",  # runner module inside a specs package
     "torchx.tracker.backend.fsspec",
     "torchx.workspace.dir_workspace",
+    "torchx.workspace.docker_workspace",  # its own distribution inside a specs package
     "torchx.runner",
     "torchx.cli.main",
 ]

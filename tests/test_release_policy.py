@@ -59,8 +59,14 @@ def test_bump_version_moves_versions_and_ranges(
     assert '__version__ = "0.9.0"' in version.read_text()
     k8s = tmp_path / "packages" / "torchx-sched-k8s" / "pyproject.toml"
     assert 'version = "0.9.0"' in k8s.read_text()
-    assert _torchx_requirements(k8s) == ["torchx-specs>=0.9.0,<0.10"]
+    assert _torchx_requirements(k8s) == [
+        "torchx-specs>=0.9.0,<0.10",
+        "torchx-workspace-docker>=0.9.0,<0.10",
+    ]
     meta = _torchx_requirements(tmp_path / "packages" / "torchx" / "pyproject.toml")
     assert "torchx-sched-k8s[workspace]>=0.9.0,<0.10" in meta
     bump.bump("0.9.1")  # type: ignore[attr-defined]  # a patch release keeps the series
-    assert _torchx_requirements(k8s) == ["torchx-specs>=0.9.0,<0.10"]
+    assert _torchx_requirements(k8s) == [
+        "torchx-specs>=0.9.0,<0.10",
+        "torchx-workspace-docker>=0.9.0,<0.10",
+    ]

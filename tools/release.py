@@ -325,12 +325,14 @@ def scenario(fn: Scenario) -> Scenario:
 
 @scenario
 def _one_backend(root: Path, index: str) -> None:
-    """pip install torchx-sched-k8s: the contract and the backend's own SDK, nothing else"""
+    """pip install torchx-sched-k8s: the contract, the image workspace and the k8s SDK only"""
     venv = Venv(root, "k8s", index)
     venv.install("torchx-sched-k8s")
     installed = venv.installed()
-    assert {"torchx-specs", "torchx-sched-k8s", "kubernetes"} <= set(installed), installed
-    others = {n for n in installed if n.startswith("torchx")} - {"torchx-specs", "torchx-sched-k8s"}
+    own = {"torchx-specs", "torchx-workspace-docker", "torchx-sched-k8s"}
+    assert own | {"kubernetes"} <= set(installed), installed
+    assert "docker" not in installed, "the docker SDK comes only with the workspace extra"
+    others = {n for n in installed if n.startswith("torchx")} - own
     assert not others, f"pulled in {others}"
     venv.run("python", "-c", "from torchx.schedulers.kubernetes_scheduler import create_scheduler")
 

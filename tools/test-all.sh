@@ -67,6 +67,7 @@ step run types:check
 step run specs:test
 step run runner:test
 step run cli:test
+step run workspace-docker:test
 step run docker:test
 step run slurm:test
 step run k8s:test

@@ -603,3 +603,66 @@ def test_stream_name_defaults_to_combined_and_rejects_others() -> None:
         ValueError, match="unknown log stream 'both'; use stdout, stderr or combined"
     ):
         stream_name("both")
+
+
+# -- log_iter: one template over a _log_lines hook ------------------------------------------
+
+
+class HookedLogScheduler(MemoryScheduler):
+    """Implements only the hook: every query it gets is kept for the test to read."""
+
+    log_time_bounds = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.queries: list[scheduler_api.LogQuery] = []
+
+    def _log_lines(self, query: scheduler_api.LogQuery) -> Iterator[str]:
+        self.queries.append(query)
+        return iter(["epoch 1 loss 0.5\n", "saving checkpoint\n", "epoch 2 loss 0.25\n"])
+
+
+class OverridingLogScheduler(MemoryScheduler):
+    """A plugin written against upstream's contract: it overrides log_iter itself."""
+
+    def log_iter(self, app_id: str, role_name: str, k: int = 0, *args: Any, **kw: Any) -> Any:
+        return iter([f"{app_id}/{role_name}/{k}: own lines\n"])
+
+
+def test_log_iter_filters_what_the_hook_returns_and_hands_it_the_query() -> None:
+    sched = HookedLogScheduler()
+    lines = sched.log_iter(
+        "app", "trainer", 1, regex=r"loss", should_tail=True, streams=Stream.STDERR
+    )
+    assert list(lines) == ["epoch 1 loss 0.5\n", "epoch 2 loss 0.25\n"]
+    assert sched.queries == [
+        scheduler_api.LogQuery("app", "trainer", 1, stream="stderr", follow=True)
+    ]
+    assert list(sched.log_iter("app", "trainer")) == [
+        "epoch 1 loss 0.5\n", "saving checkpoint\n", "epoch 2 loss 0.25\n",
+    ]  # fmt: skip
+    assert sched.queries[-1].stream == "combined"
+
+
+def test_log_iter_refuses_an_unknown_stream_before_asking_the_backend() -> None:
+    sched = HookedLogScheduler()
+    with pytest.raises(
+        ValueError, match="unknown log stream 'both'; use stdout, stderr or combined"
+    ):
+        sched.log_iter("app", "trainer", streams="both")  # type: ignore[arg-type]
+    assert sched.queries == []
+
+
+def test_log_iter_warns_once_where_the_backend_keeps_no_times() -> None:
+    import datetime as dt
+
+    since = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    with pytest.warns(UserWarning, match="memory does not support since/until") as caught:
+        lines = list(HookedLogScheduler().log_iter("app", "trainer", since=since))
+    assert len(caught) == 1 and len(lines) == 3
+
+
+def test_a_plugin_overriding_log_iter_keeps_working() -> None:
+    assert list(OverridingLogScheduler().log_iter("app", "r", 2, "ignored")) == [
+        "app/r/2: own lines\n"
+    ]

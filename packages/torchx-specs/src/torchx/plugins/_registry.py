@@ -48,6 +48,7 @@ OWN_DISTRIBUTIONS = frozenset(
         "torchx-sched-slurm",
         "torchx-tracker-mlflow",
         "torchx-pipelines-kfp",
+        "torchx-workspace-docker",
     }
 )
 """TorchX's own distributions: their entry points are the built-in plugins, which load

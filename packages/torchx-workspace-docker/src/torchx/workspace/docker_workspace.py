@@ -1,9 +1,9 @@
 """Image workspaces: patch a role's image with the local workspace on every run.
 
 Used by every scheduler that runs images (``local_docker``, ``kubernetes``, ``aws_batch``),
-so it lives here, in ``torchx-specs``, and imports the ``docker`` SDK only when an image is
-actually built, inspected or pushed: each scheduler package that offers image workspaces
-declares ``docker`` as its own dependency.
+so it is a distribution of its own (``torchx-workspace-docker``) that each of them depends
+on. It imports the ``docker`` SDK only when an image is actually built, inspected or
+pushed: each scheduler package that offers image workspaces declares ``docker`` itself.
 
 What a build does:
 

@@ -1,0 +1,71 @@
+"""Build contexts of workspaces holding what should never be packed: links out of the
+workspace, devices, FIFOs, sockets, more data than the size limit (the job_dir copy's rules,
+tested in torchx-specs)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from torchx.workspace import docker_workspace as dw
+from torchx.workspace.api import WorkspaceTooLargeError
+
+
+@pytest.fixture
+def hostile(tmp_path: Path) -> Iterator[Path]:
+    """A workspace with a link to /dev/zero, a link to a secret outside it, a FIFO, a
+    socket, a FIFO as its ignore file and one ordinary file."""
+    outside = tmp_path / "secret.key"
+    outside.write_text("private key\n")
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True)
+    (ws / "train.py").write_text("print('train')\n")
+    os.symlink("/dev/zero", ws / "zero")
+    os.symlink(outside, ws / "sub" / "key")
+    os.symlink("sub", ws / "linked_dir")
+    os.mkfifo(ws / "pipe")
+    os.mkfifo(ws / ".torchxignore")
+    os.mkfifo(ws / ".dockerignore")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(ws / "agent.sock"))
+    try:
+        yield ws
+    finally:
+        sock.close()
+
+
+def test_size_limit_refuses_the_build_context(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.bin").write_bytes(b"x" * (700 << 10))
+    (ws / "b.bin").write_bytes(b"x" * (700 << 10))
+    monkeypatch.setenv("TORCHX_WORKSPACE_MAX_MB", "1")
+    with pytest.raises(WorkspaceTooLargeError, match=r"holds more than 1 MB"):
+        dw.build_context(str(ws))
+    monkeypatch.setenv("TORCHX_WORKSPACE_MAX_MB", "0")  # no limit
+    fileobj, _, _ = dw.build_context(str(ws))
+    with fileobj, tarfile.open(fileobj=fileobj) as tar:
+        assert {"a.bin", "b.bin"} <= set(tar.getnames())
+
+
+@pytest.mark.timeout(20)
+def test_build_context_keeps_links_and_skips_special_files(
+    hostile: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A socket made image builds fail with AttributeError ('NoneType' ... 'mtime')."""
+    fileobj, _, _ = dw.build_context(str(hostile))
+    with fileobj, tarfile.open(fileobj=fileobj) as tar:
+        members = {m.name: m for m in tar.getmembers()}
+    assert set(members) == {
+        "Dockerfile.torchx", "linked_dir", "sub", "sub/key", "train.py", "zero",
+    }  # fmt: skip
+    assert members["zero"].issym() and members["zero"].linkname == "/dev/zero"
+    assert members["sub/key"].issym()
+    assert "agent.sock" in caplog.text and "pipe" in caplog.text
