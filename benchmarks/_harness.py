@@ -23,8 +23,8 @@ from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
-# the helpers shared with the tests (tools/testsupport), for every benchmark importing this
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools" / "testsupport"))
+# the helpers shared with the tests: the private torchx-testsupport package (tools/testsupport),
+# installed in every hatch env
 from torchx_testsupport import sdk_imports
 
 ROOT = Path(__file__).resolve().parent.parent

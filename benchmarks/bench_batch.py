@@ -36,7 +36,7 @@ from _harness import (
     print_medians,
     verdict,
 )
-from torchx_batch_testsupport import AWS_ENV, create_queue, emulator_answers  # tools/testsupport
+from torchx_testsupport.batch import AWS_ENV, create_queue, emulator_answers  # tools/testsupport
 
 OURS = ROOT / ".venv" / "bin"
 IMAGE = os.environ.get("TORCHX_TEST_IMAGE", "torchx-test/python:3.11-r2")

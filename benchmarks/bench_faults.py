@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 
 from _harness import ROOT, time_command, verdict
-from torchx_batch_testsupport import AWS_ENV
-from torchx_k8s_testsupport import FakeKubernetes
+from torchx_testsupport.batch import AWS_ENV
+from torchx_testsupport.k8s import FakeKubernetes
 
 TABLE = ROOT / "benchmarks" / "faults.md"
 BAR_S = 1.0

@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from _harness import bench_env, compile_sources, interleaved, verdict
-from torchx_batch_testsupport import AWS_ENV, ENDPOINT, create_queue, moto_runs_containers
-from torchx_docker_testsupport import IMAGE
+from torchx_testsupport.batch import AWS_ENV, ENDPOINT, create_queue, moto_runs_containers
+from torchx_testsupport.docker import IMAGE
 
 OURS = Path(sys.executable).parent
 PY = str(OURS / "python")

@@ -25,7 +25,7 @@ import textwrap
 from pathlib import Path
 
 from _harness import bench_env, compile_sources, interleaved, verdict
-from torchx_k8s_testsupport import FakeKubernetes, fill_torchx_jobs
+from torchx_testsupport.k8s import FakeKubernetes, fill_torchx_jobs
 
 from torchx.schedulers._kubernetes.render import LABEL_KIND, LABEL_MANAGED_BY, MANAGED_BY
 
@@ -78,7 +78,7 @@ def main() -> None:
             kubeconfig = fake.write_kubeconfig(os.path.join(tmp, "config"))
             os.environ["KUBECONFIG"] = kubeconfig
             env = bench_env({**os.environ, "TORCHX_HOME": os.path.join(tmp, "home")})
-            from torchx_k8s_testsupport import TOKEN
+            from torchx_testsupport.k8s import TOKEN
 
             results = {}
             for size in (args.jobs // 4, args.jobs):

@@ -15,9 +15,9 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from torchx_batch_testsupport import AWS_ENV, create_queue, emulator_answers
-from torchx_docker_testsupport import docker_with_test_image
 from torchx_testsupport import backend_missing
+from torchx_testsupport.batch import AWS_ENV, create_queue, emulator_answers
+from torchx_testsupport.docker import docker_with_test_image
 
 
 @pytest.fixture(scope="session")

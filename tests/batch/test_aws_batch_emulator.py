@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from torchx_docker_testsupport import IMAGE, REGISTRY
 from torchx_testsupport import one_error_line
+from torchx_testsupport.docker import IMAGE, REGISTRY
 
 from torchx.specs import AppState
 
@@ -436,7 +436,7 @@ def test_dryrun_prints_the_request_without_aws(project: Path) -> None:
 def test_list_reads_past_the_first_hundred_and_filters(project: Path, batch: Any) -> None:
     """Upstream listed at most 100 jobs per queue: every page is read (ListJobs pages of
     100), `--state`/`--limit` narrow it, and `--json` streams all of them."""
-    from torchx_batch_testsupport import create_queue, moto_runs_containers
+    from torchx_testsupport.batch import create_queue, moto_runs_containers
 
     from torchx.runner import get_runner
     from torchx.schedulers.ids import random_id

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from torchx_docker_testsupport import IMAGE
-from torchx_fault_testsupport import record_fault, restart
+from torchx_testsupport.docker import IMAGE
+from torchx_testsupport.faults import record_fault, restart
 
 pytestmark = pytest.mark.faults
 

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from torchx_docker_testsupport import docker_with_test_image
 from torchx_testsupport import runner_that_cleans_up
+from torchx_testsupport.docker import docker_with_test_image
 
 
 @pytest.fixture(scope="session")

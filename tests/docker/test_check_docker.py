@@ -5,8 +5,8 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from torchx_docker_testsupport import IMAGE
 from torchx_testsupport import torchx_check
+from torchx_testsupport.docker import IMAGE
 
 
 def test_daemon_up(docker_client: Any) -> None:

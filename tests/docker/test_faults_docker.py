@@ -9,8 +9,8 @@ import time
 from typing import Any
 
 import pytest
-from torchx_docker_testsupport import IMAGE, app_containers
-from torchx_fault_testsupport import (
+from torchx_testsupport.docker import IMAGE, app_containers
+from torchx_testsupport.faults import (
     count_lines,
     follow_through_restart,
     numbered_script,

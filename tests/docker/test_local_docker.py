@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from torchx_docker_testsupport import IMAGE, REGISTRY, all_torchx_containers, app_containers
+from torchx_testsupport.docker import IMAGE, REGISTRY, all_torchx_containers, app_containers
 
 from torchx import specs
 from torchx.schedulers import docker_scheduler as ds

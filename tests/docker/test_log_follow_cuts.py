@@ -12,8 +12,8 @@ import threading
 from typing import Any
 
 import pytest
-from torchx_docker_testsupport import IMAGE, LogStreamCutter, app_containers
 from torchx_testsupport import runner_that_cleans_up
+from torchx_testsupport.docker import IMAGE, LogStreamCutter, app_containers
 
 from torchx import specs
 from torchx.specs import AppState

@@ -1,5 +1,5 @@
 """`torchx` with `-s kubernetes` against the Kubernetes API stand-in on localhost
-(tools/testsupport/torchx_k8s_testsupport.py): the commands a user types, each bad input
+(tools/testsupport/torchx_testsupport/k8s/): the commands a user types, each bad input
 answered by one line naming the fix, with no traceback and nothing created."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from torchx_k8s_testsupport import FakeKubernetes
 from torchx_testsupport import one_error_line
+from torchx_testsupport.k8s import FakeKubernetes
 
 TORCHX = str(Path(sys.executable).parent / "torchx")
 ECHO = ["utils.echo", "--image", "busybox", "--msg", "hi"]
@@ -170,7 +170,7 @@ def test_job_id_inside_the_pods_is_the_handle(
 def test_config_problems_are_one_line_without_noise(tmp_path: Path) -> None:
     """A malformed kubeconfig names the file; no kubeconfig, or an API server that is down,
     gives the one error line without urllib3's retry warnings or a validate_spec warning."""
-    from torchx_k8s_testsupport import FakeKubernetes
+    from torchx_testsupport.k8s import FakeKubernetes
 
     bad = tmp_path / "bad-kubeconfig"
     bad.write_text("apiVersion: v1\nclusters: [\n  - a: b\n")
@@ -194,7 +194,7 @@ def test_list_json_streams_page_by_page(
 ) -> None:
     """`torchx list --json` prints each page's apps as it arrives: the first apps are out
     while the API server still holds the second page back."""
-    from torchx_k8s_testsupport import fill_torchx_jobs
+    from torchx_testsupport.k8s import fill_torchx_jobs
 
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kubeconfig"))
     fill_torchx_jobs(fake, 1400)  # 700 Volcano jobs: two pages

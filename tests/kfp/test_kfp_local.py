@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from torchx_docker_testsupport import IMAGE, docker_with_test_image
+from torchx_testsupport.docker import IMAGE, docker_with_test_image
 
 kfp = pytest.importorskip("kfp")
 

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from mlflow import MlflowClient
-from torchx_fault_testsupport import record_fault, restart_in_background
+from torchx_testsupport.faults import record_fault, restart_in_background
 
 pytestmark = pytest.mark.faults
 

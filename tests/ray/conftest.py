@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from torchx_ray_testsupport import DASHBOARD
 from torchx_testsupport import backend_missing, http_ok, runner_that_cleans_up
+from torchx_testsupport.ray import DASHBOARD
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 import pytest
-from torchx_fault_testsupport import follow_through_restart, numbered_script, record_fault
+from torchx_testsupport.faults import follow_through_restart, numbered_script, record_fault
 
 from torchx.specs import AppDef, AppState, Resource, Role
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from torchx_ray_testsupport import dashboard_get
+from torchx_testsupport.ray import dashboard_get
 
 from torchx.schedulers._ray.client import address_in_app_id, split_app_id
 from torchx.specs import AppDef, AppState, Resource, Role, macros

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from torchx_fault_testsupport import (
+from torchx_testsupport.faults import (
     TORCHX,
     follow_through_restart,
     numbered_script,

@@ -1,4 +1,4 @@
-"""The Kubernetes API stand-in (tools/testsupport/torchx_k8s_testsupport.py) and a
+"""The Kubernetes API stand-in (tools/testsupport/torchx_testsupport/k8s/) and a
 scheduler pointed at it through a kubeconfig, for the kubernetes scheduler's tests."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from torchx_k8s_testsupport import FakeKubernetes
+from torchx_testsupport.k8s import FakeKubernetes
 
 from torchx.schedulers.kubernetes_scheduler import KubernetesScheduler, create_scheduler
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from torchx_k8s_testsupport import FakeKubernetes
+from torchx_testsupport.k8s import FakeKubernetes
 
 from torchx.schedulers.kubernetes_scheduler import create_scheduler
 from torchx.util.readiness import NOT_CONFIGURED, NOT_READY, READY, overall

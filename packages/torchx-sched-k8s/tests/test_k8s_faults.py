@@ -10,8 +10,8 @@ import threading
 from typing import Any
 
 import pytest
-from torchx_fault_testsupport import count_lines, record_fault
-from torchx_k8s_testsupport import NS, FakeKubernetes, app, cfg, replica_pod
+from torchx_testsupport.faults import count_lines, record_fault
+from torchx_testsupport.k8s import NS, FakeKubernetes, app, cfg, replica_pod
 
 from torchx.schedulers._kubernetes.client import KubernetesApiError
 from torchx.schedulers.kubernetes_scheduler import KubernetesScheduler

@@ -1,5 +1,5 @@
 """The kubernetes scheduler against a Kubernetes API stand-in on localhost, through the
-real ``kubernetes`` client (see tools/testsupport/torchx_k8s_testsupport.py): both job
+real ``kubernetes`` client (see tools/testsupport/torchx_testsupport/k8s/): both job
 types from submission to deletion, logs, listing, and the API's refusals."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from torchx_k8s_testsupport import NS, FakeKubernetes, app, cfg, replica_pod
+from torchx_testsupport.k8s import NS, FakeKubernetes, app, cfg, replica_pod
 
 from torchx.schedulers._kubernetes.client import KubernetesApiError, KubernetesConfigError
 from torchx.schedulers._kubernetes.status import newest_pod

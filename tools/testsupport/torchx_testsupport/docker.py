@@ -17,9 +17,8 @@ LABEL_APP_ID = "torchx.pytorch.org/app-id"
 def docker_with_test_image(require_env: str) -> Any:
     """A docker SDK client of a daemon that holds `IMAGE`; skips (or fails, see
     `backend_missing`) the test where there is none."""
-    from torchx_testsupport import backend_missing
-
     from torchx.workspace.docker_workspace import connect_docker
+    from torchx_testsupport import backend_missing
 
     try:
         client = connect_docker()

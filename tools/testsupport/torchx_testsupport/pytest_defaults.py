@@ -1,4 +1,5 @@
-"""A pytest plugin (``-p torchx_pytest_defaults`` in pyproject's addopts) for every test run.
+"""A pytest plugin (``-p torchx_testsupport.pytest_defaults``, in pyproject's addopts) for
+every test run.
 
 Tests that point torchx at a service that is not there (a closed port, a missing socket)
 check the one-line error; outside a wait they expect it at once, so retries of transient
