@@ -1,4 +1,9 @@
-"""``torchx describe``: the AppDef (roles, images, args, resources) of an app."""
+"""``torchx describe``: the AppDef (roles, images, args, resources) of an app.
+
+Imports inside functions are deliberate: a command loads only what its own path uses
+(start-up is measured by packages/torchx-cli/tests/test_cli_main.py and
+benchmarks/bench_cli.py).
+"""
 
 from torchx.cli.cmd_base import AppHandleSubCommand
 

@@ -1,4 +1,9 @@
-"""``torchx status``: the state of an app and of each of its replicas."""
+"""``torchx status``: the state of an app and of each of its replicas.
+
+Imports inside functions are deliberate: a command loads only what its own path uses
+(start-up is measured by packages/torchx-cli/tests/test_cli_main.py and
+benchmarks/bench_cli.py).
+"""
 
 from torchx.cli.cmd_base import AppHandleSubCommand
 

@@ -19,7 +19,10 @@ from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
+from torchx.runner import get_runner
 from torchx.specs import AppDef, AppStatus, CfgVal
+from torchx.specs.builders import _create_args_parser
+from torchx.specs.finder import get_component
 
 __all__ = ["ComponentTestCase"]
 
@@ -49,8 +52,6 @@ class ComponentTestCase(unittest.TestCase):
     def validate(self, module: ModuleType, function_name: str) -> None:
         """Fails the test unless ``torchx run path/to/module.py:function_name --help`` would
         work: the component passes the linter and its argument parser builds and prints."""
-        from torchx.specs.builders import _create_args_parser
-        from torchx.specs.finder import get_component
 
         path = module.__file__
         self.assertIsNotNone(path, f"module {module.__name__} has no source file")
@@ -69,7 +70,6 @@ class ComponentTestCase(unittest.TestCase):
         wait_interval: float = 1.0,
     ) -> AppStatus | None:
         """Runs ``app_def`` on ``scheduler`` and returns its final status."""
-        from torchx.runner import get_runner
 
         with get_runner() as runner:
             handle = runner.run(app_def, scheduler, cfg)
@@ -88,7 +88,6 @@ class ComponentTestCase(unittest.TestCase):
         given ``scheduler_params``) and polls its status every ``interval`` seconds until
         it ends or ``timeout`` seconds have passed; returns the last status seen (not
         terminal when the timeout came first), as upstream's helper does."""
-        from torchx.runner import get_runner
 
         app_def = component(**(args or {}))
         with get_runner(None, None, **(scheduler_params or {})) as runner:

@@ -8,6 +8,7 @@ the parsing here gives every component the same spelling and the same errors.
 import warnings
 from pathlib import Path
 
+from torchx.specs import named_resources
 from torchx.util.lazy_dataclass import dataclass
 
 __all__ = ["StructuredJArgument", "StructuredNameArgument"]
@@ -80,7 +81,6 @@ class StructuredJArgument:
         ``-j NxM`` is taken as given, with a warning when ``h`` has GPUs and ``M`` differs
         from their count.
         """
-        from torchx.specs import named_resources
 
         num_gpus = named_resources[h].gpu
         nnodes_text, sep, nproc_text = j.partition("x")

@@ -6,6 +6,9 @@
 (``<scheduler>://<session>/<app_id>``). Every lookup goes through the scheduler, so a
 handle printed by another process (or another machine, for remote schedulers) works
 just as well as one launched by this runner.
+
+Imports inside functions are deliberate: every command imports the runner, which loads
+schedulers, trackers and workspaces only when a call needs them (benchmarks/bench_cli.py).
 """
 
 from __future__ import annotations

@@ -23,8 +23,10 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from torchx.schedulers._local import gpus as local_gpus
 from torchx.schedulers._local import state as st
 from torchx.schedulers._local import supervisor as _supervisor
+from torchx.schedulers._local import supervisor as local_supervisor
 from torchx.schedulers._shared import log_files as _log_files
 from torchx.schedulers._shared.log_files import LogIterator
 from torchx.schedulers.api import (
@@ -35,11 +37,13 @@ from torchx.schedulers.api import (
     Scheduler,
     StructuredOpts,
 )
+from torchx.schedulers.ids import make_unique
 from torchx.specs.api import (
     NONE,
     AppDef,
     AppDryRunInfo,
     AppState,
+    BindMount,
     CfgVal,
     ReplicaStatus,
     Resource,
@@ -54,6 +58,7 @@ from torchx.util.host_checks import host_problem
 from torchx.util.lazy_dataclass import asdict, dataclass, field
 from torchx.util.log import get_logger
 from torchx.util.programs import find_program, script_of
+from torchx.util.strings import check_file_name
 
 if TYPE_CHECKING:
     import signal
@@ -387,7 +392,6 @@ def _check_roles(app: AppDef) -> None:
 
     Negative resource values mean "unset", as everywhere in TorchX (``memMB=-1``).
     """
-    from torchx.util.strings import check_file_name
 
     check_file_name("app name", app.name)
     for role in app.roles:
@@ -403,7 +407,6 @@ def _check_roles(app: AppDef) -> None:
 
 def _mount_problem(role: Role) -> ValueError | None:
     """The error for a bind mount whose source is missing on this host, if any."""
-    from torchx.specs.api import BindMount
 
     for mount in role.mounts:
         if isinstance(mount, BindMount) and not os.path.exists(mount.src_path):
@@ -561,7 +564,7 @@ class LocalScheduler(Scheduler[Opts]):
 
     def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
         """Where app state goes, and the interpreter and torchrun jobs would get."""
-        from torchx.schedulers._local import readiness
+        from torchx.schedulers._local import readiness  # only `torchx check` needs shutil & co.
 
         return readiness.checks()
 
@@ -584,7 +587,6 @@ class LocalScheduler(Scheduler[Opts]):
         return os.path.abspath(st.app_state_dir(app_id))
 
     def _to_popen_request(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> PopenRequest:
-        from torchx.schedulers.ids import make_unique
 
         _check_roles(app)
         opts = Opts.from_cfg(cfg)
@@ -665,9 +667,6 @@ class LocalScheduler(Scheduler[Opts]):
         requested = sum(r.num_replicas * r.resource.gpu for r in app.roles if r.resource.gpu > 0)
         if requested <= 0:
             return None
-        from torchx.schedulers._local import (
-            gpus as local_gpus,
-        )  # only apps asking for GPUs pay for it
 
         if not opts.auto_set_cuda_visible_devices:
             if gpu_replicas > 1:
@@ -711,7 +710,6 @@ class LocalScheduler(Scheduler[Opts]):
             )
         self._evict_finished(root)
         self._close_done_fds(only_ended=True)
-        from torchx.schedulers._local import supervisor as local_supervisor
 
         method = local_supervisor.start_method()  # a bad setting fails before anything exists
         # app ids are unique, so a pid-suffixed name cannot collide (no tempfile import,

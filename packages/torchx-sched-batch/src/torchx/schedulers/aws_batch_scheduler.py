@@ -67,6 +67,7 @@ from torchx.specs.api import (
 )
 from torchx.util.lazy_dataclass import asdict, dataclass, field
 from torchx.util.user import current_user
+from torchx.version import __version__
 from torchx.workspace.docker_workspace import DockerWorkspaceMixin
 
 if TYPE_CHECKING:
@@ -252,7 +253,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
 
     def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
         """Credentials and region, then the configured queue and its compute."""
-        from torchx.schedulers._aws_batch import readiness
+        from torchx.schedulers._aws_batch import readiness  # only `torchx check` needs it
 
         return readiness.checks(dict(cfg or {}))
 
@@ -287,7 +288,6 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     # -- dry run ---------------------------------------------------------------------------
 
     def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[BatchJob]:
-        from torchx.version import __version__
 
         opts = Opts.from_cfg(cfg)
         name = jobdef.job_name_for(app.name, opts.share_id)

@@ -30,6 +30,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from torchx.schedulers._docker import engine as docker_engine
 from torchx.schedulers._docker import logs, retry
 from torchx.schedulers._shared import labels
 from torchx.schedulers.api import (
@@ -41,6 +42,8 @@ from torchx.schedulers.api import (
     StructuredOpts,
     whole_lines,
 )
+from torchx.schedulers.devices import get_device_mounts
+from torchx.schedulers.ids import make_unique
 from torchx.settings import ENV_TORCHX_IMAGE
 from torchx.specs.api import (
     NONE,
@@ -61,6 +64,7 @@ from torchx.specs.api import (
 from torchx.specs.replica_macros import ReplicaMacros
 from torchx.util.lazy_dataclass import dataclass, field
 from torchx.util.log import get_logger
+from torchx.version import __version__, get_torchx_image
 from torchx.workspace.docker_workspace import (
     DockerWorkspaceMixin,
     connect_docker,
@@ -261,7 +265,6 @@ def _container_name(app_id: str, role_name: str, replica_id: int) -> str:
 
 
 def _app_id_for(name: str) -> str:
-    from torchx.schedulers.ids import make_unique
 
     base = _NAME_CHARS.sub("-", name).strip("_.-")[:40] or "app"
     return make_unique(base)
@@ -338,8 +341,6 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         TCP daemon (no SDK import), else (TLS/SSH daemons, an explicit ``docker_client``)
         the SDK's ``APIClient``. Both take the same calls."""
         if self._engine is None:
-            from torchx.schedulers._docker import engine as docker_engine
-
             engine = None if self._explicit_client else docker_engine.from_env()
             if engine is None:
                 self._engine = retry.RetryingApi(self._docker_client.api, "DOCKER_HOST")
@@ -353,8 +354,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
 
     def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
         """The daemon this scheduler would use, and the built-in components' image."""
-        from torchx.schedulers._docker import readiness
-        from torchx.version import get_torchx_image
+        from torchx.schedulers._docker import readiness  # only `torchx check` needs it
 
         return readiness.checks(get_torchx_image())
 
@@ -367,8 +367,6 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     # -- dry run ---------------------------------------------------------------------------
 
     def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[DockerJob]:
-        from torchx.schedulers.devices import get_device_mounts
-        from torchx.version import __version__
 
         opts = Opts.from_cfg(cfg)
         base_env = _base_env(opts)
@@ -481,7 +479,6 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             ensure_image(self._docker_client, image)
 
     def _create(self, container: DockerContainer) -> str:
-        from torchx.schedulers._docker import engine as docker_engine
 
         api = self._api
         light = isinstance(api.unwrapped, docker_engine.EngineClient)

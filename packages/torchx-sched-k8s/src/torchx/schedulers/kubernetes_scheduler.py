@@ -63,8 +63,12 @@ from torchx.schedulers.api import (
     with_full_job_id,
 )
 from torchx.specs.api import AppDef, AppDryRunInfo, CfgVal, Role, runopts
+from torchx.util.colors import BLUE, ENDC
+from torchx.util.host_checks import is_real_submit
 from torchx.util.lazy_dataclass import dataclass, field
 from torchx.util.log import get_logger
+from torchx.util.retry import in_thread
+from torchx.util.strings import normalize_str
 from torchx.workspace.docker_workspace import DockerWorkspaceMixin
 
 if TYPE_CHECKING:
@@ -236,9 +240,7 @@ def sanitize_for_serialization(resource: Any) -> Any:
         return [sanitize_for_serialization(v) for v in resource]
     if resource is None or isinstance(resource, (str, int, float, bool)):
         return resource
-    from kubernetes.client import ApiClient
-
-    api: Any = ApiClient()
+    api: Any = _client.sdk().client.ApiClient()
     return api.sanitize_for_serialization(resource)
 
 
@@ -295,9 +297,7 @@ def _to_model(body: dict[str, Any], klass: str) -> Any:
     """``body`` as the client model ``klass`` (pydantic models from kubernetes 37 on)."""
     import json
 
-    import kubernetes.client
-
-    k8s: Any = kubernetes.client
+    k8s: Any = _client.sdk().client
     model = getattr(k8s, klass)
     if hasattr(model, "from_dict"):
         return model.from_dict(body)
@@ -348,25 +348,19 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         return self._client
 
     def _custom(self) -> Any:
-        from kubernetes.client import CustomObjectsApi
-
-        return CustomObjectsApi(self._api_client())
+        return _client.sdk().client.CustomObjectsApi(self._api_client())
 
     def _core(self) -> Any:
-        from kubernetes.client import CoreV1Api
-
-        return CoreV1Api(self._api_client())
+        return _client.sdk().client.CoreV1Api(self._api_client())
 
     def _batch(self) -> Any:
-        from kubernetes.client import BatchV1Api
-
-        return BatchV1Api(self._api_client())
+        return _client.sdk().client.BatchV1Api(self._api_client())
 
     # -- options and validation ------------------------------------------------------------
 
     def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
         """The kubeconfig, the API server, your permissions there, and Volcano."""
-        from torchx.schedulers._kubernetes import readiness
+        from torchx.schedulers._kubernetes import readiness  # only `torchx check` needs it
 
         return readiness.checks(dict(cfg or {}))
 
@@ -408,7 +402,6 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         return AppDryRunInfo(job, repr)
 
     def _validate_on_server(self, job: KubernetesJob, wanted: bool | None) -> None:
-        from torchx.util.host_checks import is_real_submit
 
         if wanted is False:
             return
@@ -661,9 +654,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                 with open(path) as f:
                     return f.read().strip() or "default"
         try:
-            from kubernetes import config as kube_config
-
-            config: Any = kube_config
+            config: Any = _client.sdk().config
 
             contexts, active = config.list_kube_config_contexts(
                 config_file=_client.kubeconfig_arg()
@@ -747,7 +738,6 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     # -- logs ------------------------------------------------------------------------------
 
     def _replica_pod(self, app_id: str, role_name: str, k: int) -> tuple[str, dict[str, Any]]:
-        from torchx.util.strings import normalize_str
 
         ns, job_type, name = _parse_app_id(app_id)
         if job_type == "volcano":
@@ -861,7 +851,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                     got_any = True
                     yield prefix + raw.decode("utf-8", errors="replace")
             except Exception as e:
-                if not following or not _stream_broke(e):
+                if not following or not _client.stream_broke(e):
                     raise
                 broke = True
             if not following:
@@ -891,13 +881,6 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         return False
 
 
-def _stream_broke(e: BaseException) -> bool:
-    """Whether ``e`` is a followed stream cut short (rather than an answer)."""
-    from urllib3.exceptions import HTTPError
-
-    return isinstance(e, (OSError, HTTPError))
-
-
 def _chain(sources: list[Iterator[str]]) -> Iterator[str]:
     for source in sources:
         yield from source
@@ -916,8 +899,6 @@ def _merge(sources: list[Iterator[str]]) -> Iterator[str]:
         except BaseException as e:  # handed to the reader, which re-raises it
             lines.put((i, e))
         lines.put((i, None))
-
-    from torchx.util.retry import in_thread
 
     for i, source in enumerate(sources):
         in_thread(pump, i, source)  # with the reader's patience with outages
@@ -959,7 +940,6 @@ def prefix_container_name(container_name: str, role_name: str, replica_id: int) 
     container (``<role>-<replica>``), else the container's name, coloured on a terminal."""
     if container_name == f"{role_name}-{replica_id}":
         return ""
-    from torchx.util.colors import BLUE, ENDC
 
     return f"{BLUE}{container_name}{ENDC} "
 

@@ -42,6 +42,7 @@ from torchx.schedulers.api import (
     LogQuery,
     Scheduler,
 )
+from torchx.schedulers.ids import make_unique
 from torchx.specs.api import (
     AppDef,
     AppDryRunInfo,
@@ -53,6 +54,7 @@ from torchx.specs.api import (
     runopts,
 )
 from torchx.util.log import get_logger
+from torchx.util.retry import in_thread
 from torchx.workspace.api import WorkspaceMixin
 
 if TYPE_CHECKING:
@@ -111,7 +113,7 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
 
     def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
         """The dashboard answers, its Ray version, and the nodes with their resources."""
-        from torchx.schedulers._ray import readiness
+        from torchx.schedulers._ray import readiness  # only `torchx check` needs it
 
         return readiness.checks(Opts.from_cfg(cfg or {}).dashboard_address)
 
@@ -142,7 +144,6 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
     # -- submit ------------------------------------------------------------------------------
 
     def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[RayJob]:
-        from torchx.schedulers.ids import make_unique
 
         opts = Opts.from_cfg(cfg)
         request.check_options(opts)
@@ -209,8 +210,6 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
                 log.append(client.driver_log(app_id))
             except BaseException as e:  # reported by the caller's thread
                 failure.append(e)
-
-        from torchx.util.retry import in_thread
 
         reader = in_thread(read_log)  # with the caller's patience with outages
         try:

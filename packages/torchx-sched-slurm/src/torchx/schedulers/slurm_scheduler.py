@@ -28,12 +28,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from torchx.schedulers._shared import log_files
-from torchx.schedulers._slurm import (
-    commands,
-    parse,
-    records,
-    validate,
-)
+from torchx.schedulers._slurm import commands, parse, records, validate
 from torchx.schedulers._slurm import describe as _describe
 from torchx.schedulers._slurm import request as _request
 from torchx.schedulers._slurm.commands import SlurmCommandError, SlurmNotFoundError
@@ -58,6 +53,9 @@ from torchx.schedulers.api import (
     Scheduler,
 )
 from torchx.specs.api import AppDef, AppDryRunInfo, CfgVal, macros, runopts
+from torchx.util.host_checks import host_problem
+from torchx.util.log import get_logger
+from torchx.util.programs import find_program
 from torchx.workspace.dir_workspace import DirWorkspaceMixin, job_dir_exists
 
 if TYPE_CHECKING:
@@ -168,7 +166,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
 
     def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
         """Slurm's commands here, the controller, the partitions and the accounting."""
-        from torchx.schedulers._slurm import readiness
+        from torchx.schedulers._slurm import readiness  # only `torchx check` needs it
 
         partition = (cfg or {}).get("partition")
         return readiness.checks(str(partition) if partition else None)
@@ -197,8 +195,6 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
     def _submit_dryrun(
         self, app: AppDef, cfg: Mapping[str, CfgVal]
     ) -> AppDryRunInfo[SlurmBatchRequest]:
-        from torchx.util.host_checks import host_problem
-        from torchx.util.programs import find_program
 
         if find_program("sbatch", os.environ.get("PATH", ""), os.getcwd()) is None:
             host_problem(SlurmNotFoundError("sbatch"))  # before any other check: it is the fix
@@ -329,8 +325,6 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
         try:
             records.write_record(record)
         except OSError as e:
-            from torchx.util.log import get_logger
-
             get_logger(__name__).warning(
                 "job %s is queued but its record could not be written (%s); `torchx log`"
                 " works only from %s",

@@ -1,4 +1,8 @@
-"""Run configs: the typed ``key=value`` options a scheduler accepts (``-cfg`` on the CLI)."""
+"""Run configs: the typed ``key=value`` options a scheduler accepts (``-cfg`` on the CLI).
+
+Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
+(packages/torchx-specs/tests/test_specs_import_cost.py).
+"""
 
 import typing
 from collections.abc import Iterator, Mapping

@@ -1,4 +1,8 @@
-"""``Workspace``: the local directories that are shipped along with a role's image."""
+"""``Workspace``: the local directories that are shipped along with a role's image.
+
+Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
+(packages/torchx-specs/tests/test_specs_import_cost.py).
+"""
 
 import os
 

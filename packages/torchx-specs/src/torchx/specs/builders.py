@@ -8,6 +8,9 @@ arguments, the ``config`` dict (JSON ``component_args``), ``.torchxconfig`` defa
 
 Bad arguments raise :class:`ComponentArgumentError` naming the parameter; pass
 ``exit_on_error=True`` to get argparse's print-usage-and-exit behaviour instead.
+
+Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
+(packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
 from __future__ import annotations

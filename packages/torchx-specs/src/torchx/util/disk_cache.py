@@ -5,6 +5,9 @@ answer to an expensive question in one ``marshal`` file per interpreter, stored 
 private permissions. ``marshal`` because it is built in and loads in microseconds; a
 cache is only ever a shortcut, so an unreadable, foreign or stale file is a miss and a
 read-only home just means no cache. ``TORCHX_NO_ENTRYPOINT_CACHE=1`` turns them all off.
+
+Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
+(packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
 import marshal

@@ -1,4 +1,8 @@
-"""Reading component and config source files that may not live on the local disk."""
+"""Reading component and config source files that may not live on the local disk.
+
+Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
+(packages/torchx-specs/tests/test_specs_import_cost.py).
+"""
 
 import os
 

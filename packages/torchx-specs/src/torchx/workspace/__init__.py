@@ -1,4 +1,8 @@
-"""Workspaces: build local code into what a job runs (see ``torchx.workspace.api``)."""
+"""Workspaces: build local code into what a job runs (see ``torchx.workspace.api``).
+
+Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
+(packages/torchx-specs/tests/test_specs_import_cost.py).
+"""
 
 from torchx._namespace import extend_path
 

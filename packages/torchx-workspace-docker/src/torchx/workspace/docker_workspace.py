@@ -38,12 +38,15 @@ from typing import IO, TYPE_CHECKING, Any
 from torchx.schedulers._shared import labels
 from torchx.specs.api import AppDef, CfgVal, Role, runopts
 from torchx.util.log import get_logger
+from torchx.util.strings import connection_problem
+from torchx.version import __version__
 from torchx.workspace.api import (
     LocalFileSystem,
     WorkspaceMixin,
     WorkspaceProgress,
     walk_workspace,
 )
+from torchx.workspace.dir_workspace import copy_workspace, is_url
 
 if TYPE_CHECKING:
     import docker
@@ -60,6 +63,7 @@ __all__ = [
     "build_context",
     "connect_docker",
     "daemon_unavailable",
+    "docker_sdk",
     "ensure_image",
     "local_image_id",
     "print_push_events",
@@ -100,7 +104,6 @@ def _daemon_address() -> str:
 def _short_reason(exc: BaseException) -> str:
     if "No such file or directory" in str(exc):
         return "no daemon socket there"
-    from torchx.util.strings import connection_problem
 
     return connection_problem(exc)
 
@@ -119,21 +122,30 @@ def daemon_unavailable(exc: BaseException, address: str | None = None) -> Docker
     )
 
 
+def docker_sdk() -> Any:
+    """The ``docker`` package (with ``docker.errors``), imported on first use: the one place
+    TorchX imports the docker SDK. Missing, it is one :class:`DockerUnavailableError` line
+    saying what to install."""
+    try:
+        import docker
+        import docker.errors
+    except ImportError as e:
+        raise DockerUnavailableError(
+            "the `docker` Python package is not installed; install it with"
+            " `pip install docker` (or install torchx-sched-docker)"
+        ) from e
+    return docker
+
+
 def connect_docker() -> docker.DockerClient:
     """A client of the Docker daemon from the environment (``DOCKER_HOST`` & co).
 
     Raises :class:`DockerUnavailableError` with one line saying what to do when the
     daemon cannot be reached, instead of the SDK's nested connection errors.
     """
+    sdk = docker_sdk()
     try:
-        import docker
-    except ImportError as e:
-        raise DockerUnavailableError(
-            "the `docker` Python package is not installed; install it with"
-            " `pip install docker` (or install torchx-sched-docker)"
-        ) from e
-    try:
-        client = docker.from_env()
+        client: docker.DockerClient = sdk.from_env()
         client.ping()
     except Exception as e:  # the SDK raises DockerException, requests errors or OSError
         raise daemon_unavailable(e) from e
@@ -255,12 +267,11 @@ def ensure_image(client: docker.DockerClient, image: str) -> str:
     found = local_image_id(client.api, image)
     if found is not None:
         return found
-    import docker.errors
-
+    errors = docker_sdk().errors
     try:
         logger.info("pulling image %s", image)
         client.images.pull(image)
-    except docker.errors.DockerException as e:
+    except errors.DockerException as e:
         reason = " ".join(str(getattr(e, "explanation", None) or e).split())
         raise ImageUnavailableError(
             f"image {image!r} is not on the Docker host and cannot be pulled ({reason});"
@@ -344,7 +355,6 @@ class DockerWorkspaceMixin(WorkspaceMixin[dict[str, tuple[str, str]]]):
     ) -> None:
         """Builds ``workspace`` (a directory, or any fsspec URL) on top of ``role.image``
         and points the role at the result."""
-        from torchx.workspace.dir_workspace import copy_workspace, is_url
 
         if not is_url(workspace):
             self._build_directory(role, workspace, workspace, cfg)
@@ -398,9 +408,7 @@ class DockerWorkspaceMixin(WorkspaceMixin[dict[str, tuple[str, str]]]):
         quiet: bool,
     ) -> str:
         """Runs ``docker build`` of ``context`` (through the SDK); returns the image id."""
-        import docker.errors
-
-        from torchx.version import __version__
+        errors = docker_sdk().errors
 
         if not quiet:
             print(f"torchx: building workspace {workspace} onto {image}", file=sys.stderr)
@@ -426,7 +434,7 @@ class DockerWorkspaceMixin(WorkspaceMixin[dict[str, tuple[str, str]]]):
                 aux = event.get("aux")
                 if isinstance(aux, dict) and "ID" in aux:
                     image_id = str(aux["ID"])
-        except docker.errors.APIError as e:
+        except errors.APIError as e:
             reason = " ".join(str(e.explanation or e).split())
             raise WorkspaceBuildError(f"{failed}: {reason}") from e
         if image_id is None:

@@ -27,6 +27,7 @@ import re
 from typing import Any
 
 from torchx.specs.api import AppDef, Role, macros
+from torchx.util.strings import carried_env, check_env_names, escape_unprintable
 
 __all__ = ["component_from_app", "component_spec_from_app", "container_from_app"]
 
@@ -74,8 +75,6 @@ def _check_literal(role: Role, what: str, text: str) -> None:
     launcher would replace it (reading the step's inputs, outputs or the pipeline's
     metadata) instead of passing the text on, and KFP has no way to escape it."""
     if _KFP_PLACEHOLDER in text:
-        from torchx.util.strings import escape_unprintable
-
         raise UnsupportedAppError(
             f"{what} {escape_unprintable(text[:200])!r} of role {role.name!r} holds KFP"
             " placeholder syntax '{{$', which the KFP launcher would replace rather than pass"
@@ -106,7 +105,6 @@ def _component_name(app: AppDef, role: Role) -> str:
 
 def _component(app: AppDef) -> tuple[Any, Role]:
     from kfp import dsl
-    from torchx.util.strings import check_env_names
 
     role = _single_role(app)
     _check_literal(role, "entrypoint", role.entrypoint)
@@ -156,7 +154,6 @@ def container_from_app(app: AppDef, *args: Any, **kwargs: Any) -> Any:
     role's env, resources and retry policy set. Call it inside a ``@dsl.pipeline``."""
     component, role = _component(app)
     task = component(*args, **kwargs)
-    from torchx.util.strings import carried_env
 
     for name, value in carried_env(role.name, role.env).items():
         static = _static(value)

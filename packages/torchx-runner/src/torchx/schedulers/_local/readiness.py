@@ -7,13 +7,12 @@ import os
 import shutil
 import subprocess
 
-from torchx.util.readiness import ReadinessCheck, not_ready, probe, ready
+from torchx.util.home import torchx_home
+from torchx.util.readiness import ReadinessCheck, not_ready, probe, ready, write_problem
 
 
 def state_dir_check() -> ReadinessCheck:
     """``TORCHX_HOME`` is writable, or can be created (nothing is created here)."""
-    from torchx.util.home import torchx_home
-    from torchx.util.readiness import write_problem
 
     home = torchx_home()
     problem = write_problem(home, directory=True)

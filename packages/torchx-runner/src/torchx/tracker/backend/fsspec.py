@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from torchx.tracker.api import RunLineage, TrackerArtifact, TrackerBase, TrackerSource
+from torchx.util.readiness import not_configured, not_ready, probe, ready, write_problem
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
@@ -304,7 +305,6 @@ def _store(config: str) -> tuple[AbstractFileSystem, str, bool]:
 def check_ready(config: str | None) -> list[ReadinessCheck]:
     """``torchx check`` of this tracker: its store exists and can be written, or can be
     created (nothing is created or written here)."""
-    from torchx.util.readiness import not_configured, not_ready, probe, ready, write_problem
 
     fix = (
         "point [tracker:fsspec] config (or TORCHX_TRACKER_FSSPEC_CONFIG) at a directory you"

@@ -12,6 +12,9 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from torchx.util.retry import ServiceUnavailableError, retry_call
+from torchx.util.secrets import mask_url
+
 __all__ = [
     "AWSBatchError",
     "AWSCredentialsError",
@@ -139,6 +142,17 @@ _TRANSIENT_CODES = frozenset(
 )  # fmt: skip
 
 
+def probe_config(timeout_s: float) -> Any:
+    """One try within ``timeout_s``: for ``torchx check``'s probes, which must answer fast."""
+    from botocore.config import Config
+
+    return Config(
+        connect_timeout=timeout_s,
+        read_timeout=timeout_s,
+        retries={"max_attempts": 1, "mode": "standard"},
+    )
+
+
 def retry_config() -> Any:
     """botocore's ``standard`` retry mode (jittered backoff on throttling, 5xx and dropped
     connections, 3 tries): set once here for every client, unless the user chose a mode
@@ -172,7 +186,6 @@ def api_call(what: str, fn: Callable[..., T], **kwargs: Any) -> T:
     ``what`` names the call for the message (``"describe the job queue q"``). An outage
     is ridden out within the retry budget of :mod:`torchx.util.retry`.
     """
-    from torchx.util.retry import ServiceUnavailableError, retry_call
 
     read = getattr(fn, "__name__", "").startswith(_READ_PREFIXES)
     try:
@@ -216,8 +229,6 @@ def _botocore_error(what: str, e: Exception) -> Exception:
     if isinstance(e, bx.NoRegionError):
         return AWSRegionError("no AWS region is configured; set AWS_DEFAULT_REGION (or AWS_REGION)")
     if isinstance(e, bx.EndpointConnectionError):
-        from torchx.util.secrets import mask_url
-
         return AWSBatchError(
             f"could not {what}: cannot reach"
             f" {mask_url(str(e.kwargs.get('endpoint_url', 'AWS')))};"

@@ -20,6 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from enum import Enum
 from typing import Any
 
+from torchx.schedulers.devices import get_device_mounts
+from torchx.schedulers.ids import make_unique
 from torchx.settings import ENV_TORCHX_IMAGE, ENV_TORCHX_ROLE_IDX, ENV_TORCHX_ROLE_NAME
 from torchx.specs.api import (
     AppDef,
@@ -30,6 +32,8 @@ from torchx.specs.api import (
     VolumeMount,
     macros,
 )
+from torchx.specs.named_resources_aws import K8S_ITYPE
+from torchx.util.strings import carried_env, is_shell_name
 
 __all__ = [
     "DEFAULT_ROLE_NAME",
@@ -138,7 +142,6 @@ def parse_ulimits(ulimits_list: Sequence[str]) -> list[dict[str, Any]]:
 def job_name_for(app_name: str, share_id: str | None = None) -> str:
     """A unique Batch job (and job definition) name for an app: letters, digits, ``-``
     and ``_`` only, starting with a letter or digit, at most 128 characters."""
-    from torchx.schedulers.ids import make_unique
 
     base = app_name + (f"-{share_id}" if share_id else "")
     base = _NAME_BAD_CHARS.sub("-", base).strip("-_")[:_NAME_MAX].rstrip("-_") or "app"
@@ -219,7 +222,6 @@ def _per_node_command(
         _REPLICA_MARK in a for a in command
     ):
         return command, env
-    from torchx.util.strings import is_shell_name
 
     marked_env = {k: v for k, v in env.items() if _REPLICA_MARK in v or not is_shell_name(k)}
     lines = [f"r=$((${{{_NODE_INDEX_VAR}:?is not set by AWS Batch}} - {first_node}))"]
@@ -239,9 +241,6 @@ def node_range(
     container_extra: Mapping[str, Any],
 ) -> dict[str, Any]:
     """The ``nodeRangeProperties`` entry of one role (nodes ``first_node`` and up)."""
-    from torchx.schedulers.devices import get_device_mounts
-    from torchx.specs.named_resources_aws import K8S_ITYPE
-    from torchx.util.strings import carried_env
 
     replica = "0" if role.num_replicas == 1 else _REPLICA_MARK
     values = macros.Values(img_root="", app_id=app_id, replica_id=replica, rank0_env=RANK0_ENV)

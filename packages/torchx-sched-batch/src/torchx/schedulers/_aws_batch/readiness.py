@@ -6,32 +6,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from torchx.schedulers._aws_batch.clients import (
+    AWSBatchError,
+    AWSCredentialsError,
+    AWSRegionError,
+    api_call,
+    client_of,
+    new_session,
+    probe_config,
+)
 from torchx.util.readiness import ReadinessCheck, not_configured, not_ready, ready
 
 TIMEOUT_S = 3.0
 
 
 def _probe_client(session: Any) -> Any:
-    from botocore.config import Config
-
-    from torchx.schedulers._aws_batch.clients import client_of
-
-    config = Config(
-        connect_timeout=TIMEOUT_S,
-        read_timeout=TIMEOUT_S,
-        retries={"max_attempts": 1, "mode": "standard"},
-    )
-    return client_of(session, "batch", config)
+    return client_of(session, "batch", probe_config(TIMEOUT_S))
 
 
 def checks(cfg: dict[str, Any]) -> list[ReadinessCheck]:
-    from torchx.schedulers._aws_batch.clients import (
-        AWSBatchError,
-        AWSCredentialsError,
-        AWSRegionError,
-        api_call,
-        new_session,
-    )
 
     try:
         session = new_session()
@@ -91,7 +84,6 @@ def _queue_check(queue: dict[str, Any]) -> ReadinessCheck:
 
 
 def _compute_check(client: Any, queue: dict[str, Any]) -> ReadinessCheck:
-    from torchx.schedulers._aws_batch.clients import AWSBatchError, api_call
 
     arns = [str(e["computeEnvironment"]) for e in queue.get("computeEnvironmentOrder", [])]
     if not arns:

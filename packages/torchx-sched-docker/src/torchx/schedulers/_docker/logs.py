@@ -12,6 +12,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from torchx.schedulers._docker.engine import unix_time
+from torchx.schedulers._docker.retry import transient
 from torchx.schedulers._shared.log_resume import ResumePoint, Stamp, parse_stamp
 
 __all__ = ["follow_log"]
@@ -21,7 +23,6 @@ _IDLE_S = 0.1  # before asking again when a stream ended with nothing new
 
 def _unix_seconds(value: Any) -> int | None:
     """A ``since`` in whole Unix seconds, as the daemon is asked for it."""
-    from torchx.schedulers._docker.engine import unix_time
 
     return None if value is None else int(unix_time(value))
 
@@ -34,7 +35,6 @@ def follow_log(api: Any, container_id: str, kwargs: dict[str, Any]) -> Iterator[
     limit comes as several, joined here. A line is given out (and its entries counted as
     given) only once its ``\\n`` arrived: a line cut by a break is read again whole.
     """
-    from torchx.schedulers._docker.retry import transient
 
     point = ResumePoint(floor=_unix_seconds(kwargs.get("since")))
     following = True

@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
+from torchx.schedulers._docker.engine import from_env
 from torchx.util.readiness import ReadinessCheck, not_ready, probe, ready
-from torchx.workspace.docker_workspace import _daemon_address, daemon_unavailable
+from torchx.workspace.docker_workspace import _daemon_address, daemon_unavailable, docker_sdk
 
 TIMEOUT_S = 3.0
 
@@ -17,15 +18,12 @@ class _Daemon:
     it can talk to the daemon (local socket, plain TCP), else through the docker SDK."""
 
     def __init__(self) -> None:
-        from torchx.schedulers._docker.engine import from_env
 
         self.engine = from_env()
         self.address = self.engine.address if self.engine is not None else _daemon_address()
 
     def _sdk(self) -> Any:
-        import docker
-
-        return docker.from_env(timeout=int(TIMEOUT_S)).api
+        return docker_sdk().from_env(timeout=int(TIMEOUT_S)).api
 
     def version(self) -> dict[str, Any]:
         if self.engine is not None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from http.client import HTTPException
 from typing import Any
 
+from torchx.util.retry import retry_call
 from torchx.workspace.docker_workspace import DockerUnavailableError, daemon_unavailable
 
 __all__ = ["RetryingApi", "transient"]
@@ -70,7 +71,6 @@ class RetryingApi:
         repeatable = name in _REPEATABLE
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            from torchx.util.retry import retry_call
 
             return retry_call(
                 lambda: self._once(attr, args, kwargs),

@@ -1,9 +1,9 @@
 """Talking to the Kubernetes API server: credentials, calls, and errors a user can act on.
 
-The ``kubernetes`` client is imported here only, and only when the cluster is contacted
-(its import costs about a second). Reads ask for the raw JSON (``_preload_content=False``)
-and parse it with ``json``: turning a list of 10,000 pods into client models would cost
-seconds and is not needed.
+The ``kubernetes`` client is imported here only (:func:`sdk`, the backend's one lazy seam),
+and only when the cluster is contacted (its import costs about a second). Reads ask for the
+raw JSON (``_preload_content=False``) and parse it with ``json``: turning a list of 10,000
+pods into client models would cost seconds and is not needed.
 """
 
 from __future__ import annotations
@@ -12,6 +12,9 @@ import json
 import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from torchx.util.retry import retry_call
+from torchx.util.strings import connection_problem
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -69,6 +72,22 @@ def cluster_configured() -> bool:
     return _in_cluster() or any(os.path.isfile(p) for p in _kubeconfig_paths())
 
 
+def sdk() -> Any:
+    """The ``kubernetes`` package with its ``client`` and ``config`` loaded: every use of the
+    SDK in this backend goes through here, so it is imported once, on first contact."""
+    import kubernetes.client
+    import kubernetes.config
+
+    return kubernetes
+
+
+def stream_broke(e: BaseException) -> bool:
+    """Whether ``e`` is a followed stream cut short (rather than an answer)."""
+    from urllib3.exceptions import HTTPError  # urllib3 comes with the SDK
+
+    return isinstance(e, (OSError, HTTPError))
+
+
 def connect(context: str | None = None) -> ApiClient:
     """An API client: the pod's service account when in a cluster, else the kubeconfig.
 
@@ -76,11 +95,10 @@ def connect(context: str | None = None) -> ApiClient:
     :class:`KubernetesConfigError` with the fix when neither works.
     """
     import yaml
-    from kubernetes import client
-    from kubernetes import config as kube_config
-    from kubernetes.config.config_exception import ConfigException
 
-    config: Any = kube_config
+    kubernetes = sdk()
+    client, config = kubernetes.client, kubernetes.config
+    ConfigException = kubernetes.config.ConfigException
     _quiet_retries()
 
     configuration = client.Configuration()
@@ -127,9 +145,7 @@ def _quiet_retries() -> None:
 
 
 def _config_problem(message: str, context: str | None) -> str:
-    from kubernetes import config as kube_config
-
-    config: Any = kube_config
+    config = sdk().config
 
     try:
         contexts, active = config.list_kube_config_contexts(config_file=kubeconfig_arg())
@@ -171,9 +187,7 @@ def _server_message(body: Any) -> str:
 
 def api_error(e: Exception, action: str, namespace: str) -> KubernetesApiError:
     """A one-line error for an ``ApiException`` (or connection failure) while ``action``."""
-    from kubernetes.client.exceptions import ApiException
-
-    if not isinstance(e, ApiException):
+    if not isinstance(e, sdk().client.exceptions.ApiException):
         host = _host_of(e)
         return KubernetesApiError(
             f"cannot reach the Kubernetes API server{host} while {action}: {_short(e)};"
@@ -224,7 +238,6 @@ def api_error(e: Exception, action: str, namespace: str) -> KubernetesApiError:
 
 
 def _short(e: Exception) -> str:
-    from torchx.util.strings import connection_problem
 
     return connection_problem(getattr(e, "reason", None) or e)
 
@@ -258,7 +271,6 @@ def call(fn: Callable[[], R], action: str, namespace: str, *, repeatable: bool =
     Transient failures are retried within the budget of :mod:`torchx.util.retry`;
     ``repeatable=False`` (creates) retries only what cannot have reached the server.
     """
-    from torchx.util.retry import retry_call
 
     return retry_call(
         lambda: _call_once(fn, action, namespace),
@@ -268,12 +280,12 @@ def call(fn: Callable[[], R], action: str, namespace: str, *, repeatable: bool =
 
 
 def _call_once(fn: Callable[[], R], action: str, namespace: str) -> R:
-    from kubernetes.client.exceptions import ApiException
-    from urllib3.exceptions import HTTPError
+    from urllib3.exceptions import HTTPError  # urllib3 comes with the SDK
 
+    api_exception = sdk().client.exceptions.ApiException
     try:
         return fn()
-    except (ApiException, HTTPError, OSError) as e:
+    except (api_exception, HTTPError, OSError) as e:
         raise api_error(e, action, namespace) from e
     except ValueError as e:
         errors = getattr(e, "errors", None)

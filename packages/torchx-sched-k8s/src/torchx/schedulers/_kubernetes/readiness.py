@@ -7,6 +7,14 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from torchx.schedulers._kubernetes.client import (
+    KubernetesConfigError,
+    api_error,
+    cluster_configured,
+    connect,
+    kubeconfig_arg,
+    sdk,
+)
 from torchx.util.readiness import ReadinessCheck, not_configured, not_ready, ready
 
 if TYPE_CHECKING:
@@ -32,11 +40,7 @@ _NEEDED = {
 
 def _context() -> tuple[str, str]:
     """(context name, its namespace) of the kubeconfig, as the scheduler would use them."""
-    from kubernetes import config as kube_config
-
-    from torchx.schedulers._kubernetes.client import kubeconfig_arg
-
-    config: Any = kube_config
+    config = sdk().config
     contexts, active = config.list_kube_config_contexts(config_file=kubeconfig_arg())
     wanted = os.environ.get("TORCHX_KUBE_CONTEXT")
     if wanted:
@@ -57,17 +61,19 @@ def _json_of(response: Any) -> Any:
 
 
 def _version(client: ApiClient) -> Any:
-    from kubernetes.client import VersionApi
-
-    raw = VersionApi(client).get_code(_preload_content=False, _request_timeout=TIMEOUT_S)
+    raw = (
+        sdk().client.VersionApi(client).get_code(_preload_content=False, _request_timeout=TIMEOUT_S)
+    )
     return _json_of(raw)
 
 
 def _volcano_api(client: ApiClient) -> Any:
-    from kubernetes.client import CustomObjectsApi
-
-    raw = CustomObjectsApi(client).get_api_resources(
-        "batch.volcano.sh", "v1alpha1", _preload_content=False, _request_timeout=TIMEOUT_S
+    raw = (
+        sdk()
+        .client.CustomObjectsApi(client)
+        .get_api_resources(
+            "batch.volcano.sh", "v1alpha1", _preload_content=False, _request_timeout=TIMEOUT_S
+        )
     )
     return _json_of(raw)
 
@@ -75,22 +81,16 @@ def _volcano_api(client: ApiClient) -> Any:
 def _review(  # noqa: PLR0917 (one access question)
     client: ApiClient, namespace: str, verb: str, group: str, resource: str, sub: str
 ) -> Any:
-    from kubernetes.client import (
-        AuthorizationV1Api,
-        V1ResourceAttributes,
-        V1SelfSubjectAccessReview,
-        V1SelfSubjectAccessReviewSpec,
-    )
-
-    attributes = V1ResourceAttributes(
+    k8s = sdk().client
+    attributes = k8s.V1ResourceAttributes(
         namespace=namespace, verb=verb, group=group, resource=resource, subresource=sub or None
     )
-    body = V1SelfSubjectAccessReview(
+    body = k8s.V1SelfSubjectAccessReview(
         api_version="authorization.k8s.io/v1",
         kind="SelfSubjectAccessReview",
-        spec=V1SelfSubjectAccessReviewSpec(resource_attributes=attributes),
+        spec=k8s.V1SelfSubjectAccessReviewSpec(resource_attributes=attributes),
     )
-    raw = AuthorizationV1Api(client).create_self_subject_access_review(
+    raw = k8s.AuthorizationV1Api(client).create_self_subject_access_review(
         body, _preload_content=False, _request_timeout=TIMEOUT_S
     )
     return _json_of(raw)
@@ -98,7 +98,6 @@ def _review(  # noqa: PLR0917 (one access question)
 
 def _error_of(e: Exception, action: str, namespace: str) -> tuple[str, str]:
     """(found, fix) for a failed API call, from the scheduler's own one-line errors."""
-    from torchx.schedulers._kubernetes.client import api_error
 
     text = str(api_error(e, action, namespace))
     found, sep, fix = text.partition("; ")
@@ -106,15 +105,8 @@ def _error_of(e: Exception, action: str, namespace: str) -> tuple[str, str]:
 
 
 def checks(cfg: dict[str, Any]) -> list[ReadinessCheck]:
-    from torchx.schedulers._kubernetes.client import (
-        KubernetesConfigError,
-        cluster_configured,
-        connect,
-    )
 
     if not cluster_configured():
-        from torchx.schedulers._kubernetes.client import kubeconfig_arg
-
         return [
             not_configured(
                 "kubeconfig",
@@ -156,12 +148,10 @@ def _no_retries(client: ApiClient) -> None:
 
 
 def _volcano_check(client: ApiClient, job_type: str, namespace: str) -> ReadinessCheck:
-    from kubernetes.client.exceptions import ApiException
-
     try:
         _volcano_api(client)
         installed = True
-    except ApiException as e:
+    except sdk().client.exceptions.ApiException as e:
         if e.status != 404:
             found, fix = _error_of(e, "looking for Volcano's API", namespace)
             return not_ready("volcano", found, fix)

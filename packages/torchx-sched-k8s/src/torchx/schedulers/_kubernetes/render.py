@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from torchx.schedulers._shared import labels
+from torchx.schedulers.ids import make_unique
 from torchx.specs.api import (
     AppDef,
     BindMount,
@@ -34,8 +35,10 @@ from torchx.specs.api import (
     Role,
     VolumeMount,
 )
+from torchx.specs.overlays import apply_overlay, get_overlay
 from torchx.specs.replica_macros import ReplicaMacros
 from torchx.util.strings import normalize_str
+from torchx.version import __version__
 
 __all__ = [
     "ANNOTATION_ISTIO_SIDECAR",
@@ -232,7 +235,6 @@ def sanitize_label_value(value: str) -> str:
 
 def unique_app_id(app_name: str) -> str:
     """``normalize_str(make_unique(app.name))``: the Job name and app id part."""
-    from torchx.schedulers.ids import make_unique
 
     return normalize_str(make_unique(app_name))
 
@@ -265,7 +267,6 @@ def pod_labels(
     app: AppDef, role_idx: int, role: Role, replica_id: int | None, app_id: str
 ) -> dict[str, str]:
     """The labels TorchX puts on every pod of ``role`` (values made label-safe)."""
-    from torchx.version import __version__
 
     labels = {
         LABEL_VERSION: sanitize_label_value(__version__),
@@ -398,7 +399,6 @@ def pod_spec(
 
 
 def _role_overlay(role: Role) -> dict[str, Any]:
-    from torchx.specs.overlays import get_overlay
 
     return get_overlay(role, "kubernetes", "V1Pod")
 
@@ -406,8 +406,6 @@ def _role_overlay(role: Role) -> dict[str, Any]:
 def _apply_pod_overlay(pod: dict[str, Any], overlay: dict[str, Any]) -> None:
     """Merges a role's ``V1Pod`` overlay into ``pod``; only metadata and spec are kept."""
     import copy
-
-    from torchx.specs.overlays import apply_overlay
 
     patched = copy.deepcopy({"metadata": pod["metadata"], "spec": pod["spec"]})
     apply_overlay(patched, overlay)

@@ -13,6 +13,7 @@ from typing import Any
 from torchx.schedulers._kubernetes.render import (
     LABEL_APP_NAME,
     LABEL_COMPLETION_INDEX,
+    LABEL_INSTANCE,
     LABEL_REPLICA_ID,
     LABEL_ROLE_INDEX,
     LABEL_ROLE_NAME,
@@ -340,7 +341,6 @@ def list_rows(
     namespace: str, volcano_jobs: list[dict[str, Any]], batch_jobs: list[dict[str, Any]]
 ) -> list[ListAppResponse]:
     """One row per app: Volcano jobs as ``ns:name``, batch apps as ``ns:batch:name``."""
-    from torchx.schedulers._kubernetes.render import LABEL_INSTANCE
 
     rows = [
         ListAppResponse(

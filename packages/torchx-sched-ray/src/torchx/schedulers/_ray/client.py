@@ -15,6 +15,8 @@ from typing import IO, Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from torchx.util.log import get_logger
+from torchx.util.retry import retry_call
+from torchx.util.secrets import mask_url
 from torchx.util.strings import connection_problem, escape_unprintable
 
 logger = get_logger(__name__)
@@ -191,7 +193,6 @@ class RayJobsClient:
     """The dashboard calls the scheduler makes, each a fresh stdlib HTTP request."""
 
     def __init__(self, address: str, origin: str = "the run option", timeout: float = TIMEOUT_S):
-        from torchx.util.secrets import mask_url
 
         self.address = address
         self.shown = mask_url(address)  # what messages show: no credentials in the URL
@@ -214,7 +215,6 @@ class RayJobsClient:
         """One call, with a dashboard restart or a dropped connection ridden out within
         the budget of :mod:`torchx.util.retry`. A job submission is sent again only when
         the connection was refused (nothing arrived), so a job never starts twice."""
-        from torchx.util.retry import retry_call
 
         repeatable = not (method == "POST" and path == "/api/jobs/")
         return retry_call(

@@ -3,13 +3,13 @@ from where), the Ray version, and the alive nodes with their resources."""
 
 from __future__ import annotations
 
+from torchx.schedulers._ray.client import RayApiError, RayJobsClient, resolve_address
 from torchx.util.readiness import ReadinessCheck, not_ready, ready
 
 TIMEOUT_S = 3.0
 
 
 def checks(dashboard_address: str | None) -> list[ReadinessCheck]:
-    from torchx.schedulers._ray.client import RayApiError, RayJobsClient, resolve_address
 
     try:
         address, origin = resolve_address(dashboard_address)

@@ -11,11 +11,13 @@ import zipfile
 from pathlib import Path
 from typing import IO, Any
 
+from torchx.schedulers._ray.client import address_in_app_id
 from torchx.schedulers.api import HELP_KEY, StructuredOpts
 from torchx.specs.api import AppDef, Role, macros
 from torchx.specs.replica_macros import ReplicaMacros
 from torchx.util.lazy_dataclass import dataclass, field
 from torchx.util.log import get_logger
+from torchx.workspace.api import LocalFileSystem, WorkspaceProgress, walk_workspace
 
 logger = get_logger(__name__)
 
@@ -129,7 +131,6 @@ class RayJob:
     @property
     def dashboard_address(self) -> str:
         """The dashboard the job goes to, ``host:port`` as upstream wrote it when it can be."""
-        from torchx.schedulers._ray.client import address_in_app_id
 
         return address_in_app_id(self.address) or self.address
 
@@ -331,7 +332,6 @@ def pack_package(package_dir: str | None, out: IO[bytes]) -> str:
     unpacks a link as a regular file holding its text); no file is writable by others
     there; a file is read only up to the size limit, even one that grows meanwhile. The
     zip is deterministic, so an unchanged workspace is uploaded once."""
-    from torchx.workspace.api import LocalFileSystem, WorkspaceProgress, walk_workspace
 
     progress = WorkspaceProgress(package_dir or "(none)", "packing")
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:

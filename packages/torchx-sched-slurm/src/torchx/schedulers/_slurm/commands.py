@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 
+from torchx.util.retry import retry_call
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -82,7 +84,6 @@ def ask(
     ``resend=False`` (submissions) retries only errors that prove nothing was received,
     so a job is never queued twice.
     """
-    from torchx.util.retry import retry_call
 
     def once() -> tuple[int, str, str]:
         code, out, err = run(argv, stdin=stdin, env=env)

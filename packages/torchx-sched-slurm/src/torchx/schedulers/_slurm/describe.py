@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from torchx.schedulers._slurm.parse import SlurmJob, split_job_name
+from torchx.schedulers._slurm.parse import SlurmJob, base_state, split_job_name
 from torchx.schedulers.api import DescribeAppResponse
+from torchx.specs import ReplicaStatus, RoleStatus
 from torchx.specs.api import NONE, AppState, Resource, Role
 
 if TYPE_CHECKING:
@@ -48,7 +49,6 @@ def appstate_from_slurm_state(slurm_state: str) -> AppState:
 
 def get_appstate_from_job(job: Mapping[str, Any]) -> AppState:
     """The app state of one job entry of ``squeue --json`` (any Slurm version)."""
-    from torchx.schedulers._slurm.parse import base_state
 
     return appstate_from_slurm_state(base_state(job.get("job_state", job.get("state"))))
 
@@ -150,7 +150,6 @@ def _message(state: AppState, rows: list[SlurmJob]) -> str:
 def describe_rows(
     job_id: str, rows: list[SlurmJob], record: JobRecord | None
 ) -> DescribeAppResponse:
-    from torchx.specs import ReplicaStatus, RoleStatus
 
     names: list[tuple[str, int]] = []
     if record is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 
+from torchx.util.atomic import write_private
 from torchx.util.home import torchx_home
 from torchx.util.lazy_dataclass import dataclass, field
 
@@ -49,7 +50,6 @@ def _unescape(value: str) -> str:
 
 def write_record(record: JobRecord) -> None:
     """Writes the record atomically, readable by this user only; raises OSError."""
-    from torchx.util.atomic import write_private
 
     lines = [_HEADER]
     for key in _FIELDS:

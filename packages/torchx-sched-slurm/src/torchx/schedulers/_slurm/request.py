@@ -16,6 +16,8 @@ from torchx.schedulers.api import HELP_KEY, StructuredOpts
 from torchx.specs.api import CfgVal, Resource, Role
 from torchx.specs.replica_macros import ReplicaMacros
 from torchx.util.lazy_dataclass import dataclass, field
+from torchx.util.strings import escape_unprintable
+from torchx.version import __version__
 
 __all__ = [
     "SBATCH_GROUP_OPTIONS",
@@ -186,7 +188,6 @@ def comment_text(text: str) -> str:
     """``text`` for a ``#`` comment line of the script (the one quoting of that context):
     line breaks and other unprintable characters are written as escapes, so the comment
     cannot end early and leave the rest to run as shell."""
-    from torchx.util.strings import escape_unprintable
 
     return escape_unprintable(text)
 
@@ -312,8 +313,6 @@ class SlurmBatchRequest:
     def materialize(self) -> str:
         """The batch script."""
         from shlex import join
-
-        from torchx.version import __version__
 
         lines = [
             "#!/bin/bash",

@@ -10,6 +10,9 @@ import os
 
 from torchx.schedulers._slurm.parse import parse_time_limit
 from torchx.specs.api import Role
+from torchx.util.host_checks import host_problem
+from torchx.util.log import get_logger
+from torchx.util.programs import find_program, script_of
 
 __all__ = ["check_comment", "check_log_dir", "check_option", "check_role_files", "check_time"]
 
@@ -22,8 +25,6 @@ def check_role_files(role: Role, workdir: str, strict_entrypoint: bool = False) 
     often have programs the submit host lacks (modules, node-local installs). In a dry run
     either is one warning line.
     """
-    from torchx.util.host_checks import host_problem
-    from torchx.util.programs import find_program, script_of
 
     entrypoint = role.entrypoint
     path = role.env.get("PATH", os.environ.get("PATH", ""))
@@ -38,8 +39,6 @@ def check_role_files(role: Role, workdir: str, strict_entrypoint: bool = False) 
             fix = "install it, activate its environment or give its full path"
             host_problem(FileNotFoundError(f"{problem}; {fix}"))
         else:
-            from torchx.util.log import get_logger
-
             get_logger("torchx").warning(
                 "%s; the job is queued anyway, as compute nodes may have it (-cfg"
                 " strict_entrypoint=True refuses such jobs)",

@@ -7,6 +7,8 @@ import os
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
+from torchx.util.secrets import mask_url
+
 __all__ = [
     "MLflowTrackerError",
     "MLflowUnreachableError",
@@ -40,7 +42,6 @@ def _first_line(text: str) -> str:
 def display_uri(uri: str) -> str:
     """``uri`` with its user-info (``user:pass@``, or a bare ``TOKEN@``) and secret query
     values (``?access_token=``) masked: error messages must not leak secrets."""
-    from torchx.util.secrets import mask_url
 
     return mask_url(uri)
 

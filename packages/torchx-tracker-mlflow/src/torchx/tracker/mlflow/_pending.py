@@ -16,12 +16,14 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from torchx.util.atomic import check_private, make_private_dirs
+from torchx.util.home import torchx_home
+
 __all__ = ["journal_path", "keep", "taken"]
 
 
 def journal_path(tracking_uri: str) -> str:
     """The journal of writes kept for ``tracking_uri`` (private to this user)."""
-    from torchx.util.home import torchx_home
 
     digest = hashlib.sha256(tracking_uri.encode("utf-8")).hexdigest()[:24]
     return os.path.join(torchx_home(), "trackers", "mlflow-pending", f"{digest}.jsonl")
@@ -29,8 +31,6 @@ def journal_path(tracking_uri: str) -> str:
 
 def keep(tracking_uri: str, op: str, args: list[Any], kwargs: dict[str, Any]) -> str:
     """Appends one write to the journal (one line, appended whole); returns its path."""
-    from torchx.util.atomic import check_private, make_private_dirs
-    from torchx.util.home import torchx_home
 
     path = journal_path(tracking_uri)
     check_private(path, torchx_home())  # never write where another user could swap it
@@ -47,8 +47,6 @@ def keep(tracking_uri: str, op: str, args: list[Any], kwargs: dict[str, Any]) ->
 def taken(tracking_uri: str) -> Iterator[dict[str, Any]]:
     """The kept writes, oldest first, each taken out of the journal as it is read (the
     journal is renamed first, so two processes never replay the same write)."""
-    from torchx.util.atomic import check_private
-    from torchx.util.home import torchx_home
 
     path = journal_path(tracking_uri)
     if not os.path.exists(path):

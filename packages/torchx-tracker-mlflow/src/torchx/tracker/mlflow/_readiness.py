@@ -7,14 +7,14 @@ from __future__ import annotations
 import os
 from urllib.parse import urlsplit
 
+from torchx.tracker.mlflow._config import default_tracking_uri, resolve_settings
+from torchx.tracker.mlflow._errors import display_uri
 from torchx.util.readiness import ReadinessCheck, not_ready, ready, write_problem
 
 TIMEOUT_S = 3.0
 
 
 def check_ready(config: str | None) -> list[ReadinessCheck]:
-    from torchx.tracker.mlflow._config import default_tracking_uri, resolve_settings
-    from torchx.tracker.mlflow._errors import display_uri
 
     try:
         settings = resolve_settings(config)

@@ -40,8 +40,12 @@ from torchx.tracker.mlflow._errors import (
     mlflow_errors,
     prepare_local_store,
 )
+from torchx.tracker.mlflow._params import flatten_params
+from torchx.tracker.mlflow._pending import keep, taken
+from torchx.tracker.mlflow._runs import find_runs, get_or_create_run, iter_runs
 from torchx.util.lazy_dataclass import dataclass
 from torchx.util.log import get_logger
+from torchx.util.retry import retry_call
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -259,7 +263,6 @@ class MLflowTracker(TrackerBase):
         cached = self._run_ids.get(run_id)
         if cached is not None:
             return cached
-        from torchx.tracker.mlflow._runs import get_or_create_run
 
         experiment_id = self.experiment_id
         with self._errors(f"create run {run_id!r}"):
@@ -271,7 +274,6 @@ class MLflowTracker(TrackerBase):
 
     def _read_run(self, run_id: str) -> Run | None:
         """The run named ``run_id``, or ``None`` when it (or the experiment) does not exist."""
-        from torchx.tracker.mlflow._runs import find_runs
 
         experiment = self._find_experiment(create=False)
         if experiment is None:
@@ -330,7 +332,6 @@ class MLflowTracker(TrackerBase):
     def _write(
         self, op: str, method: Callable[..., None], args: list[Any], kwargs: dict[str, Any]
     ) -> None:
-        from torchx.util.retry import retry_call
 
         def once() -> None:
             check_reachable(self.tracking_uri, timeout=2.0)
@@ -347,7 +348,6 @@ class MLflowTracker(TrackerBase):
             self._keep(op, args, kwargs, e)
 
     def _keep(self, op: str, args: list[Any], kwargs: dict[str, Any], why: BaseException) -> None:
-        from torchx.tracker.mlflow._pending import keep
 
         path = keep(self.tracking_uri, op, args, kwargs)
         logger.warning(
@@ -360,7 +360,6 @@ class MLflowTracker(TrackerBase):
 
     def _replay_kept(self) -> None:
         """Writes what was kept while the server was away (the server answers now)."""
-        from torchx.tracker.mlflow._pending import keep, taken
 
         away: BaseException | None = None
         for entry in taken(self.tracking_uri):
@@ -547,7 +546,6 @@ class MLflowTracker(TrackerBase):
                 f"unsupported run_ids filter(s) {', '.join(sorted(unknown))};"
                 " MLflowTracker accepts only parent_run_id"
             )
-        from torchx.tracker.mlflow._runs import iter_runs
 
         experiment = self._find_experiment(create=False)
         if experiment is None:
@@ -570,7 +568,6 @@ class MLflowTracker(TrackerBase):
         ``{"optim": {"lr": 0.1}}`` becomes ``optim.lr = 0.1``; see ``_params.flatten_params``.
         """
         from mlflow.entities import Param
-        from torchx.tracker.mlflow._params import flatten_params
 
         params = [Param(k, str(v)) for k, v in flatten_params(cfg, key).items()]
         if not params:
