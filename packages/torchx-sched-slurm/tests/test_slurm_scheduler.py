@@ -349,7 +349,9 @@ def test_a_command_that_exits_before_reading_its_input_reports_its_status() -> N
     """sbatch refusing a broken configuration exits before reading the batch script: that
     is its exit status and error, not a BrokenPipeError (which the CLI would take for a
     closed stdout and exit 0 in silence)."""
-    from torchx.schedulers._slurm.commands import run
+    from torchx.schedulers._slurm.commands import run_once
 
-    code, out, err = run(["sh", "-c", "echo refused >&2; exit 3"], stdin=b"#!/bin/bash\n" * 200_000)
+    code, out, err = run_once(
+        ["sh", "-c", "echo refused >&2; exit 3"], stdin=b"#!/bin/bash\n" * 200_000
+    )
     assert (code, out, err) == (3, "", "refused\n")

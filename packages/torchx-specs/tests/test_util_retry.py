@@ -12,9 +12,9 @@ from torchx.util.retry import (
     ServiceUnavailableError,
     backoff_delays,
     budget_s,
-    patience,
-    patient,
+    outage_budget,
     retry_call,
+    within_outage_budget,
 )
 
 
@@ -93,19 +93,19 @@ def test_budget_zero_gives_the_backend_error_itself(monkeypatch: pytest.MonkeyPa
     assert len(calls) == 1
 
 
-def test_patience_lengthens_the_budget_only_inside(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_outage_budget_lengthens_the_budget_only_inside(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TORCHX_RETRY_S", "7")
     monkeypatch.setenv("TORCHX_OUTAGE_S", "900")
     assert budget_s() == 7
-    with patience():
+    with outage_budget():
         assert budget_s() == 900
-        with patience(3):
+        with outage_budget(3):
             assert budget_s() == 3
         assert budget_s() == 900
     assert budget_s() == 7
 
 
-def test_patient_iterators_carry_their_patience_into_any_thread(
+def test_iterators_within_the_outage_budget_carry_it_into_any_thread(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("TORCHX_RETRY_S", "7")
@@ -116,7 +116,7 @@ def test_patient_iterators_carry_their_patience_into_any_thread(
             seen.append(budget_s())
             yield len(seen)
 
-    items = patient(source(), 120)  # type: ignore[arg-type]
+    items = within_outage_budget(source(), 120)  # type: ignore[arg-type]
     out: list[int] = []
     reader = threading.Thread(target=lambda: out.extend(items))
     reader.start()
@@ -165,8 +165,8 @@ def test_a_refused_first_contact_of_a_one_off_call_gives_up_soon(
     assert clock.now >= retry.DEFAULT_BUDGET_S
 
 
-@pytest.mark.parametrize("how", ["patience", "TORCHX_RETRY_S", "reset"])
-def test_waits_explicit_budgets_and_other_errors_keep_their_patience(
+@pytest.mark.parametrize("how", ["outage_budget", "TORCHX_RETRY_S", "reset"])
+def test_waits_explicit_budgets_and_other_errors_keep_their_outage_budget(
     monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
     from torchx.util import retry
@@ -181,8 +181,8 @@ def test_waits_explicit_budgets_and_other_errors_keep_their_patience(
     clock = Clock()
     _, fn = flaky(10_000, error)
     with pytest.raises(ServiceUnavailableError):
-        if how == "patience":
-            with patience(60):
+        if how == "outage_budget":
+            with outage_budget(60):
                 retry_call(
                     fn, service="svc", is_transient=transient, sleep=clock.sleep, clock=clock
                 )

@@ -60,12 +60,12 @@ class _Target:
 def _scheduler_checks(name: str, cfg: "dict[str, Any]") -> "list[ReadinessCheck]":
     from torchx.runner import config
     from torchx.schedulers import get_scheduler_factories
-    from torchx.util.retry import patience
+    from torchx.util.retry import outage_budget
 
     scheduler = get_scheduler_factories()[name](session_name="torchx")
     try:
         config.apply(name, cfg)
-        with patience(0):  # a check reports a service that is away; it does not wait for it
+        with outage_budget(0):  # a check reports a service that is away; it does not wait for it
             return list(scheduler.check_ready(cfg))
     finally:
         scheduler.close()
@@ -73,9 +73,9 @@ def _scheduler_checks(name: str, cfg: "dict[str, Any]") -> "list[ReadinessCheck]
 
 def _tracker_checks(name: str, tracker_config: "str | None") -> "list[ReadinessCheck]":
     from torchx.tracker.api import check_tracker
-    from torchx.util.retry import patience
+    from torchx.util.retry import outage_budget
 
-    with patience(0):
+    with outage_budget(0):
         return check_tracker(name, tracker_config)
 
 

@@ -140,12 +140,12 @@ def _finish_now(handle: str, state: str) -> int:
     configured = get_configured_trackers()
     installed = installed_trackers()  # the rest was warned about at submit
     usable = {k: v for k, v in configured.items() if k in installed or ":" in k}
-    from torchx.util.retry import patience
+    from torchx.util.retry import outage_budget
 
     for tracker in build_trackers(usable):
         try:
             # detached from the user's command: it can wait out a tracking server's outage
-            with patience():
+            with outage_budget():
                 tracker.app_finished(handle, state)
         except Exception as e:  # report, and retry on a later status: no marker
             logger.warning("tracker %s could not record that %s ended: %s", tracker, handle, e)

@@ -615,11 +615,11 @@ class Runner:
         window = wait_interval
         if scheduler.has_event_source:
             window = max(wait_interval, _EVENT_WAIT_S)
-        from torchx.util.retry import patience
+        from torchx.util.retry import outage_budget
 
         # a wait lasts as long as the app: an outage of the scheduler's service (a restart
         # of its controller, a dropped connection) is ridden out, up to TORCHX_OUTAGE_S
-        with log_event("wait", backend, app_id), patience():
+        with log_event("wait", backend, app_id), outage_budget():
             while True:
                 app_status = self.status(app_handle)
                 if app_status is None or app_status.is_terminal():
@@ -755,23 +755,23 @@ class Runner:
 
 class _PatientLog:
     """A followed log whose every read rides out outages of the scheduler's service
-    (:func:`torchx.util.retry.patient`), whether read as lines or, where the scheduler
+    (:func:`torchx.util.retry.within_outage_budget`), whether read as lines or, where the scheduler
     offers them (log files), as ``raw_chunks()``."""
 
     def __init__(self, lines: Iterable[str]) -> None:
         self._lines = lines
         raw = getattr(lines, "raw_chunks", None)
         if raw is not None:
-            self.raw_chunks = lambda: self._patient(raw())
+            self.raw_chunks = lambda: self._within_outage_budget(raw())
 
     @staticmethod
-    def _patient(items: Iterable[T]) -> Iterator[T]:
-        from torchx.util.retry import patient
+    def _within_outage_budget(items: Iterable[T]) -> Iterator[T]:
+        from torchx.util.retry import within_outage_budget
 
-        return patient(iter(items))
+        return within_outage_budget(iter(items))
 
     def __iter__(self) -> Iterator[str]:
-        return self._patient(self._lines)
+        return self._within_outage_budget(self._lines)
 
 
 def _with_app_id(roles: list[Role], app_id: str) -> list[Role]:

@@ -901,7 +901,7 @@ def _merge(sources: list[Iterator[str]]) -> Iterator[str]:
         lines.put((i, None))
 
     for i, source in enumerate(sources):
-        in_thread(pump, i, source)  # with the reader's patience with outages
+        in_thread(pump, i, source)  # with the reader's outage budget
     open_count = len(sources)
     while open_count:
         _, item = lines.get()

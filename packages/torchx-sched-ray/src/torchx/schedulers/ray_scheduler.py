@@ -211,7 +211,7 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
             except BaseException as e:  # reported by the caller's thread
                 failure.append(e)
 
-        reader = in_thread(read_log)  # with the caller's patience with outages
+        reader = in_thread(read_log)  # with the caller's outage budget
         try:
             job = client.job(app_id)
         except jobs_api.RayNotFoundError:

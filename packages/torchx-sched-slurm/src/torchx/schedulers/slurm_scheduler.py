@@ -300,10 +300,12 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
             with open(fd, "wb") as f:
                 f.write(script)
-            code, out, err = commands.ask([*argv, path], "Slurm (sbatch)", env=env, resend=False)
+            code, out, err = commands.run_through_outages(
+                [*argv, path], "Slurm (sbatch)", env=env, resend=False
+            )
         else:
             # sbatch reads the script from stdin when no file is given
-            code, out, err = commands.ask(
+            code, out, err = commands.run_through_outages(
                 argv, "Slurm (sbatch)", stdin=script, env=env, resend=False
             )
         if code != 0:
@@ -343,19 +345,19 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
         then ``scontrol`` are asked; a job the controller no longer holds (``Invalid job
         id``) is looked up in accounting.
         """
-        code, out, err = commands.ask(
+        code, out, err = commands.run_through_outages(
             ["squeue", "-h", "-t", "all", "-j", job_id, "-O", parse.SQUEUE_FORMAT]
         )
         if code == 0:
             rows = parse.parse_squeue_text(out, leader=job_id)
             return rows or self._sacct(job_id)
         if "invalid job id" not in err.lower():
-            code, out, _ = commands.run(["squeue", "--json", "-j", job_id])
+            code, out, _ = commands.run_once(["squeue", "--json", "-j", job_id])
             if code == 0 and out.lstrip().startswith("{"):
                 rows = parse.parse_squeue_json(out, leader=job_id)
                 if rows:
                     return rows
-            code, out, _ = commands.run(["scontrol", "show", "job", "-o", job_id])
+            code, out, _ = commands.run_once(["scontrol", "show", "job", "-o", job_id])
             if code == 0:
                 rows = parse.parse_scontrol_text(out, leader=job_id)
                 if rows:
@@ -365,7 +367,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
     def _sacct(self, job_id: str) -> list[parse.SlurmJob]:
         try:
             # not in the queue: the accounting knows, and is waited for if it cannot be asked
-            code, out, _ = commands.ask(
+            code, out, _ = commands.run_through_outages(
                 [
                     "sacct",
                     "--parsable2",
@@ -416,10 +418,10 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
         start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since))
         accounting: list[tuple[int, str, str]] = []
 
-        def ask_accounting() -> None:
+        def query_accounting() -> None:
             try:
                 accounting.append(
-                    commands.run(
+                    commands.run_once(
                         [
                             "sacct",
                             "--parsable2",
@@ -432,10 +434,10 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
             except SlurmNotFoundError:
                 accounting.append((1, "", ""))
 
-        beside = threading.Thread(target=ask_accounting, daemon=True)
+        beside = threading.Thread(target=query_accounting, daemon=True)
         beside.start()
         try:
-            code, out, err = commands.ask(
+            code, out, err = commands.run_through_outages(
                 ["squeue", "-h", "-t", "all", "-O", parse.SQUEUE_LIST_FORMAT]
             )
         finally:
@@ -464,7 +466,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
     # -- cancel / delete ----------------------------------------------------------------------
 
     def _cancel_existing(self, app_id: str) -> None:
-        code, _, err = commands.ask(["scancel", _valid_job_id(app_id)])
+        code, _, err = commands.run_through_outages(["scancel", _valid_job_id(app_id)])
         if code != 0:
             raise SlurmCommandError(f"scancel {app_id} failed: {commands.first_error_line(err)}")
 

@@ -6,12 +6,12 @@ says which of its errors are transient (``is_transient``) and calls the service 
 :func:`retry_call`; everything else (a 403, an unknown job, a refused spec) is raised at
 once, so retries never turn a permanent error into a hang.
 
-How long to keep trying depends on who is asking: a one-off ``torchx status`` gives up
-after ``TORCHX_RETRY_S`` seconds (default 15), while a wait or a followed log, which the
-user expects to last as long as the job, keeps trying for ``TORCHX_OUTAGE_S`` seconds
-(default 600) inside :func:`patience` (or :func:`patient`, for an iterator). A one-off
-command whose service refuses its very first connection (nothing listens: most often the
-service is simply not running) gives up after ``FIRST_CONTACT_S`` (4 s), unless
+How long to keep trying depends on who is asking: a one-off ``torchx status`` gives up after
+``TORCHX_RETRY_S`` seconds (default 15), while a wait or a followed log, which the user
+expects to last as long as the job, keeps trying for ``TORCHX_OUTAGE_S`` seconds (default
+600) inside :func:`outage_budget` (or :func:`within_outage_budget`, for an iterator). A
+one-off command whose service refuses its very first connection (nothing listens: most often
+the service is simply not running) gives up after ``FIRST_CONTACT_S`` (4 s), unless
 ``TORCHX_RETRY_S`` is set.
 
 Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
@@ -36,10 +36,10 @@ __all__ = [
     "backoff_delays",
     "budget_s",
     "in_thread",
+    "outage_budget",
     "outage_budget_s",
-    "patience",
-    "patient",
     "retry_call",
+    "within_outage_budget",
 ]
 
 R = TypeVar("R")
@@ -89,7 +89,7 @@ def _env_seconds(name: str, default: float) -> float:
 
 
 def budget_s() -> float:
-    """Seconds a call keeps retrying here: the enclosing :func:`patience`, else
+    """Seconds a call keeps retrying here: the enclosing :func:`outage_budget`, else
     ``TORCHX_RETRY_S`` (default 15)."""
     inside = _budget.get()
     return inside if inside is not None else _env_seconds("TORCHX_RETRY_S", DEFAULT_BUDGET_S)
@@ -101,7 +101,7 @@ def outage_budget_s() -> float:
 
 
 @contextmanager
-def patience(seconds: float | None = None) -> Iterator[None]:
+def outage_budget(seconds: float | None = None) -> Iterator[None]:
     """Calls made inside keep retrying for ``seconds`` (default: the outage budget)."""
     token = _budget.set(outage_budget_s() if seconds is None else seconds)
     try:
@@ -112,7 +112,7 @@ def patience(seconds: float | None = None) -> Iterator[None]:
 
 def in_thread(target: Callable[..., object], *args: object) -> threading.Thread:
     """A started daemon thread running ``target(*args)`` in this context: contextvars do
-    not cross threads by themselves, and a wait's patience must reach its helpers."""
+    not cross threads by themselves, and a wait's outage budget must reach its helpers."""
     import threading  # not at import: `torchx status` on Slurm starts no thread
 
     context = copy_context()
@@ -121,11 +121,11 @@ def in_thread(target: Callable[..., object], *args: object) -> threading.Thread:
     return thread
 
 
-def patient(items: Iterator[T], seconds: float | None = None) -> Iterator[T]:
-    """``items`` with every step taken inside :func:`patience`: a followed log keeps
+def within_outage_budget(items: Iterator[T], seconds: float | None = None) -> Iterator[T]:
+    """``items`` with every step taken inside :func:`outage_budget`: a followed log keeps
     following through an outage, in whichever thread it is read."""
     while True:
-        with patience(seconds):
+        with outage_budget(seconds):
             try:
                 item = next(items)
             except StopIteration:

@@ -20,9 +20,9 @@ __all__ = [
     "SlurmCommandError",
     "SlurmNotFoundError",
     "SlurmUnreachableError",
-    "ask",
     "first_error_line",
-    "run",
+    "run_once",
+    "run_through_outages",
     "unreachable",
 ]
 
@@ -69,7 +69,7 @@ _NOT_SENT = ("unable to contact", "connection refused")
 """Errors after which a submission surely did not reach the controller (safe to resend)."""
 
 
-def ask(
+def run_through_outages(
     argv: list[str],
     what: str = "Slurm",
     *,
@@ -77,7 +77,7 @@ def ask(
     env: Mapping[str, str] | None = None,
     resend: bool = True,
 ) -> tuple[int, str, str]:
-    """:func:`run`, riding out an unreachable controller (a slurmctld restart, a dropped
+    """:func:`run_once`, riding out an unreachable controller (a slurmctld restart, a dropped
     connection) within the retry budget of :mod:`torchx.util.retry`; then
     :class:`SlurmUnreachableError` naming ``what``. Any other result is returned as is.
 
@@ -86,7 +86,7 @@ def ask(
     """
 
     def once() -> tuple[int, str, str]:
-        code, out, err = run(argv, stdin=stdin, env=env)
+        code, out, err = run_once(argv, stdin=stdin, env=env)
         if code != 0 and unreachable(err):
             raise SlurmUnreachableError(err, what)
         return code, out, err
@@ -112,7 +112,7 @@ class SlurmNotFoundError(SlurmCommandError):
         self.program = program
 
 
-def run(
+def run_once(
     argv: list[str], stdin: bytes | None = None, env: Mapping[str, str] | None = None
 ) -> tuple[int, str, str]:
     """(exit status, stdout, stderr) of ``argv`` (run with ``env``, default this process'

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from torchx.schedulers._slurm.commands import SlurmCommandError, run
+from torchx.schedulers._slurm.commands import SlurmCommandError, run_once
 from torchx.schedulers.api import HELP_KEY, StructuredOpts
 from torchx.specs.api import CfgVal, Resource, Role
 from torchx.specs.replica_macros import ReplicaMacros
@@ -53,7 +53,7 @@ def version() -> tuple[int, int]:
         return _VERSION[0]
     found = (24, 5)
     try:
-        code, out, _ = run(["sinfo", "--version"])
+        code, out, _ = run_once(["sinfo", "--version"])
         words = out.split()
         if code == 0 and len(words) >= 2:
             major, minor = words[1].split(".")[:2]
@@ -75,7 +75,7 @@ def version() -> tuple[int, int]:
 def partition_memory() -> dict[str, int]:
     """``{partition: RealMemory MB}`` from ``sinfo`` (``"*"`` maps the default partition)."""
     try:
-        code, out, _ = run(["sinfo", "--format", "%P,%m", "--noconvert", "--noheader"])
+        code, out, _ = run_once(["sinfo", "--format", "%P,%m", "--noconvert", "--noheader"])
     except SlurmCommandError:
         return {}
     if code != 0:
