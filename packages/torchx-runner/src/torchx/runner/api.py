@@ -230,6 +230,17 @@ class Runner:
         ``path/to/file.py:function``. ``component_args`` is either CLI-style
         (``["--script", "train.py", "-j", "2x4"]``) or a dict of parameter values.
         Returns the app handle.
+
+        Args:
+            component: a registered name or ``path/to/file.py:function``.
+            component_args: the component's arguments, CLI-style or as a dict.
+            scheduler: the scheduler's name (``local_cwd``, ``slurm``, ``kubernetes``...).
+            cfg: run options (``torchx runopts SCHEDULER`` lists them); ``.torchxconfig``
+                fills in what is not given.
+            workspace: local code to ship with the job (a directory, or a
+                :class:`~torchx.specs.Workspace`); how it ships is the scheduler's
+                (an image build, a ``job_dir`` copy).
+            parent_run_id: the tracker run this job's run descends from.
         """
         with (
             log_event("run_component", scheduler, workspace=_str_or_none(workspace)) as ctx,
@@ -324,6 +335,14 @@ class Runner:
         With ``dryrun=True`` nothing is submitted and the rendered request
         (:class:`~torchx.specs.AppDryRunInfo`) is returned instead. ``app`` itself is
         never modified.
+
+        Args:
+            app: what to run.
+            scheduler: the scheduler's name (``local_cwd``, ``slurm``, ``kubernetes``...).
+            cfg: run options; ``.torchxconfig`` fills in what is not given.
+            workspace: local code to ship with the job (see :meth:`run_component`).
+            parent_run_id: the tracker run this job's run descends from.
+            dryrun: render the request instead of submitting it.
         """
         with log_event(
             "run", scheduler, runcfg=_runcfg_json(cfg), workspace=_str_or_none(workspace)
@@ -388,6 +407,14 @@ class Runner:
         one warning line, and workspaces are planned, not built (no Docker daemon, no
         ``job_dir`` copy; the roles show the image a build would give), unless
         ``build_workspaces=True``. :meth:`schedule` builds what is left.
+
+        Args:
+            app: what would run.
+            scheduler: the scheduler's name.
+            cfg: run options; ``.torchxconfig`` fills in what is not given.
+            workspace: local code to ship with the job (see :meth:`run_component`).
+            parent_run_id: the tracker run this job's run would descend from.
+            build_workspaces: build the workspaces now (images, ``job_dir`` copies).
         """
         if not app.roles:
             raise ValueError(
@@ -610,6 +637,11 @@ class Runner:
         often. Schedulers with one (``has_event_source``: local_cwd, local_docker,
         kubernetes) return at the first change and are given at least a minute, which only
         saves calls while nothing happens.
+
+        Args:
+            app_handle: the app, as :meth:`run` returned it.
+            wait_interval: the most seconds between two status reads.
+            on_status: called with each status read while the app is not finished.
         """
         scheduler, backend, app_id = self._scheduler_app_id(app_handle)
         window = wait_interval
@@ -687,6 +719,16 @@ class Runner:
         ``regex`` keeps matching lines, ``since``/``until`` bound the time range and
         ``should_tail`` follows the log until the replica ends. Raises
         :class:`~torchx.specs.UnknownAppException` for an app the scheduler does not know.
+
+        Args:
+            app_handle: the app, as :meth:`run` returned it.
+            role_name: the role whose replica is read.
+            k: the replica's index in the role.
+            regex: keep only the lines in which it matches (``re.search``).
+            since: the earliest time of a line, where the scheduler keeps times.
+            until: the latest time of a line, where the scheduler keeps times.
+            should_tail: follow the log until the replica ends.
+            streams: stdout, stderr or both (``None``: combined).
         """
         scheduler, backend, app_id = self._scheduler_app_id(app_handle)
         with log_event("log_lines", backend, app_id):
@@ -720,6 +762,11 @@ class Runner:
         ``list_filter`` keeps apps by state, start time, name and count
         (:class:`torchx.schedulers.list_filter.ListFilter`), applied by the backend where
         the scheduler can.
+
+        Args:
+            scheduler: the scheduler's name.
+            cfg: run options that narrow the listing (a namespace, a queue...).
+            list_filter: which apps to keep (state, start time, name, count).
         """
         with log_event("list", scheduler):
             sched = self._scheduler(scheduler)

@@ -168,6 +168,9 @@ class Scheduler(abc.ABC, Generic[T]):
         returned :class:`torchx.util.readiness.ReadinessCheck` says what was found and,
         for a problem, one fix. Probes must finish within a few seconds, create or change
         nothing and never reveal secrets. Default: no checks (override to add yours).
+
+        Args:
+            cfg: run options that pick what is probed (a partition, a namespace...).
         """
         from torchx.util.readiness import NO_CHECKS, ReadinessCheck
 
@@ -187,6 +190,11 @@ class Scheduler(abc.ABC, Generic[T]):
 
         Returns the app id. The runner does the same in separate steps; this is the
         one-call form for tests and scripts.
+
+        Args:
+            app: what to run.
+            cfg: run options (see ``run_opts``).
+            workspace: local code to build into the app first (workspace schedulers).
         """
         from torchx.util.host_checks import real_submit
 
@@ -214,12 +222,20 @@ class Scheduler(abc.ABC, Generic[T]):
 
     @abc.abstractmethod
     def schedule(self, dryrun_info: AppDryRunInfo[Any]) -> str:
-        """Submits a request rendered by ``submit_dryrun``; returns the app id."""
+        """Submits a request rendered by ``submit_dryrun``; returns the app id.
+
+        Args:
+            dryrun_info: a request from :meth:`submit_dryrun`, possibly edited.
+        """
 
     def submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[Any]:
         """Renders the scheduler request for ``app`` without submitting it.
 
         Each role's ``pre_proc`` hook may rewrite the request afterwards.
+
+        Args:
+            app: what would run.
+            cfg: run options (see ``run_opts``).
         """
         resolved_cfg = self.run_opts().resolve(cfg)
         dryrun_info = self._submit_dryrun(app, resolved_cfg)
@@ -248,7 +264,11 @@ class Scheduler(abc.ABC, Generic[T]):
 
     @abc.abstractmethod
     def describe(self, app_id: str) -> DescribeAppResponse | None:
-        """The app's current state, or ``None`` when the scheduler does not know it."""
+        """The app's current state, or ``None`` when the scheduler does not know it.
+
+        Args:
+            app_id: the app, as :meth:`schedule` returned it.
+        """
 
     def describe_native(self, app_id: str) -> AppDryRunInfo[Any] | None:
         """The scheduler-native description of the app, when the scheduler has one."""
@@ -257,7 +277,11 @@ class Scheduler(abc.ABC, Generic[T]):
 
     @abc.abstractmethod
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
-        """The apps this scheduler can see (``cfg`` narrows the scope, e.g. namespace)."""
+        """The apps this scheduler can see (``cfg`` narrows the scope, e.g. namespace).
+
+        Args:
+            cfg: run options that narrow the listing, where the backend has any.
+        """
 
     def exists(self, app_id: str) -> bool:
         """Whether the scheduler knows ``app_id``."""
@@ -268,12 +292,20 @@ class Scheduler(abc.ABC, Generic[T]):
         """Cancels an app that is known to exist."""
 
     def cancel(self, app_id: str) -> None:
-        """Requests cancellation; non-blocking and idempotent (unknown ids are ignored)."""
+        """Requests cancellation; non-blocking and idempotent (unknown ids are ignored).
+
+        Args:
+            app_id: the app, as :meth:`schedule` returned it.
+        """
         if self.exists(app_id):
             self._cancel_existing(app_id)
 
     def delete(self, app_id: str) -> None:
-        """Removes the app from the scheduler (cancelling it if it still runs)."""
+        """Removes the app from the scheduler (cancelling it if it still runs).
+
+        Args:
+            app_id: the app, as :meth:`schedule` returned it.
+        """
         if self.exists(app_id):
             self._delete_existing(app_id)
 
