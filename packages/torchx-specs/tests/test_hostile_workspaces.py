@@ -5,12 +5,12 @@ contexts follow the same rules: torchx-workspace-docker's tests)."""
 from __future__ import annotations
 
 import os
-import socket
 import stat
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from torchx_testsupport.workspaces import hostile_workspace
 
 from torchx.specs import Role, Workspace
 from torchx.workspace.api import WorkspaceTooLargeError
@@ -19,25 +19,8 @@ from torchx.workspace.dir_workspace import DirWorkspaceMixin, copy_workspace
 
 @pytest.fixture
 def hostile(tmp_path: Path) -> Iterator[Path]:
-    """A workspace with a link to /dev/zero, a link to a secret outside it, a FIFO, a
-    socket, a FIFO as its ignore file and one ordinary file."""
-    outside = tmp_path / "secret.key"
-    outside.write_text("private key\n")
-    ws = tmp_path / "ws"
-    (ws / "sub").mkdir(parents=True)
-    (ws / "train.py").write_text("print('train')\n")
-    os.symlink("/dev/zero", ws / "zero")
-    os.symlink(outside, ws / "sub" / "key")
-    os.symlink("sub", ws / "linked_dir")
-    os.mkfifo(ws / "pipe")
-    os.mkfifo(ws / ".torchxignore")
-    os.mkfifo(ws / ".dockerignore")
-    sock = socket.socket(socket.AF_UNIX)
-    sock.bind(str(ws / "agent.sock"))
-    try:
+    with hostile_workspace(tmp_path) as ws:
         yield ws
-    finally:
-        sock.close()
 
 
 @pytest.mark.timeout(20)
