@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -135,6 +136,9 @@ def _setup(namespace: dict[str, Any]) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="torchx-docs-"))
     env = dict(os.environ)
     env.update(TORCHX_HOME=str(workdir / ".torchx"), IMAGE=TEST_IMAGE, PYTHONUNBUFFERED="1")
+    # the examples that run torch in containers mount the environment running these tests
+    # (it has torch) and the Python it was made from: the test image has Python, no torch
+    env.update(TORCH_ENV=sys.prefix, PYTHON_HOME=os.path.realpath(sys.base_prefix))
     env.pop("TORCHXCONFIG", None)
     namespace["__workdir__"] = str(workdir)
     namespace["__env__"] = env
