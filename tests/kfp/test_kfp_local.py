@@ -1,12 +1,17 @@
 """A pipeline of TorchX components run by KFP's own local runner (kfp.local's DockerRunner)
 in the real Docker daemon of tools/docker-up.sh, with the locally built test image.
 
-kfp.local removes each container when it ends and may call a step successful without
-having seen it exit, so the tests read what each step printed, not just the states."""
+kfp.local (2.17) starts each step with ``auto_remove=True`` and, when the container is
+already gone by the time it asks for the logs or the exit status (a step that ends at once,
+on a loaded machine), prints nothing and calls the step successful: a race in kfp that made
+a failing step pass here now and then. The fixture keeps each step's container until the
+test ends (Docker's own ``run`` with ``auto_remove`` dropped), so kfp reads the real output
+and exit status; the tests also read what each step printed, not just the states."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +22,25 @@ kfp = pytest.importorskip("kfp")
 
 
 @pytest.fixture
-def local_runner(tmp_path: Path) -> Any:
+def local_runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     docker_with_test_image("TORCHX_REQUIRE_DOCKER")
+    from docker.models.containers import ContainerCollection
     from kfp import local
 
+    started: list[Any] = []
+    run = ContainerCollection.run
+
+    def run_and_keep(self: Any, *args: Any, **kwargs: Any) -> Any:
+        kwargs.pop("auto_remove", None)  # removed below, once kfp has read it
+        container = run(self, *args, **kwargs)
+        started.append(container)
+        return container
+
+    monkeypatch.setattr(ContainerCollection, "run", run_and_keep)
     local.init(runner=local.DockerRunner(), pipeline_root=str(tmp_path / "root"))
-    return local
+    yield local
+    for container in started:
+        container.remove(force=True)
 
 
 def _step_logs(output: str) -> dict[str, list[str]]:
