@@ -11,7 +11,14 @@ import pytest
 from torchx_testsupport import build_wheels, fresh_venv
 
 ROOT = Path(__file__).resolve().parent.parent
-DISTS = ["torchx-specs", "torchx-runner", "torchx-cli", "torchx-sched-k8s", "torchx-pipelines-kfp"]
+DISTS = [
+    "torchx-specs",
+    "torchx-runner",
+    "torchx-cli",
+    "torchx-workspace-docker",
+    "torchx-sched-k8s",
+    "torchx-pipelines-kfp",
+]
 
 
 @pytest.mark.slow

@@ -46,17 +46,19 @@ def test_status_loop_rides_through_a_moto_restart(batch_queue: str, tmp_path: Pa
 
     poller = threading.Thread(target=poll)
     poller.start()
-    started = time.monotonic()
-    while not polls:  # one answer from the emulator before it goes away
-        assert time.monotonic() - started < 60, "no status answered"
-        time.sleep(0.1)
-    started = time.monotonic()
-    restart("moto", down_s=3)
-    while not any(p.returncode != 0 for p in polls):  # the first poll after the restart
-        assert time.monotonic() - started < 120, [p.stderr for p in polls]
-        time.sleep(0.2)
-    stop.set()
-    poller.join()
+    try:  # a failure stops the poller too: a thread left polling would keep pytest alive
+        started = time.monotonic()
+        while not polls:  # one answer from the emulator before it goes away
+            assert time.monotonic() - started < 60, "no status answered"
+            time.sleep(0.1)
+        started = time.monotonic()
+        restart("moto", down_s=3)
+        while not any(p.returncode != 0 for p in polls):  # the first poll after the restart
+            assert time.monotonic() - started < 120, [p.stderr for p in polls]
+            time.sleep(0.2)
+    finally:
+        stop.set()
+        poller.join()
     answered = [json.loads(p.stdout)["state"] for p in polls if p.returncode == 0]
     refused = [p for p in polls if p.returncode != 0]
     errors = [p.stderr.strip().splitlines()[-1] for p in refused]

@@ -67,10 +67,12 @@ def test_tracked_job_rides_through_an_mlflow_restart(mlflow_uri: str, tmp_path: 
          "--script", "job.py"],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    _until((tmp_path / "written-before").exists, 60, "the job never wrote its first tag")
-    restarting = restart_in_background("mlflow", down_s=8)
-    _until(lambda: not _answers(mlflow_uri), 30, "the MLflow server did not stop")
-    (tmp_path / "go").touch()  # the job writes while the server is away
+    try:
+        _until((tmp_path / "written-before").exists, 60, "the job never wrote its first tag")
+        restarting = restart_in_background("mlflow", down_s=8)
+        _until(lambda: not _answers(mlflow_uri), 30, "the MLflow server did not stop")
+    finally:
+        (tmp_path / "go").touch()  # the job writes (while the server is away), then ends
     out, err = launcher.communicate(timeout=120)
     restarting.join()
     assert launcher.returncode == 0, (out, err)  # the job did not fail

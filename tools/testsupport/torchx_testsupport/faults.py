@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-RESTART = Path(__file__).resolve().parents[1] / "restart.sh"
+RESTART = Path(__file__).resolve().parents[2] / "restart.sh"  # tools/restart.sh
 TORCHX = str(Path(sys.executable).parent / "torchx")
 
 
@@ -49,18 +49,30 @@ def restart(service: str, down_s: float = 3) -> None:
         pytest.fail(f"could not restart {service}: {proc.stderr.strip() or proc.stdout}")
 
 
+class _Restart(threading.Thread):
+    """:func:`restart` in a thread; ``join`` raises what stopped it, so a test whose fault
+    was never injected fails instead of passing without one."""
+
+    def __init__(self, service: str, down_s: float) -> None:
+        super().__init__(daemon=True)
+        self.service, self.down_s = service, down_s
+        self.errors: list[BaseException] = []
+
+    def run(self) -> None:
+        try:
+            restart(self.service, self.down_s)
+        except BaseException as e:  # pytest.fail raises an exception pytest knows
+            self.errors.append(e)
+
+    def join(self, timeout: float | None = None) -> None:
+        super().join(timeout)
+        if self.errors and not self.is_alive():
+            raise self.errors[0]
+
+
 def restart_in_background(service: str, down_s: float = 3) -> threading.Thread:
     """:func:`restart` in a thread (joined by the caller), so the test keeps reading."""
-    errors: list[BaseException] = []
-
-    def go() -> None:
-        try:
-            restart(service, down_s)
-        except BaseException as e:  # pytest.fail raises an exception pytest knows
-            errors.append(e)
-
-    thread = threading.Thread(target=go, daemon=True)
-    thread.errors = errors  # type: ignore[attr-defined]
+    thread = _Restart(service, down_s)
     thread.start()
     return thread
 
