@@ -23,9 +23,14 @@ from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
-# the helpers shared with the tests: the private torchx-testsupport package (tools/testsupport),
-# installed in every hatch env
-from torchx_testsupport import sdk_imports
+# the helpers shared with the tests: the private torchx-testsupport package. Hatch envs have it
+# installed; the README's .venv, which benchmarks also run in, holds only the published
+# distributions, so there it is read from its source folder.
+try:
+    from torchx_testsupport import sdk_imports
+except ImportError:
+    sys.path.append(str(Path(__file__).resolve().parent.parent / "tools" / "testsupport"))
+    from torchx_testsupport import sdk_imports
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = ROOT / ".bench"

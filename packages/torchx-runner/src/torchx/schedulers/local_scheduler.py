@@ -23,10 +23,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from torchx.schedulers._local import gpus as local_gpus
 from torchx.schedulers._local import state as st
-from torchx.schedulers._local import supervisor as _supervisor
-from torchx.schedulers._local import supervisor as local_supervisor
 from torchx.schedulers._shared import log_files as _log_files
 from torchx.schedulers._shared.log_files import LogIterator
 from torchx.schedulers.api import (
@@ -318,6 +315,8 @@ def run_local_job(
     This is what the supervisor does for every replica; exposed for callers that start
     processes the same way.
     """
+    from torchx.schedulers._local import supervisor as _supervisor  # not on the dry-run path
+
     return _supervisor.run_local_job(args, env, stdout, stderr, cwd)
 
 
@@ -667,6 +666,7 @@ class LocalScheduler(Scheduler[Opts]):
         requested = sum(r.num_replicas * r.resource.gpu for r in app.roles if r.resource.gpu > 0)
         if requested <= 0:
             return None
+        from torchx.schedulers._local import gpus as local_gpus  # only apps asking for GPUs pay
 
         if not opts.auto_set_cuda_visible_devices:
             if gpu_replicas > 1:
@@ -684,6 +684,10 @@ class LocalScheduler(Scheduler[Opts]):
 
     def schedule(self, dryrun_info: AppDryRunInfo[PopenRequest]) -> str:
         import fcntl
+
+        from torchx.schedulers._local import (
+            supervisor as local_supervisor,
+        )  # not on the dry-run path
 
         request = dryrun_info.request
         app = dryrun_info._app
