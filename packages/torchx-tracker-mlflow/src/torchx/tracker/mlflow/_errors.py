@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
+from torchx.tracker.mlflow import _sdk as sdk
 from torchx.util.secrets import mask_url
 
 __all__ = [
@@ -100,13 +101,13 @@ def prepare_local_store(tracking_uri: str) -> None:
 @contextlib.contextmanager
 def mlflow_errors(tracking_uri: str, action: str) -> Iterator[None]:
     """Re-raises MLflow and connection failures as one :class:`MLflowTrackerError` line."""
-    from mlflow.exceptions import MlflowException
+    mlflow_error = sdk.mlflow_error()
 
     try:
         yield
     except MLflowTrackerError:
         raise
-    except MlflowException as e:
+    except mlflow_error as e:
         message = _first_line(e.message)
         if any(mark in message.lower() for mark in _UNREACHABLE_MARKS):
             raise MLflowUnreachableError(

@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from torchx.tracker.mlflow import _sdk as sdk
 from torchx.util.log import get_logger
 
 if TYPE_CHECKING:
@@ -72,11 +73,11 @@ def _lock_name(experiment_id: str, run_name: str) -> str:
 def _take_lock(client: MlflowClient, experiment_id: str, run_name: str) -> str | bool:
     """The id of the lock experiment when this process created it, ``False`` when another
     process did, ``True`` when the store cannot hold locks (fall back to converging)."""
-    from mlflow.exceptions import MlflowException
+    mlflow_error = sdk.mlflow_error()
 
     try:
         return str(client.create_experiment(_lock_name(experiment_id, run_name)))
-    except MlflowException as e:
+    except mlflow_error as e:
         if e.error_code == "RESOURCE_ALREADY_EXISTS":
             return False
         logger.debug("no run-creation lock in this MLflow store: %s", e.message)
@@ -84,11 +85,11 @@ def _take_lock(client: MlflowClient, experiment_id: str, run_name: str) -> str |
 
 
 def _drop_lock(client: MlflowClient, lock_id: str) -> None:
-    from mlflow.exceptions import MlflowException
+    mlflow_error = sdk.mlflow_error()
 
     try:
         client.delete_experiment(lock_id)
-    except MlflowException as e:
+    except mlflow_error as e:
         logger.debug("could not delete run-creation lock experiment %s: %s", lock_id, e.message)
 
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from torchx.tracker.api import RunLineage, TrackerArtifact, TrackerBase, TrackerSource
+from torchx.tracker.mlflow import _sdk as sdk
 from torchx.tracker.mlflow._config import (
     default_experiment_name as _default_experiment_name,
 )
@@ -192,9 +193,9 @@ class MLflowTracker(TrackerBase):
             check_reachable(self.tracking_uri)
             prepare_local_store(self.tracking_uri)
             with self._errors("open the tracking store"):
-                from mlflow import MlflowClient
+                client_class = sdk.mlflow().MlflowClient
 
-                self._client = MlflowClient(tracking_uri=self.tracking_uri)
+                self._client = client_class(tracking_uri=self.tracking_uri)
         return self._client
 
     def _default_artifact_location(self) -> str | None:
@@ -209,7 +210,7 @@ class MLflowTracker(TrackerBase):
     def _find_experiment(self, create: bool) -> Experiment | None:
         if self._experiment is not None:
             return self._experiment
-        from mlflow.exceptions import MlflowException
+        mlflow_error = sdk.mlflow_error()
 
         client = self.client
         name = self._experiment_name
@@ -220,7 +221,7 @@ class MLflowTracker(TrackerBase):
                     client.create_experiment(
                         name, artifact_location=self._default_artifact_location()
                     )
-                except MlflowException as e:
+                except mlflow_error as e:
                     if e.error_code != "RESOURCE_ALREADY_EXISTS":
                         raise
                 experiment = client.get_experiment_by_name(name)
@@ -286,9 +287,9 @@ class MLflowTracker(TrackerBase):
         return runs[0] if runs else None
 
     def _set_tags(self, mlflow_id: str, tags: Mapping[str, object], action: str) -> None:
-        from mlflow.entities import RunTag
+        entities = sdk.mlflow().entities
 
-        items = [RunTag(str(k), str(v)) for k, v in tags.items()]
+        items = [entities.RunTag(str(k), str(v)) for k, v in tags.items()]
         with self._errors(action):
             for start in range(0, len(items), _BATCH):
                 self.client.log_batch(mlflow_id, tags=items[start : start + _BATCH])
@@ -299,7 +300,7 @@ class MLflowTracker(TrackerBase):
         When no MLflow run is active in this process, it becomes the active run, so that
         ``mlflow.log_metric(...)`` in the job lands in it too; :meth:`close` ends it.
         """
-        import mlflow
+        mlflow = sdk.mlflow()
 
         mlflow_id = self._write_run(run_name)
         with self._errors(f"start run {run_name!r}"):
@@ -317,7 +318,7 @@ class MLflowTracker(TrackerBase):
         """Marks the runs this tracker wrote to as FINISHED (and ends the run it activated)."""
         if self._client is None:
             return
-        import mlflow
+        mlflow = sdk.mlflow()
 
         with self._errors("finish runs"):
             active = mlflow.active_run()
@@ -396,7 +397,7 @@ class MLflowTracker(TrackerBase):
         left alone."""
         import time
 
-        from mlflow.entities import RunTag
+        entities = sdk.mlflow().entities
 
         status = _MLFLOW_STATUS.get(state)
         run = self._read_run(run_id)
@@ -404,7 +405,7 @@ class MLflowTracker(TrackerBase):
             return
         mlflow_id = run.info.run_id
         with self._errors(f"end run {run_id!r}"):
-            self.client.log_batch(mlflow_id, tags=[RunTag("torchx.app_state", state)])
+            self.client.log_batch(mlflow_id, tags=[entities.RunTag("torchx.app_state", state)])
             self.client.set_terminated(mlflow_id, status=status, end_time=int(time.time() * 1000))
 
     @_kept_when_away
@@ -455,11 +456,11 @@ class MLflowTracker(TrackerBase):
         }
         # Artifacts stored without the path tag (e.g. by upstream TorchX's tracker): the
         # top-level entries of the run's artifact tree.
-        from mlflow.exceptions import MlflowException
+        mlflow_error = sdk.mlflow_error()
 
         try:
             listed = self.client.list_artifacts(run.info.run_id)
-        except (MlflowException, OSError):
+        except (mlflow_error, OSError):
             listed = []
         for info in listed:
             top = info.path
@@ -567,9 +568,9 @@ class MLflowTracker(TrackerBase):
 
         ``{"optim": {"lr": 0.1}}`` becomes ``optim.lr = 0.1``; see ``_params.flatten_params``.
         """
-        from mlflow.entities import Param
+        entities = sdk.mlflow().entities
 
-        params = [Param(k, str(v)) for k, v in flatten_params(cfg, key).items()]
+        params = [entities.Param(k, str(v)) for k, v in flatten_params(cfg, key).items()]
         if not params:
             return
         mlflow_id = self._write_run(run_name)
