@@ -483,8 +483,8 @@ def test_log_since_warns_in_one_plain_line(runner: Any) -> None:
     proc = cli("log", "--since", "5m", f"{handle}/sh/0")
     assert proc.stdout.endswith("hi\n")
     assert proc.stderr.splitlines() == [
-        "torchx: warning: slurm does not support since/until for logs; they are ignored and"
-        " all log lines are returned"
+        "torchx: warning: this scheduler keeps no times with its log lines: since/until are"
+        " ignored and every line is returned"
     ]
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from torchx_testsupport.workspaces import hostile_workspace
+from torchx_testsupport.workspaces import hostile_workspace, oversized_workspace
 
 from torchx.specs import Role, Workspace
 from torchx.workspace.api import WorkspaceTooLargeError
@@ -59,10 +59,7 @@ def test_job_dir_and_its_files_are_private(tmp_path: Path) -> None:
 def test_size_limit_stops_the_copy_and_removes_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "a.bin").write_bytes(b"x" * (700 << 10))
-    (ws / "b.bin").write_bytes(b"x" * (700 << 10))
+    ws = oversized_workspace(tmp_path)
     monkeypatch.setenv("TORCHX_WORKSPACE_MAX_MB", "1")
     job_dir = tmp_path / "job"
     role = Role("r", "img", workspace=Workspace({str(ws): ""}))

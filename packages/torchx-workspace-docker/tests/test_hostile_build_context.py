@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from torchx_testsupport.workspaces import hostile_workspace
+from torchx_testsupport.workspaces import hostile_workspace, oversized_workspace
 
 from torchx.workspace import docker_workspace as dw
 from torchx.workspace.api import WorkspaceTooLargeError
@@ -24,10 +24,7 @@ def hostile(tmp_path: Path) -> Iterator[Path]:
 def test_size_limit_refuses_the_build_context(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "a.bin").write_bytes(b"x" * (700 << 10))
-    (ws / "b.bin").write_bytes(b"x" * (700 << 10))
+    ws = oversized_workspace(tmp_path)
     monkeypatch.setenv("TORCHX_WORKSPACE_MAX_MB", "1")
     with pytest.raises(WorkspaceTooLargeError, match=r"holds more than 1 MB"):
         dw.build_context(str(ws))

@@ -31,3 +31,13 @@ def hostile_workspace(tmp_path: Path) -> Iterator[Path]:
         yield ws
     finally:
         sock.close()
+
+
+def oversized_workspace(tmp_path: Path) -> Path:
+    """A workspace of two 700 KiB files: over a 1 MB limit (``TORCHX_WORKSPACE_MAX_MB=1``)
+    as a whole, under it file by file, so the limit must count the total."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for name in ("a.bin", "b.bin"):
+        (ws / name).write_bytes(b"x" * (700 << 10))
+    return ws

@@ -350,8 +350,8 @@ class Scheduler(abc.ABC, Generic[T]):
             import warnings
 
             warnings.warn(
-                f"{self.backend} does not support since/until for logs; they are ignored and"
-                " all log lines are returned",
+                "this scheduler keeps no times with its log lines: since/until are ignored"
+                " and every line is returned",
                 stacklevel=2,
             )
         lines = self._log_lines(query)
