@@ -20,6 +20,12 @@ answers() {
   docker info >/dev/null 2>&1 && docker image inspect "$IMAGE" >/dev/null 2>&1 && registry_answers
 }
 
+# k8s-up.sh runs this too, beside test-all.sh's own call: one at a time, the second reuses
+if [ "${1:-}" != "--check" ]; then
+  mkdir -p "$(dirname "$STATE")"
+  exec 9>"$STATE.lock"
+  flock 9
+fi
 check_or_reuse "${1:-}" "the Docker daemon, image $IMAGE and registry 127.0.0.1:$REGISTRY_PORT"
 
 # --- the daemon ---------------------------------------------------------------------------

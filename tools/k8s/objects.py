@@ -33,7 +33,7 @@ def _kubeconfig(path: str) -> tuple[str, str, str]:
     return fields["server"], fields["certificate-authority"], fields["token"]
 
 
-def _crd(group: str, version: str, kind: str, plural: str, scope: str, short: str) -> Any:
+def _crd(group: str, version: str, kind: str, *, plural: str, scope: str, short: str) -> Any:
     schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
@@ -63,9 +63,16 @@ def _crd(group: str, version: str, kind: str, plural: str, scope: str, short: st
 
 
 CRDS = [
-    _crd("batch.volcano.sh", "v1alpha1", "Job", "jobs", "Namespaced", "vcjob"),
-    _crd("scheduling.volcano.sh", "v1beta1", "Queue", "queues", "Cluster", "q"),
-    _crd("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups", "Namespaced", "pg"),
+    _crd("batch.volcano.sh", "v1alpha1", "Job", plural="jobs", scope="Namespaced", short="vcjob"),
+    _crd("scheduling.volcano.sh", "v1beta1", "Queue", plural="queues", scope="Cluster", short="q"),
+    _crd(
+        "scheduling.volcano.sh",
+        "v1beta1",
+        "PodGroup",
+        plural="podgroups",
+        scope="Namespaced",
+        short="pg",
+    ),
 ]
 
 LIMITED_ROLE = {
@@ -83,7 +90,9 @@ LIMITED_BINDING = {
     "kind": "RoleBinding",
     "metadata": {"name": "torchx-limited", "namespace": "default"},
     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "torchx-limited"},
-    "subjects": [{"kind": "User", "name": "torchx-limited", "apiGroup": "rbac.authorization.k8s.io"}],
+    "subjects": [
+        {"kind": "User", "name": "torchx-limited", "apiGroup": "rbac.authorization.k8s.io"}
+    ],
 }
 DEFAULT_QUEUE = {
     "apiVersion": "scheduling.volcano.sh/v1beta1",
@@ -140,7 +149,9 @@ def main() -> None:
         time.sleep(0.2)
     api.create("/apis/scheduling.volcano.sh/v1beta1/queues", DEFAULT_QUEUE)
     api.create("/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles", LIMITED_ROLE)
-    api.create("/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings", LIMITED_BINDING)
+    api.create(
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings", LIMITED_BINDING
+    )
 
 
 if __name__ == "__main__":

@@ -207,6 +207,13 @@ class Opts(StructuredOpts):
         default=None,
         metadata={HELP_KEY: "the image repository to push workspace images to"},
     )
+    image_pull_timeout: int = field(
+        default=_render.IMAGE_PULL_TIMEOUT_S,
+        metadata={
+            HELP_KEY: "seconds a pod may fail to pull its image (ErrImagePull, ImagePullBackOff)"
+            " before the app is FAILED with the image and the reason; 0: wait without end"
+        },
+    )
 
 
 KubernetesOpts = Opts

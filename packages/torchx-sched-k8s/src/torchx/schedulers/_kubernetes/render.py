@@ -41,7 +41,9 @@ from torchx.util.strings import normalize_str
 from torchx.version import __version__
 
 __all__ = [
+    "ANNOTATION_IMAGE_PULL_TIMEOUT",
     "ANNOTATION_ISTIO_SIDECAR",
+    "IMAGE_PULL_TIMEOUT_S",
     "LABEL_APP_NAME",
     "LABEL_INSTANCE",
     "LABEL_INSTANCE_TYPE",
@@ -79,6 +81,10 @@ LABEL_INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 LABEL_KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
 LABEL_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 ANNOTATION_ISTIO_SIDECAR = "sidecar.istio.io/inject"
+ANNOTATION_IMAGE_PULL_TIMEOUT = "torchx.pytorch.org/image-pull-timeout"
+"""Pod annotation: seconds a pod may fail to pull its image before the app is FAILED
+(run option ``image_pull_timeout``; read back by ``describe``, which keeps no state)."""
+IMAGE_PULL_TIMEOUT_S = 300
 MANAGED_BY = labels.DOMAIN
 
 RESERVED_MILLICPU = 100
@@ -125,6 +131,7 @@ class RenderOptions:
         "annotations",
         "efa_device_count",
         "image_pull_secrets",
+        "image_pull_timeout",
         "labels",
         "node_selector",
         "priority_class",
@@ -151,6 +158,7 @@ class RenderOptions:
         secret_mounts: Mapping[str, str] | None = None,
         labels: Mapping[str, str] | None = None,
         annotations: Mapping[str, str] | None = None,
+        image_pull_timeout: int = IMAGE_PULL_TIMEOUT_S,
     ) -> None:
         self.queue = queue
         self.service_account = service_account
@@ -164,6 +172,12 @@ class RenderOptions:
         self.secret_mounts = dict(secret_mounts or {})
         self.labels = dict(labels or {})
         self.annotations = dict(annotations or {})
+        if not isinstance(image_pull_timeout, int) or image_pull_timeout < 0:
+            raise SpecError(
+                f"invalid image_pull_timeout {image_pull_timeout!r}: use whole seconds, 0 to"
+                " wait for a pull without end"
+            )
+        self.image_pull_timeout = image_pull_timeout
         for key, value in self.labels.items():
             check_label(key, value)
         for key in (*self.node_selector, *self.annotations):
@@ -373,6 +387,8 @@ class _RoleParts:
         spec["volumes"] = volumes
         self.spec_base = spec
         self.annotations = {ANNOTATION_ISTIO_SIDECAR: "false", **opts.annotations}
+        if opts.image_pull_timeout != IMAGE_PULL_TIMEOUT_S:  # the default goes unsaid
+            self.annotations[ANNOTATION_IMAGE_PULL_TIMEOUT] = str(opts.image_pull_timeout)
 
 
 def _env_entry(name: str, value: str) -> dict[str, Any]:

@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from torchx.schedulers._kubernetes.render import (
+    ANNOTATION_IMAGE_PULL_TIMEOUT,
+    IMAGE_PULL_TIMEOUT_S,
     LABEL_APP_NAME,
     LABEL_COMPLETION_INDEX,
     LABEL_INSTANCE,
@@ -61,6 +63,8 @@ TASK_STATE: dict[str, AppState] = {
 """Volcano task / pod phase -> replica state."""
 
 _QUIET_WAITING = frozenset({"ContainerCreating", "PodInitializing"})
+_PULL_FAILED = frozenset({"ErrImagePull", "ImagePullBackOff"})
+_NEVER_PULLS = frozenset({"InvalidImageName", "ErrImageNeverPull"})  # no retry can help
 
 
 def _labels(obj: dict[str, Any]) -> dict[str, str]:
@@ -97,6 +101,47 @@ def pending_reason(pod: dict[str, Any]) -> str:
         if reason and reason not in _QUIET_WAITING:
             message = waiting.get("message")
             return f"{reason}: {message}" if message else str(reason)
+    return ""
+
+
+def _seconds_since(stamp: str) -> float:
+    import datetime as dt
+
+    then = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    return (dt.datetime.now(dt.timezone.utc) - then).total_seconds()
+
+
+def image_pull_failure(pod: dict[str, Any]) -> str:
+    """Why the app must fail because a pod cannot pull its image, or ``""``: the pull has
+    failed for longer than the pod's ``image-pull-timeout`` annotation (timed from when the
+    pod was scheduled), or the image name can never be pulled."""
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    try:
+        timeout = int(annotations.get(ANNOTATION_IMAGE_PULL_TIMEOUT, IMAGE_PULL_TIMEOUT_S))
+    except ValueError:
+        timeout = IMAGE_PULL_TIMEOUT_S
+    status = pod.get("status") or {}
+    for container in status.get("containerStatuses") or ():
+        waiting = (container.get("state") or {}).get("waiting") or {}
+        reason = str(waiting.get("reason") or "")
+        if reason not in _PULL_FAILED and reason not in _NEVER_PULLS:
+            continue
+        if reason in _PULL_FAILED:
+            if timeout == 0:
+                continue
+            scheduled = [
+                c.get("lastTransitionTime")
+                for c in status.get("conditions") or ()
+                if c.get("type") == "PodScheduled" and c.get("status") == "True"
+            ]
+            since = scheduled[0] if scheduled and scheduled[0] else None
+            since = since or (pod.get("metadata") or {}).get("creationTimestamp")
+            if not since or _seconds_since(str(since)) < timeout:
+                continue
+        image = container.get("image") or "?"
+        detail = f": {waiting['message']}" if waiting.get("message") else ""
+        after = f" for over {timeout} s (run option image_pull_timeout)" if timeout else ""
+        return f"image {image} cannot be pulled{after}: {reason}{detail}"
     return ""
 
 
@@ -142,6 +187,7 @@ class _Replicas:
         self.pending: list[tuple[str, str]] = []
         self.failed: list[tuple[str, str]] = []
         self.any_running = False
+        self.image_failed = False  # a pod cannot pull its image: the app fails
 
     def status(
         self, role: str, rid: int, pod: dict[str, Any] | None, default: AppState
@@ -153,7 +199,11 @@ class _Replicas:
             phase = str((pod.get("status") or {}).get("phase") or "Pending")
             state = TASK_STATE.get(phase, AppState.UNKNOWN)
             name = str((pod.get("metadata") or {}).get("name"))
-            if state == AppState.PENDING:
+            if state == AppState.PENDING and (pull := image_pull_failure(pod)):
+                state, error = AppState.FAILED, pull
+                self.failed.append((name, pull))
+                self.image_failed = True
+            elif state == AppState.PENDING:
                 reason = pending_reason(pod)
                 if reason:
                     self.pending.append((name, reason))
@@ -162,7 +212,9 @@ class _Replicas:
                 if reason:
                     error = reason
                     self.failed.append((name, reason))
-            elif state == AppState.RUNNING:
+            elif state in (AppState.RUNNING, AppState.SUCCEEDED):
+                # a finished pod of a Job not yet marked Complete: the app ran, it is not
+                # waiting to start (a real Job controller marks the Job a moment later)
                 self.any_running = True
         return ReplicaStatus(
             id=rid,
@@ -233,6 +285,8 @@ def describe_volcano(
         if role.num_replicas == 1:
             _fill_role(role, ((task.get("template") or {}).get("spec") or {}).get("containers"))
         statuses.append(collect.status(role_name, int(rid) if rid.isdigit() else 0, pod, default))
+    if collect.image_failed and not is_terminal(state):
+        state = AppState.FAILED
     restarts = int((job.get("status") or {}).get("retryCount") or 0)
     return DescribeAppResponse(
         app_id=app_id,
@@ -252,9 +306,11 @@ def _condition(job: dict[str, Any], kind: str) -> dict[str, Any] | None:
 
 
 def _job_state(job: dict[str, Any]) -> AppState:
-    if _condition(job, "Failed") is not None:
+    # FailureTarget and SuccessCriteriaMet (Kubernetes 1.31+) come first, while the Job's
+    # last pods terminate; Failed and Complete follow once they are gone
+    if _condition(job, "Failed") is not None or _condition(job, "FailureTarget") is not None:
         return AppState.FAILED
-    if _condition(job, "Complete") is not None:
+    if _condition(job, "Complete") is not None or _condition(job, "SuccessCriteriaMet") is not None:
         return AppState.SUCCEEDED
     if (job.get("spec") or {}).get("suspend"):
         return AppState.CANCELLED
@@ -312,7 +368,7 @@ def describe_batch(
             found = by_replica.get((name, str(index)))
             replica_pod: dict[str, Any] | None = newest_pod(found) if found else None
             statuses.append(collect.status(role_name, index, replica_pod, default))
-        failed = _condition(job, "Failed")
+        failed = _condition(job, "Failed") or _condition(job, "FailureTarget")
         if failed is not None:
             failures.append((name, f"{failed.get('reason')}: {failed.get('message') or ''}"))
         role = Role(name=role_name, image="", num_replicas=count)
@@ -320,6 +376,8 @@ def describe_batch(
         roles.append(role)
         roles_statuses.append(RoleStatus(role_name, statuses))
     state = batch_app_state(jobs, collect.any_running)
+    if collect.image_failed and not is_terminal(state):
+        state = AppState.FAILED
     message = collect.message(state)
     if state == AppState.FAILED and failures:
         job_msg = _summarize(failures)

@@ -1,0 +1,41 @@
+"""When a pod that cannot pull its image fails the app (run option image_pull_timeout)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from torchx.schedulers._kubernetes.render import ANNOTATION_IMAGE_PULL_TIMEOUT
+from torchx.schedulers._kubernetes.status import image_pull_failure
+
+
+def pod(reason: str, scheduled_s_ago: float, timeout: str | None = None) -> dict[str, Any]:
+    at = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=scheduled_s_ago)
+    stamp = at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    annotations = {ANNOTATION_IMAGE_PULL_TIMEOUT: timeout} if timeout is not None else {}
+    return {
+        "metadata": {"annotations": annotations, "creationTimestamp": "2020-01-01T00:00:00Z"},
+        "status": {
+            "phase": "Pending",
+            "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": stamp}],
+            "containerStatuses": [
+                {"name": "c", "image": "reg/img:1", "state": {"waiting": {"reason": reason}}}
+            ],
+        },
+    }
+
+
+def test_a_failed_pull_fails_only_after_the_timeout_since_scheduling() -> None:
+    assert image_pull_failure(pod("ImagePullBackOff", 60)) == ""  # default 300 s
+    assert image_pull_failure(pod("ErrImagePull", 301)).startswith(
+        "image reg/img:1 cannot be pulled for over 300 s (run option image_pull_timeout)"
+    )
+    assert image_pull_failure(pod("ImagePullBackOff", 11, timeout="10")).endswith(
+        ": ImagePullBackOff"
+    )
+
+
+def test_zero_waits_without_end_and_bad_names_fail_at_once() -> None:
+    assert image_pull_failure(pod("ImagePullBackOff", 10_000, timeout="0")) == ""
+    assert "InvalidImageName" in image_pull_failure(pod("InvalidImageName", 0))
+    assert image_pull_failure(pod("ContainerCreating", 10_000)) == ""

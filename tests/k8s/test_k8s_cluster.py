@@ -1,0 +1,271 @@
+"""The kubernetes scheduler on a real cluster (tools/k8s-up.sh): apps whose pods really run
+in containerd on a real kubelet, with their real output, the real scheduler's reasons, real
+RBAC refusals, real watches and the real Job controller; each test in its own namespace."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from torchx_testsupport.k8s.cluster import ADMIN, IMAGE, LIMITED
+
+from torchx.schedulers._kubernetes.client import KubernetesApiError
+from torchx.schedulers.api import DescribeAppResponse
+from torchx.schedulers.kubernetes_scheduler import LIST_PAGE, KubernetesScheduler, create_scheduler
+from torchx.specs import AppDef, AppState, Resource, Role
+from torchx.specs.overlays import set_overlay
+
+pytestmark = pytest.mark.timeout(300)
+
+# small requests: the node has 2 CPUs and several apps of the suite may be on it at once
+SMALL = Resource(cpu=1, gpu=0, memMB=1152)  # requests 900m CPU, 128 MB
+
+
+def sh(script: str, replicas: int = 1, image: str = IMAGE, resource: Resource = SMALL) -> AppDef:
+    """A one-role app (role ``sh``) running ``script`` in the test image."""
+    role = Role("sh", image, entrypoint="sh", args=["-c", script], num_replicas=replicas)
+    role.resource = resource
+    return AppDef("app", [role])
+
+
+def batch(namespace: str, **extra: object) -> dict[str, object]:
+    return {"queue": "-", "job_type": "batch", "namespace": namespace, **extra}
+
+
+def until(
+    sched: KubernetesScheduler,
+    app_id: str,
+    done: Callable[[DescribeAppResponse], bool],
+    seconds: float = 180,
+) -> DescribeAppResponse:
+    """Describes the app at each change (a real watch) until ``done`` holds."""
+    deadline = time.monotonic() + seconds
+    while True:
+        status = sched.describe(app_id)
+        assert status is not None, f"{app_id} is gone"
+        if done(status):
+            return status
+        assert time.monotonic() < deadline, f"{app_id}: still {status.state} ({status.msg})"
+        # pod-only changes (an image pull backing off) do not touch the Job: look again soon
+        sched.wait_for_change(app_id, 2)
+
+
+def finished(status: DescribeAppResponse) -> bool:
+    return status.state in (AppState.SUCCEEDED, AppState.FAILED, AppState.CANCELLED)
+
+
+@pytest.fixture
+def sched(namespace: str) -> KubernetesScheduler:
+    return create_scheduler("torchx")
+
+
+def test_replicas_run_find_rank0_by_name_and_log(
+    sched: KubernetesScheduler, namespace: str
+) -> None:
+    script = (
+        "echo replica $TORCHX_REPLICA_ID;"
+        # the rank-0 address resolves through the cluster's DNS (a headless Service)
+        " python3 -c 'import os, socket, time\n"
+        'host = os.environ["TORCHX_RANK0_HOST"]\n'
+        "for _ in range(100):\n"
+        '    try: print("rank0 resolves:", bool(socket.gethostbyname(host))); break\n'
+        "    except OSError: time.sleep(0.2)\n'"
+    )
+    app_id = sched.submit(sh(script, replicas=2), batch(namespace))
+    status = until(sched, app_id, finished)
+    assert status.state == AppState.SUCCEEDED, status.msg
+    assert [r.state for r in status.roles_statuses[0].replicas] == [AppState.SUCCEEDED] * 2
+    for replica in (0, 1):
+        lines = [line.split(" ", 1)[1] for line in sched.log_iter(app_id, "sh", replica)]
+        assert lines == [f"replica {replica}\n", "rank0 resolves: True\n"]
+    assert [r.app_id for r in sched.list({"namespace": namespace})] == [app_id]
+
+
+def test_a_failing_replica_fails_the_app_with_its_exit_code(
+    sched: KubernetesScheduler, namespace: str
+) -> None:
+    app_id = sched.submit(sh("echo about to fail; exit 3"), batch(namespace))
+    status = until(sched, app_id, finished)
+    assert status.state == AppState.FAILED
+    assert "exited with 3" in status.msg, status.msg
+    assert [line.split(" ", 1)[1] for line in sched.log_iter(app_id, "sh", 0)] == [
+        "about to fail\n"
+    ]
+
+
+def test_follow_reads_the_log_while_the_pod_writes_it(
+    sched: KubernetesScheduler, namespace: str
+) -> None:
+    script = "echo first; while [ ! -e /tmp/go ]; do sleep 0.1; done; echo second"
+    app_id = sched.submit(sh(script), batch(namespace))
+    until(sched, app_id, lambda s: s.state == AppState.RUNNING)
+    followed: list[str] = []
+
+    def follow() -> None:
+        followed.extend(sched.log_iter(app_id, "sh", 0, should_tail=True))
+
+    reader = threading.Thread(target=follow)
+    reader.start()
+    # the pod goes on only once the follow has read its first line
+    deadline = time.monotonic() + 60
+    while not followed:
+        assert time.monotonic() < deadline, "the followed log showed nothing"
+        time.sleep(0.05)
+    _exec(namespace, app_id, "touch /tmp/go")
+    reader.join(120)
+    assert not reader.is_alive(), "the follow did not end with the pod"
+    assert [line.split(" ", 1)[1] for line in followed] == ["first\n", "second\n"]
+
+
+def _exec(namespace: str, app_id: str, command: str) -> None:
+    """Runs ``command`` in the app's pod through the API server (the kubelet's exec)."""
+    from kubernetes import client, config, stream
+
+    api = client.CoreV1Api(config.new_client_from_config(str(ADMIN)))
+    name = app_id.rpartition(":")[2]
+    (pod,) = api.list_namespaced_pod(
+        namespace, label_selector=f"app.kubernetes.io/instance={name}"
+    ).items
+    stream.stream(
+        api.connect_get_namespaced_pod_exec, pod.metadata.name, namespace,
+        command=["sh", "-c", command], stderr=True, stdout=True,
+    )  # fmt: skip
+
+
+def test_pending_says_why_the_real_scheduler_waits(
+    sched: KubernetesScheduler, namespace: str
+) -> None:
+    app_id = sched.submit(
+        sh("true", resource=Resource(cpu=64, gpu=0, memMB=2048)), batch(namespace)
+    )
+    status = until(sched, app_id, lambda s: "Insufficient cpu" in s.msg)
+    assert status.state == AppState.PENDING
+    assert status.msg.startswith("pending: ") and "Unschedulable" in status.msg, status.msg
+
+
+def test_an_image_that_cannot_be_pulled_fails_the_app(
+    sched: KubernetesScheduler, namespace: str
+) -> None:
+    image = "127.0.0.1:5000/torchx-test/absent:1"  # the local registry has no such image
+    app_id = sched.submit(sh("true", image=image), batch(namespace, image_pull_timeout=5))
+    pending = until(sched, app_id, lambda s: "ErrImagePull" in s.msg or "BackOff" in s.msg)
+    assert pending.state == AppState.PENDING  # within the grace period: still pending
+    status = until(sched, app_id, finished)
+    assert status.state == AppState.FAILED
+    assert f"image {image} cannot be pulled for over 5 s" in status.msg, status.msg
+    assert "image_pull_timeout" in status.msg
+
+
+def test_cancel_stops_the_pods_and_delete_removes_the_app(
+    sched: KubernetesScheduler, namespace: str, kube: Any
+) -> None:
+    script = "trap 'exit 0' TERM; echo started; sleep 600 & wait"
+    app_id = sched.submit(sh(script, replicas=2), batch(namespace))
+    until(sched, app_id, lambda s: s.state == AppState.RUNNING)
+    sched.cancel(app_id)
+    status = until(sched, app_id, finished)
+    assert status.state == AppState.CANCELLED
+    deadline = time.monotonic() + 60
+    while kube.core.list_namespaced_pod(namespace).items:
+        assert time.monotonic() < deadline, "the cancelled app's pods are still there"
+        time.sleep(0.2)
+    assert [r.app_id for r in sched.list({"namespace": namespace})] == [app_id]  # kept
+    sched.delete(app_id)
+    assert sched.describe(app_id) is None
+    assert kube.batch.list_namespaced_job(namespace).items == []
+
+
+def test_the_api_servers_refusals(sched: KubernetesScheduler, namespace: str) -> None:
+    info = sched.submit_dryrun(sh("true"), batch(namespace))
+    sched.schedule(info)
+    with pytest.raises(KubernetesApiError, match=r"already exists.*torchx delete") as e:
+        sched.schedule(info)
+    assert e.value.status == 409
+    with pytest.raises(KubernetesApiError, match=r"namespace 'absent' does not exist"):
+        sched.submit(sh("true"), batch("absent"))
+    bad = sh("true")
+    set_overlay(
+        bad.roles[0], "kubernetes", "V1Pod",
+        {"spec": {"containers": [{"name": "Bad_Sidecar", "image": IMAGE}]}},
+    )  # fmt: skip
+    with pytest.raises(KubernetesApiError, match=r"rejected by the API server.*Bad_Sidecar") as e:
+        sched.submit_dryrun(bad, batch(namespace))
+    assert e.value.status == 422
+    assert len(sched.list({"namespace": namespace})) == 1  # the refused ones made nothing
+
+
+def test_a_user_without_rights_is_refused_and_nothing_is_made(
+    namespace: str, monkeypatch: pytest.MonkeyPatch, kube: Any
+) -> None:
+    # the limited user may read jobs and pods in `default`, and nothing more
+    monkeypatch.setenv("KUBECONFIG", str(LIMITED))
+    limited = create_scheduler("torchx")
+    with pytest.raises(KubernetesApiError, match=r"forbidden.*RBAC permission in namespace"):
+        limited.submit(sh("true"), batch("default"))
+    before = {j.metadata.name for j in kube.batch.list_namespaced_job("default").items}
+    assert not [n for n in before if n.startswith("app-")]
+    assert limited.list({"namespace": "default"}) is not None  # reading is allowed
+    with pytest.raises(KubernetesApiError, match=r"forbidden"):
+        limited.list({"namespace": namespace})
+
+
+def test_wait_for_change_returns_when_the_app_changes(
+    sched: KubernetesScheduler, namespace: str
+) -> None:
+    """A real watch from describe's resource version: the runner's wait wakes at the change."""
+    app_id = sched.submit(sh("while [ ! -e /tmp/go ]; do sleep 0.1; done"), batch(namespace))
+    until(sched, app_id, lambda s: s.state == AppState.RUNNING)
+    returned = threading.Event()
+    waiter = threading.Thread(
+        target=lambda: (sched.wait_for_change(app_id, 600), returned.set()), daemon=True
+    )
+    waiter.start()
+    _exec(namespace, app_id, "touch /tmp/go")
+    assert returned.wait(120), "wait_for_change did not return at the change"
+    assert until(sched, app_id, finished).state == AppState.SUCCEEDED
+
+
+def test_list_reads_thousands_of_jobs_in_pages(
+    sched: KubernetesScheduler, namespace: str, kube: Any
+) -> None:
+    """1,201 TorchX Jobs (suspended: no pods) come back whole from the real API server."""
+    info = sched.submit_dryrun(sh("true"), batch(namespace))
+    (template,) = [o for o in info.request.resource["items"] if o["kind"] == "Job"]
+    template["spec"]["suspend"] = True
+
+    def make(i: int) -> None:
+        job = {**template, "metadata": {**template["metadata"]}}
+        job["metadata"]["name"] = f"bulk-{i:04d}"
+        job["metadata"]["labels"] = {
+            **template["metadata"]["labels"], "app.kubernetes.io/instance": f"bulk-{i:04d}"
+        }  # fmt: skip
+        kube.batch.create_namespaced_job(namespace, job)
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(make, range(1201)))
+    rows = sched.list({"namespace": namespace})
+    assert LIST_PAGE < 1201 and len(rows) == 1201
+    assert {r.state for r in rows} == {AppState.CANCELLED}  # suspended Jobs read as cancelled
+
+
+def test_volcano_jobs_are_stored_listed_and_deleted(
+    sched: KubernetesScheduler, namespace: str
+) -> None:
+    """Volcano's CRDs without its controllers (they cannot be built here): the real API
+    server keeps, lists and deletes the job; no pod runs for it."""
+    app_id = sched.submit(sh("true"), {"queue": "default", "namespace": namespace})
+    status = sched.describe(app_id)
+    assert status is not None and status.state == AppState.SUBMITTED
+    assert [r.app_id for r in sched.list({"namespace": namespace})] == [app_id]
+    sched.delete(app_id)
+    assert sched.describe(app_id) is None
+
+
+def test_the_node_reports_the_real_kubelet(kube: Any) -> None:
+    (node,) = kube.core.list_node().items
+    assert node.status.node_info.kubelet_version.startswith("v1.36.")
+    assert node.status.node_info.container_runtime_version.startswith("containerd://2.")
