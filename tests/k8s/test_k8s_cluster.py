@@ -4,10 +4,14 @@ RBAC refusals, real watches and the real Job controller; each test in its own na
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,10 +20,11 @@ from torchx_testsupport.k8s.cluster import ADMIN, IMAGE, LIMITED
 from torchx.schedulers._kubernetes.client import KubernetesApiError
 from torchx.schedulers.api import DescribeAppResponse
 from torchx.schedulers.kubernetes_scheduler import LIST_PAGE, KubernetesScheduler, create_scheduler
-from torchx.specs import AppDef, AppState, Resource, Role
+from torchx.specs import AppDef, AppState, BindMount, Resource, Role
 from torchx.specs.overlays import set_overlay
 
 pytestmark = pytest.mark.timeout(300)
+TORCHX = str(Path(sys.executable).parent / "torchx")
 
 # small requests: the node has 2 CPUs and several apps of the suite may be on it at once
 SMALL = Resource(cpu=1, gpu=0, memMB=1152)  # requests 900m CPU, 128 MB
@@ -97,6 +102,21 @@ def test_a_failing_replica_fails_the_app_with_its_exit_code(
     ]
 
 
+def test_a_retry_replaces_the_failed_pod(
+    sched: KubernetesScheduler, namespace: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """max_retries=1: the Job controller makes a new pod after the first one fails."""
+    shared = tmp_path_factory.mktemp("shared")  # a hostPath both pods see (one node)
+    app = sh("if [ -e /shared/tried ]; then echo second try; else touch /shared/tried; exit 1; fi")
+    app.roles[0].max_retries = 1
+    app.roles[0].mounts = [BindMount(src_path=str(shared), dst_path="/shared")]
+    app_id = sched.submit(app, batch(namespace))
+    status = until(sched, app_id, finished)
+    assert status.state == AppState.SUCCEEDED, status.msg
+    assert status.num_restarts == 1
+    assert [line.split(" ", 1)[1] for line in sched.log_iter(app_id, "sh", 0)] == ["second try\n"]
+
+
 def test_follow_reads_the_log_while_the_pod_writes_it(
     sched: KubernetesScheduler, namespace: str
 ) -> None:
@@ -145,6 +165,20 @@ def test_pending_says_why_the_real_scheduler_waits(
     status = until(sched, app_id, lambda s: "Insufficient cpu" in s.msg)
     assert status.state == AppState.PENDING
     assert status.msg.startswith("pending: ") and "Unschedulable" in status.msg, status.msg
+
+
+def test_a_container_crash_looping_in_place_says_so(
+    sched: KubernetesScheduler, namespace: str
+) -> None:
+    app = sh("echo crashing; exit 1")
+    app.roles[0].max_retries = 5
+    # restarted in place by the kubelet, as pods with restartPolicy OnFailure are
+    set_overlay(app.roles[0], "kubernetes", "V1Pod", {"spec": {"restartPolicy": "OnFailure"}})
+    app_id = sched.submit(app, batch(namespace))
+    status = until(sched, app_id, lambda s: "CrashLoopBackOff" in s.msg)
+    assert status.state == AppState.RUNNING
+    assert status.msg.startswith("restarting: ") and "back-off" in status.msg, status.msg
+    sched.cancel(app_id)
 
 
 def test_an_image_that_cannot_be_pulled_fails_the_app(
@@ -269,3 +303,48 @@ def test_the_node_reports_the_real_kubelet(kube: Any) -> None:
     (node,) = kube.core.list_node().items
     assert node.status.node_info.kubelet_version.startswith("v1.36.")
     assert node.status.node_info.container_runtime_version.startswith("containerd://2.")
+
+
+TRAIN = """\
+import os
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+total = torch.tensor([float(dist.get_rank())])
+dist.all_reduce(total)
+rank, size, node = dist.get_rank(), dist.get_world_size(), os.uname().nodename
+print(f"rank {rank} of {size} on {node}: sum {total.item()}")
+dist.destroy_process_group()
+"""
+
+
+def test_ddp_2x2_from_a_pushed_workspace(namespace: str, tmp_path: Path) -> None:
+    """`torchx run -s kubernetes dist.ddp -j 2x2`: the workspace is built into an image on
+    top of the test image, pushed to the local registry and pulled by the node; two pods of
+    two processes rendezvous on the first pod's name. The test image has no torch: the
+    environment running this test (it has) is mounted read-only at the same path, as a
+    shared filesystem would be."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "train.py").write_text(TRAIN)
+    torch_env, python_home = sys.prefix, os.path.realpath(sys.base_prefix)
+    mounts = (
+        f"type=bind,src={torch_env},dst={torch_env},readonly,"
+        f"type=bind,src={python_home},dst={python_home},readonly"
+    )
+    cfg = f"queue=-,job_type=batch,namespace={namespace},image_repo=127.0.0.1:5000/torchx-k8s"
+    run = subprocess.run(
+        [TORCHX, "run", "-s", "kubernetes", "-cfg", cfg, "--wait", "--log",
+         "dist.ddp", "-j", "2x2", "--image", IMAGE, "--script", "train.py",
+         "--cpu", "1", "--memMB", "4096", "--env", f"PATH={torch_env}/bin:/usr/bin:/bin",
+         "--mounts", mounts],
+        cwd=work, capture_output=True, text=True, timeout=280, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    ranks = sorted(
+        line.split("rank ", 1)[1] for line in run.stdout.splitlines() if " of 4 on " in line
+    )
+    assert [r.split(" ", 1)[0] for r in ranks] == ["0", "1", "2", "3"], run.stdout[-3000:]
+    assert all(r.endswith("sum 6.0") for r in ranks), ranks
+    assert "finished SUCCEEDED" in run.stdout + run.stderr

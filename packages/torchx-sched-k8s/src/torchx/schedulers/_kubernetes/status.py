@@ -95,6 +95,12 @@ def pending_reason(pod: dict[str, Any]) -> str:
         if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
             reason = condition.get("reason") or "Unschedulable"
             return f"{reason}: {condition.get('message') or 'not scheduled yet'}"
+    return _waiting_reason(pod)
+
+
+def _waiting_reason(pod: dict[str, Any]) -> str:
+    """Why a container of the pod waits (``CrashLoopBackOff: ...``), or ``""``."""
+    status = pod.get("status") or {}
     for container in status.get("containerStatuses") or ():
         waiting = (container.get("state") or {}).get("waiting") or {}
         reason = waiting.get("reason")
@@ -188,6 +194,7 @@ class _Replicas:
         self.failed: list[tuple[str, str]] = []
         self.any_running = False
         self.image_failed = False  # a pod cannot pull its image: the app fails
+        self.restarting: list[tuple[str, str]] = []
 
     def status(
         self, role: str, rid: int, pod: dict[str, Any] | None, default: AppState
@@ -212,6 +219,10 @@ class _Replicas:
                 if reason:
                     error = reason
                     self.failed.append((name, reason))
+            elif state == AppState.RUNNING and (waiting := _waiting_reason(pod)):
+                # a container restarted in place (CrashLoopBackOff) in a running pod
+                self.any_running = True
+                self.restarting.append((name, waiting))
             elif state in (AppState.RUNNING, AppState.SUCCEEDED):
                 # a finished pod of a Job not yet marked Complete: the app ran, it is not
                 # waiting to start (a real Job controller marks the Job a moment later)
@@ -227,9 +238,14 @@ class _Replicas:
     def message(self, state: AppState) -> str:
         if state == AppState.FAILED and self.failed:
             return _summarize(self.failed)
-        if self.pending and not is_terminal(state):
-            return "pending: " + _summarize(self.pending)
-        return NONE
+        if is_terminal(state):
+            return NONE
+        parts = []
+        if self.pending:
+            parts.append("pending: " + _summarize(self.pending))
+        if self.restarting:
+            parts.append("restarting: " + _summarize(self.restarting))
+        return "; ".join(parts) or NONE
 
 
 def volcano_app_state(job: dict[str, Any]) -> AppState:
