@@ -13,6 +13,7 @@
 # session builds once and CI on the same machine reuses it. Build output goes to
 # $CACHE/build.log, shown on failure.
 set -euo pipefail
+trap 'echo "k8s-build: failed at line $LINENO of $0 (exit $?); see ${LOG:-its log}" >&2' ERR
 
 K8S_VERSION="v1.36.3"
 STAGING_VERSION="v0.36.3" # k8s.io/kubernetes requires its staging modules at v0.0.0
@@ -57,13 +58,18 @@ cp "$SRC/main.go" "$work/main.go"
   echo "  go.etcd.io/etcd/server/v3 $ETCD_VERSION"
   echo ")"
   # every staging module k8s.io/kubernetes requires at v0.0.0, at its published version
-  awk '$2 == "v0.0.0" && $1 ~ /^k8s\.io\// {print $1}' \
-    "$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/$K8S_VERSION.mod" 2>/dev/null |
-    sort -u | sed "s|.*|replace & => & $STAGING_VERSION|"
+  # (none before its go.mod has been downloaded: see below)
+  mod="$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/$K8S_VERSION.mod"
+  if [ -f "$mod" ]; then
+    awk '$2 == "v0.0.0" && $1 ~ /^k8s\.io\// {print $1}' "$mod" | sort -u |
+      sed "s|.*|replace & => & $STAGING_VERSION|"
+  fi
 } >"$work/go.mod"
 if ! grep -q '^replace' "$work/go.mod"; then
   # the first run: fetch k8s.io/kubernetes's go.mod to learn its staging modules
-  (cd "$work" && go mod download -json "k8s.io/kubernetes@$K8S_VERSION" >>"$LOG" 2>&1) \
+  # (outside any module: ours cannot load before its replace lines exist)
+  (cd "$CACHE" && GOFLAGS= go mod download -json "k8s.io/kubernetes@$K8S_VERSION" \
+    >>"$LOG" 2>&1) \
     || fail "could not download k8s.io/kubernetes@$K8S_VERSION from the Go module proxy"
   exec "$0" "$@"
 fi
