@@ -44,7 +44,7 @@ answers() { apiserver_ready && node_ready; }
 check_or_reuse "${1:-}" "the Kubernetes cluster at https://127.0.0.1:$PORT"
 
 # --- binaries, packages, images -------------------------------------------------------------
-BIN="$(bash "$TOOLS/k8s-build.sh")"
+BIN="$(bash "$TOOLS/k8s-build.sh")" || { echo "k8s-up: building the cluster's binaries failed" >&2; exit 1; }
 export PATH="$BIN:$PATH"
 [ -x /usr/lib/cni/bridge ] || apt_install containernetworking-plugins
 command -v openssl >/dev/null || apt_install openssl
