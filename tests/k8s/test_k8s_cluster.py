@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from torchx_testsupport.k8s.cluster import ADMIN, IMAGE, LIMITED
+from torchx_testsupport.k8s.cluster import IMAGE, LIMITED, exec_in_app_pod
 
 from torchx.schedulers._kubernetes.client import KubernetesApiError
 from torchx.schedulers.api import DescribeAppResponse
@@ -135,25 +135,10 @@ def test_follow_reads_the_log_while_the_pod_writes_it(
     while not followed:
         assert time.monotonic() < deadline, "the followed log showed nothing"
         time.sleep(0.05)
-    _exec(namespace, app_id, "touch /tmp/go")
+    exec_in_app_pod(namespace, app_id, "touch /tmp/go")
     reader.join(120)
     assert not reader.is_alive(), "the follow did not end with the pod"
     assert [line.split(" ", 1)[1] for line in followed] == ["first\n", "second\n"]
-
-
-def _exec(namespace: str, app_id: str, command: str) -> None:
-    """Runs ``command`` in the app's pod through the API server (the kubelet's exec)."""
-    from kubernetes import client, config, stream
-
-    api = client.CoreV1Api(config.new_client_from_config(str(ADMIN)))
-    name = app_id.rpartition(":")[2]
-    (pod,) = api.list_namespaced_pod(
-        namespace, label_selector=f"app.kubernetes.io/instance={name}"
-    ).items
-    stream.stream(
-        api.connect_get_namespaced_pod_exec, pod.metadata.name, namespace,
-        command=["sh", "-c", command], stderr=True, stdout=True,
-    )  # fmt: skip
 
 
 def test_pending_says_why_the_real_scheduler_waits(
@@ -258,7 +243,7 @@ def test_wait_for_change_returns_when_the_app_changes(
         target=lambda: (sched.wait_for_change(app_id, 600), returned.set()), daemon=True
     )
     waiter.start()
-    _exec(namespace, app_id, "touch /tmp/go")
+    exec_in_app_pod(namespace, app_id, "touch /tmp/go")
     assert returned.wait(120), "wait_for_change did not return at the change"
     assert until(sched, app_id, finished).state == AppState.SUCCEEDED
 

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
 if TYPE_CHECKING:
-    from torchx_testsupport.k8s.server import FakeKubernetes, _Fault
+    from torchx_testsupport.k8s.injector import Fault
+    from torchx_testsupport.k8s.server import FakeKubernetes
 
 import datetime as dt
 import json
@@ -28,11 +29,6 @@ def _flag(query: dict[str, str], name: str) -> bool:
     """A boolean query parameter as the API server reads it (clients send ``true`` or, in
     older versions of the Python client, ``True``)."""
     return query.get(name, "").lower() in ("true", "1")
-
-
-def _is_watch(method: str, path: str) -> bool:
-    del path
-    return method == "WATCH"
 
 
 def _field_name(selector: str) -> str | None:
@@ -106,7 +102,7 @@ def _stamp(at: float) -> bytes:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     fake: FakeKubernetes
-    fault: _Fault | None = None
+    fault: Fault | None = None
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         del format, args
@@ -117,12 +113,10 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         watch = method == "GET" and _flag(query, "watch")
-        with self.fake.cond:
-            self.fake.requests.append(("WATCH" if watch else method, split.path))
-            self.fake.cond.notify_all()  # tests wait for a watch to be open
+        self.fake.record("WATCH" if watch else method, split.path)
         followed = split.path.endswith("/log") and _flag(query, "follow")
         kind = "WATCH" if watch else "LOG" if followed else method
-        self.fault = self.fake._take_fault(kind, self.path)
+        self.fault = self.fake.take_fault(kind, self.path)
         if self.fault is not None and self._meet(self.fault):
             return
         try:
@@ -153,7 +147,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send(201 if method == "POST" else 200, json.dumps(result).encode())
 
-    def _meet(self, fault: _Fault) -> bool:
+    def _meet(self, fault: Fault) -> bool:
         """Plays ``fault`` before the request is served; whether that answered it."""
         if fault.kind == "slow":
             time.sleep(fault.delay_s)

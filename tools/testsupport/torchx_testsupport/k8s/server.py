@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import threading
 import time
-from collections.abc import Callable, Iterable
-from http.server import ThreadingHTTPServer
+from collections.abc import Iterable
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from torchx_testsupport.k8s.api import RestApi
 from torchx_testsupport.k8s.controllers import Controllers
-from torchx_testsupport.k8s.http import _Handler, _is_watch
+from torchx_testsupport.k8s.http import _Handler
+from torchx_testsupport.k8s.injector import FaultInjector
 from torchx_testsupport.k8s.objects import (
-    FAULTS,
     TOKEN,
     _now,
     matches,
@@ -24,13 +22,7 @@ from torchx_testsupport.k8s.objects import (
 )
 
 
-class _Fault:
-    def __init__(self, kind: str, on: str, times: int, delay_s: float, after: int) -> None:
-        self.kind, self.on, self.times, self.delay_s = kind, on, times, delay_s
-        self.after = after
-
-
-class FakeKubernetes(Controllers, RestApi):
+class FakeKubernetes(FaultInjector, Controllers, RestApi):
     """The stand-in server and its controllers (see the module docstring)."""
 
     def __init__(
@@ -40,10 +32,10 @@ class FakeKubernetes(Controllers, RestApi):
         namespaces: Iterable[str] = ("default", "team"),
         queues: Iterable[str] = ("default",),
     ) -> None:
+        FaultInjector.__init__(self)
         self.volcano = volcano
         self.namespaces = set(namespaces)
         self.queues = set(queues)
-        self.cond = threading.Condition()
         self.store: dict[str, dict[tuple[str, str], dict[str, Any]]] = {
             "vcjobs": {},
             "jobs": {},
@@ -53,9 +45,7 @@ class FakeKubernetes(Controllers, RestApi):
         self.logs: dict[tuple[str, str, str], list[tuple[float, bytes]]] = {}
         self.log_done: set[tuple[str, str, str]] = set()
         self.partial: dict[tuple[str, str, str], bytes] = {}
-        self.requests: list[tuple[str, str]] = []
         self.forbidden: set[tuple[str, str]] = set()
-        self._server: ThreadingHTTPServer | None = None
         self._ip = 10
         self.revision = 0
         self._rv_of: dict[tuple[str, str, str], int] = {}
@@ -64,60 +54,18 @@ class FakeKubernetes(Controllers, RestApi):
         self.delivered: list[tuple[str, dict[str, Any]]] = []
         """(event type, object) of every event a watch has sent."""
         self._seen: dict[tuple[str, str, str], str] = {}
-        self._faults: list[_Fault] = []
-        self.faults_met: list[tuple[str, str, str]] = []
-        """(fault, method, path) of every fault a request met, in order."""
-
-    # -- faults ------------------------------------------------------------------------------
-
-    def inject(
-        self, fault: str, *, on: str = "", times: int = 1, delay_s: float = 2.0, after: int = 0
-    ) -> None:
-        """The next ``times`` requests whose ``"METHOD path?query"`` (``WATCH`` for
-        watches, ``LOG`` for followed logs) matches the regex ``on`` meet ``fault``, one
-        of :data:`FAULTS`, once ``after`` such requests have gone through."""
-        assert fault in FAULTS, fault
-        with self.cond:
-            self._faults.append(_Fault(fault, on, times, delay_s, after))
-
-    def _take_fault(self, method: str, path: str) -> _Fault | None:
-        with self.cond:
-            for fault in self._faults:
-                if fault.times > 0 and re.search(fault.on, f"{method} {path}"):
-                    if fault.after > 0:
-                        fault.after -= 1
-                        continue
-                    fault.times -= 1
-                    self.faults_met.append((fault.kind, method, path))
-                    return fault
-            return None
 
     # -- lifecycle of the server ------------------------------------------------------------
 
-    def start(self) -> FakeKubernetes:
-        cluster = self
-
-        class Handler(_Handler):
-            fake = cluster
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        return type("Handler", (_Handler,), {"fake": self})
 
     def stop(self) -> None:
         with self.cond:
             for key in self.logs:
                 self.log_done.add(key)
             self.cond.notify_all()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        super().stop()
 
     def write_kubeconfig(
         self, path: str, *, namespace: str | None = None, token: str = TOKEN
@@ -137,10 +85,6 @@ class FakeKubernetes(Controllers, RestApi):
         with os.fdopen(fd, "w") as f:
             json.dump(config, f)
         return path
-
-    def calls(self) -> int:
-        with self.cond:
-            return len(self.requests)
 
     def forbid(self, verb: str, resource: str) -> None:
         """Answer 403 to ``verb`` (create/get/list/watch/update/patch/delete) on ``resource``."""
@@ -176,29 +120,6 @@ class FakeKubernetes(Controllers, RestApi):
             gone["metadata"]["resourceVersion"] = str(self.revision)
             self.events.append((self.revision, key[0], key[1], "DELETED", gone))
         self.cond.notify_all()
-
-    def watches(self) -> int:
-        """How many watch requests the server has answered or is answering."""
-        return self.count_requests(_is_watch)
-
-    def count_requests(self, predicate: Callable[[str, str], bool]) -> int:
-        """How many requests ``(method, path)`` satisfy ``predicate`` (``WATCH`` for watches)."""
-        with self.cond:
-            return sum(1 for method, path in self.requests if predicate(method, path))
-
-    def wait_for_request(
-        self, predicate: Callable[[str, str], bool], timeout: float = 30, after: int = 0
-    ) -> bool:
-        """Waits until more than ``after`` requests ``(method, path)`` satisfy ``predicate``
-        (a request counts once it has come in, before it is answered)."""
-        with self.cond:
-            return self.cond.wait_for(lambda: self.count_requests(predicate) > after, timeout)
-
-    def wait_for_watch(self, after: int, timeout: float = 30) -> bool:
-        """Waits until more than ``after`` watch requests have come in."""
-        return self.wait_for_request(_is_watch, timeout, after)
-
-    # -- controller helpers used by the tests ------------------------------------------------
 
     def pods(self, ns: str = "default", selector: str = "") -> list[dict[str, Any]]:
         terms = parse_selector(selector)
