@@ -48,7 +48,8 @@ BIN="$(bash "$TOOLS/k8s-build.sh")" || { echo "k8s-up: building the cluster's bi
 export PATH="$BIN:$PATH"
 [ -x /usr/lib/cni/bridge ] || apt_install containernetworking-plugins
 command -v openssl >/dev/null || apt_install openssl
-bash "$TOOLS/docker-up.sh" >/dev/null # the images are built there, the registry runs there
+# the images are built in Docker, and the registry runs there: bring it up unless it is
+bash "$TOOLS/docker-up.sh" --check || bash "$TOOLS/docker-up.sh" >/dev/null
 
 # The node's address: a kubelet refuses a loopback one, and pods reach CoreDNS there too.
 HOST_IP="$(ip -4 route get 1.1.1.1 2>/dev/null | awk '{for (i = 1; i < NF; i++) if ($i == "src") print $(i + 1)}')"

@@ -74,7 +74,8 @@ tool_venv() {
 start_daemon() {
   local pidfile="$1" log="$2"
   shift 2
-  setsid nohup "$@" >>"$log" 2>&1 </dev/null &
+  # fd 9 is an up script's lock (docker-up.sh): a daemon must not hold it for its life
+  setsid nohup "$@" >>"$log" 2>&1 </dev/null 9>&- &
   echo $! >"$pidfile"
 }
 

@@ -39,3 +39,24 @@ def test_zero_waits_without_end_and_bad_names_fail_at_once() -> None:
     assert image_pull_failure(pod("ImagePullBackOff", 10_000, timeout="0")) == ""
     assert "InvalidImageName" in image_pull_failure(pod("InvalidImageName", 0))
     assert image_pull_failure(pod("ContainerCreating", 10_000)) == ""
+
+
+def test_a_container_restarting_in_a_running_pod_says_why() -> None:
+    from torchx.schedulers._kubernetes.status import describe_batch
+    from torchx.specs import AppState
+
+    job = {
+        "metadata": {"name": "app-sh", "labels": {"torchx.pytorch.org/role-name": "sh"}},
+        "spec": {"completions": 1, "template": {"spec": {"containers": []}}},
+        "status": {"active": 1},
+    }
+    crashing = pod("CrashLoopBackOff", 30)
+    crashing["metadata"].update(
+        name="app-sh-0-x",
+        labels={"job-name": "app-sh", "batch.kubernetes.io/job-completion-index": "0"},
+    )
+    crashing["status"]["phase"] = "Running"
+    crashing["status"]["containerStatuses"][0]["state"]["waiting"]["message"] = "back-off 20s"
+    status = describe_batch("ns:batch:app", "ns", [job], [crashing])
+    assert status.state == AppState.RUNNING
+    assert status.msg == "restarting: app-sh-0-x: CrashLoopBackOff: back-off 20s"
