@@ -13,6 +13,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -53,7 +54,7 @@ def k8s_cluster() -> Path:
 def kube(k8s_cluster: Path) -> Any:
     """The ``kubernetes`` client's CoreV1Api and BatchV1Api as the admin, for checks."""
     api, client = _api(k8s_cluster)
-    return type("Kube", (), {"core": client.CoreV1Api(api), "batch": client.BatchV1Api(api)})
+    return SimpleNamespace(core=client.CoreV1Api(api), batch=client.BatchV1Api(api))
 
 
 @pytest.fixture

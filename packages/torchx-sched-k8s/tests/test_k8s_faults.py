@@ -6,7 +6,6 @@ cluster through a fault proxy: tests/k8s/test_k8s_faults.py."""
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 import pytest
 from torchx_testsupport.faults import record_fault
@@ -14,7 +13,6 @@ from torchx_testsupport.k8s import NS, FakeKubernetes, app, cfg, replica_pod
 
 from torchx.schedulers._kubernetes.client import KubernetesApiError
 from torchx.schedulers.kubernetes_scheduler import KubernetesScheduler
-from torchx.specs import is_terminal
 
 pytestmark = pytest.mark.faults
 
@@ -26,15 +24,6 @@ def _retries(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _gets(fake: FakeKubernetes) -> int:
     return fake.count_requests(lambda method, _: method == "GET")
-
-
-def _wait(sched: KubernetesScheduler, app_id: str) -> Any:
-    """What ``Runner.wait`` does with a scheduler: describe, then wait for a change."""
-    while True:
-        status = sched.describe(app_id)
-        if status is None or is_terminal(status.state):
-            return status
-        sched.wait_for_change(app_id, 60)
 
 
 def test_permanent_errors_are_answered_at_once(

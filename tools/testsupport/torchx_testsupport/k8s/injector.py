@@ -4,6 +4,8 @@ and what it can check afterwards (``faults_met``, ``count_requests``)."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import threading
 from collections.abc import Callable
@@ -64,6 +66,27 @@ class FaultInjector:
     def url(self) -> str:
         assert self._server is not None
         return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def _write_kubeconfig(
+        self, path: str, *, name: str, user: str, token: str, namespace: str | None = None
+    ) -> str:
+        """A private kubeconfig at ``path`` for this server (cluster and context ``name``,
+        bearer ``token``); returns ``path``."""
+        context: dict[str, str] = {"cluster": name, "user": user}
+        if namespace:
+            context["namespace"] = namespace
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": name, "cluster": {"server": self.url}}],
+            "users": [{"name": user, "user": {"token": token}}],
+            "contexts": [{"name": name, "context": context}],
+            "current-context": name,
+        }
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(config, f)
+        return path
 
     def inject(
         self, fault: str, *, on: str = "", times: int = 1, delay_s: float = 2.0, after: int = 0

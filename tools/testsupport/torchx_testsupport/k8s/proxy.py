@@ -14,22 +14,17 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import ssl
 from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
 from torchx_testsupport.k8s.cluster import STATE
-from torchx_testsupport.k8s.http import _Handler
+from torchx_testsupport.k8s.http import _flag, _Handler
 from torchx_testsupport.k8s.injector import FaultInjector
 
 _HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "host"}
 )
-
-
-def _flag(query: dict[str, str], name: str) -> bool:
-    return query.get(name, "").lower() in ("true", "1")
 
 
 class KubernetesFaultProxy(FaultInjector):
@@ -49,23 +44,9 @@ class KubernetesFaultProxy(FaultInjector):
         return type("Handler", (_ProxyHandler,), {"owner": self})
 
     def write_kubeconfig(self, path: str, *, namespace: str = "default") -> str:
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "proxy", "cluster": {"server": self.url}}],
-            "users": [{"name": "admin", "user": {"token": self.token}}],
-            "contexts": [
-                {
-                    "name": "proxy",
-                    "context": {"cluster": "proxy", "user": "admin", "namespace": namespace},
-                }
-            ],
-            "current-context": "proxy",
-        }
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(config, f)
-        return path
+        return self._write_kubeconfig(
+            path, name="proxy", user="admin", token=self.token, namespace=namespace
+        )
 
 
 class _ProxyHandler(_Handler):

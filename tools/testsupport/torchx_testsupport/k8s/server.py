@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler
@@ -70,21 +69,9 @@ class FakeKubernetes(FaultInjector, Controllers, RestApi):
     def write_kubeconfig(
         self, path: str, *, namespace: str | None = None, token: str = TOKEN
     ) -> str:
-        context: dict[str, Any] = {"cluster": "fake", "user": "tester"}
-        if namespace:
-            context["namespace"] = namespace
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
-            "users": [{"name": "tester", "user": {"token": token}}],
-            "contexts": [{"name": "fake", "context": context}],
-            "current-context": "fake",
-        }
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(config, f)
-        return path
+        return self._write_kubeconfig(
+            path, name="fake", user="tester", token=token, namespace=namespace
+        )
 
     def forbid(self, verb: str, resource: str) -> None:
         """Answer 403 to ``verb`` (create/get/list/watch/update/patch/delete) on ``resource``."""

@@ -7,6 +7,7 @@ pods. Pods say which replicas run, where, and why a pending one is not scheduled
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable
 from typing import Any
 
@@ -111,8 +112,6 @@ def _waiting_reason(pod: dict[str, Any]) -> str:
 
 
 def _seconds_since(stamp: str) -> float:
-    import datetime as dt
-
     then = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
     return (dt.datetime.now(dt.timezone.utc) - then).total_seconds()
 
@@ -135,13 +134,15 @@ def image_pull_failure(pod: dict[str, Any]) -> str:
         if reason in _PULL_FAILED:
             if timeout == 0:
                 continue
-            scheduled = [
-                c.get("lastTransitionTime")
-                for c in status.get("conditions") or ()
-                if c.get("type") == "PodScheduled" and c.get("status") == "True"
-            ]
-            since = scheduled[0] if scheduled and scheduled[0] else None
-            since = since or (pod.get("metadata") or {}).get("creationTimestamp")
+            scheduled = next(
+                (
+                    c.get("lastTransitionTime")
+                    for c in status.get("conditions") or ()
+                    if c.get("type") == "PodScheduled" and c.get("status") == "True"
+                ),
+                None,
+            )
+            since = scheduled or (pod.get("metadata") or {}).get("creationTimestamp")
             if not since or _seconds_since(str(since)) < timeout:
                 continue
         image = container.get("image") or "?"
