@@ -221,6 +221,9 @@ state = "$run/state"
     bin_dirs = ["/usr/lib/cni"]
     conf_dir = "$STATE/cni"
 CONF
+# firewall: lets each pod's traffic through the FORWARD chain. Docker sets that chain's
+# policy to DROP and bridged packets pass through it (bridge-nf-call-iptables), so without
+# it pods on this bridge could not reach each other (a DDP app's store never answered).
 cat >"$STATE/cni/10-torchx.conflist" <<CONF
 {
   "cniVersion": "1.0.0",
@@ -229,6 +232,7 @@ cat >"$STATE/cni/10-torchx.conflist" <<CONF
     {"type": "bridge", "bridge": "torchx0", "isGateway": true, "ipMasq": true,
      "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.88.0.0/16"}]],
               "routes": [{"dst": "0.0.0.0/0"}], "dataDir": "$STATE/cni/ipam"}},
+    {"type": "firewall", "backend": "iptables"},
     {"type": "portmap", "capabilities": {"portMappings": true}},
     {"type": "loopback"}
   ]

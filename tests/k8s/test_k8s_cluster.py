@@ -165,6 +165,25 @@ def test_an_image_that_cannot_be_pulled_fails_the_app(
     assert "image_pull_timeout" in status.msg
 
 
+def test_a_container_restarting_in_place_says_crashloopbackoff(
+    sched: KubernetesScheduler, namespace: str
+) -> None:
+    """restartPolicy OnFailure (a pod overlay): kubelet restarts the crashing container in
+    its pod, backing off; status says so while the Job still has retries left."""
+    app = sh("echo crashing; exit 1")
+    app.roles[0].max_retries = 20  # the Job's backoffLimit counts these restarts
+    set_overlay(app.roles[0], "kubernetes", "V1Pod", {"spec": {"restartPolicy": "OnFailure"}})
+    app_id = sched.submit(app, batch(namespace))
+    status = until(sched, app_id, lambda s: s.msg.startswith("restarting: "))
+    assert status.state == AppState.RUNNING, status
+    # kubelet reports either its back-off or, between two, the exit it restarts from
+    assert "CrashLoopBackOff: back-off" in status.msg or (
+        "container sh exited with 1 (Error), restarting" in status.msg
+    ), status.msg
+    sched.cancel(app_id)
+    assert until(sched, app_id, finished).state == AppState.CANCELLED
+
+
 def test_cancel_stops_the_pods_and_delete_removes_the_app(
     sched: KubernetesScheduler, namespace: str, kube: Any
 ) -> None:
@@ -290,19 +309,13 @@ dist.destroy_process_group()
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="job_type=batch: every pod gets the same TORCHX_RANK0_HOST (one pod template per"
-    " role); torchrun on the rank-0 pod hosts the c10d store only if that name already"
-    " resolves to its own address, and on a real cluster its DNS record appears after the"
-    " pod starts (seen here: the other pod's store connection times out). Next session.",
-)
 def test_ddp_2x2_from_a_pushed_workspace(namespace: str, tmp_path: Path) -> None:
     """`torchx run -s kubernetes dist.ddp -j 2x2`: the workspace is built into an image on
     top of the test image, pushed to the local registry and pulled by the node; two pods of
-    two processes rendezvous on the first pod's name. The test image has no torch: the
-    environment running this test (it has) is mounted read-only at the same path, as a
-    shared filesystem would be."""
+    two processes rendezvous on the first pod's fully qualified name (pods reach each other
+    through the bridge's FORWARD rules that the CNI firewall plugin adds). The test image
+    has no torch: the environment running this test (it has) is mounted read-only at the
+    same path, as a shared filesystem would be."""
     work = tmp_path / "work"
     work.mkdir()
     (work / "train.py").write_text(TRAIN)
@@ -320,9 +333,10 @@ def test_ddp_2x2_from_a_pushed_workspace(namespace: str, tmp_path: Path) -> None
         cwd=work, capture_output=True, text=True, timeout=280, check=False,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    ranks = sorted(
-        line.split("rank ", 1)[1] for line in run.stdout.splitlines() if " of 4 on " in line
-    )
-    assert [r.split(" ", 1)[0] for r in ranks] == ["0", "1", "2", "3"], run.stdout[-3000:]
+    out = run.stdout + run.stderr  # `run --log` writes the logs to stderr, as upstream
+    ranks = sorted(line.split("rank ", 1)[1] for line in out.splitlines() if " of 4 on " in line)
+    assert [r.split(" ", 1)[0] for r in ranks] == ["0", "1", "2", "3"], out[-3000:]
     assert all(r.endswith("sum 6.0") for r in ranks), ranks
-    assert "finished SUCCEEDED" in run.stdout + run.stderr
+    # ranks 0 and 1 ran on the first pod: the one that hosts the rendezvous under its name
+    assert [r[0] for r in ranks if "-train-0: " in r] == ["0", "1"], ranks
+    assert "finished SUCCEEDED" in out

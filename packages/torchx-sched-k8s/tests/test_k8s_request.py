@@ -267,7 +267,15 @@ def test_batch_jobs_shape() -> None:
         "$TORCHX_RANK0_HOST",
     ]
     env = {e["name"]: e for e in c["env"]}
-    assert env["TORCHX_RANK0_HOST"]["value"] == f"{job0}-0.{job0}"
+    # the FQDN kubelet writes in the rank-0 pod's /etc/hosts, in the pod's own namespace
+    assert env["TORCHX_RANK0_HOST"]["value"] == (
+        f"{job0}-0.{job0}.$(TORCHX_POD_NAMESPACE).svc.cluster.local"
+    )
+    names = [e["name"] for e in c["env"]]
+    assert names.index("TORCHX_POD_NAMESPACE") < names.index("TORCHX_RANK0_HOST")
+    assert env["TORCHX_POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == (
+        "metadata.namespace"
+    )
     assert "job-completion-index" in env["TORCHX_REPLICA_ID"]["valueFrom"]["fieldRef"]["fieldPath"]
     assert svc["spec"]["selector"]["torchx.pytorch.org/role-index"] == "0"
     assert (

@@ -60,3 +60,11 @@ def test_a_container_restarting_in_a_running_pod_says_why() -> None:
     status = describe_batch("ns:batch:app", "ns", [job], [crashing])
     assert status.state == AppState.RUNNING
     assert status.msg == "restarting: app-sh-0-x: CrashLoopBackOff: back-off 20s"
+    # between two back-offs kubelet reports the exit it restarts from (seen on 1.36)
+    container = crashing["status"]["containerStatuses"][0]
+    container.update(restartCount=3, state={"terminated": {"exitCode": 1, "reason": "Error"}})
+    status = describe_batch("ns:batch:app", "ns", [job], [crashing])
+    assert status.state == AppState.RUNNING
+    assert status.msg == "restarting: app-sh-0-x: container c exited with 1 (Error), restarting"
+    container.update(restartCount=0, state={"terminated": {"exitCode": 0}})  # a finished sidecar
+    assert describe_batch("ns:batch:app", "ns", [job], [crashing]).msg == "<NONE>"

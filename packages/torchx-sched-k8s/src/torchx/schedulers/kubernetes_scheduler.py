@@ -4,7 +4,8 @@
   task per replica, gang-scheduled in ``queue``. App id ``<namespace>:<job>``.
 * ``job_type=batch`` (clusters without Volcano, e.g. with cluster autoscalers): per role an
   Indexed ``batch/v1`` Job and a headless Service, scheduled by the default scheduler.
-  Replicas reach rank 0 as ``$TORCHX_RANK0_HOST`` (``<job>-0.<job>``). App id
+  Replicas reach rank 0 as ``$TORCHX_RANK0_HOST``, its fully qualified name
+  (``<job>-0.<job>.<namespace>.svc.<cluster_domain>``). App id
   ``<namespace>:batch:<app>``.
 
 Both kinds answer ``status`` (with why pods are pending), ``log`` (every container, follow
@@ -212,6 +213,13 @@ class Opts(StructuredOpts):
         metadata={
             HELP_KEY: "seconds a pod may fail to pull its image (ErrImagePull, ImagePullBackOff)"
             " before the app is FAILED with the image and the reason; 0: wait without end"
+        },
+    )
+    cluster_domain: str = field(
+        default=_render.CLUSTER_DOMAIN,
+        metadata={
+            HELP_KEY: "the cluster's DNS domain (kubelet clusterDomain); job_type=batch names"
+            " rank 0 by its fully qualified name in it"
         },
     )
 

@@ -92,6 +92,10 @@ RESERVED_MEMMB = 1024
 EFA_DEVICE = "vpc.amazonaws.com/efa"
 PLACEHOLDER_FIELD_PATH = "[FIELD_PATH]"
 RANK0_ENV = "TORCHX_RANK0_HOST"
+NAMESPACE_ENV = "TORCHX_POD_NAMESPACE"
+"""``job_type=batch``: the pod's namespace (downward API), part of the rank-0 pod's FQDN."""
+CLUSTER_DOMAIN = "cluster.local"
+"""The DNS domain most clusters use (kubelet's ``clusterDomain``); run option ``cluster_domain``."""
 REPLICA_ID_ENV = "TORCHX_REPLICA_ID"
 MAX_NAME = 63
 
@@ -129,6 +133,7 @@ class RenderOptions:
 
     __slots__ = (
         "annotations",
+        "cluster_domain",
         "efa_device_count",
         "image_pull_secrets",
         "image_pull_timeout",
@@ -159,8 +164,11 @@ class RenderOptions:
         labels: Mapping[str, str] | None = None,
         annotations: Mapping[str, str] | None = None,
         image_pull_timeout: int = IMAGE_PULL_TIMEOUT_S,
+        cluster_domain: str = CLUSTER_DOMAIN,
     ) -> None:
         self.queue = queue
+        check_dns_label(cluster_domain, "cluster_domain", limit=253, dots=True)
+        self.cluster_domain = cluster_domain
         self.service_account = service_account
         self.priority_class = priority_class
         self.reserved_millicpu = reserved_millicpu
@@ -556,7 +564,10 @@ def batch_objects(app: AppDef, app_id: str, opts: RenderOptions) -> list[dict[st
     """Per role a headless Service and an Indexed Job (``job_type=batch``), in that order."""
     roles = app.roles
     job0 = batch_job_name(app_id, roles[0].name)
-    rank0_host = f"{job0}-0.{job0}"
+    # The fully qualified name, the first one kubelet writes in the pod's /etc/hosts: torchrun
+    # on the rank-0 pod then knows the name as its own before the DNS record exists (with
+    # `<job>-0.<job>` it asks DNS, may get no answer yet and never host the c10d store).
+    rank0_host = f"{job0}-0.{job0}.$({NAMESPACE_ENV}).svc.{opts.cluster_domain}"
     objects: list[dict[str, Any]] = []
     for role_idx, role in enumerate(roles):
         job = batch_job_name(app_id, role.name)
@@ -583,6 +594,7 @@ def batch_objects(app: AppDef, app_id: str, opts: RenderOptions) -> list[dict[st
                     "fieldRef": {"fieldPath": f"metadata.annotations['{LABEL_COMPLETION_INDEX}']"}
                 },
             },
+            {"name": NAMESPACE_ENV, "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
             {"name": RANK0_ENV, "value": rank0_host},
             *(_env_entry(k, v) for k, v in role_env.items()),
             {"name": "TORCHX_IMAGE", "value": role.image},
@@ -601,7 +613,7 @@ def batch_objects(app: AppDef, app_id: str, opts: RenderOptions) -> list[dict[st
         if overlay:
             _apply_pod_overlay(pod, overlay)
         pod["metadata"]["labels"] = dict(labels)
-        pod["spec"]["restartPolicy"] = "Never"
+        pod["spec"].setdefault("restartPolicy", "Never")  # an overlay's choice stands
         meta = {"name": job, "labels": labels, **_annotations(opts)}
         objects.append(
             {

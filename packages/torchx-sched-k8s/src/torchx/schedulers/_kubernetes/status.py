@@ -111,6 +111,21 @@ def _waiting_reason(pod: dict[str, Any]) -> str:
     return ""
 
 
+def restart_reason(pod: dict[str, Any]) -> str:
+    """Why a running pod's container is down and being restarted in place
+    (``restartPolicy: OnFailure``), or ``""``: kubelet's back-off when it reports one, else
+    the exit the container is restarted from (kubelet shows that between back-offs)."""
+    if waiting := _waiting_reason(pod):
+        return waiting
+    for container in (pod.get("status") or {}).get("containerStatuses") or ():
+        done = (container.get("state") or {}).get("terminated") or {}
+        code = done.get("exitCode")
+        if container.get("restartCount") and code not in (0, None):
+            reason = done.get("reason") or "Error"
+            return f"container {container.get('name')} exited with {code} ({reason}), restarting"
+    return ""
+
+
 def _seconds_since(stamp: str) -> float:
     then = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
     return (dt.datetime.now(dt.timezone.utc) - then).total_seconds()
@@ -220,10 +235,10 @@ class _Replicas:
                 if reason:
                     error = reason
                     self.failed.append((name, reason))
-            elif state == AppState.RUNNING and (waiting := _waiting_reason(pod)):
+            elif state == AppState.RUNNING and (restarting := restart_reason(pod)):
                 # a container restarted in place (CrashLoopBackOff) in a running pod
                 self.any_running = True
-                self.restarting.append((name, waiting))
+                self.restarting.append((name, restarting))
             elif state in (AppState.RUNNING, AppState.SUCCEEDED):
                 # a finished pod of a Job not yet marked Complete: the app ran, it is not
                 # waiting to start (a real Job controller marks the Job a moment later)
