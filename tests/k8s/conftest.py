@@ -52,9 +52,14 @@ def k8s_cluster() -> Path:
 
 @pytest.fixture
 def kube(k8s_cluster: Path) -> Any:
-    """The ``kubernetes`` client's CoreV1Api and BatchV1Api as the admin, for checks."""
+    """The ``kubernetes`` client's CoreV1Api, BatchV1Api and CustomObjectsApi as the admin,
+    for checks."""
     api, client = _api(k8s_cluster)
-    return SimpleNamespace(core=client.CoreV1Api(api), batch=client.BatchV1Api(api))
+    return SimpleNamespace(
+        core=client.CoreV1Api(api),
+        batch=client.BatchV1Api(api),
+        custom=client.CustomObjectsApi(api),
+    )
 
 
 @pytest.fixture
