@@ -237,6 +237,26 @@ def test_a_user_without_rights_is_refused_and_nothing_is_made(
         limited.list({"namespace": namespace})
 
 
+def test_a_user_who_may_not_watch_still_follows_the_app(
+    k8s_cluster: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The limited user may get and list jobs in `default` but not watch them: the real
+    API server answers the watch 403, and waiting turns into polling that sees the end."""
+    monkeypatch.setenv("KUBECONFIG", str(k8s_cluster))
+    admin = create_scheduler("torchx")
+    app_id = admin.submit(sh("while [ ! -e /tmp/go ]; do sleep 0.1; done"), batch("default"))
+    try:
+        until(admin, app_id, lambda s: s.state == AppState.RUNNING)
+        monkeypatch.setenv("KUBECONFIG", str(LIMITED))
+        limited = create_scheduler("torchx")
+        assert limited.describe(app_id) is not None
+        limited.wait_for_change(app_id, 600)  # refused: returns after one poll interval
+        exec_in_app_pod("default", app_id, "touch /tmp/go")
+        assert until(limited, app_id, finished).state == AppState.SUCCEEDED
+    finally:
+        admin.delete(app_id)
+
+
 def test_wait_for_change_returns_when_the_app_changes(
     sched: KubernetesScheduler, namespace: str
 ) -> None:

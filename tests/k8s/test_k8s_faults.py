@@ -10,10 +10,16 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from torchx_testsupport.faults import count_lines, record_fault
-from torchx_testsupport.k8s.cluster import IMAGE, exec_in_app_pod
+from torchx_testsupport.k8s.cluster import (
+    IMAGE,
+    compact_etcd,
+    exec_in_app_pod,
+    second_api_server,
+)
 from torchx_testsupport.k8s.proxy import KubernetesFaultProxy
 
 from torchx.schedulers._kubernetes.client import KubernetesApiError
@@ -101,6 +107,39 @@ def test_wait_rides_through_dropped_watches_410_and_503(
         survived=survived, outcome=str(state.name if state else final),
     )  # fmt: skip
     assert survived, (final, met)
+
+
+def test_wait_meets_a_real_410_from_another_api_server_and_recovers(
+    proxy: KubernetesFaultProxy, sched: KubernetesScheduler, namespace: str, kube: Any
+) -> None:
+    """After describe read a resource version, the app's Job changes (an annotation), etcd
+    is compacted and the proxy switches to a second API server of the cluster (as a load
+    balancer fails over, or the one server restarts). That server's watch cache starts after
+    the change and etcd no longer has the version, so the watch gets a real 410 Expired: the
+    wait gives the version up at once, describe reads a fresh one, and the next wait sees
+    the app finish. (Compaction alone gives no 410 on 1.36: the first server's watch cache
+    still serves the compacted versions; tried.)"""
+    app_id = sched.submit(sh("while [ ! -e /tmp/go ]; do sleep 0.1; done"), batch(namespace))
+    wait(sched, app_id, lambda s: s == AppState.RUNNING)
+    (job,) = kube.batch.list_namespaced_job(namespace).items
+    kube.batch.patch_namespaced_job(
+        job.metadata.name, namespace, {"metadata": {"annotations": {"touched": "yes"}}}
+    )
+    with second_api_server() as url:
+        compact_etcd()
+        proxy.upstream = urlsplit(url)
+        sched.wait_for_change(app_id, 120)  # would sit out the 120 s without the 410
+        expired = proxy.count_requests(lambda method, _: method == "EXPIRED")
+        status = sched.describe(app_id)
+        assert status is not None and status.state == AppState.RUNNING  # the pod still waits
+        exec_in_app_pod(namespace, app_id, "touch /tmp/go")
+        final = wait(sched, app_id)
+    survived = expired == 1 and final is not None and final.state == AppState.SUCCEEDED
+    record_fault(
+        "kubernetes", "a real 410 Expired on a wait, from a second API server (real)",
+        survived=survived, outcome=str(final.state.name if final else final),
+    )  # fmt: skip
+    assert survived, (expired, final)
 
 
 @pytest.mark.parametrize("faults", [["drop", "drop", "drop", "503"], ["split", "end", "split"]])

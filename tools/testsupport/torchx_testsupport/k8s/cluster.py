@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import socket
+import ssl
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 STATE = Path(os.environ.get("TORCHX_CI_STATE", "/tmp/torchx-ci")) / "k8s"
 ADMIN = STATE / "kubeconfig"
@@ -28,3 +37,69 @@ def exec_in_app_pod(namespace: str, app_id: str, command: str) -> None:
         api.connect_get_namespaced_pod_exec, pod.metadata.name, namespace,
         command=["sh", "-c", command], stderr=True, stdout=True,
     )  # fmt: skip
+
+
+@contextlib.contextmanager
+def second_api_server() -> Iterator[str]:
+    """Another kube-apiserver of the running cluster, on a free port and the same etcd, as
+    in a control plane of several servers behind a load balancer, or the one server after a
+    restart: its watch cache starts empty now. Yields its URL; stopped at the end.
+
+    It is started with the running server's own arguments (read from /proc), and does not
+    write itself into the ``kubernetes`` Service's endpoints."""
+    pid = int((STATE / "apiserver.pid").read_text())
+    exe = os.readlink(f"/proc/{pid}/exe")
+    args = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args[args.index("--secure-port") + 1] = str(port)
+    args.append("--endpoint-reconciler-type=none")
+    url = f"https://127.0.0.1:{port}"
+    with open(STATE / f"apiserver-{port}.log", "wb") as log:
+        proc = subprocess.Popen(args, executable=exe, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        _wait_ready(url, proc)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+def _wait_ready(url: str, proc: subprocess.Popen[bytes]) -> None:
+    token = (STATE / "admin.token").read_text().strip()
+    tls = ssl.create_default_context(cafile=str(STATE / "pki" / "ca.crt"))
+    request = urllib.request.Request(f"{url}/readyz", headers={"Authorization": f"Bearer {token}"})
+    deadline = time.monotonic() + 120
+    while True:
+        assert proc.poll() is None, f"the second kube-apiserver exited with {proc.returncode}"
+        try:
+            with urllib.request.urlopen(request, context=tls, timeout=5) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, f"the second kube-apiserver at {url} never got ready"
+        time.sleep(0.2)
+
+
+def compact_etcd() -> int:
+    """Compacts the cluster's etcd up to its current revision (what kube-apiserver does
+    every 5 minutes), through etcd's HTTP gateway; returns that revision. Older resource
+    versions can no longer be read or watched from etcd."""
+    pid = int((STATE / "apiserver.pid").read_text())
+    args = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    etcd = args[args.index("--etcd-servers") + 1].split(",")[0]
+
+    def post(path: str, body: dict[str, object]) -> dict[str, Any]:
+        request = urllib.request.Request(
+            f"{etcd}{path}", data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )  # fmt: skip
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            result: dict[str, Any] = json.load(answer)
+            return result
+
+    revision = int(post("/v3/kv/range", {"key": "AA=="})["header"]["revision"])
+    post("/v3/kv/compaction", {"revision": revision, "physical": True})
+    return revision

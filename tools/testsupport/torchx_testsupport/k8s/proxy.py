@@ -99,6 +99,8 @@ class _ProxyHandler(_Handler):
             chunk = answer.read1(65536)
             if not chunk:
                 break
+            if b'"reason":"Expired"' in chunk:  # the server's own 410 on a watch: note it
+                self.owner.record("EXPIRED", urlsplit(self.path).path)
             if fault == "split" and b"\n" in chunk:
                 # up to the middle of the last whole line, then the connection goes
                 cut = chunk.rstrip(b"\n").rfind(b"\n") + 1
