@@ -1,9 +1,10 @@
 """The table of faults: injected, survived, lines lost; and what retries cost a permanent error.
 
 Runs the fault tests (``pytest -m faults``: real restarts of slurmctld, dockerd, moto, the
-MLflow server and the Ray dashboard through ``tools/restart.sh``, and the faults the
-Kubernetes API stand-in injects), each of which records its row, then times ``torchx
-status`` of an app each backend does not know (and a 403 on Kubernetes) with the default
+MLflow server and the Ray dashboard through ``tools/restart.sh``, and the faults a proxy
+in front of the real Kubernetes API server injects), each of which records its row, then
+times ``torchx status`` of an app each backend does not know (and a real RBAC 403 on
+Kubernetes, as the cluster's limited user) with the default
 retry budget against the same command with retries off: retries must add under a second
 to a permanent error (issue 24). Writes both tables to ``benchmarks/faults.md`` (shown in
 the documentation) and prints them. Needs the backends up (``tools/*-up.sh``).
@@ -25,11 +26,13 @@ from pathlib import Path
 
 from _harness import ROOT, time_command, verdict
 from torchx_testsupport.batch import AWS_ENV
-from torchx_testsupport.k8s import FakeKubernetes
+from torchx_testsupport.k8s.cluster import ADMIN, LIMITED
 
 TABLE = ROOT / "benchmarks" / "faults.md"
 BAR_S = 1.0
-REQUIRE = {f"TORCHX_REQUIRE_{name}": "1" for name in ("DOCKER", "SLURM", "MOTO", "MLFLOW", "RAY")}
+REQUIRE = {
+    f"TORCHX_REQUIRE_{name}": "1" for name in ("DOCKER", "SLURM", "MOTO", "MLFLOW", "RAY", "K8S")
+}
 
 
 def run_fault_tests() -> list[dict[str, object]]:
@@ -55,32 +58,22 @@ def _torchx() -> str:
 def time_permanent_errors(runs: int) -> list[tuple[str, float, float]]:
     """(case, seconds with retries off, seconds with the default budget) per backend."""
     torchx = _torchx()
-    fake = FakeKubernetes().start()
-    cases: list[tuple[str, list[str], dict[str, str]]] = []
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            kubeconfig = fake.write_kubeconfig(os.path.join(tmp, "kubeconfig"))
-            k8s_env = {"KUBECONFIG": kubeconfig}
-            cases = [
-                ("slurm: unknown job id", ["status", "slurm://torchx/999999"], {}),
-                ("local_docker: unknown app", ["status", "local_docker://torchx/nope-1"], {}),
-                ("aws_batch: unknown job", ["status", "aws_batch://torchx/q:nope-1"], AWS_ENV),
-                ("ray: unknown job", ["status", "ray://torchx/nope-1"], {}),
-                ("kubernetes: unknown app", ["status", "kubernetes://torchx/default:batch:nope-1"],
-                 k8s_env),
-            ]  # fmt: skip
-            results = []
-            for case, args, extra in cases:
-                results.append(_timed(case, torchx, args, extra, runs=runs, cwd=tmp))
-            fake.forbid("list", "jobs.batch")
-            results.append(
-                _timed("kubernetes: 403 forbidden", torchx,
-                       ["status", "kubernetes://torchx/default:batch:any-1"], k8s_env,
-                       runs=runs, cwd=tmp)
-            )  # fmt: skip
-            return results
-    finally:
-        fake.stop()
+    k8s_env = {"KUBECONFIG": str(ADMIN)}
+    cases = [
+        ("slurm: unknown job id", ["status", "slurm://torchx/999999"], {}),
+        ("local_docker: unknown app", ["status", "local_docker://torchx/nope-1"], {}),
+        ("aws_batch: unknown job", ["status", "aws_batch://torchx/q:nope-1"], AWS_ENV),
+        ("ray: unknown job", ["status", "ray://torchx/nope-1"], {}),
+        ("kubernetes: unknown app", ["status", "kubernetes://torchx/default:batch:nope-1"],
+         k8s_env),
+        # the limited user may read only in `default`: a real RBAC refusal elsewhere
+        ("kubernetes: 403 forbidden", ["status", "kubernetes://torchx/kube-system:batch:any-1"],
+         {"KUBECONFIG": str(LIMITED)}),
+    ]  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        return [
+            _timed(case, torchx, args, extra, runs=runs, cwd=tmp) for case, args, extra in cases
+        ]
 
 
 def _timed(

@@ -1,7 +1,7 @@
-"""``torchx list -s kubernetes`` with thousands of jobs, against the API stand-in.
+"""``torchx list -s kubernetes`` with thousands of jobs, on the real test cluster.
 
-The stand-in of the tests (tools/testsupport, the real ``kubernetes`` client's wire format)
-holds N TorchX jobs (half Volcano jobs, half batch Jobs); at N/4 and N this times,
+A namespace of the cluster of tools/k8s-up.sh (a real kube-apiserver 1.36 on etcd) holds
+N TorchX jobs (half Volcano jobs, half suspended batch Jobs); at N/4 and N this times,
 interleaved (medians):
 
 (a) the backend's own listing: an interpreter start that GETs both job lists with the
@@ -22,15 +22,16 @@ import statistics
 import sys
 import tempfile
 import textwrap
+import uuid
 from pathlib import Path
 
+import yaml
 from _harness import bench_env, compile_sources, interleaved, verdict
-from torchx_testsupport.k8s import FakeKubernetes, fill_torchx_jobs
+from torchx_testsupport.k8s.cluster import ADMIN, STATE, create_torchx_jobs
 
 from torchx.schedulers._kubernetes.render import LABEL_KIND, LABEL_MANAGED_BY, MANAGED_BY
 
 OURS = Path(sys.executable).parent
-NS = "default"
 # the scheduler's own label selectors (an earlier hand-written copy had drifted)
 SELECTORS = [
     f"{LABEL_MANAGED_BY}={MANAGED_BY}",
@@ -39,13 +40,14 @@ SELECTORS = [
 
 FLOOR = textwrap.dedent(
     """
-    import json, sys, urllib.parse, urllib.request
-    base, token = sys.argv[1], sys.argv[2]
+    import json, ssl, sys, urllib.parse, urllib.request
+    base, token, cafile, ns = sys.argv[1:5]
+    tls = ssl.create_default_context(cafile=cafile)
     paths = [
-        "/apis/batch.volcano.sh/v1alpha1/namespaces/default/jobs",
-        "/apis/batch/v1/namespaces/default/jobs",
+        f"/apis/batch.volcano.sh/v1alpha1/namespaces/{ns}/jobs",
+        f"/apis/batch/v1/namespaces/{ns}/jobs",
     ]
-    selectors = sys.argv[3:5]
+    selectors = sys.argv[5:7]
     count = 0
     for path, selector in zip(paths, selectors):
         token_ = ""
@@ -57,7 +59,7 @@ FLOOR = textwrap.dedent(
                 base + path + "?" + urllib.parse.urlencode(query),
                 headers={"Authorization": "Bearer " + token},
             )
-            page = json.load(urllib.request.urlopen(request))
+            page = json.load(urllib.request.urlopen(request, context=tls))
             count += len(page["items"])
             token_ = page["metadata"].get("continue")
             if not token_:
@@ -72,22 +74,29 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     compile_sources(sys.executable)
-    fake = FakeKubernetes().start()
+    from kubernetes import client, config
+
+    core = client.CoreV1Api(config.new_client_from_config(str(ADMIN)))
+    ns = f"bench-list-{uuid.uuid4().hex[:8]}"
+    core.create_namespace({"metadata": {"name": ns}})
+    server = yaml.safe_load(ADMIN.read_text())["clusters"][0]["cluster"]["server"]
+    token = (STATE / "admin.token").read_text().strip()
+    floor = [sys.executable, "-c", FLOOR, server, token, str(STATE / "pki" / "ca.crt"), ns]
     try:
         with tempfile.TemporaryDirectory(prefix="bench-k8s-list-") as tmp:
-            kubeconfig = fake.write_kubeconfig(os.path.join(tmp, "config"))
-            os.environ["KUBECONFIG"] = kubeconfig
-            env = bench_env({**os.environ, "TORCHX_HOME": os.path.join(tmp, "home")})
-            from torchx_testsupport.k8s import TOKEN
-
+            env = bench_env({**os.environ, "KUBECONFIG": str(ADMIN),
+                             "TORCHX_HOME": os.path.join(tmp, "home")})  # fmt: skip
             results = {}
+            made = 0
             for size in (args.jobs // 4, args.jobs):
-                fill_torchx_jobs(fake, size)
+                half = (size - made) // 2
+                create_torchx_jobs(ns, volcano=half, batch=size - made - half, first=made)
+                made = size
                 samples = interleaved(
                     {
-                        "floor": [sys.executable, "-c", FLOOR, fake.url, TOKEN, *SELECTORS],
+                        "floor": [*floor, *SELECTORS],
                         "ours": [str(OURS / "torchx"), "list", "-s", "kubernetes",
-                                 "-cfg", f"namespace={NS}"],
+                                 "-cfg", f"namespace={ns}"],
                     },
                     args.runs,
                     env,
@@ -101,14 +110,14 @@ def main() -> None:
             small, big = results[args.jobs // 4], results[args.jobs]
             span = args.jobs - args.jobs // 4
             ours = (big["ours"] - small["ours"]) / span
-            floor = (big["floor"] - small["floor"]) / span
-            growth = ours / floor if floor > 0 else float("inf")
+            floor_growth = (big["floor"] - small["floor"]) / span
+            growth = ours / floor_growth if floor_growth > 0 else float("inf")
             print(
-                f"growth per job: ours {ours * 1e6:.0f} us, bare {floor * 1e6:.0f} us"
+                f"growth per job: ours {ours * 1e6:.0f} us, bare {floor_growth * 1e6:.0f} us"
                 f" ({growth:.2f}x, <= 2) {verdict(growth <= 2)}"
             )
     finally:
-        fake.stop()
+        core.delete_namespace(ns)
 
 
 if __name__ == "__main__":

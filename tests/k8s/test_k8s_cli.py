@@ -10,14 +10,19 @@ import socket
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from torchx_testsupport import one_error_line
-from torchx_testsupport.k8s.cluster import ADMIN, IMAGE, LIMITED, exec_in_app_pod
+from torchx_testsupport.k8s.cluster import (
+    ADMIN,
+    IMAGE,
+    LIMITED,
+    create_torchx_jobs,
+    exec_in_app_pod,
+)
 from torchx_testsupport.k8s.proxy import KubernetesFaultProxy
 
 pytestmark = pytest.mark.timeout(300)
@@ -219,25 +224,10 @@ def test_config_problems_are_one_line_without_noise(tmp_path: Path) -> None:
             assert expected in one_error_line(proc), (args, proc.stderr)
 
 
-def test_list_json_streams_page_by_page(namespace: str, tmp_path: Path, kube: Any) -> None:
+def test_list_json_streams_page_by_page(namespace: str, tmp_path: Path) -> None:
     """`torchx list --json` prints each page's apps as it arrives: the first apps are out
     while the API server (behind the fault proxy) still holds the second page back."""
-    body = {
-        "apiVersion": "batch.volcano.sh/v1alpha1",
-        "kind": "Job",
-        "spec": {"queue": "default", "tasks": []},
-    }
-
-    def make(i: int) -> None:
-        labels = {"app.kubernetes.io/managed-by": "torchx.pytorch.org",
-                  "app.kubernetes.io/instance": f"bulk-{i:03d}"}  # fmt: skip
-        kube.custom.create_namespaced_custom_object(
-            "batch.volcano.sh", "v1alpha1", namespace, "jobs",
-            {**body, "metadata": {"name": f"bulk-{i:03d}", "labels": labels}},
-        )  # fmt: skip
-
-    with ThreadPoolExecutor(8) as pool:
-        list(pool.map(make, range(700)))  # two pages of Volcano jobs
+    create_torchx_jobs(namespace, volcano=700)  # two pages of Volcano jobs
     proxy = KubernetesFaultProxy().start()
     try:
         kubeconfig = proxy.write_kubeconfig(str(tmp_path / "proxy"), namespace=namespace)

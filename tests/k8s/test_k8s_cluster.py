@@ -10,12 +10,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
-from torchx_testsupport.k8s.cluster import IMAGE, LIMITED, exec_in_app_pod
+from torchx_testsupport.k8s.cluster import IMAGE, LIMITED, create_torchx_jobs, exec_in_app_pod
 
 from torchx.schedulers._kubernetes.client import KubernetesApiError
 from torchx.schedulers.api import DescribeAppResponse
@@ -273,24 +272,9 @@ def test_wait_for_change_returns_when_the_app_changes(
     assert until(sched, app_id, finished).state == AppState.SUCCEEDED
 
 
-def test_list_reads_thousands_of_jobs_in_pages(
-    sched: KubernetesScheduler, namespace: str, kube: Any
-) -> None:
+def test_list_reads_thousands_of_jobs_in_pages(sched: KubernetesScheduler, namespace: str) -> None:
     """1,201 TorchX Jobs (suspended: no pods) come back whole from the real API server."""
-    info = sched.submit_dryrun(sh("true"), batch(namespace))
-    (template,) = [o for o in info.request.resource["items"] if o["kind"] == "Job"]
-    template["spec"]["suspend"] = True
-
-    def make(i: int) -> None:
-        job = {**template, "metadata": {**template["metadata"]}}
-        job["metadata"]["name"] = f"bulk-{i:04d}"
-        job["metadata"]["labels"] = {
-            **template["metadata"]["labels"], "app.kubernetes.io/instance": f"bulk-{i:04d}"
-        }  # fmt: skip
-        kube.batch.create_namespaced_job(namespace, job)
-
-    with ThreadPoolExecutor(8) as pool:
-        list(pool.map(make, range(1201)))
+    create_torchx_jobs(namespace, batch=1201)
     rows = sched.list({"namespace": namespace})
     assert LIST_PAGE < 1201 and len(rows) == 1201
     assert {r.state for r in rows} == {AppState.CANCELLED}  # suspended Jobs read as cancelled

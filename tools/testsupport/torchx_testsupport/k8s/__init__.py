@@ -1,6 +1,9 @@
-"""A Kubernetes API server stand-in for the ``kubernetes`` scheduler's tests.
+"""A Kubernetes API server stand-in, kept for what the real test cluster cannot do.
 
-No real API server can run on the test machines, so the tests drive the real
+The kubernetes tests run on a real cluster (tools/k8s-up.sh; ``cluster`` and ``proxy`` in
+this package). Volcano's controllers and admission webhook cannot be built there (the Go
+module proxy refuses ``volcano.sh/volcano``), so the package's Volcano lifecycle tests,
+a cluster without Volcano's API and forbidden access reviews still drive the real
 ``kubernetes`` Python client against this HTTP server on localhost. It speaks the REST API
 for the calls the scheduler makes (create with ``dryRun``, get, list with label selectors,
 status replace, patch, delete, delete collection, pod logs with follow), requires the
@@ -32,7 +35,7 @@ answer, are answered slowly, have their watch or followed log cut after the firs
 or have their watch ended by a ``410 Expired`` ERROR event (a resource version too old).
 """
 
-from torchx_testsupport.k8s.apps import NS, app, cfg, fill_torchx_jobs, replica_pod
+from torchx_testsupport.k8s.apps import NS, app, cfg, replica_pod
 from torchx_testsupport.k8s.objects import REVIEWS, TOKEN, VOLCANO, ApiError
 from torchx_testsupport.k8s.server import FakeKubernetes
 
@@ -45,6 +48,5 @@ __all__ = [
     "FakeKubernetes",
     "app",
     "cfg",
-    "fill_torchx_jobs",
     "replica_pod",
 ]

@@ -36,28 +36,3 @@ def replica_pod(fake: FakeKubernetes, app_id: str, replica: int) -> str:
     mine = [p for p in pods if f"-train-{replica}-" in p]
     assert len(mine) == 1, pods
     return mine[0]
-
-
-def fill_torchx_jobs(fake: FakeKubernetes, count: int) -> None:
-    """``count`` TorchX jobs in namespace ``default``: half Volcano jobs, half batch Jobs,
-    clones of one of each submitted through the scheduler (``KUBECONFIG`` must point at
-    ``fake``)."""
-    import copy
-
-    from torchx.schedulers.kubernetes_scheduler import create_scheduler
-    from torchx.specs import AppDef, Resource, Role
-
-    sched = create_scheduler("fill")
-    role = Role("r", "img", entrypoint="true", resource=Resource(1, 0, 128))
-    for job_type in ("volcano", "batch"):
-        sched.submit(AppDef("bench", [role]), {"queue": "default", "job_type": job_type})
-    with fake.cond:
-        for kind in ("vcjobs", "jobs"):
-            (key, template) = next(iter(fake.store[kind].items()))
-            have = sum(1 for k in fake.store[kind] if k[0] == NS)
-            for i in range(have, count // 2):
-                clone = copy.deepcopy(template)
-                name = f"{key[1][:40]}-{i:05d}"
-                clone["metadata"]["name"] = name
-                clone["metadata"]["labels"]["app.kubernetes.io/instance"] = name
-                fake.store[kind][(NS, name)] = clone

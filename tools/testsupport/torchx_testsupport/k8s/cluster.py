@@ -103,3 +103,49 @@ def compact_etcd() -> int:
     revision = int(post("/v3/kv/range", {"key": "AA=="})["header"]["revision"])
     post("/v3/kv/compaction", {"revision": revision, "physical": True})
     return revision
+
+
+def create_torchx_jobs(namespace: str, *, volcano: int = 0, batch: int = 0, first: int = 0) -> None:
+    """Stores ``volcano`` Volcano jobs and ``batch`` suspended batch Jobs (no pods) with
+        TorchX's labels in ``namespace`` of the real cluster, as the admin: what ``torchx list``
+        reads in a namespace with thousands of apps. Each is one app (``bulk-v-N``, ``bulk-b-N``,
+    N counted from ``first``)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kubernetes import client, config
+
+    from torchx.schedulers._kubernetes.render import (
+        LABEL_INSTANCE,
+        LABEL_KIND,
+        LABEL_MANAGED_BY,
+        MANAGED_BY,
+    )
+
+    api = config.new_client_from_config(str(ADMIN))
+    custom, jobs = client.CustomObjectsApi(api), client.BatchV1Api(api)
+    managed = {LABEL_MANAGED_BY: MANAGED_BY}
+
+    def make_volcano(i: int) -> None:
+        name = f"bulk-v-{i:05d}"
+        body = {
+            "apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+            "metadata": {"name": name, "labels": {**managed, LABEL_INSTANCE: name}},
+            "spec": {"queue": "default", "tasks": []},
+        }  # fmt: skip
+        custom.create_namespaced_custom_object(
+            "batch.volcano.sh", "v1alpha1", namespace, "jobs", body
+        )
+
+    def make_batch(i: int) -> None:
+        name = f"bulk-b-{i:05d}"
+        labels = {**managed, LABEL_INSTANCE: name, LABEL_KIND: "batch"}
+        pod = {"restartPolicy": "Never", "containers": [{"name": "main", "image": IMAGE}]}
+        body = {
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"suspend": True, "template": {"metadata": {"labels": labels}, "spec": pod}},
+        }
+        jobs.create_namespaced_job(namespace, body)
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(make_volcano, range(first, first + volcano)))
+        list(pool.map(make_batch, range(first, first + batch)))
