@@ -56,15 +56,23 @@ def ensure_upstream_venv() -> Path:
     return venv
 
 
+def _uv() -> str:
+    found = shutil.which("uv") or shutil.which("uv", path=os.path.dirname(sys.executable))
+    if not found:
+        raise SystemExit("benchmarks need uv to build wheels: pip install uv")
+    return found
+
+
 def ensure_clean_venv(name: str, dists: Sequence[str] = DISTS) -> Path:
     """A venv with our distributions installed from freshly built wheels (not editable)."""
     venv = BENCH_DIR / name
     wheels = Path(tempfile.mkdtemp(prefix="torchx-wheels-"))
     try:
         for dist in dists:
+            # uv (set up with hatch; the project's venv has neither `build` nor pip), through
+            # the package's own build backend as `python -m build` would
             subprocess.run(
-                [sys.executable, "-m", "build", "--wheel", "-q", "-o", str(wheels)],
-                cwd=ROOT / "packages" / dist,
+                [_uv(), "build", "--wheel", "-q", "-o", str(wheels), str(ROOT / "packages" / dist)],
                 check=True,
                 stdout=subprocess.DEVNULL,
             )

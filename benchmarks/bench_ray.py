@@ -25,6 +25,8 @@ from pathlib import Path
 
 from _harness import bench_env, compile_sources, interleaved, print_medians, verdict
 
+from torchx.schedulers._ray.client import split_app_id
+
 OURS = Path(sys.executable).parent
 RAY_BIN = Path(os.environ.get("TORCHX_CI_STATE", "/tmp/torchx-ci")) / "ray" / "venv" / "bin"
 DASHBOARD = os.environ.get("RAY_ADDRESS") or "http://127.0.0.1:8265"
@@ -45,7 +47,7 @@ def main() -> None:
         env=env, capture_output=True, text=True, check=True,
     )  # fmt: skip
     handle = submitted.stdout.strip()
-    job_id = handle.rsplit("/", 1)[1]
+    _, job_id = split_app_id(handle.rsplit("/", 1)[1])  # the id: `ADDRESS-JOB` -> JOB
     get = f"import urllib.request\nurllib.request.urlopen('{DASHBOARD}/api/jobs/{job_id}').read()\n"
     status = interleaved(
         {
