@@ -6,14 +6,12 @@ set up otherwise: those stay with the stand-in in packages/torchx-sched-k8s/test
 
 from __future__ import annotations
 
-import socket
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from torchx_testsupport.k8s.cluster import ADMIN, LIMITED
+from torchx_testsupport.k8s.cluster import LIMITED, admin_kubeconfig_copy, free_port
 
 from torchx.schedulers.kubernetes_scheduler import create_scheduler
 from torchx.util.readiness import NOT_CONFIGURED, NOT_READY, READY, overall
@@ -56,13 +54,9 @@ def test_no_kubeconfig_is_not_configured(tmp_path: Path, monkeypatch: pytest.Mon
 def test_an_api_server_that_is_down_answers_at_once(
     k8s_cluster: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    config = yaml.safe_load(ADMIN.read_text())  # the real cluster's, at a port nobody serves
-    config["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{port}"
-    (tmp_path / "c").write_text(yaml.safe_dump(config))
-    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "c"))
+    # the real cluster's, at a port nobody serves
+    down = admin_kubeconfig_copy(tmp_path / "c", server=f"https://127.0.0.1:{free_port()}")
+    monkeypatch.setenv("KUBECONFIG", down)
     started = time.monotonic()
     checks = _checks()
     assert checks["api server"][0] == NOT_READY

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,14 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from torchx_testsupport import one_error_line
 from torchx_testsupport.k8s.cluster import (
-    ADMIN,
     IMAGE,
     LIMITED,
+    admin_kubeconfig_copy,
     create_torchx_jobs,
     exec_in_app_pod,
+    free_port,
 )
 from torchx_testsupport.k8s.proxy import KubernetesFaultProxy
 
@@ -81,8 +80,8 @@ def test_run_status_log_cancel_delete(namespace: str, tmp_path: Path, kube: Any)
 
     listed = cli(tmp_path, "list", "-s", "kubernetes")  # the kubeconfig's namespace: default
     assert app_id not in listed.stdout
-    listed = cli(tmp_path, "list", "-s", "kubernetes", "--json",
-                 env={"KUBECONFIG": _with_namespace(tmp_path, namespace)})  # fmt: skip
+    in_namespace = admin_kubeconfig_copy(tmp_path / "ns", namespace=namespace)
+    listed = cli(tmp_path, "list", "-s", "kubernetes", "--json", env={"KUBECONFIG": in_namespace})
     assert [row["app_handle"] for row in json.loads(listed.stdout)] == [handle]
 
     assert cli(tmp_path, "cancel", handle).returncode == 0  # finished: nothing to stop
@@ -91,16 +90,6 @@ def test_run_status_log_cancel_delete(namespace: str, tmp_path: Path, kube: Any)
     assert kube.core.list_namespaced_service(namespace).items == []
     gone = cli(tmp_path, "status", handle)
     assert f"app '{handle}' not found" in one_error_line(gone)
-
-
-def _with_namespace(tmp_path: Path, namespace: str) -> str:
-    """A copy of the admin kubeconfig whose context names ``namespace``."""
-    config = yaml.safe_load(ADMIN.read_text())
-    for context in config["contexts"]:
-        context["context"]["namespace"] = namespace
-    path = tmp_path / "ns-kubeconfig"
-    path.write_text(yaml.safe_dump(config))
-    return str(path)
 
 
 def test_pending_and_cancel_from_the_cli(namespace: str, tmp_path: Path, kube: Any) -> None:
@@ -197,21 +186,13 @@ def test_job_id_inside_the_pods_is_the_handle(
     assert cli(tmp_path, "status", env["TORCHX_JOB_ID"]).returncode == 0
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def test_config_problems_are_one_line_without_noise(tmp_path: Path) -> None:
     """A malformed kubeconfig names the file; no kubeconfig, or an API server that is down,
     gives the one error line without urllib3's retry warnings or a validate_spec warning."""
     bad = tmp_path / "bad-kubeconfig"
     bad.write_text("apiVersion: v1\nclusters: [\n  - a: b\n")
-    down = yaml.safe_load(ADMIN.read_text())  # the real cluster's, at a port nobody serves
-    down["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{_free_port()}"
-    (tmp_path / "down-kubeconfig").write_text(yaml.safe_dump(down))
+    # the real cluster's, at a port nobody serves
+    admin_kubeconfig_copy(tmp_path / "down-kubeconfig", server=f"https://127.0.0.1:{free_port()}")
     run = ("run", "-s", "kubernetes", "-cfg", "queue=default", "--workspace", "", *ECHO)
     cases = {
         str(bad): f"cannot read the kubeconfig {bad}",

@@ -39,6 +39,37 @@ def exec_in_app_pod(namespace: str, app_id: str, command: str) -> None:
     )  # fmt: skip
 
 
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on (just now)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def admin_kubeconfig_copy(path: Path, *, server: str = "", namespace: str = "") -> str:
+    """A copy of the admin kubeconfig at ``path``, with another API server URL and/or the
+    context's namespace; returns ``path``."""
+    import yaml
+
+    config = yaml.safe_load(ADMIN.read_text())
+    if server:
+        config["clusters"][0]["cluster"]["server"] = server
+    if namespace:
+        for context in config["contexts"]:
+            context["context"]["namespace"] = namespace
+    path.write_text(yaml.safe_dump(config))
+    path.chmod(0o600)
+    return str(path)
+
+
+def _api_server_command() -> tuple[str, list[str]]:
+    """The running kube-apiserver's executable and arguments (argv[0] first), from /proc."""
+    pid = int((STATE / "apiserver.pid").read_text())
+    args = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
+    return os.readlink(f"/proc/{pid}/exe"), args
+
+
 @contextlib.contextmanager
 def second_api_server() -> Iterator[str]:
     """Another kube-apiserver of the running cluster, on a free port and the same etcd, as
@@ -47,12 +78,8 @@ def second_api_server() -> Iterator[str]:
 
     It is started with the running server's own arguments (read from /proc), and does not
     write itself into the ``kubernetes`` Service's endpoints."""
-    pid = int((STATE / "apiserver.pid").read_text())
-    exe = os.readlink(f"/proc/{pid}/exe")
-    args = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    exe, args = _api_server_command()
+    port = free_port()
     args[args.index("--secure-port") + 1] = str(port)
     args.append("--endpoint-reconciler-type=none")
     url = f"https://127.0.0.1:{port}"
@@ -87,8 +114,7 @@ def compact_etcd() -> int:
     """Compacts the cluster's etcd up to its current revision (what kube-apiserver does
     every 5 minutes), through etcd's HTTP gateway; returns that revision. Older resource
     versions can no longer be read or watched from etcd."""
-    pid = int((STATE / "apiserver.pid").read_text())
-    args = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    _, args = _api_server_command()
     etcd = args[args.index("--etcd-servers") + 1].split(",")[0]
 
     def post(path: str, body: dict[str, object]) -> dict[str, Any]:

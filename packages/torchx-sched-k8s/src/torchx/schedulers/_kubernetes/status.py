@@ -118,12 +118,19 @@ def restart_reason(pod: dict[str, Any]) -> str:
     if waiting := _waiting_reason(pod):
         return waiting
     for container in (pod.get("status") or {}).get("containerStatuses") or ():
-        done = (container.get("state") or {}).get("terminated") or {}
-        code = done.get("exitCode")
-        if container.get("restartCount") and code not in (0, None):
-            reason = done.get("reason") or "Error"
-            return f"container {container.get('name')} exited with {code} ({reason}), restarting"
+        if container.get("restartCount") and (exited := _failed_exit(container)):
+            return f"{exited}, restarting"
     return ""
+
+
+def _failed_exit(container: dict[str, Any]) -> str:
+    """``container NAME exited with CODE (REASON)`` for a container that ended with a
+    non-zero code, else ``""``."""
+    done = (container.get("state") or {}).get("terminated") or {}
+    code = done.get("exitCode")
+    if not done or code in (0, None):
+        return ""
+    return f"container {container.get('name')} exited with {code} ({done.get('reason') or 'Error'})"
 
 
 def _seconds_since(stamp: str) -> float:
@@ -172,12 +179,10 @@ def failure_reason(pod: dict[str, Any]) -> str:
     status = pod.get("status") or {}
     found = []
     for container in status.get("containerStatuses") or ():
-        done = (container.get("state") or {}).get("terminated") or {}
-        code = done.get("exitCode")
-        if done and code not in (0, None):
-            reason = done.get("reason") or "Error"
+        if exited := _failed_exit(container):
+            done = (container.get("state") or {}).get("terminated") or {}
             detail = f": {done['message'].strip()}" if done.get("message") else ""
-            found.append(f"container {container.get('name')} exited with {code} ({reason}){detail}")
+            found.append(f"{exited}{detail}")
     if found:
         return "; ".join(found)
     reason = status.get("reason")
