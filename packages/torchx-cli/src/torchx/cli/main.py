@@ -414,15 +414,14 @@ def _unwind_on_sigterm() -> None:
     ``job_dir`` copy, a merged workspace, an image build context) is removed as on
     Ctrl-C. Unlike Ctrl-C it does not cancel an app ``torchx run`` waits on."""
     import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return
 
     def terminated(signum: int, frame: object) -> None:
         raise Terminated
 
-    signal.signal(signal.SIGTERM, terminated)
+    try:
+        signal.signal(signal.SIGTERM, terminated)
+    except ValueError:  # not the main thread (run_main called from a thread): leave it
+        return
 
 
 def _dispatch(args: "argparse.Namespace") -> int:

@@ -27,24 +27,13 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from torchx.schedulers._shared import log_files
-from torchx.schedulers._slurm import commands, parse, records, validate
+from torchx.schedulers._slurm import commands, parse, records
 from torchx.schedulers._slurm import describe as _describe
-from torchx.schedulers._slurm import request as _request
 from torchx.schedulers._slurm.commands import SlurmCommandError, SlurmNotFoundError
 from torchx.schedulers._slurm.describe import (
     SLURM_STATES,
     appstate_from_slurm_state,
     get_appstate_from_job,
-)
-from torchx.schedulers._slurm.request import (
-    SBATCH_GROUP_OPTIONS,
-    SBATCH_JOB_OPTIONS,
-    Opts,
-    SlurmBatchRequest,
-    SlurmOpts,
-    SlurmReplicaRequest,
-    version,
 )
 from torchx.schedulers.api import (
     DescribeAppResponse,
@@ -53,12 +42,19 @@ from torchx.schedulers.api import (
     Scheduler,
 )
 from torchx.specs.api import AppDef, AppDryRunInfo, CfgVal, macros, runopts
-from torchx.util.host_checks import host_problem
 from torchx.util.log import get_logger
-from torchx.util.programs import find_program
 from torchx.workspace.dir_workspace import DirWorkspaceMixin, job_dir_exists
 
 if TYPE_CHECKING:
+    from torchx.schedulers._slurm.request import (
+        SBATCH_GROUP_OPTIONS,
+        SBATCH_JOB_OPTIONS,
+        Opts,
+        SlurmBatchRequest,
+        SlurmOpts,
+        SlurmReplicaRequest,
+        version,
+    )
     from torchx.schedulers.list_filter import ListFilter
     from torchx.util.readiness import ReadinessCheck
 
@@ -82,6 +78,29 @@ __all__ = [
     "get_appstate_from_job",
     "version",
 ]
+
+_REQUEST_NAMES = frozenset(
+    {
+        "SBATCH_GROUP_OPTIONS",
+        "SBATCH_JOB_OPTIONS",
+        "Opts",
+        "SlurmBatchRequest",
+        "SlurmOpts",
+        "SlurmReplicaRequest",
+        "version",
+    }
+)
+
+
+def __getattr__(name: str) -> object:
+    # The batch request's names come from _slurm.request on first use: `torchx status`
+    # and `torchx log` do not build a request (bench_slurm measures status).
+    if name in _REQUEST_NAMES:
+        from torchx.schedulers._slurm import request
+
+        return getattr(request, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 SLURM_JOB_DIRS = ".torchxslurmjobdirs"
 """Upstream's per-directory ``<job id> = <job_dir>`` file; read (never written) for old jobs."""
@@ -151,7 +170,7 @@ class _ThrottledWatcher:
         return self._last[1]
 
 
-class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
+class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
     """Submits apps with ``sbatch`` and follows them with ``squeue``/``sacct``.
 
     The workspace (``job_dir`` run option) is copied into a new directory that the job
@@ -172,6 +191,10 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
         return readiness.checks(str(partition) if partition else None)
 
     def _run_opts(self) -> runopts:
+        from torchx.schedulers._slurm.request import (
+            Opts,
+        )  # submit-only: not on `torchx status`'s path
+
         return Opts.as_runopts()
 
     # -- dry run ----------------------------------------------------------------------------
@@ -188,13 +211,28 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
     def _nomem(self, partition: str | None) -> bool:
         """Whether to leave ``--mem`` out: partitions reporting <= 1000 MB (ParallelCluster)."""
         if self._partition_memory is None:
-            self._partition_memory = _request.partition_memory()
+            from torchx.schedulers._slurm import (
+                request,
+            )  # submit-only: not on `torchx status`'s path
+
+            self._partition_memory = request.partition_memory()
         mem = self._partition_memory.get(partition or "*")
         return mem is not None and mem <= 1000
 
     def _submit_dryrun(
         self, app: AppDef, cfg: Mapping[str, CfgVal]
     ) -> AppDryRunInfo[SlurmBatchRequest]:
+        # submit-only: not on `torchx status`'s path (bench_slurm)
+        from torchx.schedulers._slurm import request as _request
+        from torchx.schedulers._slurm import validate
+        from torchx.schedulers._slurm.request import (
+            SBATCH_GROUP_OPTIONS,
+            SBATCH_JOB_OPTIONS,
+            Opts,
+            SlurmBatchRequest,
+        )
+        from torchx.util.host_checks import host_problem
+        from torchx.util.programs import find_program
 
         if find_program("sbatch", os.environ.get("PATH", ""), os.getcwd()) is None:
             host_problem(SlurmNotFoundError("sbatch"))  # before any other check: it is the fix
@@ -397,12 +435,16 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
         """
         import time
 
+        from torchx.schedulers._slurm.request import Opts  # not on `torchx status`'s path
+
         days = Opts.from_cfg(cfg or {}).list_days
         return self._list(time.time() - days * 86400)
 
     def list_filtered(self, cfg: Mapping[str, CfgVal] | None, list_filter: ListFilter) -> _Rows:
         """``--since`` becomes the accounting window (instead of ``list_days``)."""
         import time
+
+        from torchx.schedulers._slurm.request import Opts  # not on `torchx status`'s path
 
         since = list_filter.since
         if since is None:
@@ -487,7 +529,11 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Opts]):
         job_id = _valid_job_id(query.app_id)
         suffixes = {"stdout": ["out"], "stderr": ["err"], "combined": ["out", "err"]}[query.stream]
         log_dir = self._log_dir(job_id, query.role_name, query.k)
-        role = _request.safe_name(query.role_name)
+        # the log path's helpers: not on `torchx status`'s path (bench_slurm)
+        from torchx.schedulers._shared import log_files
+        from torchx.schedulers._slurm.request import safe_name
+
+        role = safe_name(query.role_name)
         base = os.path.join(log_dir, f"slurm-{job_id}-{role}-{query.k}")
         return log_files.follow_files(
             _ThrottledWatcher(self), job_id, [f"{base}.{s}" for s in suffixes], query.follow

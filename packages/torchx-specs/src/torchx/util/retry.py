@@ -21,7 +21,6 @@ Imports inside functions are deliberate: ``import torchx.specs`` stays close to 
 from __future__ import annotations
 
 import os
-import random
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -29,6 +28,7 @@ from contextvars import ContextVar, copy_context
 from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
+    import random
     import threading
 
 __all__ = [
@@ -139,7 +139,12 @@ def backoff_delays(
     """Delays between tries: doubling from ``first_s`` up to ``cap_s``, each drawn from
     the upper half of its step ("equal jitter"), so clients that failed together do not
     come back together, yet none retries sooner than half a step."""
-    draw = rng or random.Random()  # noqa: S311 (jitter, not cryptography)
+    if rng is None:
+        # deferred: random (with hashlib) costs `torchx status` 2 ms and only a retry draws
+        import random
+
+        rng = random.Random()  # noqa: S311 (jitter, not cryptography)
+    draw = rng
     step = first_s
     while True:
         yield step / 2 + draw.uniform(0, step / 2)
