@@ -79,25 +79,15 @@ __all__ = [
     "version",
 ]
 
-_REQUEST_NAMES = frozenset(
-    {
-        "SBATCH_GROUP_OPTIONS",
-        "SBATCH_JOB_OPTIONS",
-        "Opts",
-        "SlurmBatchRequest",
-        "SlurmOpts",
-        "SlurmReplicaRequest",
-        "version",
-    }
-)
-
 
 def __getattr__(name: str) -> object:
     # The batch request's names come from _slurm.request on first use: `torchx status`
     # and `torchx log` do not build a request (bench_slurm measures status).
-    if name in _REQUEST_NAMES:
-        from torchx.schedulers._slurm import request
+    if name.startswith("__"):  # importlib and inspect probe dunders: not request names
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from torchx.schedulers._slurm import request
 
+    if name in request.__all__:
         return getattr(request, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
