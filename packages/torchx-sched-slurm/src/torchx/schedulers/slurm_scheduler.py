@@ -82,7 +82,7 @@ __all__ = [
 
 def __getattr__(name: str) -> object:
     # The batch request's names come from _slurm.request on first use: `torchx status`
-    # and `torchx log` do not build a request (bench_slurm measures status).
+    # does not build a request (bench_slurm measures it).
     if name.startswith("__"):  # importlib and inspect probe dunders: not request names
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from torchx.schedulers._slurm import request
