@@ -15,6 +15,7 @@ against recorded outputs (``tests/fixtures``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -445,6 +446,10 @@ def parse_squeue_text(text: str, leader: str | None = None) -> list[SlurmJob]:
     return rows
 
 
+_SUBMIT_TIME = "%Y-%m-%dT%H:%M:%S"
+_SUBMIT_TIME_SHAPE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$")
+"""A submit time squeue printed (else ``Unknown`` or ``N/A``: such jobs are kept)."""
+
 SQUEUE_LIST_FIELDS = ("JobID", "HetJobID", "HetJobOffset", "State", "SubmitTime", "Name")
 SQUEUE_LIST_FORMAT = ",".join(f"{name}:|" for name in SQUEUE_LIST_FIELDS)
 """``squeue -O`` format of ``list``: only what a listing shows (the name last)."""
@@ -454,20 +459,23 @@ def parse_squeue_list(text: str, since: float | None = None) -> list[SlurmJob]:
     """Rows of ``squeue -h -t all -O SQUEUE_LIST_FORMAT``: id, heterogeneous leader and
     offset, state and name, nothing a listing does not print; with ``since`` (epoch
     seconds), only jobs submitted since then."""
+    import math
     import time
 
+    # SubmitTime is local time, YYYY-MM-DDTHH:MM:SS: compared as text with the cutoff
+    # written the same way (parsing 2,000 times with strptime cost ours 70 ms)
+    cutoff = None
+    if since is not None:
+        cutoff = time.strftime(_SUBMIT_TIME, time.localtime(math.ceil(since)))
     rows = []
     for line in text.splitlines():
         parts = line.split("|", len(SQUEUE_LIST_FIELDS) - 1)
         if len(parts) < len(SQUEUE_LIST_FIELDS) or not parts[0].strip().isdigit():
             continue
         job_id, het, offset, state, submitted, name = parts
-        if since is not None:
-            try:
-                when = time.mktime(time.strptime(submitted.strip(), "%Y-%m-%dT%H:%M:%S"))
-            except ValueError:
-                when = None
-            if when is not None and when < since:
+        if cutoff is not None:
+            when = submitted.strip()
+            if _SUBMIT_TIME_SHAPE.match(when) and when < cutoff:
                 continue
         row = SlurmJob(job_id.strip())
         if het.strip().isdigit() and het.strip() != "0":
