@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Stops what k8s-up.sh started (by the pids it recorded), leaving anything it reused alone:
-# the kubelet first, then every pod container containerd still runs (their shims outlive
+# Kueue and JobSet, the kubelet, then every pod container containerd still runs (their shims outlive
 # containerd), containerd, CoreDNS, the control plane and etcd; unmounts what the kubelet
 # mounted for pods (service-account token volumes) so the state directory can be removed.
 set -uo pipefail
@@ -9,6 +9,8 @@ NAME=k8s-down
 source "$(dirname "$0")/lib/backend.sh"
 BIN="$(ls -d "${TORCHX_BUILD_CACHE:-$HOME/.cache/torchx-ci}"/k8s-* 2>/dev/null | grep -v '\.tmp$' | tail -1)"
 
+stop_pid "$STATE/kueue.pid"
+stop_pid "$STATE/jobset.pid"
 stop_pid "$STATE/kubelet.pid"
 if [ -f "$STATE/containerd.pid" ]; then
   sock="$STATE/containerd/containerd.sock"

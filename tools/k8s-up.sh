@@ -9,7 +9,11 @@
 #     registry outside is reachable) and the local registry of docker-up.sh trusted over HTTP;
 #   - CoreDNS, so pods find each other by hostname (the rank-0 address of an app);
 #   - Volcano's CRDs (its controllers cannot be built here: the Go module proxy refuses
-#     volcano.sh/volcano).
+#     volcano.sh/volcano);
+#   - Kueue and JobSet (tools/k8s-controllers-build.sh): their CRDs and webhooks, and their
+#     controllers running on this machine (not in pods), their webhooks served on 127.0.0.1
+#     with a certificate of the cluster's CA. Kueue manages batch Jobs and JobSets that
+#     carry its queue label.
 # Binaries come from tools/k8s-build.sh (built once per machine). Writes the admin kubeconfig
 # to $STATE/kubeconfig and the limited user's to $STATE/limited.kubeconfig. Each daemon runs
 # in its own session, its pid in $STATE/<name>.pid for k8s-down.sh. Prints one summary line.
@@ -39,13 +43,22 @@ import json, sys
 conds = json.load(sys.stdin)["status"].get("conditions", [])
 sys.exit(0 if any(c["type"] == "Ready" and c["status"] == "True" for c in conds) else 1)'
 }
-answers() { apiserver_ready && node_ready; }
+KUEUE_WEBHOOK_PORT="${TORCHX_TEST_KUEUE_PORT:-9443}"
+JOBSET_WEBHOOK_PORT="${TORCHX_TEST_JOBSET_PORT:-9444}"
+KUEUE_PROBE_PORT=$((KUEUE_WEBHOOK_PORT + 10000))
+JOBSET_PROBE_PORT=$((JOBSET_WEBHOOK_PORT + 10000))
+# a controller is ready once its webhook serves (its readiness probe says so)
+probe_ready() { curl -sf --max-time 2 "http://127.0.0.1:$1/readyz" >/dev/null; }
+controllers_ready() { probe_ready "$KUEUE_PROBE_PORT" && probe_ready "$JOBSET_PROBE_PORT"; }
+answers() { apiserver_ready && node_ready && controllers_ready; }
 
 check_or_reuse "${1:-}" "the Kubernetes cluster at https://127.0.0.1:$PORT"
 
 # --- binaries, packages, images -------------------------------------------------------------
 BIN="$(bash "$TOOLS/k8s-build.sh")" || { echo "k8s-up: building the cluster's binaries failed" >&2; exit 1; }
-export PATH="$BIN:$PATH"
+CONTROLLERS="$(bash "$TOOLS/k8s-controllers-build.sh")" \
+  || { echo "k8s-up: building Kueue and JobSet failed" >&2; exit 1; }
+export PATH="$BIN:$CONTROLLERS:$PATH"
 [ -x /usr/lib/cni/bridge ] || apt_install containernetworking-plugins
 command -v openssl >/dev/null || apt_install openssl
 # the images are built in Docker, and the registry runs there: bring it up unless it is
@@ -104,6 +117,16 @@ fi
 if ! openssl x509 -in "$pki/kubelet-serving.crt" -noout -ext subjectAltName 2>/dev/null | grep -q "IP Address:$HOST_IP\b"; then
   (cd "$pki" && sign kubelet-serving "/CN=$NODE" "IP:$HOST_IP,DNS:$NODE")
   chmod 600 "$pki/kubelet-serving.key"
+fi
+
+# the controllers' webhooks, called by the API server at 127.0.0.1 (tls.crt/tls.key: the names
+# controller-runtime looks for)
+if [ ! -f "$pki/webhooks/tls.crt" ]; then
+  (cd "$pki" && sign webhooks "/CN=torchx-test-webhooks" "IP:127.0.0.1,DNS:localhost")
+  mkdir -p "$pki/webhooks"
+  mv "$pki/webhooks.crt" "$pki/webhooks/tls.crt"
+  mv "$pki/webhooks.key" "$pki/webhooks/tls.key"
+  chmod 600 "$pki/webhooks/tls.key"
 fi
 
 # kubeconfig FILE TOKEN_FILE: a kubeconfig for https://127.0.0.1:$PORT with that bearer token
@@ -320,7 +343,48 @@ if ! kubelet_healthy; then
   wait_until 120 "$STATE/kubelet.pid" "$STATE/kubelet.log" kubelet node_ready
 fi
 
-# --- cluster objects: Volcano's CRDs, the limited user's role, the test namespace ----------
-python3 "$TOOLS/k8s/objects.py" "$STATE/kubeconfig"
+# --- cluster objects: Volcano's, Kueue's and JobSet's CRDs and webhooks, the limited user ----
+python3 "$TOOLS/k8s/objects.py" "$STATE/kubeconfig" "$CONTROLLERS" "$pki/ca.crt" \
+  "$KUEUE_WEBHOOK_PORT" "$JOBSET_WEBHOOK_PORT"
 
-echo "k8s-up: Kubernetes $(admin_get /version | python3 -c 'import json,sys; print(json.load(sys.stdin)["gitVersion"])') at https://127.0.0.1:$PORT, node $NODE Ready (containerd $(containerd --version | awk '{print $3}')), CoreDNS at $HOST_IP; kubeconfig $STATE/kubeconfig"
+# --- Kueue and JobSet ---------------------------------------------------------------------
+# Outside the cluster, so: no leader election, no metrics endpoint, our own serving
+# certificate (their internal certificate management writes a Secret for a Service).
+cat >"$STATE/kueue.yaml" <<CONF
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+namespace: kueue-system
+health: {healthProbeBindAddress: "127.0.0.1:$KUEUE_PROBE_PORT"}
+metrics: {bindAddress: "0"}
+webhook: {host: 127.0.0.1, port: $KUEUE_WEBHOOK_PORT, certDir: "$pki/webhooks"}
+leaderElection: {leaderElect: false}
+internalCertManagement: {enable: false}
+integrations:
+  frameworks: ["batch/job", "jobset.x-k8s.io/jobset"]
+CONF
+cat >"$STATE/jobset.yaml" <<CONF
+apiVersion: config.jobset.x-k8s.io/v1alpha1
+kind: Configuration
+health: {healthProbeBindAddress: "127.0.0.1:$JOBSET_PROBE_PORT"}
+metrics: {bindAddress: "0"}
+webhook: {host: 127.0.0.1, port: $JOBSET_WEBHOOK_PORT, certDir: "$pki/webhooks"}
+leaderElection: {leaderElect: false}
+internalCertManagement: {enable: false}
+CONF
+if ! probe_ready "$KUEUE_PROBE_PORT"; then
+  # without its internal certificates Kueue loads a metrics certificate from this fixed path,
+  # even with the metrics endpoint off
+  mkdir -p /etc/kueue/metrics
+  ln -sfn "$pki/webhooks" /etc/kueue/metrics/certs
+  start_daemon "$STATE/kueue.pid" "$STATE/kueue.log" \
+    env KUBECONFIG="$STATE/controllers.kubeconfig" kueue --config "$STATE/kueue.yaml" \
+    --feature-gates VisibilityOnDemand=false
+  wait_until 60 "$STATE/kueue.pid" "$STATE/kueue.log" Kueue probe_ready "$KUEUE_PROBE_PORT"
+fi
+if ! probe_ready "$JOBSET_PROBE_PORT"; then
+  start_daemon "$STATE/jobset.pid" "$STATE/jobset.log" \
+    env KUBECONFIG="$STATE/controllers.kubeconfig" jobset --config "$STATE/jobset.yaml"
+  wait_until 60 "$STATE/jobset.pid" "$STATE/jobset.log" JobSet probe_ready "$JOBSET_PROBE_PORT"
+fi
+
+echo "k8s-up: Kubernetes $(admin_get /version | python3 -c 'import json,sys; print(json.load(sys.stdin)["gitVersion"])') at https://127.0.0.1:$PORT, node $NODE Ready (containerd $(containerd --version | awk '{print $3}')), CoreDNS at $HOST_IP; Kueue and JobSet controllers on 127.0.0.1; kubeconfig $STATE/kubeconfig"

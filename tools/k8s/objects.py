@@ -7,9 +7,13 @@
   fields: the server checks the envelope, not Volcano's own validation.
 - The limited user's rights (``torchx-limited``): read jobs, pods and their logs in
   ``default``, nothing else (no create, no watch), for the tests of refused requests.
+- With a controllers directory (tools/k8s-controllers-build.sh): Kueue's and JobSet's CRDs
+  and admission webhooks as released, the webhooks (and Kueue's CRD conversion) pointed at
+  the controllers on 127.0.0.1, which run outside the cluster, with the test CA's bundle.
+  Kueue's webhooks are kept for what it manages here (its own kinds, batch Jobs, JobSets).
 
 Uses only the standard library: it runs with the machine's ``python3``.
-Usage: ``objects.py ADMIN_KUBECONFIG``.
+Usage: ``objects.py ADMIN_KUBECONFIG [CONTROLLERS_DIR CA_FILE KUEUE_PORT JOBSET_PORT]``.
 """
 
 from __future__ import annotations
@@ -124,11 +128,105 @@ class Api:
         if status not in (200, 201, 409):
             sys.exit(f"k8s-up: creating {body['kind']} {body['metadata']['name']}: {answer}")
 
+    def apply(self, path: str, body: Any) -> None:
+        """Creates ``body`` under ``path``, or replaces the object of its name with it."""
+        status, answer = self.call("POST", path, body)
+        if status == 409:
+            item = f"{path}/{body['metadata']['name']}"
+            _, current = self.call("GET", item)
+            body = dict(body, metadata=dict(body["metadata"]))
+            body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+            status, answer = self.call("PUT", item, body)
+        if status not in (200, 201):
+            sys.exit(f"k8s-up: applying {body['kind']} {body['metadata']['name']}: {answer}")
+
 
 def _established(api: Api, name: str) -> bool:
     _, crd = api.call("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
     conditions = crd.get("status", {}).get("conditions", [])
     return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
+
+# Kueue's CRDs whose versions it converts itself (its config/components/crd patches)
+KUEUE_CONVERTED = {
+    f"{plural}.kueue.x-k8s.io"
+    for plural in ("localqueues", "clusterqueues", "cohorts", "workloads", "multikueueclusters")
+}
+KUEUE_GROUPS = {"kueue.x-k8s.io", "batch", "jobset.x-k8s.io"}
+"""API groups of the objects Kueue manages here (frameworks batch/job and jobset)."""
+JOBSET_POD_SELECTOR = {
+    "matchExpressions": [{"key": "jobset.sigs.k8s.io/jobset-name", "operator": "Exists"}]
+}
+"""JobSet's pod webhooks see only its own pods (its config/components/webhook patches)."""
+
+
+def _client_config(url: str, path: str, ca_bundle: str) -> dict[str, str]:
+    return {"url": url + path, "caBundle": ca_bundle}
+
+
+def _webhook_configs(
+    configs: list[Any], prefix: str, url: str, ca_bundle: str, keep: Any
+) -> list[Any]:
+    """``configs`` (a release's webhook configurations) named ``prefix-...``, calling
+    ``url`` with ``ca_bundle``; only webhooks for which ``keep(webhook)`` is true."""
+    result = []
+    for config in configs:
+        hooks = []
+        for hook in config.get("webhooks") or []:
+            if not keep(hook):
+                continue
+            path = hook["clientConfig"]["service"]["path"]
+            hooks.append(dict(hook, clientConfig=_client_config(url, path, ca_bundle)))
+        name = f"{prefix}-{config['metadata']['name']}"
+        result.append(dict(config, metadata={"name": name}, webhooks=hooks))
+    return result
+
+
+def _controllers(api: Api, directory: str, ca_file: str, ports: tuple[int, int]) -> list[Any]:
+    """Installs Kueue's and JobSet's CRDs and webhook configurations; returns the CRDs."""
+    import base64
+    import os
+
+    def load(name: str) -> list[Any]:
+        with open(os.path.join(directory, name)) as f:
+            objects: list[Any] = json.load(f)
+        return objects
+
+    with open(ca_file, "rb") as f:
+        ca_bundle = base64.b64encode(f.read()).decode()
+    kueue_url, jobset_url = (f"https://127.0.0.1:{port}" for port in ports)
+    crds = load("kueue-crds.json") + load("jobset-crds.json")
+    for crd in crds:
+        if crd["metadata"]["name"] in KUEUE_CONVERTED:
+            crd["spec"]["conversion"] = {
+                "strategy": "Webhook",
+                "webhook": {
+                    "clientConfig": _client_config(kueue_url, "/convert", ca_bundle),
+                    "conversionReviewVersions": ["v1"],
+                },
+            }
+        api.apply("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+
+    def kueue_keeps(hook: Any) -> bool:
+        return any(set(r.get("apiGroups") or ()) & KUEUE_GROUPS for r in hook.get("rules") or ())
+
+    def jobset_keeps(hook: Any) -> bool:
+        if any("pods" in (r.get("resources") or ()) for r in hook.get("rules") or ()):
+            hook["objectSelector"] = JOBSET_POD_SELECTOR
+        return True
+
+    configs = _webhook_configs(
+        load("kueue-webhooks.json"), "kueue", kueue_url, ca_bundle, kueue_keeps
+    ) + _webhook_configs(load("jobset-webhooks.json"), "jobset", jobset_url, ca_bundle, jobset_keeps)
+    for config in configs:
+        plural = "mutatingwebhookconfigurations"
+        if config["kind"] == "ValidatingWebhookConfiguration":
+            plural = "validatingwebhookconfigurations"
+        api.apply(f"/apis/admissionregistration.k8s.io/v1/{plural}", config)
+    for ns in ("kueue-system", "jobset-system"):
+        api.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                          "metadata": {"name": ns}})  # fmt: skip
+    return crds
 
 
 def main() -> None:
@@ -137,10 +235,14 @@ def main() -> None:
     api = Api(sys.argv[1])
     for crd in CRDS:
         api.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    crds = list(CRDS)
+    if len(sys.argv) > 2:
+        directory, ca_file, kueue_port, jobset_port = sys.argv[2:6]
+        crds += _controllers(api, directory, ca_file, (int(kueue_port), int(jobset_port)))
     deadline = time.monotonic() + 30
-    while not all(_established(api, c["metadata"]["name"]) for c in CRDS):
+    while not all(_established(api, c["metadata"]["name"]) for c in crds):
         if time.monotonic() > deadline:
-            sys.exit("k8s-up: Volcano's CRDs were not established in 30 s")
+            sys.exit("k8s-up: the CRDs were not established in 30 s")
         time.sleep(0.2)
     # a new CRD's REST path may answer 404 for a moment after it is established
     while api.call("GET", "/apis/scheduling.volcano.sh/v1beta1/queues")[0] == 404:
