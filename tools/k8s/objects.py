@@ -217,7 +217,9 @@ def _controllers(api: Api, directory: str, ca_file: str, ports: tuple[int, int])
 
     configs = _webhook_configs(
         load("kueue-webhooks.json"), "kueue", kueue_url, ca_bundle, kueue_keeps
-    ) + _webhook_configs(load("jobset-webhooks.json"), "jobset", jobset_url, ca_bundle, jobset_keeps)
+    ) + _webhook_configs(
+        load("jobset-webhooks.json"), "jobset", jobset_url, ca_bundle, jobset_keeps
+    )
     for config in configs:
         plural = "mutatingwebhookconfigurations"
         if config["kind"] == "ValidatingWebhookConfiguration":

@@ -27,8 +27,12 @@ class RestApi:
 
     def handle(self, method: str, path: str, query: dict[str, str], body: Any) -> Any:
         parts = path.strip("/").split("/")
-        if path.startswith(VOLCANO) and not self.volcano:
-            # an API group the server does not serve: a plain-text 404, as a real one sends
+        served = path.startswith(("/api/", "/apis/batch/", REVIEWS, "/version"))
+        if (path.startswith(VOLCANO) and not self.volcano) or not (
+            served or path.startswith(VOLCANO)
+        ):
+            # an API group the server does not serve (it has no JobSet or Kueue either): a
+            # plain-text 404, as a real one sends
             raise ApiError(404, "", "404 page not found")
         if method == "GET" and path.rstrip("/") == "/version":
             return {"major": "1", "minor": "31", "gitVersion": "v1.31.0", "platform": "linux/amd64"}

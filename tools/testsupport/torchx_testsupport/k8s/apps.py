@@ -25,8 +25,8 @@ def app(replicas: int = 2, name: str = "trainer") -> Any:
 
 
 def cfg(job_type: str, **extra: object) -> dict[str, object]:
-    """Run options for ``job_type`` (``volcano`` or ``batch``) in the default queue."""
-    return {"queue": "default", "job_type": job_type, **extra}
+    """Run options for ``job_type``: Volcano's default queue, or no Kueue queue (``-``)."""
+    return {"queue": "default" if job_type == "volcano" else "-", "job_type": job_type, **extra}
 
 
 def replica_pod(fake: FakeKubernetes, app_id: str, replica: int) -> str:

@@ -7,10 +7,17 @@
   Replicas reach rank 0 as ``$TORCHX_RANK0_HOST``, its fully qualified name
   (``<job>-0.<job>.<namespace>.svc.<cluster_domain>``). App id
   ``<namespace>:batch:<app>``.
+* ``job_type=jobset``: one JobSet (``jobset.x-k8s.io``) with a replicated Job per role;
+  JobSet makes the headless Service, restarts the set on failure and ends it as one. App id
+  ``<namespace>:jobset:<app>``.
 
-Both kinds answer ``status`` (with why pods are pending), ``log`` (every container, follow
-keeps line breaks), ``list``, ``cancel`` (Volcano: abort; batch: suspend; the objects stay
-for inspection) and ``delete``. Credentials: the pod's service account when running in a
+``batch`` and ``jobset`` go through Kueue when ``queue`` names a LocalQueue: they are
+created suspended with Kueue's queue label (``priority_class`` then names a Kueue
+WorkloadPriorityClass), and ``status`` says why Kueue holds them (quota, eviction,
+preemption). Every kind answers ``status`` (with why pods are pending), ``log`` (every
+container, follow keeps line breaks), ``list``, ``cancel`` (Volcano: abort; batch and
+jobset: suspend, the objects stay for inspection; queued in Kueue: delete, with the
+workload) and ``delete``. Credentials: the pod's service account when running in a
 cluster, else the kubeconfig (``KUBECONFIG``; context from ``TORCHX_KUBE_CONTEXT`` or the
 current one).
 
@@ -63,7 +70,7 @@ from torchx.schedulers.api import (
     whole_lines,
     with_full_job_id,
 )
-from torchx.specs.api import AppDef, AppDryRunInfo, CfgVal, Role, runopts
+from torchx.specs.api import AppDef, AppDryRunInfo, AppState, CfgVal, Role, runopts
 from torchx.util.colors import BLUE, ENDC
 from torchx.util.host_checks import is_real_submit
 from torchx.util.lazy_dataclass import dataclass, field
@@ -123,8 +130,10 @@ LABEL_ORGANIZATION = LABEL_MANAGED_BY
 LABEL_UNIQUE_NAME = LABEL_INSTANCE
 """Upstream's name for the ``app.kubernetes.io/instance`` label key (the unique app id)."""
 
-JOB_TYPES = ("volcano", "batch")
+JOB_TYPES = ("volcano", "batch", "jobset")
 _VOLCANO_GROUP, _VOLCANO_VERSION, _VOLCANO_PLURAL = "batch.volcano.sh", "v1alpha1", "jobs"
+_JOBSET = (_render.JOBSET_GROUP, _render.JOBSET_VERSION, _render.JOBSET_PLURAL)
+_KUEUE = (_render.KUEUE_GROUP, _render.KUEUE_VERSION)
 _POLL_S = 5.0  # between two describes where the API server refuses watches
 _RESUME_SLACK_S = 2  # seconds asked for before a resume point, for clocks and rounding
 _RESUME_IDLE_S = 0.2  # before asking again when a stream ended with nothing new
@@ -137,8 +146,8 @@ class Opts(StructuredOpts):
 
     queue: str = field(
         metadata={
-            HELP_KEY: "Volcano queue to schedule job in (job_type=batch: the Kueue LocalQueue,"
-            " set as label kueue.x-k8s.io/queue-name, inert without Kueue; - for none)"
+            HELP_KEY: "Volcano queue to schedule job in (job_type=batch or jobset: the Kueue"
+            " LocalQueue, label kueue.x-k8s.io/queue-name; - for none)"
         }
     )
     namespace: str = field(
@@ -148,7 +157,11 @@ class Opts(StructuredOpts):
         default=None, metadata={HELP_KEY: "service account of the pods (serviceAccountName)"}
     )
     priority_class: str | None = field(
-        default=None, metadata={HELP_KEY: "priority class of the job (priorityClassName)"}
+        default=None,
+        metadata={
+            HELP_KEY: "priority class of the job: the pods' priorityClassName, or with a Kueue"
+            " queue the Kueue WorkloadPriorityClass (label kueue.x-k8s.io/priority-class)"
+        },
     )
     validate_spec: bool | None = field(
         default=None,
@@ -176,8 +189,9 @@ class Opts(StructuredOpts):
     job_type: str = field(
         default="volcano",
         metadata={
-            HELP_KEY: "volcano (a Volcano Job, gang-scheduled) or batch (per role an Indexed"
-            " batch/v1 Job + headless Service; no Volcano needed, autoscalers work)"
+            HELP_KEY: "volcano (a Volcano Job, gang-scheduled), batch (per role an Indexed"
+            " batch/v1 Job + headless Service; no Volcano needed, autoscalers work) or jobset"
+            " (one JobSet, a replicated Job per role; needs JobSet)"
         },
     )
     node_selector: dict[str, str] | None = field(
@@ -324,16 +338,22 @@ def _to_model(body: dict[str, Any], klass: str) -> Any:
 
 
 def _parse_app_id(app_id: str) -> tuple[str, str, str]:
-    """``(namespace, job_type, name)`` of ``ns:name`` (Volcano) or ``ns:batch:name``."""
+    """``(namespace, job_type, name)`` of ``ns:name`` (Volcano), ``ns:batch:name`` or
+    ``ns:jobset:name``."""
     parts = app_id.split(":")
     if len(parts) == 2 and all(parts):
         return parts[0], "volcano", parts[1]
-    if len(parts) == 3 and parts[1] == "batch" and parts[0] and parts[2]:
-        return parts[0], "batch", parts[2]
+    if len(parts) == 3 and parts[1] in ("batch", "jobset") and parts[0] and parts[2]:
+        return parts[0], parts[1], parts[2]
     raise ValueError(
-        f"invalid kubernetes app id {app_id!r}: expected NAMESPACE:NAME (Volcano) or"
-        " NAMESPACE:batch:NAME, as printed by `torchx run`"
+        f"invalid kubernetes app id {app_id!r}: expected NAMESPACE:NAME (Volcano),"
+        " NAMESPACE:batch:NAME or NAMESPACE:jobset:NAME, as printed by `torchx run`"
     )
+
+
+def _labels_of(obj: dict[str, Any]) -> dict[str, str]:
+    labels: dict[str, str] = (obj.get("metadata") or {}).get("labels") or {}
+    return labels
 
 
 class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
@@ -396,8 +416,9 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         _render.check_namespace(opts.namespace)
         if opts.job_type not in JOB_TYPES:
             raise _render.SpecError(
-                f"unknown job_type {opts.job_type!r}; use -cfg job_type=volcano (Volcano Job)"
-                " or job_type=batch (Indexed batch/v1 Jobs, no Volcano needed)"
+                f"unknown job_type {opts.job_type!r}; use -cfg job_type=volcano (Volcano Job),"
+                " job_type=batch (Indexed batch/v1 Jobs, no Volcano needed) or job_type=jobset"
+                " (a JobSet)"
             )
         images_to_push = self.dryrun_push_images(app, cfg)
         render = _render.RenderOptions.from_opts(opts)
@@ -406,6 +427,8 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         app = with_full_job_id(app, _status.app_id_of(opts.namespace, opts.job_type, app_id))
         if opts.job_type == "volcano":
             resource = _render.volcano_job(app, app_id, render)
+        elif opts.job_type == "jobset":
+            resource = _render.jobset(app, app_id, render)
         else:
             resource = {
                 "apiVersion": "v1",
@@ -449,6 +472,18 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         kw: dict[str, Any] = {"dry_run": "All"} if dry_run else {}
         verb = "checking (server-side dry run)" if dry_run else "creating"
         resource = job.resource
+        self._check_local_queue(resource, ns)
+        if resource.get("kind") == "JobSet":
+            name = resource["metadata"]["name"]
+            custom = self._custom()
+            _client.call(
+                lambda: custom.create_namespaced_custom_object(*_JOBSET[:2], ns, _JOBSET[2],
+                                                               resource, **kw),
+                f"{verb} JobSet {name!r}",
+                ns,
+                repeatable=dry_run,
+            )  # fmt: skip
+            return _status.app_id_of(ns, "jobset", name)
         if resource.get("kind") != "List":
             name = resource["metadata"]["name"]
             custom = self._custom()
@@ -485,6 +520,83 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                 self._remove_created(ns, created)
             raise
         return _status.app_id_of(ns, "batch", app_id)
+
+    def _check_local_queue(self, resource: dict[str, Any], ns: str) -> None:
+        """A Kueue LocalQueue the app names must exist before anything is created: Kueue
+        would hold the app without end (one line instead, naming the queues there are)."""
+        first = resource["items"][-1] if resource.get("kind") == "List" else resource
+        queue = _labels_of(first).get(_render.LABEL_KUEUE_QUEUE)
+        if not queue:
+            return
+        custom = self._custom()
+        try:
+            _client.read_json(
+                custom.get_namespaced_custom_object,
+                f"reading Kueue LocalQueue {queue!r}",
+                ns,
+                *_KUEUE,
+                ns,
+                "localqueues",
+                queue,
+            )
+        except _client.NotFound as e:
+            if "Kueue is not installed" in str(e):
+                raise
+            known = ", ".join(sorted(self._local_queues(ns))) or "none"
+            raise _client.KubernetesApiError(
+                f"Kueue LocalQueue {queue!r} does not exist in namespace {ns!r} (LocalQueues"
+                f" there: {known}); pass -cfg queue=NAME of one of them, or -cfg queue=- to"
+                " run without Kueue",
+                404,
+            ) from None
+        except _client.KubernetesApiError as e:
+            if e.status != 403:
+                raise
+            log.debug("cannot read LocalQueue %s (%s); submitting anyway", queue, e)
+
+    def _local_queues(self, ns: str) -> dict[str, str]:
+        """``{LocalQueue: its ClusterQueue}`` in ``ns`` (empty when they cannot be read)."""
+        custom = self._custom()
+        try:
+            found = _client.read_json(
+                custom.list_namespaced_custom_object,
+                "listing Kueue LocalQueues",
+                ns,
+                *_KUEUE,
+                ns,
+                "localqueues",
+            )
+        except _client.KubernetesApiError:
+            return {}
+        return {
+            str(q["metadata"]["name"]): str((q.get("spec") or {}).get("clusterQueue") or "")
+            for q in found.get("items") or ()
+        }
+
+    def _kueue_reason(self, ns: str, objects: list[dict[str, Any]]) -> str:
+        """Why Kueue holds the app (its workloads' conditions), or ``""`` when it does not."""
+        queue = next(
+            (q for o in objects if (q := _labels_of(o).get(_render.LABEL_KUEUE_QUEUE))), ""
+        )
+        uids = [str(o["metadata"].get("uid")) for o in objects if o["metadata"].get("uid")]
+        if not queue or not uids:
+            return ""
+        custom = self._custom()
+        try:
+            found = _client.read_json(
+                custom.list_namespaced_custom_object,
+                "listing Kueue workloads",
+                ns,
+                *_KUEUE,
+                ns,
+                "workloads",
+                label_selector=f"kueue.x-k8s.io/job-uid in ({','.join(uids)})",
+            )
+        except _client.KubernetesApiError as e:  # no right to read them: say what is known
+            log.debug("cannot read the Kueue workloads of the app (%s)", e)
+            return f"queued in LocalQueue {queue!r}"
+        cluster_queue = self._local_queues(ns).get(queue) or None
+        return _status.kueue_reason(list(found.get("items") or ()), queue, cluster_queue)
 
     def _remove_created(self, ns: str, created: list[tuple[str, str]]) -> None:
         core, batch = self._core(), self._batch()
@@ -558,10 +670,40 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             return _status.describe_volcano(
                 app_id, ns, job, self._pods(ns, f"{LABEL_INSTANCE}={name}")
             )
+        if job_type == "jobset":
+            jobset = self._jobset(ns, name)
+            if jobset is None:
+                return None
+            self._remember_version(app_id, jobset)
+            pods = self._pods(ns, f"{_render.LABEL_JOBSET_NAME}={name}")
+            kueue = ""
+            if _status.jobset_app_state(jobset) == AppState.PENDING:
+                kueue = self._kueue_reason(ns, [jobset])
+            return _status.describe_jobset(app_id, ns, jobset, pods, kueue)
         jobs = self._batch_jobs(ns, f"{LABEL_INSTANCE}={name}", app_id)
         if not jobs:
             return None
-        return _status.describe_batch(app_id, ns, jobs, self._pods(ns, f"{LABEL_INSTANCE}={name}"))
+        pods = self._pods(ns, f"{LABEL_INSTANCE}={name}")
+        kueue = ""
+        if _status.batch_app_state(jobs) == AppState.PENDING:
+            kueue = self._kueue_reason(ns, jobs)
+        return _status.describe_batch(app_id, ns, jobs, pods, kueue)
+
+    def _jobset(self, ns: str, name: str) -> dict[str, Any] | None:
+        custom = self._custom()
+        try:
+            jobset: dict[str, Any] = _client.read_json(
+                custom.get_namespaced_custom_object,
+                f"reading JobSet {name!r}",
+                ns,
+                *_JOBSET[:2],
+                ns,
+                _JOBSET[2],
+                name,
+            )
+        except _client.NotFound:
+            return None
+        return jobset
 
     def wait_for_change(self, app_id: str, timeout: float) -> None:
         """Returns at the first change of the app's job(s), or after ``timeout`` seconds.
@@ -594,6 +736,18 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                     _VOLCANO_VERSION,
                     ns,
                     _VOLCANO_PLURAL,
+                    field_selector=f"metadata.name={name}",
+                    **since,
+                )
+            elif job_type == "jobset":
+                _client.first_event(
+                    self._custom().list_namespaced_custom_object,
+                    f"watching JobSet {name!r}",
+                    ns,
+                    timeout,
+                    *_JOBSET[:2],
+                    ns,
+                    _JOBSET[2],
                     field_selector=f"metadata.name={name}",
                     **since,
                 )
@@ -659,6 +813,20 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             label_selector=f"{selector},{LABEL_KIND}=batch",
         )
         yield from _status.list_rows(ns, [], [job for page in batch for job in page])
+        jobsets = _pages(
+            custom.list_namespaced_custom_object,
+            "listing JobSets",
+            ns,
+            *_JOBSET[:2],
+            ns,
+            _JOBSET[2],
+            label_selector=selector,
+        )
+        try:
+            for page in jobsets:
+                yield from _status.list_rows(ns, [], [], page)
+        except _client.NotFound:  # no JobSet on this cluster
+            pass
 
     def _default_namespace(self) -> str:
         import os
@@ -692,8 +860,26 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         self._delete_existing(app_id)
 
     def _cancel_existing(self, app_id: str) -> None:
-        """Volcano: aborts the job; batch: suspends the Jobs. Both are kept for inspection."""
+        """Volcano: aborts the job; batch and jobset: suspends the Job(s) or JobSet; all are
+        kept for inspection. An app queued in Kueue is deleted with its workload instead
+        (Kueue owns the suspension of what it queues)."""
         ns, job_type, name = _parse_app_id(app_id)
+        if job_type == "jobset":
+            jobset = self._jobset(ns, name)
+            if jobset is None:
+                return
+            if _labels_of(jobset).get(_render.LABEL_KUEUE_QUEUE):
+                self._delete_existing(app_id)
+                return
+            custom = self._custom()
+            _client.call(
+                lambda: custom.patch_namespaced_custom_object(
+                    *_JOBSET[:2], ns, _JOBSET[2], name, {"spec": {"suspend": True}}
+                ),
+                f"suspending JobSet {name!r}",
+                ns,
+            )
+            return
         if job_type == "volcano":
             job = self._volcano_job(ns, name)
             if job is None:
@@ -710,7 +896,11 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             )
             return
         batch = self._batch()
-        for job in self._batch_jobs(ns, f"{LABEL_INSTANCE}={name}"):
+        jobs = self._batch_jobs(ns, f"{LABEL_INSTANCE}={name}")
+        if any(_labels_of(job).get(_render.LABEL_KUEUE_QUEUE) for job in jobs):
+            self._delete_existing(app_id)
+            return
+        for job in jobs:
             job_name = job["metadata"]["name"]
             _client.call(
                 functools.partial(
@@ -723,6 +913,17 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     def _delete_existing(self, app_id: str) -> None:
         """Deletes the job(s) (and Services); their pods go with them."""
         ns, job_type, name = _parse_app_id(app_id)
+        if job_type == "jobset":  # its Service and Jobs (and a Kueue workload) go with it
+            custom = self._custom()
+            with contextlib.suppress(_client.NotFound):  # deleted meanwhile
+                _client.call(
+                    lambda: custom.delete_namespaced_custom_object(
+                        *_JOBSET[:2], ns, _JOBSET[2], name, propagation_policy="Background"
+                    ),
+                    f"deleting JobSet {name!r}",
+                    ns,
+                )
+            return
         if job_type == "volcano":
             custom = self._custom()
             with contextlib.suppress(_client.NotFound):  # deleted meanwhile
@@ -765,8 +966,12 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             except _client.NotFound:
                 pod = None
         else:
-            job = _render.batch_job_name(name, role_name)
-            pods = self._pods(ns, f"job-name={job},{_render.LABEL_COMPLETION_INDEX}={k}")
+            if job_type == "jobset":
+                rjob = _render.jobset_replicated_job(role_name)
+                selector = f"{_render.LABEL_JOBSET_NAME}={name},{_render.LABEL_JOBSET_RJOB}={rjob}"
+            else:
+                selector = f"job-name={_render.batch_job_name(name, role_name)}"
+            pods = self._pods(ns, f"{selector},{_render.LABEL_COMPLETION_INDEX}={k}")
             pod = _status.newest_pod(pods) if pods else None
         if pod is None:
             raise ValueError(

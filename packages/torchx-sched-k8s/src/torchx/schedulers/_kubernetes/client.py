@@ -185,6 +185,39 @@ def _server_message(body: Any) -> str:
     return ""
 
 
+_MISSING_APIS = (
+    (
+        "Volcano",
+        "Volcano is not installed on this cluster (no batch.volcano.sh API; found while"
+        " {action}); run with -cfg job_type=batch (plain Kubernetes Jobs, no Volcano needed)"
+        " or install Volcano",
+    ),
+    (
+        "JobSet",
+        "JobSet is not installed on this cluster (no jobset.x-k8s.io API; found while"
+        " {action}); run with -cfg job_type=batch (an Indexed Job per role) or install JobSet"
+        " (https://jobset.sigs.k8s.io/docs/installation/)",
+    ),
+    (
+        "Kueue",
+        "Kueue is not installed on this cluster (no kueue.x-k8s.io API; found while"
+        " {action}); run with -cfg queue=- (no queue) or install Kueue"
+        " (https://kueue.sigs.k8s.io/docs/installation/)",
+    ),
+)
+"""The API an action (``creating JobSet 'x'``) names, and what to say when it is missing."""
+
+
+def _missing_api(action: str, message: str) -> str | None:
+    """The line for a 404 that means the API itself is missing (not an object), or None."""
+    if "could not find the requested resource" not in message and "page not found" not in message:
+        return None
+    for word, text in _MISSING_APIS:
+        if word in action:
+            return text.format(action=action)
+    return None
+
+
 def api_error(e: Exception, action: str, namespace: str) -> KubernetesApiError:
     """A one-line error for an ``ApiException`` (or connection failure) while ``action``."""
     if not isinstance(e, sdk().client.exceptions.ApiException):
@@ -212,14 +245,8 @@ def api_error(e: Exception, action: str, namespace: str) -> KubernetesApiError:
                 f"namespace {namespace!r} does not exist ({message}); create it"
                 f" (`kubectl create namespace {namespace}`) or pass -cfg namespace=..."
             )
-        elif "Volcano" in action and (
-            "could not find the requested resource" in message or "page not found" in message
-        ):
-            text = (
-                "Volcano is not installed on this cluster (no batch.volcano.sh API; found"
-                f" while {action}); run with -cfg job_type=batch (plain Kubernetes Jobs, no"
-                " Volcano needed) or install Volcano"
-            )
+        elif (missing := _missing_api(action, message)) is not None:
+            text = missing
         else:
             text = f"not found while {action}: {message or 'no such object or API'}"
         return NotFound(text, status)

@@ -1,6 +1,7 @@
 """``torchx check`` probes of the ``kubernetes`` scheduler: the kubeconfig (context and
 namespace), the API server, what this user may do there (SelfSubjectAccessReviews, which
-the API server answers without storing anything) and whether Volcano is installed."""
+the API server answers without storing anything), whether Volcano and JobSet are installed,
+and Kueue with the LocalQueues of the namespace."""
 
 from __future__ import annotations
 
@@ -32,6 +33,11 @@ _NEEDED = {
     "batch": [
         ("create", "batch", "jobs", ""),
         ("create", "", "services", ""),
+        ("get", "", "pods", ""),
+        ("get", "", "pods", "log"),
+    ],
+    "jobset": [
+        ("create", "jobset.x-k8s.io", "jobsets", ""),
         ("get", "", "pods", ""),
         ("get", "", "pods", "log"),
     ],
@@ -67,15 +73,24 @@ def _version(client: ApiClient) -> Any:
     return _json_of(raw)
 
 
-def _volcano_api(client: ApiClient) -> Any:
+def _api_resources(client: ApiClient, group: str, version: str) -> Any:
+    """The resources an API group serves (a 404 ``ApiException`` when it is not installed)."""
     raw = (
         sdk()
         .client.CustomObjectsApi(client)
-        .get_api_resources(
-            "batch.volcano.sh", "v1alpha1", _preload_content=False, _request_timeout=TIMEOUT_S
-        )
+        .get_api_resources(group, version, _preload_content=False, _request_timeout=TIMEOUT_S)
     )
     return _json_of(raw)
+
+
+def _installed(client: ApiClient, group: str, version: str) -> bool:
+    try:
+        _api_resources(client, group, version)
+    except sdk().client.exceptions.ApiException as e:
+        if e.status != 404:
+            raise
+        return False
+    return True
 
 
 def _review(  # noqa: PLR0917 (one access question)
@@ -135,6 +150,8 @@ def checks(cfg: dict[str, Any]) -> list[ReadinessCheck]:
         return checks
     checks.append(ready("api server", f"Kubernetes {version.get('gitVersion', '?')} at {host}"))
     checks.append(_volcano_check(client, job_type, namespace))
+    checks.append(_jobset_check(client, job_type, namespace))
+    checks.append(_kueue_check(client, cfg, job_type, namespace))
     checks.append(_permissions_check(client, job_type, namespace))
     return checks
 
@@ -149,13 +166,10 @@ def _no_retries(client: ApiClient) -> None:
 
 def _volcano_check(client: ApiClient, job_type: str, namespace: str) -> ReadinessCheck:
     try:
-        _volcano_api(client)
-        installed = True
+        installed = _installed(client, "batch.volcano.sh", "v1alpha1")
     except sdk().client.exceptions.ApiException as e:
-        if e.status != 404:
-            found, fix = _error_of(e, "looking for Volcano's API", namespace)
-            return not_ready("volcano", found, fix)
-        installed = False
+        found, fix = _error_of(e, "looking for Volcano's API", namespace)
+        return not_ready("volcano", found, fix)
     if installed:
         return ready("volcano", f"installed (batch.volcano.sh); job_type={job_type} applies")
     if job_type == "volcano":
@@ -194,3 +208,73 @@ def _permissions_check(client: ApiClient, job_type: str, namespace: str) -> Read
         )
     allowed = ", ".join(f"{v} {r}{'/' + s if s else ''}" for v, _, r, s in needed)
     return ready("permissions", f"in namespace {namespace} you may {allowed}")
+
+
+def _jobset_check(client: ApiClient, job_type: str, namespace: str) -> ReadinessCheck:
+    try:
+        installed = _installed(client, "jobset.x-k8s.io", "v1alpha2")
+    except sdk().client.exceptions.ApiException as e:
+        found, fix = _error_of(e, "looking for JobSet's API", namespace)
+        return not_ready("jobset", found, fix)
+    if installed:
+        return ready("jobset", "installed (jobset.x-k8s.io); -cfg job_type=jobset works")
+    if job_type == "jobset":
+        return not_ready(
+            "jobset",
+            "not installed (no jobset.x-k8s.io API), and job_type=jobset",
+            "install JobSet (https://jobset.sigs.k8s.io/docs/installation/) or run with"
+            " -cfg job_type=batch (an Indexed Job per role)",
+        )
+    return ready("jobset", f"not installed; job_type={job_type} needs none")
+
+
+def _local_queues(client: ApiClient, namespace: str) -> dict[str, str]:
+    raw = (
+        sdk()
+        .client.CustomObjectsApi(client)
+        .list_namespaced_custom_object(
+            "kueue.x-k8s.io",
+            "v1beta2",
+            namespace,
+            "localqueues",
+            _preload_content=False,
+            _request_timeout=TIMEOUT_S,
+        )
+    )
+    return {
+        str(q["metadata"]["name"]): str((q.get("spec") or {}).get("clusterQueue") or "?")
+        for q in _json_of(raw).get("items") or ()
+    }
+
+
+def _kueue_check(
+    client: ApiClient, cfg: dict[str, Any], job_type: str, namespace: str
+) -> ReadinessCheck:
+    """Kueue's API, and the LocalQueues of the namespace (the apps' ``queue``)."""
+    queue = str(cfg.get("queue") or "")
+    wanted = queue not in ("", "-") and job_type in ("batch", "jobset")
+    try:
+        installed = _installed(client, "kueue.x-k8s.io", "v1beta2")
+        queues = _local_queues(client, namespace) if installed else {}
+    except sdk().client.exceptions.ApiException as e:
+        found, fix = _error_of(e, "looking for Kueue and its LocalQueues", namespace)
+        return not_ready("kueue", found, fix)
+    if not installed:
+        if wanted:
+            return not_ready(
+                "kueue",
+                f"not installed (no kueue.x-k8s.io API), and queue={queue} asks for it",
+                "install Kueue (https://kueue.sigs.k8s.io/docs/installation/) or run with"
+                " -cfg queue=- (no queue)",
+            )
+        return ready("kueue", "not installed; needed only for job_type=batch/jobset with a queue")
+    listed = ", ".join(f"{q} (ClusterQueue {cq})" for q, cq in sorted(queues.items())) or "none"
+    if wanted and queue not in queues:
+        return not_ready(
+            "kueue",
+            f"LocalQueue {queue} does not exist in namespace {namespace} (LocalQueues there:"
+            f" {listed})",
+            "pass -cfg queue=NAME of one of them, ask a cluster admin for one, or run with"
+            " -cfg queue=- (no queue)",
+        )
+    return ready("kueue", f"installed; LocalQueues in {namespace} to submit to: {listed}")

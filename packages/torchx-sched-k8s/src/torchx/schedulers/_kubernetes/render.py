@@ -61,6 +61,7 @@ __all__ = [
     "SpecError",
     "batch_objects",
     "check_namespace",
+    "jobset",
     "pod_labels",
     "pod_spec",
     "sanitize_label_value",
@@ -79,6 +80,10 @@ LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 LABEL_INSTANCE = "app.kubernetes.io/instance"
 LABEL_INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 LABEL_KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
+LABEL_KUEUE_PRIORITY = "kueue.x-k8s.io/priority-class"
+"""Names the app's Kueue WorkloadPriorityClass (run option ``priority_class`` with a queue)."""
+LABEL_JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
+LABEL_JOBSET_RJOB = "jobset.sigs.k8s.io/replicatedjob-name"
 LABEL_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 ANNOTATION_ISTIO_SIDECAR = "sidecar.istio.io/inject"
 ANNOTATION_IMAGE_PULL_TIMEOUT = "torchx.pytorch.org/image-pull-timeout"
@@ -98,6 +103,8 @@ CLUSTER_DOMAIN = "cluster.local"
 """The DNS domain most clusters use (kubelet's ``clusterDomain``); run option ``cluster_domain``."""
 REPLICA_ID_ENV = "TORCHX_REPLICA_ID"
 MAX_NAME = 63
+JOBSET_GROUP, JOBSET_VERSION, JOBSET_PLURAL = "jobset.x-k8s.io", "v1alpha2", "jobsets"
+KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
 
 RETRY_POLICIES: dict[str, list[dict[str, str]]] = {
     RetryPolicy.REPLICA.value: [
@@ -560,6 +567,98 @@ def batch_job_name(app_id: str, role_name: str) -> str:
     return normalize_str(f"{app_id}-{role_name}")
 
 
+def kueue_labels(opts: RenderOptions) -> dict[str, str]:
+    """The labels that put a batch Job or a JobSet in Kueue's LocalQueue ``opts.queue``
+    (and its WorkloadPriorityClass ``opts.priority_class``); none for ``queue=-``."""
+    if not queued(opts):
+        return {}
+    assert opts.queue is not None
+    check_label(LABEL_KUEUE_QUEUE, opts.queue)
+    labels = {LABEL_KUEUE_QUEUE: opts.queue}
+    if opts.priority_class:
+        check_label(LABEL_KUEUE_PRIORITY, opts.priority_class)
+        labels[LABEL_KUEUE_PRIORITY] = opts.priority_class
+    return labels
+
+
+def queued(opts: RenderOptions) -> bool:
+    """Whether a batch Job or JobSet goes through Kueue (a LocalQueue is named)."""
+    return bool(opts.queue) and opts.queue != "-"
+
+
+def _indexed_pod(
+    app: AppDef,
+    app_id: str,
+    role_idx: int,
+    opts: RenderOptions,
+    *,
+    job_type: str,
+    rank0_host: str,
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The pod template of one role's Indexed Job (``batch`` and ``jobset``) and the labels
+    TorchX gives the role's objects: replica ``k`` is the pod of completion index ``k``."""
+    role = app.roles[role_idx]
+    parts = _RoleParts(role, opts)
+    mapping = {
+        "img_root": "",
+        "app_id": app_id,
+        "replica_id": f"$({REPLICA_ID_ENV})",
+        "rank0_env": RANK0_ENV,
+        "base_img_root": "DEPRECATED",
+    }
+    args, role_env = ReplicaMacros(role.args, role.env).apply(mapping)
+    env: list[dict[str, Any]] = [
+        {
+            "name": REPLICA_ID_ENV,
+            "valueFrom": {
+                "fieldRef": {"fieldPath": f"metadata.annotations['{LABEL_COMPLETION_INDEX}']"}
+            },
+        },
+        {"name": NAMESPACE_ENV, "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+        {"name": RANK0_ENV, "value": rank0_host},
+        *(_env_entry(k, v) for k, v in role_env.items()),
+        {"name": "TORCHX_IMAGE", "value": role.image},
+    ]
+    labels = pod_labels(app, role_idx, role, None, app_id)
+    labels[LABEL_KIND] = job_type
+    labels.update(opts.labels)
+    spec = pod_spec(normalize_str(role.name) or "main", role.image,
+                    [role.entrypoint, *args], env, parts=parts)  # fmt: skip
+    pod: dict[str, Any] = {"metadata": {"annotations": parts.annotations}, "spec": spec}
+    overlay = _role_overlay(role)
+    if overlay:
+        _apply_pod_overlay(pod, overlay)
+    pod["metadata"]["labels"] = dict(labels)
+    pod["spec"].setdefault("restartPolicy", "Never")  # an overlay's choice stands
+    if opts.priority_class and not queued(opts):  # with Kueue it names a workload priority
+        pod["spec"]["priorityClassName"] = opts.priority_class
+    return pod, labels
+
+
+def _indexed_job_spec(role: Role, pod: dict[str, Any]) -> dict[str, Any]:
+    """The ``spec`` of one role's Indexed Job: a pod per replica, retries per replica
+    (``backoffLimitPerIndex``) for retry policy REPLICA, else for the role as a whole."""
+    job_spec: dict[str, Any] = {
+        "completionMode": "Indexed",
+        "completions": role.num_replicas,
+        "parallelism": role.num_replicas,
+        "backoffLimit": role.max_retries * role.num_replicas,
+        "template": pod,
+    }
+    if role.max_retries > 0 and RetryPolicy(role.retry_policy) == RetryPolicy.REPLICA:
+        job_spec["backoffLimitPerIndex"] = role.max_retries
+        del job_spec["backoffLimit"]
+    return job_spec
+
+
+def _check_hostname(hostname: str) -> None:
+    if len(hostname) > MAX_NAME:
+        raise SpecError(
+            f"pod hostname {hostname!r} is {len(hostname)} characters long; Kubernetes"
+            f" allows {MAX_NAME}. Shorten the app name (e.g. dist.ddp --name) or the role name"
+        )
+
+
 def batch_objects(app: AppDef, app_id: str, opts: RenderOptions) -> list[dict[str, Any]]:
     """Per role a headless Service and an Indexed Job (``job_type=batch``), in that order."""
     roles = app.roles
@@ -571,49 +670,13 @@ def batch_objects(app: AppDef, app_id: str, opts: RenderOptions) -> list[dict[st
     objects: list[dict[str, Any]] = []
     for role_idx, role in enumerate(roles):
         job = batch_job_name(app_id, role.name)
-        hostname = f"{job}-{role.num_replicas - 1}"
-        if len(hostname) > MAX_NAME:
-            raise SpecError(
-                f"pod hostname {hostname!r} is {len(hostname)} characters long; Kubernetes"
-                f" allows {MAX_NAME}. Shorten the app name (e.g. dist.ddp --name) or the role name"
-            )
+        _check_hostname(f"{job}-{role.num_replicas - 1}")
         check_dns_label(job, "job name (from the app and role names)")
-        parts = _RoleParts(role, opts)
-        mapping = {
-            "img_root": "",
-            "app_id": app_id,
-            "replica_id": f"$({REPLICA_ID_ENV})",
-            "rank0_env": RANK0_ENV,
-            "base_img_root": "DEPRECATED",
-        }
-        args, role_env = ReplicaMacros(role.args, role.env).apply(mapping)
-        env: list[dict[str, Any]] = [
-            {
-                "name": REPLICA_ID_ENV,
-                "valueFrom": {
-                    "fieldRef": {"fieldPath": f"metadata.annotations['{LABEL_COMPLETION_INDEX}']"}
-                },
-            },
-            {"name": NAMESPACE_ENV, "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
-            {"name": RANK0_ENV, "value": rank0_host},
-            *(_env_entry(k, v) for k, v in role_env.items()),
-            {"name": "TORCHX_IMAGE", "value": role.image},
-        ]
-        labels = pod_labels(app, role_idx, role, None, app_id)
-        labels[LABEL_KIND] = "batch"
-        labels.update(opts.labels)
-        if opts.queue and opts.queue != "-":
-            check_label(LABEL_KUEUE_QUEUE, opts.queue)
-            labels[LABEL_KUEUE_QUEUE] = opts.queue
-        spec = pod_spec(normalize_str(role.name) or "main", role.image,
-                        [role.entrypoint, *args], env, parts=parts)  # fmt: skip
-        spec["subdomain"] = job
-        pod: dict[str, Any] = {"metadata": {"annotations": parts.annotations}, "spec": spec}
-        overlay = _role_overlay(role)
-        if overlay:
-            _apply_pod_overlay(pod, overlay)
-        pod["metadata"]["labels"] = dict(labels)
-        pod["spec"].setdefault("restartPolicy", "Never")  # an overlay's choice stands
+        pod, labels = _indexed_pod(
+            app, app_id, role_idx, opts, job_type="batch", rank0_host=rank0_host
+        )
+        labels.update(kueue_labels(opts))
+        pod["spec"]["subdomain"] = job
         meta = {"name": job, "labels": labels, **_annotations(opts)}
         objects.append(
             {
@@ -627,19 +690,67 @@ def batch_objects(app: AppDef, app_id: str, opts: RenderOptions) -> list[dict[st
                 },
             }
         )
-        job_spec: dict[str, Any] = {
-            "completionMode": "Indexed",
-            "completions": role.num_replicas,
-            "parallelism": role.num_replicas,
-            "backoffLimit": role.max_retries * role.num_replicas,
-            "template": pod,
-        }
-        if role.max_retries > 0 and RetryPolicy(role.retry_policy) == RetryPolicy.REPLICA:
-            job_spec["backoffLimitPerIndex"] = role.max_retries
-            del job_spec["backoffLimit"]
-        if opts.priority_class:
-            pod["spec"]["priorityClassName"] = opts.priority_class
+        job_spec = _indexed_job_spec(role, pod)
+        if queued(opts):
+            job_spec["suspend"] = True  # Kueue resumes it once admitted
         objects.append(
             {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": job_spec}
         )
     return objects
+
+
+def jobset_replicated_job(role_name: str) -> str:
+    """Name of the replicated Job of one role in ``job_type=jobset``."""
+    return normalize_str(role_name) or "role"
+
+
+def jobset(app: AppDef, app_id: str, opts: RenderOptions) -> dict[str, Any]:
+    """One JobSet (``jobset.x-k8s.io/v1alpha2``, ``job_type=jobset``) for ``app``: per role
+    a replicated Job (one Indexed Job, a pod per replica). JobSet makes the headless Service
+    (named after the app) that gives each pod its hostname ``<app>-<role>-0-<replica>``.
+
+    Retries: a role with retry policy REPLICA retries its own pods (the Job's
+    ``backoffLimitPerIndex``); for the other policies the JobSet is restarted as a whole, up
+    to the largest ``max_retries`` of those roles (``failurePolicy.maxRestarts``).
+    """
+    check_dns_label(app_id, "JobSet name (from the app name)")
+    roles = app.roles
+    names = [jobset_replicated_job(role.name) for role in roles]
+    if len(set(names)) != len(names):
+        raise SpecError(
+            f"role names {[r.name for r in roles]} give the same replicated Job name; give"
+            " each role a distinct name"
+        )
+    rank0_host = f"{app_id}-{names[0]}-0-0.{app_id}.$({NAMESPACE_ENV}).svc.{opts.cluster_domain}"
+    replicated = []
+    restarts = 0
+    for role_idx, role in enumerate(roles):
+        _check_hostname(f"{app_id}-{names[role_idx]}-0-{role.num_replicas - 1}")
+        pod, _ = _indexed_pod(app, app_id, role_idx, opts, job_type="jobset", rank0_host=rank0_host)
+        job_spec = _indexed_job_spec(role, pod)
+        if "backoffLimitPerIndex" not in job_spec:
+            job_spec["backoffLimit"] = 0  # the JobSet restarts instead
+            restarts = max(restarts, role.max_retries)
+        replicated.append({"name": names[role_idx], "replicas": 1, "template": {"spec": job_spec}})
+    labels = {
+        LABEL_MANAGED_BY: MANAGED_BY,
+        LABEL_INSTANCE: app_id,
+        LABEL_KUBE_APP_NAME: sanitize_label_value(app.name),
+        LABEL_APP_NAME: sanitize_label_value(app.name),
+        LABEL_KIND: "jobset",
+        **opts.labels,
+        **kueue_labels(opts),
+    }
+    spec: dict[str, Any] = {
+        "replicatedJobs": replicated,
+        "network": {"enableDNSHostnames": True, "publishNotReadyAddresses": True},
+        "failurePolicy": {"maxRestarts": restarts},
+    }
+    if queued(opts):
+        spec["suspend"] = True  # Kueue resumes it once admitted
+    return {
+        "apiVersion": f"{JOBSET_GROUP}/{JOBSET_VERSION}",
+        "kind": "JobSet",
+        "metadata": {"name": app_id, "labels": labels, **_annotations(opts)},
+        "spec": spec,
+    }

@@ -17,6 +17,8 @@ from torchx.schedulers._kubernetes.render import (
     LABEL_APP_NAME,
     LABEL_COMPLETION_INDEX,
     LABEL_INSTANCE,
+    LABEL_JOBSET_RJOB,
+    LABEL_KUEUE_QUEUE,
     LABEL_REPLICA_ID,
     LABEL_ROLE_INDEX,
     LABEL_ROLE_NAME,
@@ -30,7 +32,10 @@ __all__ = [
     "app_id_of",
     "batch_app_state",
     "describe_batch",
+    "describe_jobset",
     "describe_volcano",
+    "jobset_app_state",
+    "kueue_reason",
     "newest_pod",
     "volcano_app_state",
 ]
@@ -277,8 +282,9 @@ def volcano_app_state(job: dict[str, Any]) -> AppState:
 
 
 def app_id_of(namespace: str, job_type: str, name: str) -> str:
-    """The app id of a job: ``NAMESPACE:NAME`` (Volcano) or ``NAMESPACE:batch:NAME``."""
-    return f"{namespace}:{name}" if job_type == "volcano" else f"{namespace}:batch:{name}"
+    """The app id of a job: ``NAMESPACE:NAME`` (Volcano), else ``NAMESPACE:JOB_TYPE:NAME``
+    (``batch``, ``jobset``)."""
+    return f"{namespace}:{name}" if job_type == "volcano" else f"{namespace}:{job_type}:{name}"
 
 
 def _fill_role(role: Role, containers: list[dict[str, Any]] | None) -> None:
@@ -350,7 +356,8 @@ def _job_state(job: dict[str, Any]) -> AppState:
     if _condition(job, "Complete") is not None or _condition(job, "SuccessCriteriaMet") is not None:
         return AppState.SUCCEEDED
     if (job.get("spec") or {}).get("suspend"):
-        return AppState.CANCELLED
+        # Kueue keeps a queued Job suspended until it admits it (and again after an eviction)
+        return AppState.PENDING if _labels(job).get(LABEL_KUEUE_QUEUE) else AppState.CANCELLED
     return AppState.PENDING
 
 
@@ -380,9 +387,14 @@ def _completion_index(pod: dict[str, Any]) -> str:
 
 
 def describe_batch(
-    app_id: str, namespace: str, jobs: list[dict[str, Any]], pods: list[dict[str, Any]]
+    app_id: str,
+    namespace: str,
+    jobs: list[dict[str, Any]],
+    pods: list[dict[str, Any]],
+    kueue: str = "",
 ) -> DescribeAppResponse:
-    """The app's state from its role Jobs (``job_type=batch``) and their pods."""
+    """The app's state from its role Jobs (``job_type=batch``) and their pods; ``kueue``
+    says why Kueue holds it (:func:`kueue_reason`), shown while it is pending."""
     jobs = sorted(jobs, key=lambda j: int(_labels(j).get(LABEL_ROLE_INDEX, "0") or 0))
     by_replica: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for pod in pods:
@@ -421,6 +433,8 @@ def describe_batch(
         message = job_msg if message == NONE else f"{message}; {job_msg}"
     elif state == AppState.CANCELLED:
         message = "cancelled: the Jobs are suspended (resume with kubectl patch ... suspend=false)"
+    elif state == AppState.PENDING and kueue:
+        message = kueue if message == NONE else f"{kueue}; {message}"
     restarts = sum(int((j.get("status") or {}).get("failed") or 0) for j in jobs)
     return DescribeAppResponse(
         app_id=app_id,
@@ -432,10 +446,118 @@ def describe_batch(
     )
 
 
+def jobset_app_state(jobset: dict[str, Any], any_running: bool | None = None) -> AppState:
+    """The app state of a ``job_type=jobset`` app from its JobSet's conditions."""
+    if _condition(jobset, "Failed") is not None:
+        return AppState.FAILED
+    if _condition(jobset, "Completed") is not None:
+        return AppState.SUCCEEDED
+    if _condition(jobset, "Suspended") is not None or (jobset.get("spec") or {}).get("suspend"):
+        # Kueue keeps a queued JobSet suspended until it admits it
+        return AppState.PENDING if _labels(jobset).get(LABEL_KUEUE_QUEUE) else AppState.CANCELLED
+    if any_running is None:  # no pods at hand (list): its Jobs' ready or active pods
+        any_running = any(
+            int(r.get("ready") or r.get("active") or 0) > 0
+            for r in (jobset.get("status") or {}).get("replicatedJobsStatus") or ()
+        )
+    return AppState.RUNNING if any_running else AppState.PENDING
+
+
+def describe_jobset(
+    app_id: str,
+    namespace: str,
+    jobset: dict[str, Any],
+    pods: list[dict[str, Any]],
+    kueue: str = "",
+) -> DescribeAppResponse:
+    """The app's state from its JobSet (``job_type=jobset``) and its pods: a role per
+    replicated Job, replica ``k`` the pod of completion index ``k``."""
+    by_replica: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for pod in pods:
+        key = (_labels(pod).get(LABEL_JOBSET_RJOB, ""), _completion_index(pod))
+        by_replica.setdefault(key, []).append(pod)
+    state = jobset_app_state(jobset, any_running=False)
+    default = state if is_terminal(state) else AppState.PENDING
+    collect = _Replicas(namespace)
+    roles: list[Role] = []
+    roles_statuses: list[RoleStatus] = []
+    for replicated in (jobset.get("spec") or {}).get("replicatedJobs") or ():
+        rjob = str(replicated.get("name"))
+        job_spec = (replicated.get("template") or {}).get("spec") or {}
+        pod_template = job_spec.get("template") or {}
+        role_name = _labels(pod_template).get(LABEL_ROLE_NAME, rjob)
+        count = int(job_spec.get("completions") or job_spec.get("parallelism") or 1)
+        statuses = []
+        for index in range(count):
+            found = by_replica.get((rjob, str(index)))
+            replica_pod: dict[str, Any] | None = newest_pod(found) if found else None
+            statuses.append(collect.status(role_name, index, replica_pod, default))
+        role = Role(name=role_name, image="", num_replicas=count)
+        _fill_role(role, (pod_template.get("spec") or {}).get("containers"))
+        roles.append(role)
+        roles_statuses.append(RoleStatus(role_name, statuses))
+    if state == AppState.PENDING and collect.any_running:
+        state = AppState.RUNNING
+    if collect.image_failed and not is_terminal(state):
+        state = AppState.FAILED
+    message = collect.message(state)
+    failed = _condition(jobset, "Failed")
+    if state == AppState.FAILED and failed is not None:
+        why = f"{failed.get('reason')}: {failed.get('message') or ''}"
+        message = why if message == NONE else f"{message}; {why}"
+    elif state == AppState.CANCELLED:
+        message = "cancelled: the JobSet is suspended (resume with kubectl patch ... suspend=false)"
+    elif state == AppState.PENDING and kueue:
+        message = kueue if message == NONE else f"{kueue}; {message}"
+    return DescribeAppResponse(
+        app_id=app_id,
+        state=state,
+        num_restarts=int((jobset.get("status") or {}).get("restarts") or 0),
+        msg=message,
+        roles_statuses=roles_statuses,
+        roles=roles,
+    )
+
+
+def kueue_reason(workloads: list[dict[str, Any]], queue: str, cluster_queue: str | None) -> str:
+    """Why Kueue holds the app, in its own words, or ``""`` once every workload is admitted:
+    ``queued in LocalQueue q (ClusterQueue cq): <why no quota>``, after an eviction or a
+    preemption preceded by ``evicted (Preempted): <why>;``."""
+    if not workloads:
+        return f"queued in LocalQueue {queue!r}: Kueue has not made its workload yet"
+    where = f"LocalQueue {queue!r}" + (f" (ClusterQueue {cluster_queue})" if cluster_queue else "")
+    reasons = []
+    for workload in workloads:
+        if _condition(workload, "Admitted") is not None and _condition(workload, "Evicted") is None:
+            continue
+        evicted = _condition(workload, "Evicted")
+        waiting = next(
+            (
+                c
+                for c in (workload.get("status") or {}).get("conditions") or ()
+                if c.get("type") == "QuotaReserved" and c.get("status") == "False"
+            ),
+            None,
+        )
+        parts = []
+        if evicted is not None:
+            parts.append(f"evicted ({evicted.get('reason')}): {evicted.get('message') or ''}")
+        if waiting is not None and waiting.get("message"):
+            parts.append(f"queued in {where}: {waiting['message']}")
+        elif evicted is None:
+            parts.append(f"queued in {where}")
+        reasons.append("; ".join(parts))
+    return "; ".join(dict.fromkeys(r for r in reasons if r))
+
+
 def list_rows(
-    namespace: str, volcano_jobs: list[dict[str, Any]], batch_jobs: list[dict[str, Any]]
+    namespace: str,
+    volcano_jobs: list[dict[str, Any]],
+    batch_jobs: list[dict[str, Any]],
+    jobsets: Iterable[dict[str, Any]] = (),
 ) -> list[ListAppResponse]:
-    """One row per app: Volcano jobs as ``ns:name``, batch apps as ``ns:batch:name``."""
+    """One row per app: Volcano jobs as ``ns:name``, batch apps as ``ns:batch:name``,
+    JobSets as ``ns:jobset:name``."""
 
     rows = [
         ListAppResponse(
@@ -456,5 +578,13 @@ def list_rows(
         )
         for app, jobs in apps.items()
         if app
+    ]
+    rows += [
+        ListAppResponse(
+            app_id=app_id_of(namespace, "jobset", str((j.get("metadata") or {}).get("name"))),
+            state=jobset_app_state(j),
+            name=_labels(j).get(LABEL_APP_NAME, ""),
+        )
+        for j in jobsets
     ]
     return rows
