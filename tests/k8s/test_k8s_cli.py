@@ -163,19 +163,26 @@ def test_api_refusals_are_one_line_and_create_nothing(
     assert "gone-1" in missing
 
 
-@pytest.mark.parametrize("job_type", ["volcano", "batch"])
+@pytest.mark.parametrize("job_type", ["volcano", "batch", "jobset"])
 def test_job_id_inside_the_pods_is_the_handle(
     namespace: str, tmp_path: Path, kube: Any, job_type: str
 ) -> None:
     """The MLflow tracker names runs by $TORCHX_JOB_ID: it must be what `status` takes
     (read back from the stored object's pod template: Volcano has no controller here)."""
-    cfg = f"queue=default,job_type={job_type},namespace={namespace}"
+    queue = "default" if job_type == "volcano" else "-"
+    cfg = f"queue={queue},job_type={job_type},namespace={namespace}"
     handle = handle_of(cli(tmp_path, "run", "-s", "kubernetes", "-cfg", cfg, "--workspace", "",
                            *ECHO))  # fmt: skip
     if job_type == "batch":
         (job,) = kube.batch.list_namespaced_job(namespace).items
         container = job.spec.template.spec.containers[0]
         env = {e.name: e.value for e in container.env}
+    elif job_type == "jobset":
+        (jobset,) = kube.custom.list_namespaced_custom_object(
+            "jobset.x-k8s.io", "v1alpha2", namespace, "jobsets"
+        )["items"]
+        pod = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+        env = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}
     else:
         (vcjob,) = kube.custom.list_namespaced_custom_object(
             "batch.volcano.sh", "v1alpha1", namespace, "jobs"

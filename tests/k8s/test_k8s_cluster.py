@@ -9,57 +9,20 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from torchx_testsupport.k8s.cluster import IMAGE, LIMITED, create_torchx_jobs, exec_in_app_pod
+from torchx_testsupport.k8s.running import batch, finished, sh, until
 
 from torchx.schedulers._kubernetes.client import KubernetesApiError
-from torchx.schedulers.api import DescribeAppResponse
 from torchx.schedulers.kubernetes_scheduler import LIST_PAGE, KubernetesScheduler, create_scheduler
-from torchx.specs import AppDef, AppState, BindMount, Resource, Role
+from torchx.specs import AppState, BindMount, Resource
 from torchx.specs.overlays import set_overlay
 
 pytestmark = pytest.mark.timeout(300)
 TORCHX = str(Path(sys.executable).parent / "torchx")
-
-# small requests: the node has 2 CPUs and several apps of the suite may be on it at once
-SMALL = Resource(cpu=1, gpu=0, memMB=1152)  # requests 900m CPU, 128 MB
-
-
-def sh(script: str, replicas: int = 1, image: str = IMAGE, resource: Resource = SMALL) -> AppDef:
-    """A one-role app (role ``sh``) running ``script`` in the test image."""
-    role = Role("sh", image, entrypoint="sh", args=["-c", script], num_replicas=replicas)
-    role.resource = resource
-    return AppDef("app", [role])
-
-
-def batch(namespace: str, **extra: object) -> dict[str, object]:
-    return {"queue": "-", "job_type": "batch", "namespace": namespace, **extra}
-
-
-def until(
-    sched: KubernetesScheduler,
-    app_id: str,
-    done: Callable[[DescribeAppResponse], bool],
-    seconds: float = 180,
-) -> DescribeAppResponse:
-    """Describes the app at each change (a real watch) until ``done`` holds."""
-    deadline = time.monotonic() + seconds
-    while True:
-        status = sched.describe(app_id)
-        assert status is not None, f"{app_id} is gone"
-        if done(status):
-            return status
-        assert time.monotonic() < deadline, f"{app_id}: still {status.state} ({status.msg})"
-        # pod-only changes (an image pull backing off) do not touch the Job: look again soon
-        sched.wait_for_change(app_id, 2)
-
-
-def finished(status: DescribeAppResponse) -> bool:
-    return status.state in (AppState.SUCCEEDED, AppState.FAILED, AppState.CANCELLED)
 
 
 @pytest.fixture

@@ -6,7 +6,8 @@
   and deleted by the real API server, but no pod runs for them. Their schemas keep unknown
   fields: the server checks the envelope, not Volcano's own validation.
 - The limited user's rights (``torchx-limited``): read jobs, pods and their logs in
-  ``default``, nothing else (no create, no watch), for the tests of refused requests.
+  ``default`` (and JobSets), nothing else (no create, no watch), for the tests of refused
+  requests.
 - With a controllers directory (tools/k8s-controllers-build.sh): Kueue's and JobSet's CRDs
   and admission webhooks as released, the webhooks (and Kueue's CRD conversion) pointed at
   the controllers on 127.0.0.1, which run outside the cluster, with the test CA's bundle.
@@ -87,6 +88,7 @@ LIMITED_ROLE = {
         {"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": ["get", "list"]},
         {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list"]},
         {"apiGroups": ["batch.volcano.sh"], "resources": ["jobs"], "verbs": ["get", "list"]},
+        {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": ["get", "list"]},
     ],
 }
 LIMITED_BINDING = {
@@ -252,7 +254,7 @@ def main() -> None:
             sys.exit("k8s-up: the Volcano queue API did not appear in 30 s")
         time.sleep(0.2)
     api.create("/apis/scheduling.volcano.sh/v1beta1/queues", DEFAULT_QUEUE)
-    api.create("/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles", LIMITED_ROLE)
+    api.apply("/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles", LIMITED_ROLE)
     api.create(
         "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings", LIMITED_BINDING
     )

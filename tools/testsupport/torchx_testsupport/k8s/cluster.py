@@ -71,17 +71,22 @@ def _api_server_command() -> tuple[str, list[str]]:
 
 
 @contextlib.contextmanager
-def second_api_server() -> Iterator[str]:
+def second_api_server(*, bare: bool = False) -> Iterator[str]:
     """Another kube-apiserver of the running cluster, on a free port and the same etcd, as
     in a control plane of several servers behind a load balancer, or the one server after a
     restart: its watch cache starts empty now. Yields its URL; stopped at the end.
 
     It is started with the running server's own arguments (read from /proc), and does not
-    write itself into the ``kubernetes`` Service's endpoints."""
+    write itself into the ``kubernetes`` Service's endpoints. ``bare``: under an etcd prefix
+    of its own, so it serves a cluster of its own as a fresh one is: only the built-in APIs
+    (no Volcano, Kueue or JobSet), the default namespace and the same static users."""
     exe, args = _api_server_command()
     port = free_port()
     args[args.index("--secure-port") + 1] = str(port)
     args.append("--endpoint-reconciler-type=none")
+    prefix = f"/torchx-bare-{port}"
+    if bare:
+        args.append(f"--etcd-prefix={prefix}")
     url = f"https://127.0.0.1:{port}"
     with open(STATE / f"apiserver-{port}.log", "wb") as log:
         proc = subprocess.Popen(args, executable=exe, stdout=log, stderr=subprocess.STDOUT)
@@ -91,6 +96,30 @@ def second_api_server() -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=60)
+        if bare:  # what it stored is of no use to anyone
+            _etcd_post(
+                "/v3/kv/deleterange",
+                {"key": _b64(prefix + "/"), "range_end": _b64(prefix + "0")},
+            )
+
+
+def _b64(text: str) -> str:
+    import base64
+
+    return base64.b64encode(text.encode()).decode()
+
+
+def _etcd_post(path: str, body: dict[str, object]) -> dict[str, Any]:
+    """A call of etcd's HTTP gateway (the cluster's etcd, from the API server's arguments)."""
+    _, args = _api_server_command()
+    etcd = args[args.index("--etcd-servers") + 1].split(",")[0]
+    request = urllib.request.Request(
+        f"{etcd}{path}", data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )  # fmt: skip
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        result: dict[str, Any] = json.load(answer)
+        return result
 
 
 def _wait_ready(url: str, proc: subprocess.Popen[bytes]) -> None:
@@ -114,20 +143,8 @@ def compact_etcd() -> int:
     """Compacts the cluster's etcd up to its current revision (what kube-apiserver does
     every 5 minutes), through etcd's HTTP gateway; returns that revision. Older resource
     versions can no longer be read or watched from etcd."""
-    _, args = _api_server_command()
-    etcd = args[args.index("--etcd-servers") + 1].split(",")[0]
-
-    def post(path: str, body: dict[str, object]) -> dict[str, Any]:
-        request = urllib.request.Request(
-            f"{etcd}{path}", data=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json"},
-        )  # fmt: skip
-        with urllib.request.urlopen(request, timeout=30) as answer:
-            result: dict[str, Any] = json.load(answer)
-            return result
-
-    revision = int(post("/v3/kv/range", {"key": "AA=="})["header"]["revision"])
-    post("/v3/kv/compaction", {"revision": revision, "physical": True})
+    revision = int(_etcd_post("/v3/kv/range", {"key": "AA=="})["header"]["revision"])
+    _etcd_post("/v3/kv/compaction", {"revision": revision, "physical": True})
     return revision
 
 
