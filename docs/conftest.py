@@ -6,10 +6,12 @@ bash, in a directory of its own per page, and its output (stdout and stderr toge
 must match the lines shown under it, ``...`` standing for any text. Blocks marked
 ``shell`` or ``bash`` are shown, never run (cluster set-up, installs).
 
-A command that runs a real job on ``local_docker``, ``slurm`` or ``ray`` needs that backend: it is
-skipped where the backend is not up, unless ``TORCHX_REQUIRE_DOCKER`` /
-``TORCHX_REQUIRE_SLURM`` / ``TORCHX_REQUIRE_RAY`` is set (as the test command sets it),
-which makes that a failure.
+A command that runs a real job on ``local_docker``, ``slurm``, ``ray`` or ``kubernetes``
+needs that backend: it is skipped where the backend is not up, unless
+``TORCHX_REQUIRE_DOCKER`` / ``TORCHX_REQUIRE_SLURM`` / ``TORCHX_REQUIRE_RAY`` /
+``TORCHX_REQUIRE_K8S`` is set (as the test command sets it), which makes that a failure.
+``kubernetes`` commands run against the cluster of ``tools/k8s-up.sh`` (its admin
+kubeconfig), which has the LocalQueue ``user-queue`` the Kueue example uses.
 ``--dryrun`` commands need no backend. ``$IMAGE`` is an image the Docker daemon has.
 """
 
@@ -64,11 +66,12 @@ def _backend_of(command: str) -> str | None:
         return None
     match = re.search(r"(?:-s|--scheduler)[ =](\w+)", command)
     scheduler = match.group(1) if match else None
-    if scheduler in ("kubernetes", "aws_batch"):
+    if scheduler == "aws_batch":
         raise AssertionError(
             f"a runnable docs example submits to {scheduler}, which cannot run here: {command}"
         )
-    return {"local_docker": "DOCKER", "slurm": "SLURM", "ray": "RAY"}.get(scheduler or "")
+    backends = {"local_docker": "DOCKER", "slurm": "SLURM", "ray": "RAY", "kubernetes": "K8S"}
+    return backends.get(scheduler or "")
 
 
 def _backend_up(backend: str) -> tuple[bool, str]:
@@ -81,6 +84,14 @@ def _backend_up(backend: str) -> tuple[bool, str]:
                 timeout=20,
             )
             return proc.returncode == 0, f"no Docker daemon with the image {TEST_IMAGE}"
+        if backend == "K8S":
+            proc = subprocess.run(
+                ["bash", str(ROOT / "tools" / "k8s-up.sh"), "--check"],
+                check=False,
+                capture_output=True,
+                timeout=30,
+            )
+            return proc.returncode == 0, "no Kubernetes cluster answers"
         if backend == "RAY":
             import urllib.request
 
@@ -123,7 +134,9 @@ def evaluate_console(example: Example) -> str | None:
             timeout=COMMAND_TIMEOUT_S,
         )
         got = proc.stdout.rstrip("\n")
-        namespace["__handles__"].update(re.findall(r"\blocal_docker://[\w.-]+/[\w.:-]+", got))
+        namespace["__handles__"].update(
+            re.findall(r"\b(?:local_docker|kubernetes)://[\w.-]+/[\w.:-]+", got)
+        )
         if expected and not _CHECKER.check_output(expected + "\n", got + "\n", _FLAGS):
             return f"$ {command}\nexpected:\n{expected}\ngot (exit {proc.returncode}):\n{got}"
         if not expected and proc.returncode != 0:
@@ -140,6 +153,9 @@ def _setup(namespace: dict[str, Any]) -> None:
     # (it has torch) and the Python it was made from: the test image has Python, no torch
     env.update(TORCH_ENV=sys.prefix, PYTHON_HOME=os.path.realpath(sys.base_prefix))
     env.pop("TORCHXCONFIG", None)
+    kubeconfig = Path(os.environ.get("TORCHX_CI_STATE", "/tmp/torchx-ci")) / "k8s" / "kubeconfig"
+    if kubeconfig.exists():  # the test cluster's (tools/k8s-up.sh)
+        env["KUBECONFIG"] = str(kubeconfig)
     namespace["__workdir__"] = str(workdir)
     namespace["__env__"] = env
     namespace["__handles__"] = set()
@@ -160,7 +176,8 @@ def _teardown(namespace: dict[str, Any]) -> None:
 
 
 def _stop_apps(namespace: dict[str, Any]) -> None:
-    """Deletes what a page's examples started on local_docker (containers outlive runs)."""
+    """Deletes what a page's examples started on local_docker and kubernetes (containers
+    and jobs outlive runs)."""
     for handle in sorted(namespace["__handles__"]):
         subprocess.run(
             ["torchx", "delete", handle],

@@ -386,5 +386,5 @@ if ! probe_ready "$JOBSET_PROBE_PORT"; then
     env KUBECONFIG="$STATE/controllers.kubeconfig" jobset --config "$STATE/jobset.yaml"
   wait_until 60 "$STATE/jobset.pid" "$STATE/jobset.log" JobSet probe_ready "$JOBSET_PROBE_PORT"
 fi
-
+python3 "$TOOLS/k8s/objects.py" "$STATE/kubeconfig" --kueue-queues
 echo "k8s-up: Kubernetes $(admin_get /version | python3 -c 'import json,sys; print(json.load(sys.stdin)["gitVersion"])') at https://127.0.0.1:$PORT, node $NODE Ready (containerd $(containerd --version | awk '{print $3}')), CoreDNS at $HOST_IP; Kueue and JobSet controllers on 127.0.0.1; kubeconfig $STATE/kubeconfig"

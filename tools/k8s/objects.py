@@ -9,12 +9,14 @@
   ``default`` (and JobSets), nothing else (no create, no watch), for the tests of refused
   requests.
 - With a controllers directory (tools/k8s-controllers-build.sh): Kueue's and JobSet's CRDs
-  and admission webhooks as released, the webhooks (and Kueue's CRD conversion) pointed at
+  (and the documentation's queue: LocalQueue ``user-queue`` in ``default``) and admission
+  webhooks as released, the webhooks (and Kueue's CRD conversion) pointed at
   the controllers on 127.0.0.1, which run outside the cluster, with the test CA's bundle.
   Kueue's webhooks are kept for what it manages here (its own kinds, batch Jobs, JobSets).
 
 Uses only the standard library: it runs with the machine's ``python3``.
-Usage: ``objects.py ADMIN_KUBECONFIG [CONTROLLERS_DIR CA_FILE KUEUE_PORT JOBSET_PORT]``.
+Usage: ``objects.py ADMIN_KUBECONFIG [CONTROLLERS_DIR CA_FILE KUEUE_PORT JOBSET_PORT]``, then
+``objects.py ADMIN_KUBECONFIG --kueue-queues`` once Kueue runs.
 """
 
 from __future__ import annotations
@@ -100,6 +102,32 @@ LIMITED_BINDING = {
         {"kind": "User", "name": "torchx-limited", "apiGroup": "rbac.authorization.k8s.io"}
     ],
 }
+KUEUE_QUEUES = [
+    (
+        "/apis/kueue.x-k8s.io/v1beta2/resourceflavors",
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+         "metadata": {"name": "default-flavor"}},
+    ),
+    (
+        "/apis/kueue.x-k8s.io/v1beta2/clusterqueues",
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+         "metadata": {"name": "cluster-queue"},
+         "spec": {"namespaceSelector": {}, "resourceGroups": [{
+             "coveredResources": ["cpu", "memory"],
+             "flavors": [{"name": "default-flavor", "resources": [
+                 {"name": "cpu", "nominalQuota": "2"}, {"name": "memory", "nominalQuota": "8Gi"},
+             ]}],
+         }]}},
+    ),
+    (
+        "/apis/kueue.x-k8s.io/v1beta2/namespaces/default/localqueues",
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+         "metadata": {"name": "user-queue", "namespace": "default"},
+         "spec": {"clusterQueue": "cluster-queue"}},
+    ),
+]  # fmt: skip
+"""A queue for the documentation's Kueue example (docs/schedulers/kubernetes.md shows it)."""
+
 DEFAULT_QUEUE = {
     "apiVersion": "scheduling.volcano.sh/v1beta1",
     "kind": "Queue",
@@ -237,6 +265,10 @@ def main() -> None:
     import time
 
     api = Api(sys.argv[1])
+    if sys.argv[2:] == ["--kueue-queues"]:  # once Kueue answers: its webhooks check them
+        for path, body in KUEUE_QUEUES:
+            api.create(path, body)
+        return
     for crd in CRDS:
         api.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
     crds = list(CRDS)
