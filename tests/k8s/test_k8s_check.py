@@ -27,6 +27,15 @@ def test_ready_on_the_real_cluster(namespace: str, kube: Any) -> None:
     assert checks["kubeconfig"][0] == READY and "namespace" in checks["kubeconfig"][1]
     assert checks["api server"][0] == READY and "v1.36" in checks["api server"][1]
     assert checks["volcano"][0] == READY
+    assert checks["jobset"] == (
+        READY,
+        "installed (jobset.x-k8s.io); -cfg job_type=jobset works",
+        "",
+    )
+    assert checks["kueue"][:2] == (
+        READY,
+        f"installed; LocalQueues in {namespace} to submit to: none",
+    )
     assert checks["permissions"][0] == READY and "create jobs" in checks["permissions"][1]
     assert overall(create_scheduler("t").check_ready({"job_type": "batch"})) == READY
     assert kube.batch.list_namespaced_job(namespace).items == [], "a probe created objects"
@@ -37,7 +46,9 @@ def test_denied_permissions_name_what_is_missing(
 ) -> None:
     """The limited user may only read jobs, pods and logs in `default`."""
     monkeypatch.setenv("KUBECONFIG", str(LIMITED))
-    status, found, fix = _checks({"job_type": "batch", "namespace": "default"})["permissions"]
+    checks = _checks({"job_type": "batch", "namespace": "default"})
+    assert checks["kueue"][:2] == (READY, "installed; you may not list the LocalQueues of default")
+    status, found, fix = checks["permissions"]
     assert status == NOT_READY
     assert found.startswith("in namespace default you may not: create jobs.batch"), found
     assert "ask a cluster admin" in fix and "-cfg namespace=" in fix

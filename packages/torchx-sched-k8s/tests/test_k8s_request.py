@@ -358,3 +358,52 @@ def test_prefix_container_name_marks_only_extra_containers() -> None:
     assert prefix_container_name("trainer-0", "trainer", 0) == ""
     prefixed = prefix_container_name("sidecar", "trainer", 0)
     assert "sidecar" in prefixed and prefixed.endswith(" ")
+
+
+def test_jobset_shape_retries_and_rank0() -> None:
+    """job_type=jobset: a replicated Job per role; REPLICA retries per pod, the other
+    policies as JobSet restarts (the largest max_retries); rank 0 by its FQDN."""
+    from torchx.specs import RetryPolicy
+
+    trainer = Role("trainer", "img", entrypoint="python", num_replicas=2, max_retries=3)
+    ps = Role("ps", "img", entrypoint="python", num_replicas=1, max_retries=1,
+              retry_policy=RetryPolicy.REPLICA)  # fmt: skip
+    res = dryrun(AppDef("two", [trainer, ps]), job_type="jobset", queue="-").resource
+    name = res["metadata"]["name"]
+    assert res["kind"] == "JobSet" and res["apiVersion"] == "jobset.x-k8s.io/v1alpha2"
+    assert (
+        "suspend" not in res["spec"]
+        and "kueue.x-k8s.io/queue-name" not in res["metadata"]["labels"]
+    )
+    assert res["spec"]["failurePolicy"] == {"maxRestarts": 3}
+    rjobs = res["spec"]["replicatedJobs"]
+    assert [(r["name"], r["replicas"]) for r in rjobs] == [("trainer", 1), ("ps", 1)]
+    trainer_job, ps_job = (r["template"]["spec"] for r in rjobs)
+    assert (trainer_job["completions"], trainer_job["backoffLimit"]) == (2, 0)
+    assert ps_job["backoffLimitPerIndex"] == 1 and "backoffLimit" not in ps_job
+    env = {
+        e["name"]: e.get("value") for e in trainer_job["template"]["spec"]["containers"][0]["env"]
+    }
+    assert env["TORCHX_RANK0_HOST"] == (
+        f"{name}-trainer-0-0.{name}.$(TORCHX_POD_NAMESPACE).svc.cluster.local"
+    )
+
+
+def test_a_kueue_queue_suspends_and_names_the_workload_priority() -> None:
+    app = AppDef("q", [Role("r", "img", entrypoint="python")])
+    for job_type in ("batch", "jobset"):
+        res = dryrun(app, job_type=job_type, queue="team", priority_class="high").resource
+        objects = res["items"] if job_type == "batch" else [res]
+        job = objects[-1]
+        assert job["spec"]["suspend"] is True, "created the way Kueue admits it"
+        labels = job["metadata"]["labels"]
+        assert labels["kueue.x-k8s.io/queue-name"] == "team"
+        assert labels["kueue.x-k8s.io/priority-class"] == "high"
+        pod = (
+            job["spec"]["template"]
+            if job_type == "batch"
+            else (job["spec"]["replicatedJobs"][0]["template"]["spec"]["template"])
+        )
+        assert "priorityClassName" not in pod["spec"], "Kueue's priority, not the pods'"
+    plain = dryrun(app, job_type="batch", queue="-", priority_class="high").resource
+    assert plain["items"][-1]["spec"]["template"]["spec"]["priorityClassName"] == "high"
