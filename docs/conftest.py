@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 from sybil import Example, Sybil
 from sybil.parsers.myst import CodeBlockParser, PythonCodeBlockParser, SkipParser
+from torchx_testsupport.k8s.cluster import ADMIN
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
@@ -153,9 +154,8 @@ def _setup(namespace: dict[str, Any]) -> None:
     # (it has torch) and the Python it was made from: the test image has Python, no torch
     env.update(TORCH_ENV=sys.prefix, PYTHON_HOME=os.path.realpath(sys.base_prefix))
     env.pop("TORCHXCONFIG", None)
-    kubeconfig = Path(os.environ.get("TORCHX_CI_STATE", "/tmp/torchx-ci")) / "k8s" / "kubeconfig"
-    if kubeconfig.exists():  # the test cluster's (tools/k8s-up.sh)
-        env["KUBECONFIG"] = str(kubeconfig)
+    if ADMIN.exists():  # the test cluster's (tools/k8s-up.sh)
+        env["KUBECONFIG"] = str(ADMIN)
     namespace["__workdir__"] = str(workdir)
     namespace["__env__"] = env
     namespace["__handles__"] = set()

@@ -27,6 +27,12 @@ class RestApi:
 
     def handle(self, method: str, path: str, query: dict[str, str], body: Any) -> Any:
         parts = path.strip("/").split("/")
+        if method == "GET" and path.rstrip("/") == "/apis":  # discovery: the groups served
+            versions = ["batch/v1", VOLCANO[6:]] if self.volcano else ["batch/v1"]
+            groups = [
+                {"name": v.split("/")[0], "versions": [{"groupVersion": v}]} for v in versions
+            ]
+            return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
         served = path.startswith(("/api/", "/apis/batch/", REVIEWS, "/version"))
         if (path.startswith(VOLCANO) and not self.volcano) or not (
             served or path.startswith(VOLCANO)

@@ -351,11 +351,6 @@ def _parse_app_id(app_id: str) -> tuple[str, str, str]:
     )
 
 
-def _labels_of(obj: dict[str, Any]) -> dict[str, str]:
-    labels: dict[str, str] = (obj.get("metadata") or {}).get("labels") or {}
-    return labels
-
-
 class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     """Submits apps to the cluster of the kubeconfig (or the one this pod runs in)."""
 
@@ -525,7 +520,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         """A Kueue LocalQueue the app names must exist before anything is created: Kueue
         would hold the app without end (one line instead, naming the queues there are)."""
         first = resource["items"][-1] if resource.get("kind") == "List" else resource
-        queue = _labels_of(first).get(_render.LABEL_KUEUE_QUEUE)
+        queue = _status.labels_of(first).get(_render.LABEL_KUEUE_QUEUE)
         if not queue:
             return
         custom = self._custom()
@@ -539,9 +534,9 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                 "localqueues",
                 queue,
             )
-        except _client.NotFound as e:
-            if "Kueue is not installed" in str(e):
-                raise
+        except _client.ApiMissing:
+            raise
+        except _client.NotFound:
             known = ", ".join(sorted(self._local_queues(ns))) or "none"
             raise _client.KubernetesApiError(
                 f"Kueue LocalQueue {queue!r} does not exist in namespace {ns!r} (LocalQueues"
@@ -576,7 +571,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     def _kueue_reason(self, ns: str, objects: list[dict[str, Any]]) -> str:
         """Why Kueue holds the app (its workloads' conditions), or ``""`` when it does not."""
         queue = next(
-            (q for o in objects if (q := _labels_of(o).get(_render.LABEL_KUEUE_QUEUE))), ""
+            (q for o in objects if (q := _status.labels_of(o).get(_render.LABEL_KUEUE_QUEUE))), ""
         )
         uids = [str(o["metadata"].get("uid")) for o in objects if o["metadata"].get("uid")]
         if not queue or not uids:
@@ -868,7 +863,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             jobset = self._jobset(ns, name)
             if jobset is None:
                 return
-            if _labels_of(jobset).get(_render.LABEL_KUEUE_QUEUE):
+            if _status.labels_of(jobset).get(_render.LABEL_KUEUE_QUEUE):
                 self._delete_existing(app_id)
                 return
             custom = self._custom()
@@ -897,7 +892,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             return
         batch = self._batch()
         jobs = self._batch_jobs(ns, f"{LABEL_INSTANCE}={name}")
-        if any(_labels_of(job).get(_render.LABEL_KUEUE_QUEUE) for job in jobs):
+        if any(_status.labels_of(job).get(_render.LABEL_KUEUE_QUEUE) for job in jobs):
             self._delete_existing(app_id)
             return
         for job in jobs:

@@ -52,6 +52,10 @@ class NotFound(KubernetesApiError):
     """A 404 from the API server (the object or the API itself does not exist)."""
 
 
+class ApiMissing(NotFound):
+    """A 404 for an API the cluster does not serve (Volcano, JobSet, Kueue not installed)."""
+
+
 def _kubeconfig_paths() -> list[str]:
     value = os.environ.get("KUBECONFIG")
     paths = value.split(os.pathsep) if value else ["~/.kube/config"]
@@ -246,7 +250,7 @@ def api_error(e: Exception, action: str, namespace: str) -> KubernetesApiError:
                 f" (`kubectl create namespace {namespace}`) or pass -cfg namespace=..."
             )
         elif (missing := _missing_api(action, message)) is not None:
-            text = missing
+            return ApiMissing(" ".join(missing.split()), status)
         else:
             text = f"not found while {action}: {message or 'no such object or API'}"
         return NotFound(text, status)

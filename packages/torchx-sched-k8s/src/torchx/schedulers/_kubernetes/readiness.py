@@ -73,24 +73,19 @@ def _version(client: ApiClient) -> Any:
     return _json_of(raw)
 
 
-def _api_resources(client: ApiClient, group: str, version: str) -> Any:
-    """The resources an API group serves (a 404 ``ApiException`` when it is not installed)."""
+def _served(client: ApiClient) -> set[str]:
+    """Every ``group/version`` the API server serves (one discovery call for Volcano,
+    JobSet and Kueue together)."""
     raw = (
         sdk()
-        .client.CustomObjectsApi(client)
-        .get_api_resources(group, version, _preload_content=False, _request_timeout=TIMEOUT_S)
+        .client.ApisApi(client)
+        .get_api_versions(_preload_content=False, _request_timeout=TIMEOUT_S)
     )
-    return _json_of(raw)
-
-
-def _installed(client: ApiClient, group: str, version: str) -> bool:
-    try:
-        _api_resources(client, group, version)
-    except sdk().client.exceptions.ApiException as e:
-        if e.status != 404:
-            raise
-        return False
-    return True
+    return {
+        str(v.get("groupVersion"))
+        for group in _json_of(raw).get("groups") or ()
+        for v in group.get("versions") or ()
+    }
 
 
 def _review(  # noqa: PLR0917 (one access question)
@@ -149,9 +144,15 @@ def checks(cfg: dict[str, Any]) -> list[ReadinessCheck]:
         checks.append(not_ready("api server", found, fix))
         return checks
     checks.append(ready("api server", f"Kubernetes {version.get('gitVersion', '?')} at {host}"))
-    checks.append(_volcano_check(client, job_type, namespace))
-    checks.append(_jobset_check(client, job_type, namespace))
-    checks.append(_kueue_check(client, cfg, job_type, namespace))
+    try:
+        served = _served(client)
+    except Exception as e:
+        found, fix = _error_of(e, "listing its APIs", namespace)
+        checks.append(not_ready("apis", found, fix))
+        return checks
+    checks.append(_volcano_check("batch.volcano.sh/v1alpha1" in served, job_type))
+    checks.append(_jobset_check("jobset.x-k8s.io/v1alpha2" in served, job_type))
+    checks.append(_kueue_check(client, "kueue.x-k8s.io/v1beta2" in served, cfg, namespace))
     checks.append(_permissions_check(client, job_type, namespace))
     return checks
 
@@ -164,12 +165,7 @@ def _no_retries(client: ApiClient) -> None:
         pool.connection_pool_kw["retries"] = False
 
 
-def _volcano_check(client: ApiClient, job_type: str, namespace: str) -> ReadinessCheck:
-    try:
-        installed = _installed(client, "batch.volcano.sh", "v1alpha1")
-    except sdk().client.exceptions.ApiException as e:
-        found, fix = _error_of(e, "looking for Volcano's API", namespace)
-        return not_ready("volcano", found, fix)
+def _volcano_check(installed: bool, job_type: str) -> ReadinessCheck:
     if installed:
         return ready("volcano", f"installed (batch.volcano.sh); job_type={job_type} applies")
     if job_type == "volcano":
@@ -210,12 +206,7 @@ def _permissions_check(client: ApiClient, job_type: str, namespace: str) -> Read
     return ready("permissions", f"in namespace {namespace} you may {allowed}")
 
 
-def _jobset_check(client: ApiClient, job_type: str, namespace: str) -> ReadinessCheck:
-    try:
-        installed = _installed(client, "jobset.x-k8s.io", "v1alpha2")
-    except sdk().client.exceptions.ApiException as e:
-        found, fix = _error_of(e, "looking for JobSet's API", namespace)
-        return not_ready("jobset", found, fix)
+def _jobset_check(installed: bool, job_type: str) -> ReadinessCheck:
     if installed:
         return ready("jobset", "installed (jobset.x-k8s.io); -cfg job_type=jobset works")
     if job_type == "jobset":
@@ -248,13 +239,12 @@ def _local_queues(client: ApiClient, namespace: str) -> dict[str, str]:
 
 
 def _kueue_check(
-    client: ApiClient, cfg: dict[str, Any], job_type: str, namespace: str
+    client: ApiClient, installed: bool, cfg: dict[str, Any], namespace: str
 ) -> ReadinessCheck:
     """Kueue's API, and the LocalQueues of the namespace (the apps' ``queue``)."""
     queue = str(cfg.get("queue") or "")
-    wanted = queue not in ("", "-") and job_type in ("batch", "jobset")
+    wanted = queue not in ("", "-") and str(cfg.get("job_type")) in ("batch", "jobset")
     try:
-        installed = _installed(client, "kueue.x-k8s.io", "v1beta2")
         queues = _local_queues(client, namespace) if installed else {}
     except sdk().client.exceptions.ApiException as e:
         if e.status == 403 and not wanted:  # a user who does not queue need not see them

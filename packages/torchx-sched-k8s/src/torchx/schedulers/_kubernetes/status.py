@@ -36,6 +36,7 @@ __all__ = [
     "describe_volcano",
     "jobset_app_state",
     "kueue_reason",
+    "labels_of",
     "newest_pod",
     "volcano_app_state",
 ]
@@ -73,7 +74,8 @@ _PULL_FAILED = frozenset({"ErrImagePull", "ImagePullBackOff"})
 _NEVER_PULLS = frozenset({"InvalidImageName", "ErrImageNeverPull"})  # no retry can help
 
 
-def _labels(obj: dict[str, Any]) -> dict[str, str]:
+def labels_of(obj: dict[str, Any]) -> dict[str, str]:
+    """The object's labels (none: an empty dict)."""
     labels: dict[str, str] = (obj.get("metadata") or {}).get("labels") or {}
     return labels
 
@@ -309,14 +311,14 @@ def describe_volcano(
     state = volcano_app_state(job)
     by_replica: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for item in pods:
-        labels = _labels(item)
+        labels = labels_of(item)
         key = (labels.get(LABEL_ROLE_INDEX, ""), labels.get(LABEL_REPLICA_ID, ""))
         by_replica.setdefault(key, []).append(item)
     default = state if is_terminal(state) else AppState.PENDING
     collect = _Replicas(namespace)
     roles: dict[str, tuple[Role, list[ReplicaStatus]]] = {}
     for task in (job.get("spec") or {}).get("tasks") or ():
-        labels = _labels(task.get("template") or {})
+        labels = labels_of(task.get("template") or {})
         role_name = labels.get(LABEL_ROLE_NAME) or str(task.get("name", "")).rpartition("-")[0]
         rid = labels.get(LABEL_REPLICA_ID) or str(task.get("name", "")).rpartition("-")[2]
         found = by_replica.get((labels.get(LABEL_ROLE_INDEX, ""), rid))
@@ -357,7 +359,7 @@ def _job_state(job: dict[str, Any]) -> AppState:
         return AppState.SUCCEEDED
     if (job.get("spec") or {}).get("suspend"):
         # Kueue keeps a queued Job suspended until it admits it (and again after an eviction)
-        return AppState.PENDING if _labels(job).get(LABEL_KUEUE_QUEUE) else AppState.CANCELLED
+        return AppState.PENDING if labels_of(job).get(LABEL_KUEUE_QUEUE) else AppState.CANCELLED
     return AppState.PENDING
 
 
@@ -395,10 +397,11 @@ def describe_batch(
 ) -> DescribeAppResponse:
     """The app's state from its role Jobs (``job_type=batch``) and their pods; ``kueue``
     says why Kueue holds it (:func:`kueue_reason`), shown while it is pending."""
-    jobs = sorted(jobs, key=lambda j: int(_labels(j).get(LABEL_ROLE_INDEX, "0") or 0))
+    jobs = sorted(jobs, key=lambda j: int(labels_of(j).get(LABEL_ROLE_INDEX, "0") or 0))
     by_replica: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for pod in pods:
-        job_name = _labels(pod).get("job-name") or _labels(pod).get("batch.kubernetes.io/job-name")
+        labels = labels_of(pod)
+        job_name = labels.get("job-name") or labels.get("batch.kubernetes.io/job-name")
         by_replica.setdefault((str(job_name), _completion_index(pod)), []).append(pod)
     collect = _Replicas(namespace)
     roles: list[Role] = []
@@ -407,7 +410,7 @@ def describe_batch(
     for job in jobs:
         meta = job.get("metadata") or {}
         name = str(meta.get("name"))
-        role_name = _labels(job).get(LABEL_ROLE_NAME, name)
+        role_name = labels_of(job).get(LABEL_ROLE_NAME, name)
         spec = job.get("spec") or {}
         count = int(spec.get("completions") or spec.get("parallelism") or 1)
         job_state = _job_state(job)
@@ -454,7 +457,7 @@ def jobset_app_state(jobset: dict[str, Any], any_running: bool | None = None) ->
         return AppState.SUCCEEDED
     if _condition(jobset, "Suspended") is not None or (jobset.get("spec") or {}).get("suspend"):
         # Kueue keeps a queued JobSet suspended until it admits it
-        return AppState.PENDING if _labels(jobset).get(LABEL_KUEUE_QUEUE) else AppState.CANCELLED
+        return AppState.PENDING if labels_of(jobset).get(LABEL_KUEUE_QUEUE) else AppState.CANCELLED
     if any_running is None:  # no pods at hand (list): its Jobs' ready or active pods
         any_running = any(
             int(r.get("ready") or r.get("active") or 0) > 0
@@ -474,7 +477,7 @@ def describe_jobset(
     replicated Job, replica ``k`` the pod of completion index ``k``."""
     by_replica: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for pod in pods:
-        key = (_labels(pod).get(LABEL_JOBSET_RJOB, ""), _completion_index(pod))
+        key = (labels_of(pod).get(LABEL_JOBSET_RJOB, ""), _completion_index(pod))
         by_replica.setdefault(key, []).append(pod)
     state = jobset_app_state(jobset, any_running=False)
     default = state if is_terminal(state) else AppState.PENDING
@@ -485,7 +488,7 @@ def describe_jobset(
         rjob = str(replicated.get("name"))
         job_spec = (replicated.get("template") or {}).get("spec") or {}
         pod_template = job_spec.get("template") or {}
-        role_name = _labels(pod_template).get(LABEL_ROLE_NAME, rjob)
+        role_name = labels_of(pod_template).get(LABEL_ROLE_NAME, rjob)
         count = int(job_spec.get("completions") or job_spec.get("parallelism") or 1)
         statuses = []
         for index in range(count):
@@ -563,18 +566,18 @@ def list_rows(
         ListAppResponse(
             app_id=app_id_of(namespace, "volcano", str((j.get("metadata") or {}).get("name"))),
             state=volcano_app_state(j),
-            name=_labels(j).get(LABEL_APP_NAME, ""),
+            name=labels_of(j).get(LABEL_APP_NAME, ""),
         )
         for j in volcano_jobs
     ]
     apps: dict[str, list[dict[str, Any]]] = {}
     for job in batch_jobs:
-        apps.setdefault(_labels(job).get(LABEL_INSTANCE, ""), []).append(job)
+        apps.setdefault(labels_of(job).get(LABEL_INSTANCE, ""), []).append(job)
     rows += [
         ListAppResponse(
             app_id=app_id_of(namespace, "batch", app),
             state=batch_app_state(jobs),
-            name=_labels(jobs[0]).get(LABEL_APP_NAME, ""),
+            name=labels_of(jobs[0]).get(LABEL_APP_NAME, ""),
         )
         for app, jobs in apps.items()
         if app
@@ -583,7 +586,7 @@ def list_rows(
         ListAppResponse(
             app_id=app_id_of(namespace, "jobset", str((j.get("metadata") or {}).get("name"))),
             state=jobset_app_state(j),
-            name=_labels(j).get(LABEL_APP_NAME, ""),
+            name=labels_of(j).get(LABEL_APP_NAME, ""),
         )
         for j in jobsets
     ]
