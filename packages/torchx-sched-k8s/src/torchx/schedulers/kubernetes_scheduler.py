@@ -132,6 +132,7 @@ LABEL_UNIQUE_NAME = LABEL_INSTANCE
 
 JOB_TYPES = ("volcano", "batch", "jobset")
 _VOLCANO_GROUP, _VOLCANO_VERSION, _VOLCANO_PLURAL = "batch.volcano.sh", "v1alpha1", "jobs"
+_VOLCANO = (_VOLCANO_GROUP, _VOLCANO_VERSION, _VOLCANO_PLURAL)
 _JOBSET = (_render.JOBSET_GROUP, _render.JOBSET_VERSION, _render.JOBSET_PLURAL)
 _KUEUE = (_render.KUEUE_GROUP, _render.KUEUE_VERSION)
 _POLL_S = 5.0  # between two describes where the API server refuses watches
@@ -637,22 +638,32 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         else:
             self._versions.pop(app_id, None)
 
-    def _volcano_job(self, ns: str, name: str) -> dict[str, Any] | None:
+    def _custom_object(
+        self, ns: str, api: tuple[str, str, str], name: str, what: str
+    ) -> dict[str, Any] | None:
+        """One custom object (``api``: group, version, plural), or None if it is gone."""
         custom = self._custom()
+        group, version, plural = api
         try:
-            job: dict[str, Any] = _client.read_json(
+            found: dict[str, Any] = _client.read_json(
                 custom.get_namespaced_custom_object,
-                f"reading Volcano job {name!r}",
+                f"reading {what} {name!r}",
                 ns,
-                _VOLCANO_GROUP,
-                _VOLCANO_VERSION,
+                group,
+                version,
                 ns,
-                _VOLCANO_PLURAL,
+                plural,
                 name,
             )
         except _client.NotFound:
             return None
-        return job
+        return found
+
+    def _volcano_job(self, ns: str, name: str) -> dict[str, Any] | None:
+        return self._custom_object(ns, _VOLCANO, name, "Volcano job")
+
+    def _jobset(self, ns: str, name: str) -> dict[str, Any] | None:
+        return self._custom_object(ns, _JOBSET, name, "JobSet")
 
     def describe(self, app_id: str) -> DescribeAppResponse | None:
         """The app's state in two API calls (its job(s) and its pods), or None if gone."""
@@ -683,22 +694,6 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         if _status.batch_app_state(jobs) == AppState.PENDING:
             kueue = self._kueue_reason(ns, jobs)
         return _status.describe_batch(app_id, ns, jobs, pods, kueue)
-
-    def _jobset(self, ns: str, name: str) -> dict[str, Any] | None:
-        custom = self._custom()
-        try:
-            jobset: dict[str, Any] = _client.read_json(
-                custom.get_namespaced_custom_object,
-                f"reading JobSet {name!r}",
-                ns,
-                *_JOBSET[:2],
-                ns,
-                _JOBSET[2],
-                name,
-            )
-        except _client.NotFound:
-            return None
-        return jobset
 
     def wait_for_change(self, app_id: str, timeout: float) -> None:
         """Returns at the first change of the app's job(s), or after ``timeout`` seconds.
