@@ -186,11 +186,12 @@ def test_retry_by_requeue(runner: Any) -> None:
     while time.monotonic() < deadline:
         status = runner.status(handle)
         # AppStatus.msg says why it waits, straight from squeue
-        if status.state == AppState.PENDING and status.msg.startswith("pending: BeginTime"):
+        if status.state == AppState.PENDING and status.msg.startswith("pending again"):
             break
         assert not status.is_terminal(), status
         time.sleep(0.2)
     assert status.num_restarts == 1
+    assert "the last one ended: FAILED (exit code 1; retry 1 of 1)" in status.msg, status
     # Slurm holds a requeued job for 120 s (BeginTime); release it 2 s from now: slurmd
     # rejects a credential issued in the same second as the requeue revoked the old one
     # ("Job credential revoked"), and the job would fail instead of starting again
@@ -199,7 +200,9 @@ def test_retry_by_requeue(runner: Any) -> None:
     batch_log = Path(f"slurm-{job_id}.out")
     detail = f"{final}\n{logs(runner, handle, 'sh')}\n{batch_log.read_text()}"
     assert (final.state, final.num_restarts) == (AppState.SUCCEEDED, 1), detail
-    assert logs(runner, handle, "sh") == "attempt 0\nattempt 1\n"  # nothing overwritten
+    # nothing overwritten; the second attempt marked
+    out = logs(runner, handle, "sh", streams=Stream.STDOUT)
+    assert out == "attempt 0\n=== torchx: attempt 1 ===\nattempt 1\n"
 
 
 def test_job_dir_workspace(

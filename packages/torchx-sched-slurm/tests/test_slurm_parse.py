@@ -136,11 +136,11 @@ class TestSqueueNewer:
 
     def test_requeued_is_pending_with_restarts(self, version: str) -> None:
         (row,) = self.rows(version, "51")
-        desc = describe_rows("51", [row], None)
-        assert (desc.state, desc.num_restarts, desc.msg) == (
-            AppState.PENDING,
-            1,
-            "pending: BeginTime (asked to start later (--begin))",
+        desc = describe_rows("51", [row], None, "NODE_FAIL")
+        assert (desc.state, desc.num_restarts) == (AppState.PENDING, 1)
+        assert desc.msg.startswith(
+            "pending again (attempt 1; the last one ended: NODE_FAIL): BeginTime (a requeued"
+            " job waits before it may start again"
         )
 
     def test_exit_objects(self, version: str) -> None:

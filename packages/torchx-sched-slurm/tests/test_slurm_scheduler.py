@@ -85,6 +85,8 @@ class TestRunOpts:
             "job_dir",
             "qos",
             "list_days",
+            "requeue",
+            "signal",
             "strict_entrypoint",
         ]
         assert opts.get("list_days").default == 3  # type: ignore[union-attr]
@@ -183,6 +185,59 @@ class TestInjectionSafety:
     def test_option_values_cannot_break_the_header(self, sched: SlurmScheduler) -> None:
         with pytest.raises(ValueError, match="partition="):
             sched.submit_dryrun(app_of(role()), {"partition": "a\n#SBATCH --x"})
+
+
+class TestAttempts:
+    def test_every_attempt_is_numbered_and_appends_to_the_logs(self, sched: SlurmScheduler) -> None:
+        script = sched.submit_dryrun(app_of(role("a"), role("b")), {}).request.materialize()
+        assert 'export TORCHX_ATTEMPT="${SLURM_RESTART_COUNT:-0}"' in script
+        headers = [line for line in script.splitlines() if line.startswith("#SBATCH --job")]
+        assert all(" --requeue " in line for line in headers)
+        assert headers[0].endswith("--open-mode=append")  # the batch log of every attempt
+        assert script.count("--open-mode=append") == 3  # and each replica's
+        assert "=== torchx: attempt $TORCHX_ATTEMPT ===" in script
+        assert "requeued: TIMEOUT" not in script  # no warning signal asked for
+
+    def test_requeue_off(self, sched: SlurmScheduler) -> None:
+        script = sched.submit_dryrun(app_of(role()), {"requeue": False}).request.materialize()
+        assert " --no-requeue " in script and " --requeue " not in script
+
+    def test_signal_reaches_every_component(self, sched: SlurmScheduler) -> None:
+        cfg = {"signal": "USR1@120", "time": "60"}
+        req = sched.submit_dryrun(app_of(role(n=2)), cfg).request
+        assert req.warning_lead_s == 120
+        script = req.materialize()
+        headers = [line for line in script.splitlines() if line.startswith("#SBATCH --job")]
+        assert all(" --signal=USR1@120 " in line for line in headers)
+        assert "-le 180 ]" in script and "requeued: TIMEOUT" in script
+        without_requeue = {**cfg, "requeue": False}
+        assert sched.submit_dryrun(app_of(role()), without_requeue).request.warning_lead_s is None
+
+    @pytest.mark.parametrize(
+        ("value", "lead"), [("USR1", 60), ("SIGUSR2@300", 300), ("R:10@5", 5), ("term@90", 90)]
+    )
+    def test_signal_in_sbatch_syntax(self, sched: SlurmScheduler, value: str, lead: int) -> None:
+        assert sched.submit_dryrun(app_of(role()), {"signal": value}).request.warning_lead_s == lead
+
+    @pytest.mark.parametrize(
+        ("value", "problem"),
+        [
+            ("B:USR1@60", "would reach only the batch shell"),
+            ("USR9@60", "is not a Slurm warning signal"),
+            ("USR1@soon", "is not a Slurm warning signal"),
+            ("USR1@99999", "is not a Slurm warning signal"),
+            ("0", "is not a Slurm warning signal"),
+        ],
+    )
+    def test_bad_signal_is_one_line(self, sched: SlurmScheduler, value: str, problem: str) -> None:
+        with pytest.raises(ValueError, match=problem) as e:
+            sched.submit_dryrun(app_of(role()), {"signal": value})
+        assert "\n" not in str(e.value) and "signal=" in str(e.value)
+
+    def test_script_is_valid_bash(self, sched: SlurmScheduler) -> None:
+        cfg = {"signal": "USR1@120", "time": "60"}
+        script = sched.submit_dryrun(app_of(role(max_retries=2)), cfg).request.materialize()
+        subprocess.run(["bash", "-n"], input=script, text=True, check=True)
 
 
 class TestChecksBeforeQueueing:

@@ -41,7 +41,7 @@ from torchx.schedulers.api import (
     LogQuery,
     Scheduler,
 )
-from torchx.specs.api import AppDef, AppDryRunInfo, CfgVal, macros, runopts
+from torchx.specs.api import AppDef, AppDryRunInfo, AppState, CfgVal, macros, runopts
 from torchx.util.log import get_logger
 from torchx.workspace.dir_workspace import DirWorkspaceMixin, job_dir_exists
 
@@ -228,6 +228,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
             host_problem(SlurmNotFoundError("sbatch"))  # before any other check: it is the fix
         opts = Opts.from_cfg(cfg)
         validate.check_time(opts.time)
+        lead_s = validate.check_signal(opts.signal) if opts.signal is not None else None
         for key in (*SBATCH_GROUP_OPTIONS, *SBATCH_JOB_OPTIONS):
             value = opts.get(key)
             if key == "comment" and value is not None:
@@ -281,6 +282,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
             log_dir=workdir,
             app_name=app.name,
             roles=roles,
+            warning_lead_s=lead_s if opts.requeue else None,
         )
         return AppDryRunInfo(request, repr)
 
@@ -415,7 +417,14 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
         rows = self._query(job_id)
         if not rows:
             return None
-        return _describe.describe_rows(job_id, rows, records.read_record(job_id))
+        record = records.read_record(job_id)
+        interruption = None
+        if any(row.restarts for row in rows) and _describe.app_state(rows) == AppState.PENDING:
+            # requeued: one more query, only while it waits to start again
+            from torchx.schedulers._slurm.attempts import last_interruption
+
+            interruption = last_interruption(job_id, record.log_dir if record else None)
+        return _describe.describe_rows(job_id, rows, record, interruption)
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         """Jobs of the last ``list_days`` days (accounting) and every job in the queue.

@@ -125,12 +125,32 @@ def explain_reason(reason: str) -> str:
     return f"{reason} ({explanation})" if explanation else reason
 
 
-def _message(state: AppState, rows: list[SlurmJob]) -> str:
-    """Why the job is where it is: the pending reason, or how it ended."""
+_REQUEUE_WAIT = (
+    "a requeued job waits before it may start again: slurm.conf AuthInfo"
+    " cred_expire, 120 s by default"
+)
+
+
+def _message(state: AppState, rows: list[SlurmJob], interruption: str | None) -> str:
+    """Why the job is where it is: the pending reason (after a requeue: the attempt and
+    how the last one ended), or how it ended."""
     leader = rows[0]
     reasons = [r.reason for r in rows if r.reason]
+    attempt = max(r.restarts for r in rows)
     if state == AppState.PENDING:
-        return f"pending: {explain_reason(reasons[0])}" if reasons else "pending"
+        reason = reasons[0] if reasons else ""
+        if attempt and reason == "BeginTime":
+            reason = f"{reason} ({_REQUEUE_WAIT})"
+        elif reason:
+            reason = explain_reason(reason)
+        if attempt:
+            ended = f"; the last one ended: {interruption}" if interruption else ""
+            head = f"pending again (attempt {attempt}{ended})"
+        else:
+            head = "pending"
+        return f"{head}: {reason}" if reason else head
+    if state == AppState.RUNNING and attempt:
+        return f"attempt {attempt}"
     if state == AppState.FAILED:
         codes = [r for r in rows if r.exit_code or r.signal]
         detail = leader.state.lower() if leader.state else "failed"
@@ -148,8 +168,13 @@ def _message(state: AppState, rows: list[SlurmJob]) -> str:
 
 
 def describe_rows(
-    job_id: str, rows: list[SlurmJob], record: JobRecord | None
+    job_id: str,
+    rows: list[SlurmJob],
+    record: JobRecord | None,
+    interruption: str | None = None,
 ) -> DescribeAppResponse:
+    """The app of ``rows``; ``interruption`` is how the last attempt of a requeued job
+    ended (:func:`~torchx.schedulers._slurm.attempts.last_interruption`)."""
 
     names: list[tuple[str, int]] = []
     if record is not None:
@@ -197,7 +222,7 @@ def describe_rows(
         app_id=job_id,
         state=state,
         num_restarts=max(r.restarts for r in rows),
-        msg=_message(state, rows),
+        msg=_message(state, rows, interruption),
         ui_url=f"file://{log_dir}" if log_dir else None,
         roles_statuses=roles_statuses,
         roles=roles,

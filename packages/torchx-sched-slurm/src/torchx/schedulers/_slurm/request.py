@@ -140,6 +140,22 @@ class Opts(StructuredOpts):
         default=3,
         metadata={HELP_KEY: "how many days back `torchx list` looks in Slurm's accounting"},
     )
+    requeue: bool = field(
+        default=True,
+        metadata={
+            HELP_KEY: "let Slurm requeue the job after a preemption or a node failure; it"
+            " starts again as the next attempt ($TORCHX_ATTEMPT), its logs kept"
+            " (False: sbatch --no-requeue)"
+        },
+    )
+    signal: str | None = field(
+        default=None,
+        metadata={
+            HELP_KEY: "warn the replicas before the time limit, in sbatch's syntax"
+            " SIG[@SECONDS] (e.g. USR1@120: SIGUSR1 two minutes before); with requeue, a job"
+            " whose replicas end after the warning is requeued and resumes as the next attempt"
+        },
+    )
     strict_entrypoint: bool = field(
         default=False,
         metadata={
@@ -258,11 +274,13 @@ class SlurmReplicaRequest:
 
 def group_opts(opts: Opts, resource: Resource, nomem: bool) -> dict[str, str | None]:
     """The ``#SBATCH`` options of one het component (in upstream's order)."""
-    group: dict[str, str | None] = {"requeue": None}
+    group: dict[str, str | None] = {"requeue" if opts.requeue else "no-requeue": None}
     for key in SBATCH_GROUP_OPTIONS:
         value = opts.get(key)
         if value is not None:
             group[key] = str(value)
+    if opts.signal is not None:
+        group["signal"] = opts.signal  # every het component: each is its own Slurm job
     _resource_opts(group, resource, nomem)
     return group
 
@@ -300,6 +318,8 @@ class SlurmBatchRequest:
 
     ``log_dir`` is where the replicas' logs go (the job's directory), ``app_name`` and
     ``roles`` (role name -> replica count) are recorded for ``describe`` and ``log``.
+    ``warning_lead_s`` is the lead time of the ``signal`` run option when the job may
+    be requeued after its warning (None otherwise).
     """
 
     cmd: list[str]
@@ -309,9 +329,18 @@ class SlurmBatchRequest:
     log_dir: str = ""
     app_name: str = ""
     roles: dict[str, int] = field(default_factory=dict)
+    warning_lead_s: int | None = None
 
     def materialize(self) -> str:
-        """The batch script."""
+        """The batch script.
+
+        Every attempt (a requeue starts the script again) exports ``TORCHX_ATTEMPT``
+        (Slurm's restart count) and, from the second on, marks its start in each log the
+        earlier attempts wrote (every log is opened for appending, so nothing is lost). A
+        failed attempt is requeued when it ended after the time-limit warning (the replicas
+        saved their work and stopped) or while the app's ``max_retries`` last; the reason
+        is logged on a ``torchx: requeued:`` line, which also counts the retries spent.
+        """
         from shlex import join
 
         lines = [
@@ -322,35 +351,67 @@ class SlurmBatchRequest:
             "#",
         ]
         groups: list[list[str]] = []
+        log_prefix = f"{self.log_dir.replace('%', '%%')}/" if self.log_dir else ""
         for i, replica in enumerate(self.replicas.values()):
             sbatch_args, srun_args = replica.materialize()
             if i == 0:
-                batch_log = f"{self.log_dir.replace('%', '%%')}/" if self.log_dir else ""
-                output = sbatch_value("the log directory", f"{batch_log}slurm-%j.out")
-                sbatch_args.append(f"--output={output}")
+                output = sbatch_value("the log directory", f"{log_prefix}slurm-%j.out")
+                sbatch_args += [f"--output={output}", "--open-mode=append"]
             else:
                 lines.append("#SBATCH hetjob")
             lines.append("#SBATCH " + " ".join(sbatch_args))
             groups.append(srun_args)
+        logs = _shell_word(f"{self.log_dir}/" if self.log_dir else "./")
+        batch_log = f'{logs}slurm-"$SLURM_JOB_ID".out'
+        replica_logs = f'{logs}slurm-"$SLURM_JOB_ID"-*'
         lines += [
             "set -e",
             "",
             "export PYTHONUNBUFFERED=1",
             "export SLURM_UNBUFFEREDIO=1",
             f"export TORCHX_MAX_RETRIES={int(self.max_retries)}",
+            'export TORCHX_ATTEMPT="${SLURM_RESTART_COUNT:-0}"',
+            "",
+            'if [ "$TORCHX_ATTEMPT" -gt 0 ]; then',
+            '    echo "torchx: attempt $TORCHX_ATTEMPT starts"',
+            f"    for log in {replica_logs}.out {replica_logs}.err; do",
+            '        if [ -f "$log" ]; then',
+            '            echo "=== torchx: attempt $TORCHX_ATTEMPT ===" >>"$log"',
+            "        fi",
+            "    done",
+            "fi",
             "",
             "set +e",
             "srun " + " :\\\n    ".join(" ".join(group) for group in groups),
             "exitcode=$?",
-            "set -e",
             "",
             'echo "job exited with code $exitcode"',
-            "if [ $exitcode -ne 0 ]; then",
-            '    if [ "$TORCHX_MAX_RETRIES" -gt "${SLURM_RESTART_COUNT:-0}" ]; then',
-            '        scontrol requeue "$SLURM_JOB_ID"',
-            "    fi",
-            "    exit $exitcode",
+            "if [ $exitcode -eq 0 ]; then",
+            "    exit 0",
             "fi",
+        ]
+        if self.warning_lead_s is not None:
+            # Slurm sends the warning up to a minute early: the window is lead + 60 s
+            window = self.warning_lead_s + 60
+            lines += [
+                'end="$(squeue -h -j "$SLURM_JOB_ID" -o %e | head -n 1)"',
+                'if end_s="$(date -d "$end" +%s)" && '
+                f"[ $((end_s - $(date +%s))) -le {window} ]; then",
+                '    echo "torchx: requeued: TIMEOUT (the replicas stopped after the warning'
+                ' signal)"',
+                '    scontrol requeue "$SLURM_JOB_ID"',
+                "    exit $exitcode",
+                "fi",
+            ]
+        lines += [
+            f"retries=$(grep -c '^torchx: requeued: FAILED' {batch_log} 2>/dev/null)",
+            'retries="${retries:-0}"',
+            'if [ "$TORCHX_MAX_RETRIES" -gt "$retries" ]; then',
+            '    echo "torchx: requeued: FAILED (exit code $exitcode; retry $((retries + 1)) of'
+            ' $TORCHX_MAX_RETRIES)"',
+            '    scontrol requeue "$SLURM_JOB_ID"',
+            "fi",
+            "exit $exitcode",
             "",
         ]
         return "\n".join(lines)

@@ -14,7 +14,14 @@ from torchx.util.host_checks import host_problem
 from torchx.util.log import get_logger
 from torchx.util.programs import find_program, script_of
 
-__all__ = ["check_comment", "check_log_dir", "check_option", "check_role_files", "check_time"]
+__all__ = [
+    "check_comment",
+    "check_log_dir",
+    "check_option",
+    "check_role_files",
+    "check_signal",
+    "check_time",
+]
 
 
 def check_role_files(role: Role, workdir: str, strict_entrypoint: bool = False) -> None:
@@ -95,3 +102,36 @@ def check_log_dir(log_dir: str) -> None:
             f" one) contains {bad!r}, which Slurm cannot take in an output path; set job_dir"
             " (or run from) a directory without it"
         )
+
+
+_SIGNAL_HELP = (
+    "give SIG[@SECONDS] as sbatch takes it: a signal name or number and how many seconds"
+    " before the time limit to send it (default 60), e.g. signal=USR1@120"
+)
+
+
+def check_signal(value: str) -> int:
+    """The lead time in seconds of a ``signal`` run option (sbatch's
+    ``[R:]SIG[@SECONDS]``), refusing what sbatch would refuse only at submission and
+    ``B:``, which would warn the batch shell TorchX writes instead of the replicas."""
+    import signal
+
+    spec = value
+    if spec.startswith("B:") or spec.startswith("RB:") or spec.startswith("BR:"):
+        raise ValueError(
+            f"run option signal={value!r} would reach only the batch shell TorchX writes,"
+            " not the replicas; drop the 'B:' so each replica's processes get it"
+        )
+    if spec.startswith("R:"):
+        spec = spec[2:]
+    name, _, lead = spec.partition("@")
+    name = name.upper()
+    numbered = name.isdigit() and 0 < int(name) < signal.NSIG
+    named = name in signal.Signals.__members__ or f"SIG{name}" in signal.Signals.__members__
+    known = numbered or named
+    lead_ok = lead == "" or (lead.isdigit() and int(lead) <= 0xFFFF)
+    if not known or not lead_ok:
+        raise ValueError(
+            f"run option signal={value!r} is not a Slurm warning signal; {_SIGNAL_HELP}"
+        )
+    return int(lead) if lead else 60

@@ -1,0 +1,64 @@
+"""Why a requeued job's last attempt ended, for ``status`` while it waits to start again.
+
+Slurm keeps one accounting record per attempt (``sacct --duplicates``); the ended ones
+say PREEMPTED, NODE_FAIL or TIMEOUT. A requeue the batch script asked for itself
+(``REQUEUED``) names its reason on a ``torchx: requeued:`` line of the job's batch log.
+"""
+
+from __future__ import annotations
+
+import os
+
+from torchx.schedulers._slurm import commands, parse
+
+__all__ = ["last_interruption"]
+
+_REQUEUED_LINE = "torchx: requeued: "
+_LOG_TAIL_BYTES = 64 * 1024  # the batch log holds only the script's and srun's own lines
+_RUNNING = frozenset({"PENDING", "RUNNING", "REQUEUED_HOLD", "REQUEUE_FED", "REQUEUE_HOLD"})
+
+
+def last_interruption(job_id: str, log_dir: str | None) -> str | None:
+    """How the job's latest ended attempt ended (``NODE_FAIL``, ``PREEMPTED``,
+    ``TIMEOUT``, ``FAILED (exit code 3; ...)``, ``REQUEUED``), None if unknown."""
+    try:
+        code, out, _ = commands.run_once(
+            [
+                "sacct",
+                "--duplicates",
+                "--allocations",
+                "--parsable2",
+                "--format=JobID,State",
+                "-j",
+                job_id,
+            ]
+        )
+    except commands.SlurmCommandError:
+        return None
+    if code != 0:
+        return None
+    ended = [
+        row.state
+        for row in parse.parse_sacct_text(out, leader=job_id)
+        if row.het_offset == 0 and row.state and row.state not in _RUNNING
+    ]
+    if not ended:
+        return None
+    if ended[-1] == "REQUEUED":
+        return _requeue_reason(job_id, log_dir) or "REQUEUED (scontrol requeue)"
+    return ended[-1]
+
+
+def _requeue_reason(job_id: str, log_dir: str | None) -> str | None:
+    """The last ``torchx: requeued:`` reason of the job's batch log, if it can be read."""
+    path = os.path.join(log_dir or ".", f"slurm-{job_id}.out")
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - _LOG_TAIL_BYTES))
+            tail = f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    reasons = [
+        line[len(_REQUEUED_LINE) :] for line in tail.splitlines() if line.startswith(_REQUEUED_LINE)
+    ]
+    return reasons[-1] if reasons else None

@@ -1,0 +1,169 @@
+"""Long jobs on a real Slurm cluster: requeues, the time-limit warning and lost nodes.
+
+Each attempt of a requeued job sees ``$TORCHX_ATTEMPT`` (0, 1, ...), appends to the logs
+of the earlier ones under an ``=== torchx: attempt N ===`` line, and ``status`` says while
+it waits how the last attempt ended. Slurm holds a requeued job about two minutes
+(``cred_expire``) before it may start again; the tests move that start to ``now+2`` (not
+``now``: slurmd refuses a credential issued in the second the requeue revoked the old one).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from torchx.schedulers.api import Stream
+from torchx.specs import AppDef, AppState, Resource, Role
+
+SMALL = Resource(cpu=1, gpu=0, memMB=256)
+
+
+def _app(script: str, max_retries: int = 0) -> AppDef:
+    role = Role(
+        name="train",
+        image=os.getcwd(),
+        entrypoint="bash",
+        args=["-c", script],
+        resource=SMALL,
+        max_retries=max_retries,
+    )
+    return AppDef(name="long", roles=[role])
+
+
+def _until(what: str, check: Callable[[], Any], timeout: float = 90) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.5)
+    raise AssertionError(f"{what}: not within {timeout} s")
+
+
+def _started(workdir: Path, job_id: str) -> bool:
+    log = workdir / f"slurm-{job_id}-train-0.out"
+    return log.exists() and "attempt 0" in log.read_text()
+
+
+def _pending_again(runner: Any, handle: str) -> Any:
+    def waiting() -> Any:
+        status = runner.status(handle)
+        assert status is not None and not status.is_terminal(), status
+        return status if status.msg.startswith("pending again") else None
+
+    status = _until(f"{handle} pending again", waiting)
+    subprocess.run(
+        ["scontrol", "update", f"jobid={handle.rsplit('/', 1)[1]}", "starttime=now+2"],
+        check=True,
+    )
+    return status
+
+
+def _finish(runner: Any, handle: str, timeout: float = 90) -> Any:
+    def ended() -> Any:
+        status = runner.status(handle)
+        return status if status is not None and status.is_terminal() else None
+
+    return _until(f"{handle} ended", ended, timeout)
+
+
+def _log(runner: Any, handle: str) -> str:
+    return "".join(runner.log_lines(handle, "train", 0, streams=Stream.STDOUT))
+
+
+RESUMABLE = (
+    'echo "attempt $TORCHX_ATTEMPT on $SLURMD_NODENAME"; '
+    'if [ "$TORCHX_ATTEMPT" = 0 ]; then sleep 300; fi'
+)
+
+
+def test_requeued_job_keeps_every_attempts_output(runner: Any, workdir: Path) -> None:
+    handle = runner.run(_app(RESUMABLE), "slurm")
+    job_id = handle.rsplit("/", 1)[1]
+    _until("attempt 0 running", lambda: _started(workdir, job_id))
+    subprocess.run(["scontrol", "requeue", job_id], check=True)
+    waiting = _pending_again(runner, handle)
+    assert waiting.state == AppState.PENDING and waiting.num_restarts == 1
+    assert "attempt 1; the last one ended: REQUEUED" in waiting.msg
+    final = _finish(runner, handle)
+    assert (final.state, final.num_restarts) == (AppState.SUCCEEDED, 1), final
+    lines = _log(runner, handle).splitlines()
+    assert [line.split(" on ")[0] for line in lines] == [
+        "attempt 0",
+        "=== torchx: attempt 1 ===",
+        "attempt 1",
+    ], lines
+
+
+def test_warning_signal_reaches_the_replica_and_the_job_resumes(runner: Any, workdir: Path) -> None:
+    script = (
+        'if [ "$TORCHX_ATTEMPT" = 0 ]; then '
+        "  trap 'echo \"checkpoint saved on attempt $TORCHX_ATTEMPT\"; exit 1' USR1; "
+        '  echo "attempt 0 trains"; for i in $(seq 110); do sleep 1; done; '
+        '  echo "no warning came"; exit 0; '
+        "fi; "
+        'echo "attempt $TORCHX_ATTEMPT resumes from the checkpoint"'
+    )
+    # a 1-minute limit, warned 55 s before it (Slurm sends it up to a minute early)
+    handle = runner.run(_app(script), "slurm", {"time": "1", "signal": "USR1@55"})
+    waiting = _pending_again(runner, handle)
+    assert "the last one ended: TIMEOUT" in waiting.msg, waiting
+    final = _finish(runner, handle)
+    assert (final.state, final.num_restarts) == (AppState.SUCCEEDED, 1), final
+    assert _log(runner, handle).splitlines() == [
+        "attempt 0 trains",
+        "checkpoint saved on attempt 0",
+        "=== torchx: attempt 1 ===",
+        "attempt 1 resumes from the checkpoint",
+    ]
+
+
+def _node_state(node: str) -> str:
+    return subprocess.run(
+        ["sinfo", "-h", "-N", "-n", node, "-o", "%t"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+@pytest.mark.faults
+def test_a_node_lost_under_a_running_job_gets_it_requeued_elsewhere(
+    runner: Any, workdir: Path
+) -> None:
+    handle = runner.run(_app(RESUMABLE), "slurm", {"requeue": True})
+    job_id = handle.rsplit("/", 1)[1]
+    _until("attempt 0 running", lambda: _started(workdir, job_id))
+    node = subprocess.run(
+        ["squeue", "-h", "-j", job_id, "-o", "%N"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    # the node fails (DOWN kills its jobs) and stays out of service (DRAIN) until resumed
+    for state in ("down", "drain"):
+        subprocess.run(
+            ["scontrol", "update", f"nodename={node}", f"state={state}", "reason=torchx-test"],
+            check=True,
+        )
+    try:
+        waiting = _pending_again(runner, handle)
+        assert "the last one ended: NODE_FAIL" in waiting.msg, waiting
+        final = _finish(runner, handle)
+    finally:
+        subprocess.run(["scontrol", "update", f"nodename={node}", "state=resume"], check=True)
+        _until(f"{node} back in service", lambda: _node_state(node) == "idle", 60)
+    assert (final.state, final.num_restarts) == (AppState.SUCCEEDED, 1), final
+    first, marker, second = _log(runner, handle).splitlines()
+    assert (first, marker) == (f"attempt 0 on {node}", "=== torchx: attempt 1 ===")
+    assert second.startswith("attempt 1 on n") and second != f"attempt 1 on {node}"
+
+
+def test_own_failure_is_not_retried(runner: Any, workdir: Path) -> None:
+    handle = runner.run(_app('echo "attempt $TORCHX_ATTEMPT"; exit 3'), "slurm")
+    final = _finish(runner, handle)
+    assert (final.state, final.num_restarts) == (AppState.FAILED, 0), final
+    assert "exit code 3" in final.msg
+    assert _log(runner, handle) == "attempt 0\n"
+    batch_log = (workdir / f"slurm-{handle.rsplit('/', 1)[1]}.out").read_text()
+    assert "requeued" not in batch_log and "attempt 1" not in batch_log
