@@ -601,6 +601,29 @@ def test_kill_9_of_a_replica_is_recorded(sched: LocalScheduler) -> None:
     assert replica_records(app_id)[0]["exit_code"] == -9
 
 
+def test_a_stop_from_outside_restarts_as_the_next_attempt(sched: LocalScheduler) -> None:
+    """SIGTERM sent to a replica from outside (as a preemption does) is an interruption:
+    the replica starts again with TORCHX_ATTEMPT one higher, max_retries (0) unspent."""
+    script = 'echo "attempt $TORCHX_ATTEMPT"; [ "$TORCHX_ATTEMPT" != 0 ] || exec sleep 600'
+    app_id = run_app(sched, AppDef("preempted", [sh_role(script)]))
+    os.kill(_wait_for_replica_pid(app_id), signal.SIGTERM)
+    assert wait_terminal(sched, app_id) == AppState.SUCCEEDED
+    desc = sched.describe(app_id)
+    assert desc is not None and desc.num_restarts == 1
+    out = "".join(sched.log_iter(app_id, "sh", streams=Stream.STDOUT))
+    assert out == "attempt 0\nattempt 1\n"
+
+
+def test_own_failure_is_retried_only_within_max_retries(sched: LocalScheduler) -> None:
+    role = sh_role('echo "attempt $TORCHX_ATTEMPT"; exit 3', max_retries=1)
+    app_id = run_app(sched, AppDef("fails", [role]))
+    assert wait_terminal(sched, app_id) == AppState.FAILED
+    desc = sched.describe(app_id)
+    assert desc is not None and desc.num_restarts == 1 and "code 3" in desc.msg
+    out = "".join(sched.log_iter(app_id, "sh", streams=Stream.STDOUT))
+    assert out == "attempt 0\nattempt 1\n"
+
+
 def _wait_for_replica_pid(app_id: str, role_idx: int = 0, k: int = 0) -> int:
     while True:
         rec = replica_records(app_id, role_idx)[k]

@@ -60,6 +60,10 @@ printer wakes the supervisor once per MiB rather than per 64 KiB; at most ``_BIG
 per app, as pipe memory counts against a per-user limit."""
 _PR_SET_CHILD_SUBREAPER = 36
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+_INTERRUPTIONS = frozenset(int(sig) for sig in _STOP_SIGNALS)
+"""Signals that, sent to a replica from outside TorchX, interrupt it (restarted as the next
+attempt without spending ``max_retries``); any other death is its own failure (a crash, or
+SIGKILL as the OOM killer sends, which would only happen again)."""
 # ignored by the Python supervisor, restored for replicas (as ``subprocess`` does)
 _DEFAULT_FOR_REPLICAS = tuple(
     getattr(signal, name) for name in ("SIGPIPE", "SIGXFSZ") if hasattr(signal, name)
@@ -761,7 +765,7 @@ class Supervisor:
         (posix_spawn cannot), which costs a little more per replica.
         """
         args: list[str] = rep.params["args"]
-        env = rep.env
+        env = {**rep.env, "TORCHX_ATTEMPT": str(rep.record["attempt"])}
         rep.proc = None
         if self._can_posix_spawn(rep):
             program = self._program(args[0], env)
@@ -829,15 +833,22 @@ class Supervisor:
         if self.final is not None:
             return
         role = self.request["roles"][rep.role_idx]
+        policy = str(role.get("retry_policy", "APPLICATION"))
+        if -code in _INTERRUPTIONS:  # a stop request from outside, as a preemption sends
+            self._restart_after_failure(rep, policy, counted=False)
+            return
         if self.role_restarts[rep.role_idx] < int(role.get("max_retries", 0)):
-            self._restart_after_failure(rep, str(role.get("retry_policy", "APPLICATION")))
+            self._restart_after_failure(rep, policy)
             return
         self.final = (st.FAILED, _failure_msg(role["name"], rep.replica_id, code))
         self.state["msg"] = self.final[1]
         self._stop([r for replicas in self.replicas for r in replicas])
 
-    def _restart_after_failure(self, rep: _Replica, policy: str) -> None:
-        self.role_restarts[rep.role_idx] += 1
+    def _restart_after_failure(self, rep: _Replica, policy: str, counted: bool = True) -> None:
+        """Restarts ``rep``'s group (per ``policy``) as the next attempt; ``counted``: the
+        replica's own failure, which spends the role's ``max_retries``."""
+        if counted:
+            self.role_restarts[rep.role_idx] += 1
         self.state["num_restarts"] += 1
         if policy == "REPLICA":
             group = [rep]
