@@ -220,6 +220,36 @@ def test_retries_use_the_restart_policy(runner: Any, tmp_path: Path) -> None:
     assert status.msg == "r/0: exit code 1"  # role/replica, not a container name cut short
 
 
+def test_every_attempt_sees_its_number(runner: Any) -> None:
+    script = 'echo "attempt $TORCHX_ATTEMPT"; [ "$TORCHX_ATTEMPT" -ge 2 ]'
+    handle, status = _run(runner, _app("attempts", _role("r", script, max_retries=2)))
+    assert (status.state, status.num_restarts) == (AppState.SUCCEEDED, 2)
+    assert _log(runner, handle, "r") == ["attempt 0\n", "attempt 1\n", "attempt 2\n"]
+    # no retries asked for: the own failure is final, and the attempt is 0 all the same
+    handle, status = _run(
+        runner, _app("once", _role("r", 'echo "attempt $TORCHX_ATTEMPT"; exit 3'))
+    )
+    assert (status.state, status.num_restarts) == (AppState.FAILED, 0)
+    assert _log(runner, handle, "r") == ["attempt 0\n"]
+
+
+def test_a_container_stopped_from_outside_is_not_its_own_failure(
+    runner: Any, docker_client: Any
+) -> None:
+    role = _role("r", 'echo "attempt $TORCHX_ATTEMPT"; exec sleep 600', max_retries=2)
+    handle = runner.run(_app("stopped", role), SCHED, {})
+    deadline = time.monotonic() + 60
+    while _log(runner, handle, "r") != ["attempt 0\n"]:
+        assert time.monotonic() < deadline, "the container never started"
+        time.sleep(0.2)
+    (container,) = app_containers(docker_client, _app_id(handle))
+    docker_client.api.kill(container["Id"])  # as `docker kill`, the daemon or the host would
+    status = runner.wait(handle, wait_interval=0.5)
+    assert (status.state, status.num_restarts) == (AppState.FAILED, 0), status
+    assert "stopped from outside (SIGKILL" in status.msg, status.msg
+    assert _log(runner, handle, "r") == ["attempt 0\n"]
+
+
 def test_cancel_keeps_containers_and_delete_removes_them(runner: Any, docker_client: Any) -> None:
     handle = runner.run(_app("sleepy", _role("s", "echo started; sleep 300")), SCHED, {})
     app_id = _app_id(handle)

@@ -64,9 +64,12 @@ def test_one_container_per_replica_with_names_labels_and_env(sched: ds.DockerSch
     names = [c.kwargs["name"] for c in job.containers]
     assert names == [f"{app_id}-trainer-0", f"{app_id}-trainer-1", f"{app_id}-ps-0"]
     first, second, third = job.containers
-    assert first.command == ["python", "train.py", "--rank", "0", "--app", app_id]
-    assert second.command == ["python", "train.py", "--rank", "1", "--app", app_id]
-    assert third.image == "other:2"
+    # a restartable replica counts its attempts in the container, then runs the command
+    counting = ds._COUNT_ATTEMPTS
+    assert first.command == [*counting, "python", "train.py", "--rank", "0", "--app", app_id]
+    assert second.command == [*counting, "python", "train.py", "--rank", "1", "--app", app_id]
+    assert third.command == ["ps_main"] and third.image == "other:2"
+    assert third.kwargs["environment"]["TORCHX_ATTEMPT"] == "0"
     for container in job.containers:
         assert container.kwargs["hostname"] == container.kwargs["name"]
         assert container.kwargs["network"] == ds.NETWORK == "torchx"
@@ -82,10 +85,10 @@ def test_one_container_per_replica_with_names_labels_and_env(sched: ds.DockerSch
             ds.LABEL_ROLE_NAME: "trainer",
             ds.LABEL_REPLICA_ID: "1",
             # `describe` gives the command back exactly (Docker lists it as one string)
-            "torchx.pytorch.org/command": json.dumps(["python", *second.command[1:]]),
+            "torchx.pytorch.org/command": json.dumps(second.command[len(counting) :]),
+            "torchx.pytorch.org/restartable": "1",
         }
     )
-    assert json.loads(second.kwargs["labels"]["torchx.pytorch.org/command"]) == second.command
     assert first.kwargs["mem_limit"] == first.kwargs["shm_size"] == "1024m"
     assert first.kwargs["nano_cpus"] == 2_000_000_000
     assert first.kwargs["device_requests"] == [

@@ -110,6 +110,9 @@ LABEL_APP_ID = labels.APP_ID
 LABEL_ROLE_NAME = labels.ROLE_NAME
 LABEL_REPLICA_ID = labels.REPLICA_ID
 LABEL_CANCELLED = labels.CANCELLED
+LABEL_RESTARTABLE = f"{labels.DOMAIN}/restartable"
+"""On a container Docker may restart (``max_retries``): its state is inspected, not listed,
+to count the restarts of one that ended well."""
 
 CONTAINER_STATE: dict[str, AppState] = {
     "created": AppState.SUBMITTED,
@@ -157,6 +160,32 @@ class Opts(StructuredOpts):
 
 DockerOpts = Opts
 """Compat name of :class:`Opts` (the options were a TypedDict called ``DockerOpts``)."""
+
+
+_SIGNAL_EXITS = frozenset({128 + 9, 128 + 15})  # SIGKILL, SIGTERM (through docker-init)
+_KILL_LOOKBACK_S = 7 * 24 * 3600  # the daemon keeps only its latest events anyway
+
+
+def _signal_name(number: str) -> str:
+    """``SIGKILL`` for ``"9"``; the text itself when it is no signal number."""
+    import signal
+
+    try:
+        return signal.Signals(int(number)).name
+    except ValueError:
+        return number
+
+
+_COUNT_ATTEMPTS = [
+    "/bin/sh",
+    "-c",
+    "n=$(cat /tmp/.torchx-attempt 2>/dev/null || echo -1); n=$((n + 1));"
+    ' echo "$n" >/tmp/.torchx-attempt 2>/dev/null; export TORCHX_ATTEMPT="$n"; exec "$@"',
+    "torchx-attempt",
+]
+"""Prefix of a restartable replica's command: Docker restarts a container in place with the
+same environment, so the attempt is counted in a file of the container's own filesystem
+(which a restart keeps) and exported before the replica's program replaces the shell."""
 
 
 @dataclass
@@ -416,6 +445,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                     args, env = shared[0], dict(shared[1])
                 env[RANK0_ENV] = rank0_host
                 env[ENV_TORCHX_IMAGE] = image
+                env["TORCHX_ATTEMPT"] = "0"
                 kwargs: dict[str, Any] = {
                     "name": name,
                     "hostname": name,
@@ -435,7 +465,11 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                     "devices": list(devices),
                     **host_limits,
                 }
-                containers.append(DockerContainer(image, [entrypoint, *args], kwargs))
+                command = [entrypoint, *args]
+                if role.max_retries > 0:  # Docker restarts it in place: count in the container
+                    command = [*_COUNT_ATTEMPTS, *command]
+                    kwargs["labels"][LABEL_RESTARTABLE] = "1"
+                containers.append(DockerContainer(image, command, kwargs))
         return AppDryRunInfo(DockerJob(app_id=app_id, containers=containers), str)
 
     # -- submit ----------------------------------------------------------------------------
@@ -526,10 +560,11 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         died_with = self._exits.get(str(summary.get("Id", ""))) if state == "running" else None
         if died_with is None:
             listed = _listed_state(summary)
-            if listed != AppState.FAILED:
+            restartable = LABEL_RESTARTABLE in (summary.get("Labels") or {})
+            if listed != AppState.FAILED and not (restartable and listed == AppState.SUCCEEDED):
                 return listed, "", 0
-        if died_with == 0:
-            return AppState.SUCCEEDED, "", 0  # exit 0 is never restarted (on-failure policy)
+        if died_with == 0 and LABEL_RESTARTABLE not in (summary.get("Labels") or {}):
+            return AppState.SUCCEEDED, "", 0  # no restart policy: no restarts to count
         info = self._api.inspect_container(summary["Id"])
         restarts = int(info.get("RestartCount") or 0)
         container_state = info.get("State") or {}
@@ -542,7 +577,30 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         error = str(container_state.get("Error") or "")
         if container_state.get("OOMKilled"):
             error = error or "killed: out of memory (raise the role's memMB)"
+        elif not error and exit_code in _SIGNAL_EXITS:
+            error = self._stopped_from_outside(str(summary["Id"]), exit_code)
         return AppState.FAILED, error or f"exit code {exit_code}", restarts
+
+    def _stopped_from_outside(self, container_id: str, exit_code: int) -> str:
+        """Why a container ended by a signal: ``docker stop``/``kill``, the daemon or the
+        host (Docker logged a ``kill`` of it) is not the replica's own failure, which is
+        all Docker's ``on-failure`` policy restarts."""
+        now = time.time()
+        kills = self._api.events(
+            since=int(now) - _KILL_LOOKBACK_S,
+            until=now,
+            filters={"container": [container_id], "event": ["kill"]},
+        )
+        signals = [
+            str((e.get("Actor") or {}).get("Attributes", {}).get("signal", "")) for e in kills
+        ]
+        if not signals:
+            return f"exit code {exit_code}"
+        return (
+            f"exit code {exit_code}: stopped from outside ({_signal_name(signals[-1])} from docker"
+            " stop/kill, the daemon or the host), not its own failure; Docker does not"
+            " restart a container it was told to stop: run the app again to resume"
+        )
 
     def describe(self, app_id: str) -> DescribeAppResponse | None:
         self._describe_ns[app_id] = time.time_ns()
