@@ -8,7 +8,7 @@ import logging
 import pytest
 import yaml
 
-from torchx.schedulers._kubernetes.render import SpecError
+from torchx.schedulers._kubernetes.render import COUNT_ATTEMPTS, SpecError
 from torchx.schedulers.kubernetes_scheduler import (
     KubernetesJob,
     KubernetesOpts,
@@ -252,12 +252,27 @@ def test_batch_jobs_shape() -> None:
     assert svc["spec"]["clusterIP"] == "None" and svc["spec"]["publishNotReadyAddresses"]
     spec = job["spec"]
     assert spec["completionMode"] == "Indexed"
-    assert spec["completions"] == spec["parallelism"] == 3 and spec["backoffLimit"] == 6
+    assert spec["completions"] == spec["parallelism"] == 3
+    # each replica retries its own pod twice; the Job fails with the first that runs out;
+    # a pod Kubernetes evicted or preempted is replaced without spending a retry
+    assert (spec["backoffLimitPerIndex"], spec["maxFailedIndexes"]) == (2, 0)
+    assert "backoffLimit" not in spec
+    assert spec["podFailurePolicy"] == {
+        "rules": [
+            {
+                "action": "Ignore",
+                "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+            },
+            # a deleted pod's replica, stopped by kubelet's SIGTERM
+            {"action": "Ignore", "onExitCodes": {"operator": "In", "values": [143]}},
+        ]
+    }
     pod = spec["template"]
     assert pod["spec"]["subdomain"] == job0
     assert "kueue.x-k8s.io/queue-name" not in pod["metadata"]["labels"]
     c = pod["spec"]["containers"][0]
     assert c["command"] == [
+        *COUNT_ATTEMPTS,  # $TORCHX_ATTEMPT: the failed and the disrupted pods before this one
         "python",
         "-m",
         "train",
@@ -375,12 +390,26 @@ def test_jobset_shape_retries_and_rank0() -> None:
         "suspend" not in res["spec"]
         and "kueue.x-k8s.io/queue-name" not in res["metadata"]["labels"]
     )
-    assert res["spec"]["failurePolicy"] == {"maxRestarts": 3}
+    # the JobSet restarts for the roles' own failures 3 times; for a pod Kubernetes
+    # disrupted (its Job failed by the pod failure policy) without counting
+    assert res["spec"]["failurePolicy"] == {
+        "maxRestarts": 3,
+        "rules": [
+            {
+                "name": "interrupted",
+                "action": "RestartJobSetAndIgnoreMaxRestarts",
+                "onJobFailureReasons": ["PodFailurePolicy"],
+            }
+        ],
+    }
     rjobs = res["spec"]["replicatedJobs"]
     assert [(r["name"], r["replicas"]) for r in rjobs] == [("trainer", 1), ("ps", 1)]
     trainer_job, ps_job = (r["template"]["spec"] for r in rjobs)
     assert (trainer_job["completions"], trainer_job["backoffLimit"]) == (2, 0)
+    rule = trainer_job["podFailurePolicy"]["rules"][0]
+    assert (rule["action"], rule["onPodConditions"][0]["type"]) == ("FailJob", "DisruptionTarget")
     assert ps_job["backoffLimitPerIndex"] == 1 and "backoffLimit" not in ps_job
+    assert ps_job["podFailurePolicy"]["rules"][0]["action"] == "Ignore"  # replaced in place
     env = {
         e["name"]: e.get("value") for e in trainer_job["template"]["spec"]["containers"][0]["env"]
     }

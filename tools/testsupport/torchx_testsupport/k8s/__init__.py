@@ -13,7 +13,8 @@ bearer token of its kubeconfig, and plays the controllers:
   (Pending, Running, Completed, Failed, Restarting with ``maxRetry``); a status replace to
   ``Aborted`` deletes the live pods. Its admission checks the queue and pod name lengths.
 * the Job controller: an Indexed Job gets one pod per index (none while suspended);
-  failed pods are replaced until ``backoffLimit``; ``suspend`` deletes the active pods;
+  failed pods are replaced until ``backoffLimit`` (or, per index, ``backoffLimitPerIndex``,
+  with the index's failure count on the new pod); ``suspend`` deletes the active pods;
   ``Complete``/``Failed``/``Suspended`` conditions; deleting a Job without
   ``propagationPolicy`` orphans its pods, as the real API does.
 

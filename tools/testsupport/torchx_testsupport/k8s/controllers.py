@@ -67,15 +67,18 @@ class Controllers:
                     owner=name,
                 )
 
-    def _start_index(self, ns: str, job: dict[str, Any], index: int) -> None:
+    def _start_index(self, ns: str, job: dict[str, Any], index: int, failed: int = 0) -> None:
         name = job["metadata"]["name"]
         idx = {"batch.kubernetes.io/job-completion-index": str(index)}
+        annotations = dict(idx)
+        if "backoffLimitPerIndex" in job["spec"]:  # the index's failed pods so far
+            annotations["batch.kubernetes.io/job-index-failure-count"] = str(failed)
         self._new_pod(
             ns,
             f"{name}-{index}-{secrets.token_hex(3)[:5]}",
             job["spec"]["template"],
             {"job-name": name, "batch.kubernetes.io/job-name": name, **idx},
-            annotations=idx,
+            annotations=annotations,
             owner=name,
         )
 
@@ -131,30 +134,41 @@ class Controllers:
         status["succeeded"] = sum(p["status"]["phase"] == "Succeeded" for p in pods)
         status["active"] = sum(p["status"]["phase"] in ("Pending", "Running") for p in pods)
         status["ready"] = sum(p["status"]["phase"] == "Running" for p in pods)
-        if failed > int(spec.get("backoffLimit", 6)):
-            self._delete_pods(p for p in pods if p["status"]["phase"] in ("Pending", "Running"))
-            conditions.append(
-                {
-                    "type": "Failed",
-                    "status": "True",
-                    "reason": "BackoffLimitExceeded",
-                    "message": "Job has reached the specified backoff limit",
-                }
-            )
-            status.update(active=0, ready=0)
-            return
         by_index: dict[str, list[dict[str, Any]]] = {}
         for p in pods:
             by_index.setdefault(
                 p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"], []
             ).append(p)
+        per_index = spec.get("backoffLimitPerIndex")
+        if per_index is not None:
+            worst = max(
+                (sum(p["status"]["phase"] == "Failed" for p in mine) for mine in by_index.values()),
+                default=0,
+            )
+            exceeded = worst > int(per_index)
+            reason, message = (
+                "MaxFailedIndexesExceeded",
+                "Job has exceeded the specified maximal number of failed indexes",
+            )
+        else:
+            exceeded = failed > int(spec.get("backoffLimit", 6))
+            reason, message = "BackoffLimitExceeded", "Job has reached the specified backoff limit"
+        if exceeded:
+            self._delete_pods(p for p in pods if p["status"]["phase"] in ("Pending", "Running"))
+            conditions.append(
+                {"type": "Failed", "status": "True", "reason": reason, "message": message}
+            )
+            status.update(active=0, ready=0)
+            return
         done = 0
         for index in range(int(spec["completions"])):
             mine = by_index.get(str(index), [])
             if any(p["status"]["phase"] == "Succeeded" for p in mine):
                 done += 1
             elif not any(p["status"]["phase"] in ("Pending", "Running") for p in mine):
-                self._start_index(ns, job, index)
+                self._start_index(
+                    ns, job, index, sum(p["status"]["phase"] == "Failed" for p in mine)
+                )
         if done == int(spec["completions"]):
             conditions.append({"type": "Complete", "status": "True"})
 

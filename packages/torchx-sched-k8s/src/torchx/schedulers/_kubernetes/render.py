@@ -41,8 +41,10 @@ from torchx.util.strings import normalize_str
 from torchx.version import __version__
 
 __all__ = [
+    "ANNOTATIONS_ATTEMPT",
     "ANNOTATION_IMAGE_PULL_TIMEOUT",
     "ANNOTATION_ISTIO_SIDECAR",
+    "COUNT_ATTEMPTS",
     "IMAGE_PULL_TIMEOUT_S",
     "LABEL_APP_NAME",
     "LABEL_INSTANCE",
@@ -102,6 +104,34 @@ NAMESPACE_ENV = "TORCHX_POD_NAMESPACE"
 CLUSTER_DOMAIN = "cluster.local"
 """The DNS domain most clusters use (kubelet's ``clusterDomain``); run option ``cluster_domain``."""
 REPLICA_ID_ENV = "TORCHX_REPLICA_ID"
+
+# Where a pod finds how often its replica ran before (downward API; "" when absent): the Job
+# controller counts an index's failed pods and, apart, those a pod failure policy ignored
+# (evicted, preempted); JobSet counts its own restarts on every pod it recreates.
+ANNOTATIONS_ATTEMPT = (
+    "batch.kubernetes.io/job-index-failure-count",
+    "batch.kubernetes.io/job-index-ignored-failure-count",
+)
+_ATTEMPT_SOURCES = (
+    ("TORCHX_K8S_FAILED", f"metadata.annotations['{ANNOTATIONS_ATTEMPT[0]}']"),
+    ("TORCHX_K8S_INTERRUPTED", f"metadata.annotations['{ANNOTATIONS_ATTEMPT[1]}']"),
+    ("TORCHX_K8S_RESTARTED", "metadata.labels['jobset.sigs.k8s.io/restart-attempt']"),
+)
+COUNT_ATTEMPTS = [
+    "/bin/sh",
+    "-c",
+    # `$$` is kubelet's escape of `$`: it would take `$(` for a reference to expand
+    "export TORCHX_ATTEMPT=$$((${TORCHX_K8S_FAILED:-0} + ${TORCHX_K8S_INTERRUPTED:-0}"
+    ' + ${TORCHX_K8S_RESTARTED:-0})); exec "$@"',
+    "torchx-attempt",
+]
+"""Prefix of a ``batch``/``jobset`` replica's command: ``$TORCHX_ATTEMPT`` is the sum of the
+counts above, which only a shell can add, so the image must have ``/bin/sh``."""
+DISRUPTED = [{"type": "DisruptionTarget", "status": "True"}]
+"""The condition Kubernetes puts on a pod it evicts, preempts or loses with its node."""
+STOPPED = {"operator": "In", "values": [128 + 15]}
+"""The exit of a replica that a SIGTERM ended (kubelet's stop of a deleted pod): a plain
+deletion leaves no condition on the pod, only this."""
 MAX_NAME = 63
 JOBSET_GROUP, JOBSET_VERSION, JOBSET_PLURAL = "jobset.x-k8s.io", "v1alpha2", "jobsets"
 KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
@@ -497,6 +527,13 @@ def volcano_job(app: AppDef, app_id: str, opts: RenderOptions) -> dict[str, Any]
         base_labels = pod_labels(app, role_idx, role, None, app_id)
         base_labels.update(opts.labels)
         image_env = {"name": "TORCHX_IMAGE", "value": role.image}
+        # Volcano gives a restarted job's pods the job's new version (0 first)
+        attempt_env = {
+            "name": "TORCHX_ATTEMPT",
+            "valueFrom": {
+                "fieldRef": {"fieldPath": "metadata.annotations['volcano.sh/job-version']"}
+            },
+        }
         retries: dict[str, Any] = {}
         if role.max_retries > 0:
             policy = RetryPolicy(role.retry_policy).value
@@ -518,7 +555,7 @@ def volcano_job(app: AppDef, app_id: str, opts: RenderOptions) -> dict[str, Any]
                 mapping["replica_id"] = str(replica_id)
                 mapping["rank0_env"] = RANK0_ENV if rank0 else rank0_other
                 args, role_env = subst.apply(mapping)
-                env = [*(_env_entry(k, v) for k, v in role_env.items()), image_env]
+                env = [*(_env_entry(k, v) for k, v in role_env.items()), image_env, attempt_env]
                 if rank0:
                     env.append({"name": RANK0_ENV, "value": "localhost"})
                 done = ([role.entrypoint, *args], env)
@@ -615,6 +652,7 @@ def _indexed_pod(
             },
         },
         {"name": NAMESPACE_ENV, "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+        *({"name": k, "valueFrom": {"fieldRef": {"fieldPath": v}}} for k, v in _ATTEMPT_SOURCES),
         {"name": RANK0_ENV, "value": rank0_host},
         *(_env_entry(k, v) for k, v in role_env.items()),
         {"name": "TORCHX_IMAGE", "value": role.image},
@@ -623,7 +661,7 @@ def _indexed_pod(
     labels[LABEL_KIND] = job_type
     labels.update(opts.labels)
     spec = pod_spec(normalize_str(role.name) or "main", role.image,
-                    [role.entrypoint, *args], env, parts=parts)  # fmt: skip
+                    [*COUNT_ATTEMPTS, role.entrypoint, *args], env, parts=parts)  # fmt: skip
     pod: dict[str, Any] = {"metadata": {"annotations": parts.annotations}, "spec": spec}
     overlay = _role_overlay(role)
     if overlay:
@@ -635,19 +673,33 @@ def _indexed_pod(
     return pod, labels
 
 
-def _indexed_job_spec(role: Role, pod: dict[str, Any]) -> dict[str, Any]:
-    """The ``spec`` of one role's Indexed Job: a pod per replica, retries per replica
-    (``backoffLimitPerIndex``) for retry policy REPLICA, else for the role as a whole."""
+def _indexed_job_spec(role: Role, pod: dict[str, Any], *, per_index: bool) -> dict[str, Any]:
+    """The ``spec`` of one role's Indexed Job: a pod per replica. With ``per_index`` each
+    replica retries its own pod up to ``max_retries`` times (``backoffLimitPerIndex``; the
+    Job fails with its first index that runs out); else the Job fails with its first failed
+    pod and whoever owns it restarts it. Either way a pod Kubernetes disrupted (evicted,
+    preempted, its node lost) or deleted (its replica ended by SIGTERM, exit 143) is not
+    the replica's own failure: replaced without spending a retry (``per_index``), or
+    failing the Job for that reason (``PodFailurePolicy``)."""
     job_spec: dict[str, Any] = {
         "completionMode": "Indexed",
         "completions": role.num_replicas,
         "parallelism": role.num_replicas,
-        "backoffLimit": role.max_retries * role.num_replicas,
-        "template": pod,
     }
-    if role.max_retries > 0 and RetryPolicy(role.retry_policy) == RetryPolicy.REPLICA:
+    if per_index:
         job_spec["backoffLimitPerIndex"] = role.max_retries
-        del job_spec["backoffLimit"]
+        job_spec["maxFailedIndexes"] = 0
+    else:
+        job_spec["backoffLimit"] = 0
+    if pod["spec"].get("restartPolicy") == "Never":  # a pod failure policy needs it
+        action = "Ignore" if per_index else "FailJob"
+        job_spec["podFailurePolicy"] = {
+            "rules": [
+                {"action": action, "onPodConditions": DISRUPTED},
+                {"action": action, "onExitCodes": STOPPED},
+            ]
+        }
+    job_spec["template"] = pod
     return job_spec
 
 
@@ -690,7 +742,7 @@ def batch_objects(app: AppDef, app_id: str, opts: RenderOptions) -> list[dict[st
                 },
             }
         )
-        job_spec = _indexed_job_spec(role, pod)
+        job_spec = _indexed_job_spec(role, pod, per_index=True)
         if queued(opts):
             job_spec["suspend"] = True  # Kueue resumes it once admitted
         objects.append(
@@ -727,9 +779,9 @@ def jobset(app: AppDef, app_id: str, opts: RenderOptions) -> dict[str, Any]:
     for role_idx, role in enumerate(roles):
         _check_hostname(f"{app_id}-{names[role_idx]}-0-{role.num_replicas - 1}")
         pod, _ = _indexed_pod(app, app_id, role_idx, opts, job_type="jobset", rank0_host=rank0_host)
-        job_spec = _indexed_job_spec(role, pod)
-        if "backoffLimitPerIndex" not in job_spec:
-            job_spec["backoffLimit"] = 0  # the JobSet restarts instead
+        per_index = RetryPolicy(role.retry_policy) == RetryPolicy.REPLICA
+        job_spec = _indexed_job_spec(role, pod, per_index=per_index)
+        if not per_index:  # the JobSet restarts instead
             restarts = max(restarts, role.max_retries)
         replicated.append({"name": names[role_idx], "replicas": 1, "template": {"spec": job_spec}})
     labels = {
@@ -744,7 +796,17 @@ def jobset(app: AppDef, app_id: str, opts: RenderOptions) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "replicatedJobs": replicated,
         "network": {"enableDNSHostnames": True, "publishNotReadyAddresses": True},
-        "failurePolicy": {"maxRestarts": restarts},
+        "failurePolicy": {
+            "maxRestarts": restarts,
+            # a Job failed by its pod failure policy lost a pod to Kubernetes, not to itself
+            "rules": [
+                {
+                    "name": "interrupted",
+                    "action": "RestartJobSetAndIgnoreMaxRestarts",
+                    "onJobFailureReasons": ["PodFailurePolicy"],
+                }
+            ],
+        },
     }
     if queued(opts):
         spec["suspend"] = True  # Kueue resumes it once admitted

@@ -13,6 +13,8 @@ from typing import Any
 
 from torchx.schedulers._kubernetes.render import (
     ANNOTATION_IMAGE_PULL_TIMEOUT,
+    ANNOTATIONS_ATTEMPT,
+    COUNT_ATTEMPTS,
     IMAGE_PULL_TIMEOUT_S,
     LABEL_APP_NAME,
     LABEL_COMPLETION_INDEX,
@@ -295,6 +297,8 @@ def _fill_role(role: Role, containers: list[dict[str, Any]] | None) -> None:
     role.image = str(container.get("image", ""))
     command = [str(word) for word in container.get("command") or ()]
     command += [str(word) for word in container.get("args") or ()]
+    if command[: len(COUNT_ATTEMPTS)] == COUNT_ATTEMPTS:
+        command = command[len(COUNT_ATTEMPTS) :]  # TorchX's own prefix, not the role's
     if command:
         role.entrypoint, role.args = command[0], command[1:]
     role.env = {
@@ -407,6 +411,7 @@ def describe_batch(
     roles: list[Role] = []
     roles_statuses: list[RoleStatus] = []
     failures: list[tuple[str, str]] = []
+    restarts = 0  # each replica's pods before its newest (failed, and disrupted ones)
     for job in jobs:
         meta = job.get("metadata") or {}
         name = str(meta.get("name"))
@@ -420,6 +425,9 @@ def describe_batch(
             found = by_replica.get((name, str(index)))
             replica_pod: dict[str, Any] | None = newest_pod(found) if found else None
             statuses.append(collect.status(role_name, index, replica_pod, default))
+            if replica_pod is not None:
+                annotations = (replica_pod.get("metadata") or {}).get("annotations") or {}
+                restarts += sum(int(annotations.get(key) or 0) for key in ANNOTATIONS_ATTEMPT)
         failed = _condition(job, "Failed") or _condition(job, "FailureTarget")
         if failed is not None:
             failures.append((name, f"{failed.get('reason')}: {failed.get('message') or ''}"))
@@ -438,7 +446,6 @@ def describe_batch(
         message = "cancelled: the Jobs are suspended (resume with kubectl patch ... suspend=false)"
     elif state == AppState.PENDING and kueue:
         message = kueue if message == NONE else f"{kueue}; {message}"
-    restarts = sum(int((j.get("status") or {}).get("failed") or 0) for j in jobs)
     return DescribeAppResponse(
         app_id=app_id,
         state=state,
