@@ -158,6 +158,33 @@ def test_failure_reports_the_exit_code(batch_queue: str, project: Path) -> None:
     assert "exit code 3" in doc["msg"]
 
 
+def test_own_failure_exits_and_a_lost_host_is_retried(
+    batch_queue: str, project: Path, batch: Any
+) -> None:
+    """The job's own exit 3 ends it on its first attempt (TORCHX_ATTEMPT 0); the job
+    definition asks Batch to retry an attempt whose host was terminated. (moto runs one
+    attempt and never terminates a host: the retry itself is Batch's, not exercised here.)"""
+    proc = _run(batch_queue, *_sh('echo "attempt $TORCHX_ATTEMPT"', "exit 3"), cwd=project)
+    assert proc.returncode == 1
+    handle = _handle(proc)
+    doc = json.loads(_torchx("status", "--json", handle, cwd=project).stdout)
+    assert (doc["state"], doc["num_restarts"]) == ("FAILED", 0)
+    log = _torchx("log", f"{handle}/sh/0", cwd=project)
+    assert log.stdout.splitlines() == ["sh/0 attempt 0"], log.stdout
+    name = handle.rsplit(":", 1)[1]
+    (definition,) = [d for d in _job_definitions(batch) if d["jobDefinitionName"] == name]
+    rules = definition["retryStrategy"]["evaluateOnExit"]
+    assert {"onStatusReason": "Host EC2*", "action": "RETRY"} in [
+        {k: str(v).upper() if k == "action" else v for k, v in rule.items()} for rule in rules
+    ]
+    assert {"onReason": "*", "action": "EXIT"} in [
+        {k: str(v).upper() if k == "action" else v for k, v in rule.items()} for rule in rules
+    ]
+    # `describe` gives the role's command back, not the shell that counts the attempt
+    describe = _torchx("describe", handle, cwd=project)
+    assert "'entrypoint': 'sh'" in describe.stdout, describe.stdout
+
+
 def test_two_roles_with_more_than_five_nodes(batch_queue: str, project: Path, batch: Any) -> None:
     proc = _run(batch_queue, "comps.py:two_roles", "--image", IMAGE, cwd=project)
     assert proc.returncode == 0, proc.stderr

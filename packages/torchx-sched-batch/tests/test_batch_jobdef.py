@@ -143,8 +143,18 @@ def test_container_properties() -> None:
 
 
 def test_retry_strategy_counts_retries() -> None:
-    assert jd.retry_strategy(specs.AppDef("a", [_role(max_retries=0)]))["attempts"] == 1
-    assert jd.retry_strategy(specs.AppDef("a", [_role(max_retries=3), _role()]))["attempts"] == 4
+    # no retries: the job's own failure exits at once; a lost host is retried 3 times
+    none = jd.retry_strategy(specs.AppDef("a", [_role(max_retries=0)]))
+    assert none == {
+        "attempts": 4,
+        "evaluateOnExit": [
+            {"onStatusReason": "Host EC2*", "action": "RETRY"},
+            {"onExitCode": "0", "action": "EXIT"},
+            {"onReason": "*", "action": "EXIT"},
+        ],
+    }
+    three = jd.retry_strategy(specs.AppDef("a", [_role(max_retries=3), _role()]))
+    assert three["attempts"] == 4 and three["evaluateOnExit"] == none["evaluateOnExit"][:2]
     with pytest.raises(ValueError, match=r"at most|allows"):
         jd.retry_strategy(specs.AppDef("a", [_role(max_retries=10)]))
 
@@ -157,9 +167,24 @@ def test_single_replica_macros_are_resolved_statically() -> None:
     )
     _, (r,) = jd.node_ranges(specs.AppDef("a", [role]), "a-x", {})
     c = r["container"]
-    assert c["command"] == ["python", "--rank", "0", "--id", "a-x"]
+    assert c["command"] == [
+        "/bin/sh",
+        "-c",
+        "export TORCHX_ATTEMPT=$((${AWS_BATCH_JOB_ATTEMPT:-1} - 1)); exec python --rank 0 --id a-x",
+    ]
     env = {e["name"]: e["value"] for e in c["environment"]}
     assert env["HOST_VAR"] == "AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS"
+
+
+def test_every_node_knows_its_attempt() -> None:
+    """Batch numbers attempts from 1 (AWS_BATCH_JOB_ATTEMPT); TORCHX_ATTEMPT from 0."""
+    role = _role(n=2)
+    role.entrypoint, role.args = "printenv", ["TORCHX_ATTEMPT"]
+    _, (r,) = jd.node_ranges(specs.AppDef("a", [role]), "a-x", {})
+    c = r["container"]
+    env = {e["name"]: e["value"] for e in c["environment"]}
+    assert _run_node(c["command"], env, "1") == "0\n"
+    assert _run_node(c["command"], {**env, "AWS_BATCH_JOB_ATTEMPT": "3"}, "0") == "2\n"
 
 
 def _run_node(command: list[str], env: dict[str, str], node_index: str | None) -> str:

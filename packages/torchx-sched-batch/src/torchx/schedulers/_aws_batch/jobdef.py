@@ -157,17 +157,30 @@ def parse_target_nodes(target: str, num_nodes: int) -> tuple[int, int]:
     return (int(start) if start else 0), (int(end) if end else num_nodes - 1)
 
 
+INTERRUPTION_RETRIES = 3
+"""How often a job that asks for no retries is still retried when its host is taken away."""
+_HOST_LOST = {"onStatusReason": "Host EC2*", "action": "RETRY"}
+"""Batch's reason for an attempt whose instance terminated (a Spot reclaim, a lost host)."""
+
+
 def retry_strategy(app: AppDef) -> dict[str, Any]:
-    """``max_retries`` retries (the most any role asks for): ``max_retries + 1`` attempts,
-    a successful exit never retried."""
+    """Retries for ``max_retries`` (the most any role asks for) and for lost hosts.
+
+    Batch has one attempt count for both. Without ``max_retries`` the job's own failure
+    exits at once and a lost host is retried up to :data:`INTERRUPTION_RETRIES` times;
+    with it, ``max_retries + 1`` attempts cover both. A successful exit is never retried.
+    """
     retries = max(role.max_retries for role in app.roles)
-    attempts = retries + 1
-    if attempts > MAX_RETRY_ATTEMPTS:
+    if retries + 1 > MAX_RETRY_ATTEMPTS:
         raise ValueError(
             f"max_retries={retries} is more than AWS Batch allows ({MAX_RETRY_ATTEMPTS - 1}"
             " retries per job); lower the role's max_retries"
         )
-    return {"attempts": attempts, "evaluateOnExit": [{"onExitCode": "0", "action": "EXIT"}]}
+    rules: list[dict[str, str]] = [_HOST_LOST, {"onExitCode": "0", "action": "EXIT"}]
+    if retries == 0:
+        rules.append({"onReason": "*", "action": "EXIT"})  # its own failure: no retry
+        return {"attempts": 1 + INTERRUPTION_RETRIES, "evaluateOnExit": rules}
+    return {"attempts": retries + 1, "evaluateOnExit": rules}
 
 
 def _mounts(
@@ -214,23 +227,46 @@ def _shell_word(arg: str) -> str:
 def _per_node_command(
     command: list[str], env: dict[str, str], first_node: int
 ) -> tuple[list[str], dict[str, str]]:
-    """``command`` and ``env`` with the replica-id marks resolved on the node by ``sh``.
+    """``command`` and ``env`` run by ``sh`` on the node, which exports ``TORCHX_ATTEMPT``
+    (Batch numbers its attempts from 1 in ``AWS_BATCH_JOB_ATTEMPT``) and resolves the
+    replica-id marks.
 
     Variables whose names a shell cannot hold (``MY-VAR``) are set by ``env`` after the
     shell too: ``dash`` drops them from the environment it passes on."""
-    if not any(_REPLICA_MARK in v for v in env.values()) and not any(
+    lines = ["export TORCHX_ATTEMPT=$((${AWS_BATCH_JOB_ATTEMPT:-1} - 1))"]
+    marked = any(_REPLICA_MARK in v for v in env.values()) or any(
         _REPLICA_MARK in a for a in command
-    ):
-        return command, env
-
-    marked_env = {k: v for k, v in env.items() if _REPLICA_MARK in v or not is_shell_name(k)}
-    lines = [f"r=$((${{{_NODE_INDEX_VAR}:?is not set by AWS Batch}} - {first_node}))"]
+    )
+    if marked:
+        lines.append(f"r=$((${{{_NODE_INDEX_VAR}:?is not set by AWS Batch}} - {first_node}))")
+    marked_env = {
+        k: v for k, v in env.items() if (marked and _REPLICA_MARK in v) or not is_shell_name(k)
+    }
     # `env NAME=VALUE`, each one quoted word: a name is never shell text
     assignments = [_shell_word(f"{k}={v}") for k, v in marked_env.items()]
     words = ["env", "--", *assignments] if assignments else []
     lines.append("exec " + " ".join([*words, *(_shell_word(a) for a in command)]))
     plain_env = {k: v for k, v in env.items() if k not in marked_env}
     return ["/bin/sh", "-c", "; ".join(lines)], plain_env
+
+
+def role_command(command: list[str]) -> list[str]:
+    """The role's own command (entrypoint and args) in a node's ``command``: the words the
+    ``sh`` of :func:`_per_node_command` runs, its ``env`` assignments left out and a replica
+    id the node computes shown as ``$r``."""
+    import shlex
+
+    if command[:2] != ["/bin/sh", "-c"] or len(command) != 3:
+        return command
+    script = command[2]
+    if not script.startswith("export TORCHX_ATTEMPT="):
+        return command
+    words = shlex.split(script.rpartition("; exec ")[2])
+    if words[:2] == ["env", "--"]:
+        words = words[2:]
+        while words and "=" in words[0]:
+            words = words[1:]
+    return words
 
 
 def node_range(

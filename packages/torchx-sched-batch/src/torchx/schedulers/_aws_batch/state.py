@@ -16,6 +16,7 @@ from torchx.schedulers._aws_batch.jobdef import (
     ENV_TORCHX_ROLE_NAME,
     parse_target_nodes,
     resource_from_resource_requirements,
+    role_command,
 )
 from torchx.schedulers.api import DescribeAppResponse
 from torchx.specs.api import NONE, AppState, ReplicaStatus, Role, RoleStatus
@@ -143,7 +144,7 @@ def describe_response(
         container = node_range.get("container") or {}
         env = _env(container)
         first, last = parse_target_nodes(str(node_range.get("targetNodes", "0")), num_nodes)
-        command = [str(c) for c in container.get("command") or []]
+        command = role_command([str(c) for c in container.get("command") or []])
         name = env.get(ENV_TORCHX_ROLE_NAME, DEFAULT_ROLE_NAME)
         requirements = container.get("resourceRequirements") or []
         role = Role(
