@@ -213,6 +213,27 @@ def test_retries_restart_a_failed_replica(runner: Any, workdir: Path) -> None:
     assert runner.describe(handle) is not None
 
 
+def test_a_replica_lost_with_its_actor_restarts_as_the_next_attempt(
+    runner: Any, tmp_path: Path
+) -> None:
+    """The replica's actor is killed (as when its node goes): it is restarted with
+    TORCHX_ATTEMPT 1 although max_retries is 0; its own failure would have ended the app."""
+    pid_file = tmp_path / "actor.pid"
+    script = (
+        f'echo "attempt $TORCHX_ATTEMPT"; [ "$TORCHX_ATTEMPT" != 0 ] && exit 0;'
+        f" echo $PPID > {pid_file}.tmp && mv {pid_file}.tmp {pid_file}; exec sleep 300"
+    )
+    handle = runner.run(AppDef("lost", [sh("r", script)]), "ray")
+    deadline = time.monotonic() + 120
+    while not pid_file.exists():
+        assert time.monotonic() < deadline, "attempt 0 never started"
+        time.sleep(0.2)
+    os.kill(int(pid_file.read_text()), 9)  # the Replica actor's worker process
+    status = wait(runner, handle)
+    assert (status.state, status.num_restarts) == (AppState.SUCCEEDED, 1), status
+    assert list(runner.log_lines(handle, "r", 0)) == ["attempt 0\n", "attempt 1\n"]
+
+
 def test_workspace_script_runs(workdir: Path) -> None:
     (workdir / "train.py").write_text(
         "import os\nprint('trained in', os.path.basename(os.getcwd()))\n"

@@ -63,6 +63,9 @@ def _copy(source: Any, sink: Any) -> None:
     source.close()
 
 
+INTERRUPTION_RETRIES = 3
+
+
 @ray.remote(max_concurrency=2, max_restarts=0)
 class Replica:
     """One replica: runs its command and returns the exit status."""
@@ -147,7 +150,9 @@ class App:
         self.pg: Any = None
         self.node_of_bundle: dict[int, str] = {}
         self.actors: dict[int, Any] = {}
-        self.attempts: dict[int, int] = {}
+        self.attempts: dict[int, int] = {}  # the slot's attempt number (0 first)
+        self.failures: dict[int, int] = {}  # of those, the ones the replica failed itself
+        self.interruptions = 0  # replicas lost with their actor (node gone, killed)
 
     def reserve(self) -> bool:
         bundles = [_bundle(self.roles[r]["resource"]) or {"CPU": 0.001} for r, _ in self.slots]
@@ -185,6 +190,7 @@ class App:
         options = _actor_options(role["resource"], self.pg, slot, name)
         actor = Replica.options(**options).remote()  # type: ignore[attr-defined]
         env = dict(replica["env"])
+        env["TORCHX_ATTEMPT"] = str(attempt)
         # The replica in bundle 0 hosts the rendezvous (torchrun's c10d store): it sees
         # itself as "localhost", which torchrun always recognises as this host; every other
         # replica gets the IP of bundle 0's node.
@@ -225,16 +231,17 @@ class App:
             slot = running.pop(done[0])
             role_index, replica = self.slots[slot]
             role = self.roles[role_index]
+            lost = False
             try:
                 code = int(ray.get(done[0]))
             except Exception as e:  # the actor died (node lost, killed)
-                code = 137
+                code, lost = 137, True
                 event("lost", role=role["name"], replica=replica["id"], error=str(e)[:300])
             event("exited", role=role["name"], replica=replica["id"], code=code)
             self.stop([slot])
             if code == 0:
                 continue
-            group = self._retry_group(slot)
+            group = self._retry_group(slot, lost)
             if group:
                 others = [s for s in group if s != slot]
                 for ref, s in list(running.items()):
@@ -256,11 +263,20 @@ class App:
             running.clear()
         return result
 
-    def _retry_group(self, slot: int) -> list[int]:
-        """The slots to restart after ``slot`` failed (empty: no retries left)."""
+    def _retry_group(self, slot: int, lost: bool) -> list[int]:
+        """The slots to restart after ``slot`` ended badly (empty: no retries left).
+
+        A replica lost with its actor (its node gone, the actor killed) was interrupted:
+        restarted without spending ``max_retries``, up to ``INTERRUPTION_RETRIES`` times
+        for the app (Ray's memory monitor kills the actors of a replica that would only
+        grow again). Its own failure spends the role's ``max_retries``."""
         role_index, _ = self.slots[slot]
         role = self.roles[role_index]
-        if self.attempts.get(slot, 0) >= int(role.get("max_retries", 0)):
+        if lost and self.interruptions < INTERRUPTION_RETRIES:
+            self.interruptions += 1
+        elif self.failures.get(slot, 0) < int(role.get("max_retries", 0)):
+            self.failures[slot] = self.failures.get(slot, 0) + 1
+        else:
             return []
         policy = role.get("retry_policy", "APPLICATION")
         if policy == "REPLICA":
