@@ -686,12 +686,15 @@ def _indexed_job_spec(role: Role, pod: dict[str, Any], *, per_index: bool) -> di
         "completions": role.num_replicas,
         "parallelism": role.num_replicas,
     }
-    if per_index:
+    never = pod["spec"].get("restartPolicy") == "Never"  # per index and a policy need it
+    if per_index and never:
         job_spec["backoffLimitPerIndex"] = role.max_retries
         job_spec["maxFailedIndexes"] = 0
+    elif per_index:  # an overlay's in-place restarts (OnFailure): the role's retries at once
+        job_spec["backoffLimit"] = role.max_retries * role.num_replicas
     else:
         job_spec["backoffLimit"] = 0
-    if pod["spec"].get("restartPolicy") == "Never":  # a pod failure policy needs it
+    if never:
         action = "Ignore" if per_index else "FailJob"
         job_spec["podFailurePolicy"] = {
             "rules": [

@@ -395,7 +395,7 @@ class SlurmBatchRequest:
             window = self.warning_lead_s + 60
             lines += [
                 'end="$(squeue -h -j "$SLURM_JOB_ID" -o %e | head -n 1)"',
-                'if end_s="$(date -d "$end" +%s)" && '
+                'if [ -n "$end" ] && end_s="$(date -d "$end" +%s)" && '
                 f"[ $((end_s - $(date +%s))) -le {window} ]; then",
                 '    echo "torchx: requeued: TIMEOUT (the replicas stopped after the warning'
                 ' signal)"',
