@@ -4,7 +4,8 @@
 #   - Debian's slurm-wlm, munge, slurmdbd and mariadb-server (installed when missing),
 #   - munged, mariadbd + slurmdbd (accounting, so `sacct` works), slurmctld, and one slurmd
 #     per virtual node n1..n$NODES on localhost (a heterogeneous job needs one node per
-#     component), all started without systemd; pids kept under $STATE for slurm-down.sh.
+#     component), all started without systemd; pids kept under $STATE for slurm-down.sh;
+#   - QOS preemption: a job of QOS `urgent` requeues the `normal` jobs in its way.
 # Writes /etc/slurm/slurm.conf (only if absent or written by this script before).
 # `slurm-up.sh --check` only tells (exit status) whether the cluster already answers.
 # Prints one summary line on success. Idempotent.
@@ -141,6 +142,9 @@ JobCompType=jobcomp/filetxt
 JobCompLoc=$STATE/log/jobcomp.txt
 MinJobAge=300
 KillWait=5
+# a job of QOS urgent preempts (requeues) jobs of QOS normal, as production clusters do
+PreemptType=preempt/qos
+PreemptMode=REQUEUE
 NodeName=n[1-$NODES] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[17001-$((17000 + NODES))] $cpu_spec RealMemory=$node_mem
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
@@ -170,4 +174,10 @@ if ! wait_until 60 "" "$STATE/log" "the slurmd nodes" answers; then
   sinfo -N >&2 || true
   exit 1
 fi
+# the QOS that preempts (accounting: created once, kept by slurmdbd)
+if ! sacctmgr -n -P show qos urgent format=name | grep -qx urgent; then
+  sacctmgr -i add qos urgent Priority=1000 >/dev/null
+fi
+sacctmgr -i modify qos urgent set Preempt=normal PreemptMode=requeue >/dev/null || true
+sacctmgr -i modify user root set qos+=urgent >/dev/null || true
 echo "slurm-up: cluster up ($(sinfo -h -o '%D nodes, partition %P'); state in $STATE)"

@@ -159,6 +159,33 @@ def test_a_node_lost_under_a_running_job_gets_it_requeued_elsewhere(
     assert second.startswith("attempt 1 on n") and second != f"attempt 1 on {node}"
 
 
+@pytest.mark.faults
+def test_a_preempted_job_is_requeued_and_says_so(runner: Any, workdir: Path) -> None:
+    """A job of QOS `urgent` (tools/slurm-up.sh: it preempts `normal` by requeueing) needs
+    the whole node the app runs on."""
+    handle = runner.run(_app(RESUMABLE), "slurm")
+    job_id = handle.rsplit("/", 1)[1]
+    _until("attempt 0 running", lambda: _started(workdir, job_id))
+    node = subprocess.run(
+        ["squeue", "-h", "-j", job_id, "-o", "%N"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    urgent = subprocess.run(
+        ["sbatch", "--parsable", "--qos=urgent", f"--nodelist={node}", "--exclusive",
+         "--mem=100", "--output=/dev/null", "--wrap", "true"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    try:
+        waiting = _pending_again(runner, handle)
+        assert "the last one ended: PREEMPTED" in waiting.msg, waiting
+        final = _finish(runner, handle)
+    finally:
+        subprocess.run(["scancel", urgent], check=False)
+    assert (final.state, final.num_restarts) == (AppState.SUCCEEDED, 1), final
+    first, marker, second = _log(runner, handle).splitlines()
+    assert (first, marker) == (f"attempt 0 on {node}", "=== torchx: attempt 1 ===")
+    assert second.startswith("attempt 1 on n")
+
+
 def test_own_failure_is_not_retried(runner: Any, workdir: Path) -> None:
     handle = runner.run(_app('echo "attempt $TORCHX_ATTEMPT"; exit 3'), "slurm")
     final = _finish(runner, handle)
