@@ -18,6 +18,10 @@ ENV_TORCHXCONFIG = "TORCHXCONFIG"
 ENV_TORCHX_INTERNAL_SESSION_ID = "TORCHX_INTERNAL_SESSION_ID"
 """Session uuid shared by the launcher and the jobs it starts."""
 
+ENV_TORCHX_ATTEMPT = "TORCHX_ATTEMPT"
+"""Which run of its replica a process is: 0 first, one more on each restart, requeue or
+resubmission (every scheduler sets it, so a job knows to resume from its checkpoint)."""
+
 ENV_TORCHX_IMAGE = "TORCHX_IMAGE"
 """The final image of a role, set on each replica by container schedulers."""
 

@@ -44,7 +44,7 @@ from torchx.schedulers.api import (
 )
 from torchx.schedulers.devices import get_device_mounts
 from torchx.schedulers.ids import make_unique
-from torchx.settings import ENV_TORCHX_IMAGE
+from torchx.settings import ENV_TORCHX_ATTEMPT, ENV_TORCHX_IMAGE
 from torchx.specs.api import (
     NONE,
     AppDef,
@@ -64,6 +64,7 @@ from torchx.specs.api import (
 from torchx.specs.replica_macros import ReplicaMacros
 from torchx.util.lazy_dataclass import dataclass, field
 from torchx.util.log import get_logger
+from torchx.util.signals import signal_name
 from torchx.version import __version__, get_torchx_image
 from torchx.workspace.docker_workspace import (
     DockerWorkspaceMixin,
@@ -166,21 +167,11 @@ _SIGNAL_EXITS = frozenset({128 + 9, 128 + 15})  # SIGKILL, SIGTERM (through dock
 _KILL_LOOKBACK_S = 7 * 24 * 3600  # the daemon keeps only its latest events anyway
 
 
-def _signal_name(number: str) -> str:
-    """``SIGKILL`` for ``"9"``; the text itself when it is no signal number."""
-    import signal
-
-    try:
-        return signal.Signals(int(number)).name
-    except ValueError:
-        return number
-
-
 _COUNT_ATTEMPTS = [
     "/bin/sh",
     "-c",
     "n=$(cat /tmp/.torchx-attempt 2>/dev/null || echo -1); n=$((n + 1));"
-    ' echo "$n" >/tmp/.torchx-attempt 2>/dev/null; export TORCHX_ATTEMPT="$n"; exec "$@"',
+    f' echo "$n" >/tmp/.torchx-attempt 2>/dev/null; export {ENV_TORCHX_ATTEMPT}="$n"; exec "$@"',
     "torchx-attempt",
 ]
 """Prefix of a restartable replica's command: Docker restarts a container in place with the
@@ -445,7 +436,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                     args, env = shared[0], dict(shared[1])
                 env[RANK0_ENV] = rank0_host
                 env[ENV_TORCHX_IMAGE] = image
-                env["TORCHX_ATTEMPT"] = "0"
+                env[ENV_TORCHX_ATTEMPT] = "0"
                 kwargs: dict[str, Any] = {
                     "name": name,
                     "hostname": name,
@@ -558,12 +549,14 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         how often the container was restarted (known when it had to be inspected)."""
         state = str(summary.get("State", ""))
         died_with = self._exits.get(str(summary.get("Id", ""))) if state == "running" else None
+        # a container Docker may have restarted is inspected even when it ended well, to
+        # count its restarts
+        restartable = LABEL_RESTARTABLE in (summary.get("Labels") or {})
         if died_with is None:
             listed = _listed_state(summary)
-            restartable = LABEL_RESTARTABLE in (summary.get("Labels") or {})
             if listed != AppState.FAILED and not (restartable and listed == AppState.SUCCEEDED):
                 return listed, "", 0
-        if died_with == 0 and LABEL_RESTARTABLE not in (summary.get("Labels") or {}):
+        if died_with == 0 and not restartable:
             return AppState.SUCCEEDED, "", 0  # no restart policy: no restarts to count
         info = self._api.inspect_container(summary["Id"])
         restarts = int(info.get("RestartCount") or 0)
@@ -596,8 +589,10 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         ]
         if not signals:
             return f"exit code {exit_code}"
+        last = signals[-1]
+        name = signal_name(int(last)) if last.isdigit() else last
         return (
-            f"exit code {exit_code}: stopped from outside ({_signal_name(signals[-1])} from docker"
+            f"exit code {exit_code}: stopped from outside ({name} from docker"
             " stop/kill, the daemon or the host), not its own failure; Docker does not"
             " restart a container it was told to stop: run the app again to resume"
         )

@@ -33,7 +33,9 @@ import time
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from torchx.schedulers._local import state as st
+from torchx.settings import ENV_TORCHX_ATTEMPT
 from torchx.util.programs import find_program
+from torchx.util.signals import signal_name
 
 if TYPE_CHECKING:
     import subprocess
@@ -765,7 +767,7 @@ class Supervisor:
         (posix_spawn cannot), which costs a little more per replica.
         """
         args: list[str] = rep.params["args"]
-        env = {**rep.env, "TORCHX_ATTEMPT": str(rep.record["attempt"])}
+        env = {**rep.env, ENV_TORCHX_ATTEMPT: str(rep.record["attempt"])}
         rep.proc = None
         if self._can_posix_spawn(rep):
             program = self._program(args[0], env)
@@ -1127,11 +1129,7 @@ def run_local_job(
 
 def _failure_msg(role: str, replica_id: int, code: int) -> str:
     if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        return f"replica {role}[{replica_id}] was killed by {name}"
+        return f"replica {role}[{replica_id}] was killed by {signal_name(-code)}"
     return f"replica {role}[{replica_id}] exited with code {code}"
 
 

@@ -22,7 +22,12 @@ from typing import Any
 
 from torchx.schedulers.devices import get_device_mounts
 from torchx.schedulers.ids import make_unique
-from torchx.settings import ENV_TORCHX_IMAGE, ENV_TORCHX_ROLE_IDX, ENV_TORCHX_ROLE_NAME
+from torchx.settings import (
+    ENV_TORCHX_ATTEMPT,
+    ENV_TORCHX_IMAGE,
+    ENV_TORCHX_ROLE_IDX,
+    ENV_TORCHX_ROLE_NAME,
+)
 from torchx.specs.api import (
     AppDef,
     BindMount,
@@ -224,6 +229,10 @@ def _shell_word(arg: str) -> str:
     )
 
 
+_ATTEMPT_EXPORT = f"{ENV_TORCHX_ATTEMPT}=$((${{AWS_BATCH_JOB_ATTEMPT:-1}} - 1))"
+"""Batch numbers a job's attempts from 1 (``AWS_BATCH_JOB_ATTEMPT``); TorchX from 0."""
+
+
 def _per_node_command(
     command: list[str], env: dict[str, str], first_node: int
 ) -> tuple[list[str], dict[str, str]]:
@@ -233,7 +242,7 @@ def _per_node_command(
 
     Variables whose names a shell cannot hold (``MY-VAR``) are set by ``env`` after the
     shell too: ``dash`` drops them from the environment it passes on."""
-    lines = ["export TORCHX_ATTEMPT=$((${AWS_BATCH_JOB_ATTEMPT:-1} - 1))"]
+    lines = [f"export {_ATTEMPT_EXPORT}"]
     marked = any(_REPLICA_MARK in v for v in env.values()) or any(
         _REPLICA_MARK in a for a in command
     )
@@ -259,7 +268,7 @@ def role_command(command: list[str]) -> list[str]:
     if command[:2] != ["/bin/sh", "-c"] or len(command) != 3:
         return command
     script = command[2]
-    if not script.startswith("export TORCHX_ATTEMPT="):
+    if not script.startswith(f"export {_ATTEMPT_EXPORT}"):
         return command
     words = shlex.split(script.rpartition("; exec ")[2])
     if words[:2] == ["env", "--"]:

@@ -27,6 +27,7 @@ from typing import Any
 
 from torchx.schedulers._shared import labels
 from torchx.schedulers.ids import make_unique
+from torchx.settings import ENV_TORCHX_ATTEMPT
 from torchx.specs.api import (
     AppDef,
     BindMount,
@@ -121,7 +122,7 @@ COUNT_ATTEMPTS = [
     "/bin/sh",
     "-c",
     # `$$` is kubelet's escape of `$`: it would take `$(` for a reference to expand
-    "export TORCHX_ATTEMPT=$$((${TORCHX_K8S_FAILED:-0} + ${TORCHX_K8S_INTERRUPTED:-0}"
+    f"export {ENV_TORCHX_ATTEMPT}=$$((${{TORCHX_K8S_FAILED:-0}} + ${{TORCHX_K8S_INTERRUPTED:-0}}"
     ' + ${TORCHX_K8S_RESTARTED:-0})); exec "$@"',
     "torchx-attempt",
 ]
@@ -529,7 +530,7 @@ def volcano_job(app: AppDef, app_id: str, opts: RenderOptions) -> dict[str, Any]
         image_env = {"name": "TORCHX_IMAGE", "value": role.image}
         # Volcano gives a restarted job's pods the job's new version (0 first)
         attempt_env = {
-            "name": "TORCHX_ATTEMPT",
+            "name": ENV_TORCHX_ATTEMPT,
             "valueFrom": {
                 "fieldRef": {"fieldPath": "metadata.annotations['volcano.sh/job-version']"}
             },

@@ -190,7 +190,7 @@ class App:
         options = _actor_options(role["resource"], self.pg, slot, name)
         actor = Replica.options(**options).remote()  # type: ignore[attr-defined]
         env = dict(replica["env"])
-        env["TORCHX_ATTEMPT"] = str(attempt)
+        env["TORCHX_ATTEMPT"] = str(attempt)  # torchx.settings.ENV_TORCHX_ATTEMPT (only ray here)
         # The replica in bundle 0 hosts the rendezvous (torchrun's c10d store): it sees
         # itself as "localhost", which torchrun always recognises as this host; every other
         # replica gets the IP of bundle 0's node.

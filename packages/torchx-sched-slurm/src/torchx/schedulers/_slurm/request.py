@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from torchx.schedulers._slurm.commands import SlurmCommandError, run_once
 from torchx.schedulers.api import HELP_KEY, StructuredOpts
+from torchx.settings import ENV_TORCHX_ATTEMPT
 from torchx.specs.api import CfgVal, Resource, Role
 from torchx.specs.replica_macros import ReplicaMacros
 from torchx.util.lazy_dataclass import dataclass, field
@@ -370,7 +371,7 @@ class SlurmBatchRequest:
             "export PYTHONUNBUFFERED=1",
             "export SLURM_UNBUFFEREDIO=1",
             f"export TORCHX_MAX_RETRIES={int(self.max_retries)}",
-            'export TORCHX_ATTEMPT="${SLURM_RESTART_COUNT:-0}"',
+            f'export {ENV_TORCHX_ATTEMPT}="${{SLURM_RESTART_COUNT:-0}}"',
             "",
             'if [ "$TORCHX_ATTEMPT" -gt 0 ]; then',
             '    echo "torchx: attempt $TORCHX_ATTEMPT starts"',
