@@ -5,8 +5,11 @@
 #   - munged, mariadbd + slurmdbd (accounting, so `sacct` works), slurmctld, and one slurmd
 #     per virtual node n1..n$NODES on localhost (a heterogeneous job needs one node per
 #     component), all started without systemd; pids kept under $STATE for slurm-down.sh;
-#   - QOS preemption: a job of QOS `urgent` requeues the `normal` jobs in its way.
-# Writes /etc/slurm/slurm.conf (only if absent or written by this script before).
+#   - QOS preemption: a job of QOS `urgent` requeues the `normal` jobs in its way;
+#   - containers (`srun --container`): /etc/slurm/oci.conf runs OCI bundles with runc
+#     (crun 1.8 refuses this host's hybrid cgroup layout), and skopeo and umoci make the
+#     bundles on the submit side; skopeo may use docker-up.sh's plain-HTTP registry.
+# Writes /etc/slurm/slurm.conf and oci.conf (only if absent or written by this script).
 # `slurm-up.sh --check` only tells (exit status) whether the cluster already answers.
 # Prints one summary line on success. Idempotent.
 set -euo pipefail
@@ -22,6 +25,8 @@ HOSTS_LINE="127.0.0.1 $(seq -f 'n%g' -s ' ' 1 "$NODES") # torchx-slurm"
 
 answers() {
   command -v sinfo >/dev/null 2>&1 || return 1
+  # the container set-up (added later than the cluster) is there too
+  [ -f /etc/slurm/oci.conf ] && command -v skopeo >/dev/null && command -v umoci >/dev/null || return 1
   scontrol ping 2>/dev/null | grep -q "is UP" || return 1
   # every node registered and usable (idle/mixed/allocated, not down/unknown)
   local bad
@@ -34,11 +39,11 @@ mkdir -p "$STATE"/{run,log,spool}
 
 missing=()
 for prog in sbatch:slurm-client slurmctld:slurmctld slurmd:slurmd munged:munge \
-            slurmdbd:slurmdbd mariadbd:mariadb-server; do
+            slurmdbd:slurmdbd mariadbd:mariadb-server runc:runc skopeo:skopeo umoci:umoci; do
   command -v "${prog%%:*}" >/dev/null 2>&1 || [ -x "/usr/sbin/${prog%%:*}" ] || missing+=("${prog#*:}")
 done
 if [ ${#missing[@]} -ne 0 ]; then
-  apt_install slurm-wlm munge slurmdbd mariadb-server
+  apt_install slurm-wlm munge slurmdbd mariadb-server runc skopeo umoci
 fi
 
 # the daemons fork and write their own pid files: wait_until gets no pidfile to watch
@@ -148,6 +153,34 @@ PreemptMode=REQUEUE
 NodeName=n[1-$NODES] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[17001-$((17000 + NODES))] $cpu_spec RealMemory=$node_mem
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
+# containers: slurmstepd reads oci.conf at each step, so no daemon restart is needed.
+# runc's state lives in a private directory of this cluster's.
+OCI_CONF=/etc/slurm/oci.conf
+if [ -f "$OCI_CONF" ] && ! grep -qF "$MARKER" "$OCI_CONF"; then
+  echo "slurm-up: $OCI_CONF exists and was not written by this script; refusing to replace it" >&2
+  exit 1
+fi
+install -d -m 700 "$STATE/runc"
+RUNC="runc --root=$STATE/runc"
+ID="%n.%u.%j.%s.%t"
+cat >"$OCI_CONF" <<EOF
+$MARKER
+RunTimeQuery="$RUNC state $ID"
+RunTimeKill="$RUNC kill -a $ID"
+RunTimeDelete="$RUNC delete --force $ID"
+RunTimeRun="$RUNC run --bundle %b $ID"
+EOF
+mkdir -p /etc/containers/registries.conf.d
+cat >/etc/containers/registries.conf.d/50-torchx-test-registry.conf <<EOF
+$MARKER: docker-up.sh's registry speaks plain HTTP
+[[registry]]
+location = "127.0.0.1:${TORCHX_TEST_REGISTRY_PORT:-5000}"
+insecure = true
+[[registry]]
+location = "localhost:${TORCHX_TEST_REGISTRY_PORT:-5000}"
+insecure = true
+EOF
+
 mkdir -p "$STATE/spool/ctld"
 for i in $(seq 1 "$NODES"); do mkdir -p "$STATE/spool/d-n$i"; done
 

@@ -14,9 +14,36 @@ def test_cluster_up(slurm_cluster: None) -> None:
     entry = torchx_check("-s", "slurm")["slurm"]
     assert entry["status"] == "ready" and entry["exit"] == 0
     checks = entry["checks"]
-    assert list(checks) == ["commands", "controller", "partitions", "accounting"]
+    assert list(checks) == ["commands", "controller", "partitions", "containers", "accounting"]
     assert "is UP" in checks["controller"][1]
     assert re.search(r"\w+\* \(up, \d+ nodes: ", checks["partitions"][1])
+    assert list(checks["containers"][:2]) == [
+        "ready",
+        "oci: srun --container, /etc/slurm/oci.conf, skopeo and umoci here;"
+        " pyxis: not installed (no --container-image)",
+    ]
+
+
+def test_the_container_mode_asked_for_must_be_usable(slurm_cluster: None) -> None:
+    entry = torchx_check("-s", "slurm", "-cfg", "container=oci")["slurm"]
+    assert entry["status"] == "ready" and entry["checks"]["containers"][0] == "ready"
+    entry = torchx_check("-s", "slurm", "-cfg", "container=pyxis")["slurm"]
+    status, found, fix = entry["checks"]["containers"]
+    assert status == "not ready" and "pyxis: not installed (no --container-image)" in found
+    assert fix == "ask the cluster's admin to install pyxis and enroot, or use -cfg container=oci"
+    assert entry["exit"] == 1
+
+
+def test_a_host_without_oci_conf_says_the_nodes_need_one(
+    slurm_cluster: None, tmp_path: Path
+) -> None:
+    (tmp_path / "slurm.conf").write_text(Path("/etc/slurm/slurm.conf").read_text())
+    env = {"SLURM_CONF": str(tmp_path / "slurm.conf")}
+    entry = torchx_check("-s", "slurm", "-cfg", "container=oci", env=env)["slurm"]
+    status, found, _ = entry["checks"]["containers"]
+    assert status == "ready"
+    assert "no oci.conf on this host (the nodes need one)" in found
+    assert found.endswith("(oci.conf: ask the admin whether the nodes have it)")
 
 
 def test_unknown_partition(slurm_cluster: None) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from torchx_testsupport import terminal_status
 
 from torchx.schedulers.api import Stream
 from torchx.specs import AppDef, AppState, Resource, Role, Workspace, macros
@@ -35,13 +36,7 @@ def cli(
 
 
 def wait(runner: Any, handle: str, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        status = runner.status(handle)
-        if status is not None and status.is_terminal():
-            return status
-        time.sleep(0.2)
-    raise AssertionError(f"{handle} still {status} after {timeout} s")
+    return terminal_status(runner, handle, timeout)
 
 
 def logs(runner: Any, handle: str, role: str, k: int = 0, streams: Any = None) -> str:

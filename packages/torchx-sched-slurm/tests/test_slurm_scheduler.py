@@ -87,6 +87,8 @@ class TestRunOpts:
             "list_days",
             "requeue",
             "signal",
+            "container",
+            "container_cache",
             "strict_entrypoint",
         ]
         assert opts.get("list_days").default == 3  # type: ignore[union-attr]

@@ -77,6 +77,20 @@ def runner_that_cleans_up(finish: Callable[[Any, str], object]) -> Iterator[Any]
             finish(runner, handle)
 
 
+def terminal_status(runner: Any, handle: str, timeout: float = 60) -> Any:
+    """``runner``'s status of ``handle`` once it is terminal; fails after ``timeout`` s."""
+    import time
+
+    status = None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = runner.status(handle)
+        if status is not None and status.is_terminal():
+            return status
+        time.sleep(0.2)
+    raise AssertionError(f"{handle} still {status} after {timeout} s")
+
+
 def write_dist(
     site: Path,
     name: str,

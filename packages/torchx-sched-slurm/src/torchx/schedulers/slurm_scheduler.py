@@ -3,7 +3,8 @@
 Each replica of each role is one het component (one node) of a single ``sbatch`` job; the
 batch script starts every component with one ``srun`` and, when it fails and retries are
 left, puts the job back in the queue with ``scontrol requeue``. Jobs run in the submitting
-environment (virtualenv, working directory) on a shared filesystem: no containers.
+environment (virtualenv, working directory) on a shared filesystem, or, with the
+``container`` run option, inside the role's image (Slurm's ``oci.conf``, or pyxis).
 
 * ``describe``/``status`` is one ``squeue -j`` call (text: 22.05's ``--json`` ignores
   ``-j`` and lists the whole cluster); ``squeue --json`` and ``scontrol show job`` if
@@ -17,7 +18,8 @@ Handles look like ``slurm://<session>/<job id>``. This module is the entry point
 pieces live in ``torchx.schedulers._slurm``: ``request`` (run options, het components, the
 batch script), ``validate`` (what is checked before queueing), ``records`` (what TorchX
 keeps of a job), ``commands`` (running Slurm's programs), ``parse`` (their output, every
-version), ``describe`` (rows -> app status) and ``readiness`` (``torchx check``); a
+version), ``describe`` (rows -> app status), ``readiness`` (``torchx check``),
+``containers`` (the ``container`` run option's srun options) and ``oci`` (bundles); a
 replica's two log files are followed as one stream by ``_shared.log_files.follow_files``.
 """
 
@@ -41,7 +43,7 @@ from torchx.schedulers.api import (
     LogQuery,
     Scheduler,
 )
-from torchx.specs.api import AppDef, AppDryRunInfo, AppState, CfgVal, macros, runopts
+from torchx.specs.api import AppDef, AppDryRunInfo, AppState, CfgVal, Role, macros, runopts
 from torchx.util.log import get_logger
 from torchx.workspace.dir_workspace import DirWorkspaceMixin, job_dir_exists
 
@@ -125,6 +127,10 @@ def _upstream_job_dirs(directory: str = ".") -> dict[str, str]:
     return dirs
 
 
+def _in_container(cfg: Mapping[str, CfgVal]) -> bool:
+    return str(cfg.get("container") or "none") != "none"
+
+
 _Rows = list[ListAppResponse]
 """Rows of a listing (``list`` is a method name inside the scheduler class)."""
 
@@ -174,11 +180,31 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
         self._partition_memory: dict[str, int] | None = None
 
     def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
-        """Slurm's commands here, the controller, the partitions and the accounting."""
+        """Slurm's commands here, the controller, the partitions, the accounting and the
+        container support (``-cfg container=`` makes the mode asked for a requirement)."""
         from torchx.schedulers._slurm import readiness  # only `torchx check` needs it
 
         partition = (cfg or {}).get("partition")
-        return readiness.checks(str(partition) if partition else None)
+        container = str((cfg or {}).get("container") or "none")
+        return readiness.checks(str(partition) if partition else None, container)
+
+    def planned_image(self, role: Role, cfg: Mapping[str, CfgVal]) -> str:
+        """In a container the image stays the role's (the job dir is mounted into it)."""
+        return role.image if _in_container(cfg) else super().planned_image(role, cfg)
+
+    def build_workspace_and_update_role(
+        self, role: Role, workspace: str, cfg: Mapping[str, CfgVal]
+    ) -> None:
+        """Copies the workspace into ``job_dir``; in a container the image stays."""
+        image = role.image
+        super().build_workspace_and_update_role(role, workspace, cfg)
+        if _in_container(cfg):
+            role.image = image
+
+    def built_message(self, role: Role, old_image: str) -> str:
+        if role.image == old_image:  # a container's image: the copy is the job dir
+            return f"Copied workspace {role.workspace} of role `{role.name}` into the job dir"
+        return super().built_message(role, old_image)
 
     def _run_opts(self) -> runopts:
         from torchx.schedulers._slurm.request import (
@@ -213,8 +239,10 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
         self, app: AppDef, cfg: Mapping[str, CfgVal]
     ) -> AppDryRunInfo[SlurmBatchRequest]:
         # submit-only: not on `torchx status`'s path (bench_slurm)
+        import secrets
+
+        from torchx.schedulers._slurm import containers, oci, validate
         from torchx.schedulers._slurm import request as _request
-        from torchx.schedulers._slurm import validate
         from torchx.schedulers._slurm.request import (
             SBATCH_GROUP_OPTIONS,
             SBATCH_JOB_OPTIONS,
@@ -248,11 +276,24 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
                 cmd.append(f"--{key}={value}")
 
         app_label = _request.safe_name(app.name) or "app"
+        mode = containers.check_mode(opts.container)
+        if mode == "oci" and oci.missing_tools():
+            host_problem(oci.OciError(oci.missing_tools_message(oci.missing_tools())))
+        bundles_dir = ""
+        if mode == "oci":  # one directory of bundles per job, beside its logs
+            bundles_dir = os.path.join(
+                workdir, ".torchx-oci", f"{app_label}-{secrets.token_hex(4)}"
+            )
+        bundles: list[oci.RoleBundle] = []
         replicas: dict[str, SlurmReplicaRequest] = {}
         roles: dict[str, int] = {}
         for role in app.roles:
+            if mode != "none":
+                containers.check_mounts(role, mode)
             if job_dir is None or os.path.isdir(job_dir):
-                validate.check_role_files(role, workdir, opts.strict_entrypoint)
+                validate.check_role_files(
+                    role, workdir, opts.strict_entrypoint, in_container=mode != "none"
+                )
             roles[role.name] = role.num_replicas
             role_label = _request.safe_name(role.name) or "role"
             if "=" in role.entrypoint:
@@ -260,12 +301,27 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
                     f"entrypoint {role.entrypoint!r} of role {role.name!r} contains '=';"
                     " give the program's path without '=' (arguments go in Role.args)"
                 )
+            container_opts: dict[str, str] = {}
+            if mode == "pyxis":
+                container_opts = containers.pyxis_srun_opts(role, workdir)
+            elif mode == "oci":
+                bundle = oci.RoleBundle(
+                    role=role.name,
+                    image=role.image,
+                    path=os.path.join(bundles_dir, role_label),
+                    workdir=workdir,
+                    mounts=list(role.mounts),
+                    gpus=role.resource.gpu > 0,
+                )
+                bundles.append(bundle)
+                container_opts = containers.oci_srun_opts(bundle.path)
             template = _request.RoleTemplate(
-                role, _request.group_opts(opts, role.resource, nomem), workdir
+                role, _request.group_opts(opts, role.resource, nomem), workdir, container_opts
             )
-            # every macro (base_img_root too), as the other schedulers substitute them
+            # every macro (base_img_root too), as the other schedulers substitute them;
+            # inside a container the image is the root
             shared = macros.Values(
-                img_root=role.image,
+                img_root=role.image if mode == "none" else "",
                 app_id=_request.APP_ID_MARK,
                 replica_id="",
                 rank0_env=_request.RANK0_ENV,
@@ -283,6 +339,14 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
             app_name=app.name,
             roles=roles,
             warning_lead_s=lead_s if opts.requeue else None,
+            bundles=bundles,
+            container_cache=(
+                os.path.abspath(os.path.expanduser(opts.container_cache))
+                if opts.container_cache
+                else oci.default_cache()
+            )
+            if bundles
+            else None,
         )
         return AppDryRunInfo(request, repr)
 
@@ -307,10 +371,16 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
                 except FileExistsError:
                     raise job_dir_exists(job_dir) from None
                 ours = True
+            if req.bundles:
+                from torchx.schedulers._slurm import oci  # container=oci only
+
+                oci.make_bundles(req.bundles, req.container_cache or oci.default_cache())
             job_id = self._sbatch(req)
         except BaseException:
             if job_dir is not None and ours:
                 shutil.rmtree(job_dir, ignore_errors=True)
+            for path in {os.path.dirname(bundle.path) for bundle in req.bundles}:
+                shutil.rmtree(path, ignore_errors=True)
             raise
         finally:
             if job_dir is not None:

@@ -1,6 +1,7 @@
 """``torchx check`` probes of the ``slurm`` scheduler: Slurm's client commands on this
 host, the controller, the partitions a job could go to, and the accounting that keeps
-finished jobs visible. Read-only: ``scontrol ping``, ``sinfo`` and ``sacct`` only."""
+finished jobs visible, and what the ``container`` run option can use. Read-only:
+``scontrol ping``, ``sinfo``, ``sacct`` and ``srun --help`` only."""
 
 from __future__ import annotations
 
@@ -111,7 +112,57 @@ def accounting_check() -> ReadinessCheck:
     )
 
 
-def checks(partition: str | None) -> list[ReadinessCheck]:
+def _oci_conf() -> str | None:
+    """Where this host's ``oci.conf`` is (beside ``slurm.conf``), if it has one."""
+    import os
+
+    conf = os.environ.get("SLURM_CONF") or "/etc/slurm/slurm.conf"
+    path = os.path.join(os.path.dirname(conf), "oci.conf")
+    return path if os.path.isfile(path) else None
+
+
+def containers_check(container: str) -> ReadinessCheck:
+    """What the ``container`` run option can use: Slurm's OCI support (``srun
+    --container``, oci.conf, skopeo and umoci here) and pyxis (``--container-image``);
+    a problem only for the mode asked for (``-cfg container=...``)."""
+    from torchx.schedulers._slurm.oci import missing_tools, missing_tools_message
+
+    code, out, err = _run("srun", "--help")
+    if code != 0:
+        return not_ready("containers", f"srun --help: {first_error_line(err)}", _CONF_FIX)
+    words = set(out.replace("=", " ").split())
+    oci_conf = _oci_conf()
+    missing = missing_tools()
+    if "--container" not in words:
+        oci = "oci: this Slurm's srun has no --container (Slurm 21.08 or later has it)"
+    else:
+        oci = "oci: srun --container, " + (
+            f"{oci_conf}" if oci_conf else "no oci.conf on this host (the nodes need one)"
+        )
+        oci += f", {'missing ' + ' and '.join(missing) if missing else 'skopeo and umoci'} here"
+    pyxis_found = "--container-image" in words
+    pyxis = "pyxis: " + (
+        "srun --container-image" if pyxis_found else "not installed (no --container-image)"
+    )
+    found = f"{oci}; {pyxis}"
+    if container == "oci" and "--container" not in words:
+        return not_ready(
+            "containers", found, "use a Slurm of 21.08 or later, or -cfg container=pyxis"
+        )
+    if container == "oci" and missing:
+        return not_ready("containers", found, missing_tools_message(missing))
+    if container == "oci" and oci_conf is None:
+        return ready("containers", found + " (oci.conf: ask the admin whether the nodes have it)")
+    if container == "pyxis" and not pyxis_found:
+        return not_ready(
+            "containers",
+            found,
+            "ask the cluster's admin to install pyxis and enroot, or use -cfg container=oci",
+        )
+    return ready("containers", found)
+
+
+def checks(partition: str | None, container: str = "none") -> list[ReadinessCheck]:
     """The commands first (without them nothing else can be asked); then the controller
     and, beside it, the accounting (another daemon); the partitions only when the
     controller is up (``sinfo`` would otherwise retry for a long time)."""
@@ -130,6 +181,7 @@ def checks(partition: str | None) -> list[ReadinessCheck]:
     checks = [commands, controller]
     if controller.status == "ready":
         checks.append(probe("partitions", lambda: partitions_check(partition), fix))
+    checks.append(probe("containers", lambda: containers_check(container), fix))
     beside.join(TIMEOUT_S + 1)
     checks += accounting or [
         not_ready("accounting", f"sacct: no answer within {TIMEOUT_S:g} s", _CONF_FIX)

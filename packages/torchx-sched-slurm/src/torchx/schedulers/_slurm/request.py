@@ -20,6 +20,10 @@ from torchx.util.lazy_dataclass import dataclass, field
 from torchx.util.strings import escape_unprintable
 from torchx.version import __version__
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from torchx.schedulers._slurm.oci import RoleBundle
+
 __all__ = [
     "SBATCH_GROUP_OPTIONS",
     "SBATCH_JOB_OPTIONS",
@@ -155,6 +159,22 @@ class Opts(StructuredOpts):
             HELP_KEY: "warn the replicas before the time limit, in sbatch's syntax"
             " SIG[@SECONDS] (e.g. USR1@120: SIGUSR1 two minutes before); with requeue, a job"
             " whose replicas end after the warning is requeued and resumes as the next attempt"
+        },
+    )
+    container: str = field(
+        default="none",
+        metadata={
+            HELP_KEY: "run each replica inside its role's image: none (the image is a"
+            " directory on the nodes), oci (Slurm's own OCI support, configured in the"
+            " cluster's oci.conf; the image is unpacked with skopeo and umoci into"
+            " container_cache) or pyxis (NVIDIA's pyxis plugin pulls it on the nodes)"
+        },
+    )
+    container_cache: str | None = field(
+        default=None,
+        metadata={
+            HELP_KEY: "directory every node can read where container=oci keeps unpacked"
+            " images, one per digest (default: $TORCHX_HOME/slurm/oci)"
         },
     )
     strict_entrypoint: bool = field(
@@ -320,7 +340,9 @@ class SlurmBatchRequest:
     ``log_dir`` is where the replicas' logs go (the job's directory), ``app_name`` and
     ``roles`` (role name -> replica count) are recorded for ``describe`` and ``log``.
     ``warning_lead_s`` is the lead time of the ``signal`` run option when the job may
-    be requeued after its warning (None otherwise).
+    be requeued after its warning (None otherwise). ``bundles`` are the OCI bundles
+    (``container=oci``) to make, from images unpacked into ``container_cache``, before
+    the job is queued.
     """
 
     cmd: list[str]
@@ -331,6 +353,8 @@ class SlurmBatchRequest:
     app_name: str = ""
     roles: dict[str, int] = field(default_factory=dict)
     warning_lead_s: int | None = None
+    bundles: list[RoleBundle] = field(default_factory=list)
+    container_cache: str | None = None
 
     def materialize(self) -> str:
         """The batch script.
@@ -434,13 +458,20 @@ class RoleTemplate:
     more than 10,000 small objects.
     """
 
-    __slots__ = ("_shared", "entrypoint", "log_dir", "sbatch_opts", "subst")
+    __slots__ = ("_shared", "container_opts", "entrypoint", "log_dir", "sbatch_opts", "subst")
 
-    def __init__(self, role: Role, sbatch_opts: dict[str, str | None], log_dir: str) -> None:
+    def __init__(
+        self,
+        role: Role,
+        sbatch_opts: dict[str, str | None],
+        log_dir: str,
+        container_opts: Mapping[str, str] | None = None,
+    ) -> None:
         self.entrypoint = role.entrypoint
         self.subst = ReplicaMacros(role.args, role.env)
         self.sbatch_opts = sbatch_opts
         self.log_dir = log_dir
+        self.container_opts = dict(container_opts or {})
         self._shared: tuple[list[str], dict[str, str]] | None = None
 
     def for_replica(self, name: str, job_name: str, values: dict[str, str]) -> SlurmReplicaRequest:
@@ -456,7 +487,7 @@ class RoleTemplate:
             name=job_name,
             entrypoint=self.entrypoint,
             args=args,
-            srun_opts=_srun_opts(self.log_dir, name),
+            srun_opts={**_srun_opts(self.log_dir, name), **self.container_opts},
             sbatch_opts=dict(self.sbatch_opts),
             env=env,
         )

@@ -24,18 +24,22 @@ __all__ = [
 ]
 
 
-def check_role_files(role: Role, workdir: str, strict_entrypoint: bool = False) -> None:
+def check_role_files(
+    role: Role, workdir: str, strict_entrypoint: bool = False, in_container: bool = False
+) -> None:
     """Reports a missing entrypoint or script now rather than when the job starts.
 
     A missing script (which the job dir or the submit directory must hold) refuses a real
     submission. A missing entrypoint only warns unless ``strict_entrypoint``: compute nodes
     often have programs the submit host lacks (modules, node-local installs). In a dry run
-    either is one warning line.
+    either is one warning line. ``in_container``: the entrypoint is the image's, not
+    looked for here; the script still is (the job's directory is mounted).
     """
 
     entrypoint = role.entrypoint
     path = role.env.get("PATH", os.environ.get("PATH", ""))
-    if "$" not in entrypoint and find_program(entrypoint, path, workdir) is None:
+    absent = not in_container and "$" not in entrypoint
+    if absent and find_program(entrypoint, path, workdir) is None:
         where = (
             f"not an executable file on this host (looked in {workdir})"
             if "/" in entrypoint
