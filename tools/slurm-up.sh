@@ -183,6 +183,9 @@ EOF
 
 mkdir -p "$STATE/spool/ctld"
 for i in $(seq 1 "$NODES"); do mkdir -p "$STATE/spool/d-n$i"; done
+# jobs of other users (tools/sshd-up.sh's login account) run their batch script from a
+# slurmd spool directory: its parents must be traversable (not listable) by everyone
+chmod 711 "$STATE" "$STATE/spool" "$STATE"/spool/d-n*
 
 # node names resolve to this host (the rank-0 host of a job is a node name)
 if ! grep -qF "# torchx-slurm" /etc/hosts; then

@@ -27,7 +27,7 @@ test_tmp="$(mktemp -d -t torchx-tests-XXXXXX)"
 # typing and unit steps run (its output shown only if it fails), or reused when already up,
 # and stopped by pid at exit unless it was already up (docker-down.sh itself stops only what
 # docker-up.sh started).
-backends=(docker slurm moto mlflow ray k8s)
+backends=(docker slurm sshd moto mlflow ray k8s)
 declare -A up_pid was_up
 stop_backends() {
   for name in "${backends[@]}"; do
@@ -49,6 +49,9 @@ done
 # cluster): fail rather than skip when the backend is missing.
 export TORCHX_REQUIRE_DOCKER=1 TORCHX_REQUIRE_SLURM=1 TORCHX_REQUIRE_MOTO=1 TORCHX_REQUIRE_MLFLOW=1
 export TORCHX_REQUIRE_RAY=1
+# tests/slurm/test_slurm_ssh.py: an OpenSSH server as the cluster's login node and an
+# unprivileged laptop user beside it (tools/sshd-up.sh)
+export TORCHX_REQUIRE_SSH=1
 # tests/k8s: a real Kubernetes cluster (tools/k8s-up.sh: built from its Go modules on the
 # first run on a machine, about 12 minutes on 2 cores, while the steps before the
 # cross-package tests run; then started in seconds)

@@ -89,6 +89,7 @@ class TestRunOpts:
             "signal",
             "container",
             "container_cache",
+            "ssh",
             "strict_entrypoint",
         ]
         assert opts.get("list_days").default == 3  # type: ignore[union-attr]

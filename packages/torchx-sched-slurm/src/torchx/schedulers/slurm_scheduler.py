@@ -57,6 +57,7 @@ if TYPE_CHECKING:
         SlurmReplicaRequest,
         version,
     )
+    from torchx.schedulers._slurm.ssh import SshTarget
     from torchx.schedulers.list_filter import ListFilter
     from torchx.util.readiness import ReadinessCheck
 
@@ -127,6 +128,16 @@ def _upstream_job_dirs(directory: str = ".") -> dict[str, str]:
     return dirs
 
 
+def _job_id_of(code: int, out: str, err: str) -> str:
+    """The job id ``sbatch --parsable`` printed; its error in one line if it refused."""
+    if code != 0:
+        raise SlurmCommandError(f"sbatch refused the job: {commands.first_error_line(err)}")
+    job_id = out.strip().split(";")[0]
+    if not job_id.isdigit():
+        raise SlurmCommandError(f"sbatch printed no job id: {out.strip()!r}")
+    return job_id
+
+
 def _in_container(cfg: Mapping[str, CfgVal]) -> bool:
     return str(cfg.get("container") or "none") != "none"
 
@@ -136,12 +147,44 @@ _Rows = list[ListAppResponse]
 
 
 def _valid_job_id(app_id: str) -> str:
-    if not app_id.isdigit():
+    return _split_app_id(app_id)[0]
+
+
+def _split_app_id(app_id: str) -> tuple[str, SshTarget | None]:
+    """(job id, login node) of an app id: ``1234``, or ``1234@login1`` for a job submitted
+    over ssh."""
+    via = None
+    job_id = app_id
+    if "@" in app_id:
+        from torchx.schedulers._slurm.ssh import split_app_id
+
+        job_id, via = split_app_id(app_id)
+    if not job_id.isdigit():
         raise ValueError(
             f"{app_id!r} is not a Slurm job id: slurm handles end in the number sbatch"
-            " printed (slurm://torchx/1234)"
+            " printed (slurm://torchx/1234, or slurm://torchx/1234@login1 over ssh)"
         )
-    return app_id
+    return job_id, via
+
+
+def _via(cfg: Mapping[str, CfgVal] | None) -> SshTarget | None:
+    """The login node the ``ssh`` run option names, if any."""
+    value = (cfg or {}).get("ssh")
+    if not value:
+        return None
+    from torchx.schedulers._slurm.ssh import SshTarget
+
+    return SshTarget.parse(str(value))
+
+
+def _remote_job_dir(job_dir: str) -> str:
+    """``job_dir`` as the login node's commands take it: ``~/x`` is ``x`` (they start in
+    the home there)."""
+    return job_dir[2:] if job_dir.startswith("~/") else job_dir
+
+
+def _app_id(job_id: str, via: SshTarget | None) -> str:
+    return job_id if via is None else f"{job_id}@{via.spec}"
 
 
 # ---------------------------------------------------------------------------------------
@@ -177,7 +220,8 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
 
     def __init__(self, session_name: str) -> None:
         super().__init__("slurm", session_name)
-        self._partition_memory: dict[str, int] | None = None
+        self._partition_memory: dict[str | None, dict[str, int]] = {}
+        self._staged: dict[str, str] = {}  # remote job dir -> local copy of its workspace
 
     def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
         """Slurm's commands here, the controller, the partitions, the accounting and the
@@ -186,7 +230,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
 
         partition = (cfg or {}).get("partition")
         container = str((cfg or {}).get("container") or "none")
-        return readiness.checks(str(partition) if partition else None, container)
+        return readiness.checks(str(partition) if partition else None, container, _via(cfg))
 
     def planned_image(self, role: Role, cfg: Mapping[str, CfgVal]) -> str:
         """In a container the image stays the role's (the job dir is mounted into it)."""
@@ -195,9 +239,29 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
     def build_workspace_and_update_role(
         self, role: Role, workspace: str, cfg: Mapping[str, CfgVal]
     ) -> None:
-        """Copies the workspace into ``job_dir``; in a container the image stays."""
+        """Copies the workspace into ``job_dir``; in a container the image stays. Over ssh
+        the copy is made here, in a private temp dir, and sent to ``job_dir`` on the
+        login node when the job is submitted."""
         image = role.image
-        super().build_workspace_and_update_role(role, workspace, cfg)
+        job_dir = cfg.get("job_dir")
+        if _via(cfg) is not None and isinstance(job_dir, str):
+            job_dir = _remote_job_dir(job_dir)
+            if job_dir not in self._staged:
+                import tempfile
+
+                staged = tempfile.mkdtemp(prefix="torchx-slurm-ws-")
+                os.rmdir(staged)  # the copy makes it (and refuses an existing one)
+                super().build_workspace_and_update_role(role, workspace, {"job_dir": staged})
+                self._staged[job_dir] = staged
+            role.image = job_dir
+        elif _via(cfg) is not None:
+            get_logger(__name__).debug(
+                "the workspace %s stays here: a job submitted over ssh without job_dir runs"
+                " in your home on the login node (-cfg job_dir=DIR sends the workspace there)",
+                role.workspace or workspace,
+            )
+        else:
+            super().build_workspace_and_update_role(role, workspace, cfg)
         if _in_container(cfg):
             role.image = image
 
@@ -218,21 +282,21 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
     def _pre_build_validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal]) -> None:
         """Refuses an existing ``job_dir`` before any workspace is copied."""
         job_dir = cfg.get("job_dir")
-        if isinstance(job_dir, str) and os.path.exists(job_dir):
-            raise job_dir_exists(job_dir)
+        if isinstance(job_dir, str) and os.path.exists(job_dir) and _via(cfg) is None:
+            raise job_dir_exists(job_dir)  # over ssh, the login node refuses it
 
     def _validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal]) -> None:
         """Roles need no resource: Slurm's defaults apply."""
 
-    def _nomem(self, partition: str | None) -> bool:
+    def _nomem(self, partition: str | None, ssh: str | None = None) -> bool:
         """Whether to leave ``--mem`` out: partitions reporting <= 1000 MB (ParallelCluster)."""
-        if self._partition_memory is None:
+        if ssh not in self._partition_memory:
             from torchx.schedulers._slurm import (
                 request,
             )  # submit-only: not on `torchx status`'s path
 
-            self._partition_memory = request.partition_memory()
-        mem = self._partition_memory.get(partition or "*")
+            self._partition_memory[ssh] = request.partition_memory(ssh)
+        mem = self._partition_memory[ssh].get(partition or "*")
         return mem is not None and mem <= 1000
 
     def _submit_dryrun(
@@ -252,7 +316,16 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
         from torchx.util.host_checks import host_problem
         from torchx.util.programs import find_program
 
-        if find_program("sbatch", os.environ.get("PATH", ""), os.getcwd()) is None:
+        via = _via(cfg)
+        if via is not None:
+            if find_program("ssh", os.environ.get("PATH", ""), os.getcwd()) is None:
+                host_problem(
+                    FileNotFoundError(
+                        f"ssh={via.spec} needs OpenSSH's ssh client on this host; install it"
+                        " (Debian/Ubuntu: apt install openssh-client)"
+                    )
+                )
+        elif find_program("sbatch", os.environ.get("PATH", ""), os.getcwd()) is None:
             host_problem(SlurmNotFoundError("sbatch"))  # before any other check: it is the fix
         opts = Opts.from_cfg(cfg)
         validate.check_time(opts.time)
@@ -263,11 +336,19 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
                 validate.check_comment(str(value))
             elif value is not None:
                 validate.check_option(key, str(value))
-        job_dir = os.path.abspath(os.path.expanduser(opts.job_dir)) if opts.job_dir else None
-        workdir = job_dir or os.getcwd()
-        validate.check_log_dir(workdir)
+        mode = containers.check_mode(opts.container)
+        if via is None:
+            job_dir = os.path.abspath(os.path.expanduser(opts.job_dir)) if opts.job_dir else None
+            workdir = job_dir or os.getcwd()
+            validate.check_log_dir(workdir)
+        else:
+            # on the login node: `~/x` and `x` are in the home there; the logs are written
+            # relative to the job's directory (sbatch --chdir), which sbatch resolves there
+            job_dir = _remote_job_dir(opts.job_dir) if opts.job_dir else None
+            workdir = ""
+            validate.check_remote(via.spec, mode, job_dir)
         needs_memory = any(role.resource.memMB > 0 for role in app.roles)
-        nomem = self._nomem(opts.partition) if needs_memory else False
+        nomem = self._nomem(opts.partition, opts.ssh) if needs_memory else False
 
         cmd = ["sbatch", "--parsable"]
         for key in SBATCH_JOB_OPTIONS:
@@ -276,7 +357,6 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
                 cmd.append(f"--{key}={value}")
 
         app_label = _request.safe_name(app.name) or "app"
-        mode = containers.check_mode(opts.container)
         if mode == "oci" and oci.missing_tools():
             host_problem(oci.OciError(oci.missing_tools_message(oci.missing_tools())))
         bundles_dir = ""
@@ -290,7 +370,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
         for role in app.roles:
             if mode != "none":
                 containers.check_mounts(role, mode)
-            if job_dir is None or os.path.isdir(job_dir):
+            if via is None and (job_dir is None or os.path.isdir(job_dir)):
                 validate.check_role_files(
                     role, workdir, opts.strict_entrypoint, in_container=mode != "none"
                 )
@@ -303,7 +383,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
                 )
             container_opts: dict[str, str] = {}
             if mode == "pyxis":
-                container_opts = containers.pyxis_srun_opts(role, workdir)
+                container_opts = containers.pyxis_srun_opts(role, job_dir or workdir)
             elif mode == "oci":
                 bundle = oci.RoleBundle(
                     role=role.name,
@@ -340,6 +420,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
             roles=roles,
             warning_lead_s=lead_s if opts.requeue else None,
             bundles=bundles,
+            ssh=via.spec if via is not None else None,
             container_cache=(
                 os.path.abspath(os.path.expanduser(opts.container_cache))
                 if opts.container_cache
@@ -358,6 +439,8 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
         import shutil
 
         req = dryrun_info.request
+        if req.ssh is not None:
+            return self._schedule_remote(req)
         created = self.created_job_dirs()
         job_dir = os.path.abspath(req.job_dir) if req.job_dir is not None else None
         ours = job_dir is not None and job_dir in created
@@ -408,20 +491,61 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
             code, out, err = commands.run_through_outages(
                 argv, "Slurm (sbatch)", stdin=script, env=env, resend=False
             )
-        if code != 0:
-            raise SlurmCommandError(f"sbatch refused the job: {commands.first_error_line(err)}")
-        job_id = out.strip().split(";")[0]
-        if not job_id.isdigit():
-            raise SlurmCommandError(f"sbatch printed no job id: {out.strip()!r}")
-        return job_id
+        return _job_id_of(code, out, err)
 
-    def _write_record(self, job_id: str, req: SlurmBatchRequest) -> None:
+    def _schedule_remote(self, req: SlurmBatchRequest) -> str:
+        """Submits through the login node: the job dir is made there (refused if it exists),
+        the workspace copied into it with the batch script, then ``sbatch``. On any failure
+        the job dir made there is removed; the local copy of the workspace always is."""
+        import shutil
+
+        from torchx.schedulers._slurm import remote
+        from torchx.schedulers._slurm.ssh import SshTarget
+
+        via = SshTarget.parse(str(req.ssh))
+        staged = self._staged.pop(req.job_dir, None) if req.job_dir is not None else None
+        script = req.materialize().encode("utf-8", "surrogateescape")
+        env = {"SLURM_UMASK": os.environ.get("SLURM_UMASK", "0077")}
+        made = None
+        try:
+            if req.job_dir is not None:
+                made = remote.make_job_dir(via, req.job_dir)
+                remote.send_files(via, made, staged, {SCRIPT_NAME: script})
+                argv = [*req.cmd, f"--chdir={made}", f"{made}/{SCRIPT_NAME}"]
+                log_dir = made
+                code, out, err = commands.run_through_outages(
+                    argv, "Slurm (sbatch)", env=env, resend=False, via=via
+                )
+            else:
+                log_dir = remote.home(via)  # sbatch runs there: the job and its logs do too
+                code, out, err = commands.run_through_outages(
+                    req.cmd, "Slurm (sbatch)", stdin=script, env=env, resend=False, via=via
+                )
+            job_id = _job_id_of(code, out, err)
+        except BaseException:
+            if made is not None:
+                remote.remove_dir(via, made)
+            raise
+        finally:
+            if staged is not None:
+                shutil.rmtree(staged, ignore_errors=True)
+        app_id = _app_id(job_id, via)
+        self._write_record(app_id, req, log_dir=log_dir, job_dir=made)
+        return app_id
+
+    def _write_record(
+        self,
+        job_id: str,
+        req: SlurmBatchRequest,
+        log_dir: str | None = None,
+        job_dir: str | None = None,
+    ) -> None:
         record = records.JobRecord(
             job_id,
             session=self.session_name,
             app_name=req.app_name,
-            log_dir=req.log_dir,
-            job_dir=req.job_dir,
+            log_dir=req.log_dir if log_dir is None else log_dir,
+            job_dir=req.job_dir if job_dir is None and req.ssh is None else job_dir,
             roles=list(req.roles.items()),
         )
         try:
@@ -437,7 +561,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
 
     # -- status -----------------------------------------------------------------------------
 
-    def _query(self, job_id: str) -> list[parse.SlurmJob]:
+    def _query(self, job_id: str, via: SshTarget | None = None) -> list[parse.SlurmJob]:
         """The job's components, from one ``squeue`` call in the usual case.
 
         ``squeue -t all -j`` in text form: Slurm 22.05 ignores ``-j`` with ``--json`` and
@@ -446,25 +570,25 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
         id``) is looked up in accounting.
         """
         code, out, err = commands.run_through_outages(
-            ["squeue", "-h", "-t", "all", "-j", job_id, "-O", parse.SQUEUE_FORMAT]
+            ["squeue", "-h", "-t", "all", "-j", job_id, "-O", parse.SQUEUE_FORMAT], via=via
         )
         if code == 0:
             rows = parse.parse_squeue_text(out, leader=job_id)
-            return rows or self._sacct(job_id)
+            return rows or self._sacct(job_id, via)
         if "invalid job id" not in err.lower():
-            code, out, _ = commands.run_once(["squeue", "--json", "-j", job_id])
+            code, out, _ = commands.run_once(["squeue", "--json", "-j", job_id], via=via)
             if code == 0 and out.lstrip().startswith("{"):
                 rows = parse.parse_squeue_json(out, leader=job_id)
                 if rows:
                     return rows
-            code, out, _ = commands.run_once(["scontrol", "show", "job", "-o", job_id])
+            code, out, _ = commands.run_once(["scontrol", "show", "job", "-o", job_id], via=via)
             if code == 0:
                 rows = parse.parse_scontrol_text(out, leader=job_id)
                 if rows:
                     return rows
-        return self._sacct(job_id)
+        return self._sacct(job_id, via)
 
-    def _sacct(self, job_id: str) -> list[parse.SlurmJob]:
+    def _sacct(self, job_id: str, via: SshTarget | None = None) -> list[parse.SlurmJob]:
         try:
             # not in the queue: the accounting knows, and is waited for if it cannot be asked
             code, out, _ = commands.run_through_outages(
@@ -477,24 +601,29 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
                     job_id,
                 ],
                 "Slurm's accounting (slurmdbd)",
+                via=via,
             )
         except SlurmNotFoundError:
             return []
         return parse.parse_sacct_text(out, leader=job_id) if code == 0 else []
 
     def describe(self, app_id: str) -> DescribeAppResponse | None:
-        job_id = _valid_job_id(app_id)
-        rows = self._query(job_id)
+        job_id, via = _split_app_id(app_id)
+        rows = self._query(job_id, via)
         if not rows:
             return None
-        record = records.read_record(job_id)
+        record = records.read_record(app_id)
         interruption = None
         if any(row.restarts for row in rows) and _describe.app_state(rows) == AppState.PENDING:
             # requeued: one more query, only while it waits to start again
             from torchx.schedulers._slurm.attempts import last_interruption
 
-            interruption = last_interruption(job_id, record.log_dir if record else None)
-        return _describe.describe_rows(job_id, rows, record, interruption)
+            interruption = last_interruption(job_id, record.log_dir if record else None, via)
+        response = _describe.describe_rows(job_id, rows, record, interruption)
+        response.app_id = app_id
+        if via is not None and record is not None and record.log_dir:
+            response.ui_url = f"sftp://{via.spec}{record.log_dir}"  # on the cluster, not here
+        return response
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         """Jobs of the last ``list_days`` days (accounting) and every job in the queue.
@@ -507,7 +636,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
         from torchx.schedulers._slurm.request import Opts  # not on `torchx status`'s path
 
         days = Opts.from_cfg(cfg or {}).list_days
-        return self._list(time.time() - days * 86400)
+        return self._list(time.time() - days * 86400, _via(cfg))
 
     def list_filtered(self, cfg: Mapping[str, CfgVal] | None, list_filter: ListFilter) -> _Rows:
         """``--since`` becomes the accounting window (instead of ``list_days``)."""
@@ -518,9 +647,9 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
         since = list_filter.since
         if since is None:
             since = time.time() - Opts.from_cfg(cfg or {}).list_days * 86400
-        return list_filter.apply(self._list(since))
+        return list_filter.apply(self._list(since, _via(cfg)))
 
-    def _list(self, since: float) -> _Rows:
+    def _list(self, since: float, via: SshTarget | None = None) -> _Rows:
         """``sacct`` (accounting since ``since``) and ``squeue`` (the queue) in their text
         forms, run side by side, with only the fields a listing needs."""
         import threading
@@ -539,7 +668,8 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
                             "--allocations",
                             "--format=JobID,JobName%256,State",
                             f"--starttime={start}",
-                        ]
+                        ],
+                        via=via,
                     )
                 )
             except SlurmNotFoundError:
@@ -549,7 +679,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
         beside.start()
         try:
             code, out, err = commands.run_through_outages(
-                ["squeue", "-h", "-t", "all", "-O", parse.SQUEUE_LIST_FORMAT]
+                ["squeue", "-h", "-t", "all", "-O", parse.SQUEUE_LIST_FORMAT], via=via
             )
         finally:
             beside.join()
@@ -567,7 +697,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
             parsed = parse.split_job_name(group[0].name)
             result.append(
                 ListAppResponse(
-                    app_id=leader,
+                    app_id=_app_id(leader, via),
                     state=_describe.app_state(group),
                     name=(parsed[0] or parsed[1]) if parsed else group[0].name,
                 )
@@ -577,7 +707,8 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
     # -- cancel / delete ----------------------------------------------------------------------
 
     def _cancel_existing(self, app_id: str) -> None:
-        code, _, err = commands.run_through_outages(["scancel", _valid_job_id(app_id)])
+        job_id, via = _split_app_id(app_id)
+        code, _, err = commands.run_through_outages(["scancel", job_id], via=via)
         if code != 0:
             raise SlurmCommandError(f"scancel {app_id} failed: {commands.first_error_line(err)}")
 
@@ -595,33 +726,44 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
         two interleaved as they are written), followed until the job ends. Times are not
         kept per line (``log_time_bounds`` is off).
         """
-        job_id = _valid_job_id(query.app_id)
+        job_id, via = _split_app_id(query.app_id)
         suffixes = {"stdout": ["out"], "stderr": ["err"], "combined": ["out", "err"]}[query.stream]
-        log_dir = self._log_dir(job_id, query.role_name, query.k)
+        log_dir = self._log_dir(query.app_id, query.role_name, query.k)
         # the log path's helpers: not on `torchx status`'s path (bench_slurm)
         from torchx.schedulers._shared import log_files
         from torchx.schedulers._slurm.request import safe_name
 
         role = safe_name(query.role_name)
+        if via is not None:  # the logs are on the cluster
+            from torchx.schedulers._slurm import remote
+
+            if log_dir == ".":  # submitted elsewhere: the job's directory, from Slurm
+                rows = self._query(job_id, via)
+                log_dir = rows[0].workdir if rows and rows[0].workdir else "."
+            base = os.path.join(log_dir, f"slurm-{job_id}-{role}-{query.k}")
+            return remote.follow_logs(
+                via, _ThrottledWatcher(self), query.app_id,
+                [f"{base}.{s}" for s in suffixes], query.follow,
+            )  # fmt: skip
         base = os.path.join(log_dir, f"slurm-{job_id}-{role}-{query.k}")
         return log_files.follow_files(
             _ThrottledWatcher(self), job_id, [f"{base}.{s}" for s in suffixes], query.follow
         )
 
     @staticmethod
-    def _log_dir(job_id: str, role_name: str, k: int) -> str:
+    def _log_dir(app_id: str, role_name: str, k: int) -> str:
         """Where the job's logs are: its record, upstream's job-dirs file, or here."""
-        record = records.read_record(job_id)
+        record = records.read_record(app_id)
         if record is None:
-            return _upstream_job_dirs().get(job_id, ".")
+            return "." if "@" in app_id else _upstream_job_dirs().get(app_id, ".")
         roles = dict(record.roles)
         if role_name not in roles:
             raise ValueError(
-                f"job {job_id} has no role {role_name!r}; its roles are: {', '.join(roles)}"
+                f"job {app_id} has no role {role_name!r}; its roles are: {', '.join(roles)}"
             )
         if not 0 <= k < roles[role_name]:
             raise ValueError(
-                f"role {role_name!r} of job {job_id} has replicas 0..{roles[role_name] - 1};"
+                f"role {role_name!r} of job {app_id} has replicas 0..{roles[role_name] - 1};"
                 f" there is no replica {k}"
             )
         return record.log_dir or "."

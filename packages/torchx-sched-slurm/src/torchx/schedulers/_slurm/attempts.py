@@ -11,6 +11,10 @@ import os
 
 from torchx.schedulers._slurm import commands, parse
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from torchx.schedulers._slurm.ssh import SshTarget
+
 __all__ = ["last_interruption"]
 
 _REQUEUED_LINE = "torchx: requeued: "
@@ -18,7 +22,7 @@ _LOG_TAIL_BYTES = 64 * 1024  # the batch log holds only the script's and srun's 
 _RUNNING = frozenset({"PENDING", "RUNNING", "REQUEUED_HOLD", "REQUEUE_FED", "REQUEUE_HOLD"})
 
 
-def last_interruption(job_id: str, log_dir: str | None) -> str | None:
+def last_interruption(job_id: str, log_dir: str | None, via: SshTarget | None = None) -> str | None:
     """How the job's latest ended attempt ended (``NODE_FAIL``, ``PREEMPTED``,
     ``TIMEOUT``, ``FAILED (exit code 3; ...)``, ``REQUEUED``), None if unknown."""
     try:
@@ -31,7 +35,8 @@ def last_interruption(job_id: str, log_dir: str | None) -> str | None:
                 "--format=JobID,State",
                 "-j",
                 job_id,
-            ]
+            ],
+            via=via,
         )
     except commands.SlurmCommandError:
         return None
@@ -45,19 +50,29 @@ def last_interruption(job_id: str, log_dir: str | None) -> str | None:
     if not ended:
         return None
     if ended[-1] == "REQUEUED":
-        return _requeue_reason(job_id, log_dir) or "REQUEUED (scontrol requeue)"
+        return _requeue_reason(job_id, log_dir, via) or "REQUEUED (scontrol requeue)"
     return ended[-1]
 
 
-def _requeue_reason(job_id: str, log_dir: str | None) -> str | None:
+def _requeue_reason(job_id: str, log_dir: str | None, via: SshTarget | None) -> str | None:
     """The last ``torchx: requeued:`` reason of the job's batch log, if it can be read."""
     path = os.path.join(log_dir or ".", f"slurm-{job_id}.out")
-    try:
-        with open(path, "rb") as f:
-            f.seek(max(0, os.fstat(f.fileno()).st_size - _LOG_TAIL_BYTES))
-            tail = f.read().decode("utf-8", "replace")
-    except OSError:
-        return None
+    if via is not None:  # the log is on the cluster
+        try:
+            code, tail, _ = commands.run_once(
+                ["tail", "-c", str(_LOG_TAIL_BYTES), "--", path], via=via
+            )
+        except commands.SlurmCommandError:
+            return None
+        if code != 0:
+            return None
+    else:
+        try:
+            with open(path, "rb") as f:
+                f.seek(max(0, os.fstat(f.fileno()).st_size - _LOG_TAIL_BYTES))
+                tail = f.read().decode("utf-8", "replace")
+        except OSError:
+            return None
     reasons = [
         line[len(_REQUEUED_LINE) :] for line in tail.splitlines() if line.startswith(_REQUEUED_LINE)
     ]

@@ -16,12 +16,15 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from torchx.schedulers._slurm.ssh import SshTarget
+
 __all__ = [
     "SlurmCommandError",
     "SlurmNotFoundError",
     "SlurmUnreachableError",
     "first_error_line",
     "run_once",
+    "run_raw",
     "run_through_outages",
     "unreachable",
 ]
@@ -76,17 +79,18 @@ def run_through_outages(
     stdin: bytes | None = None,
     env: Mapping[str, str] | None = None,
     resend: bool = True,
+    via: SshTarget | None = None,
 ) -> tuple[int, str, str]:
     """:func:`run_once`, riding out an unreachable controller (a slurmctld restart, a dropped
     connection) within the retry budget of :mod:`torchx.util.retry`; then
     :class:`SlurmUnreachableError` naming ``what``. Any other result is returned as is.
 
     ``resend=False`` (submissions) retries only errors that prove nothing was received,
-    so a job is never queued twice.
+    so a job is never queued twice. ``via``: run on that login node over ssh.
     """
 
     def once() -> tuple[int, str, str]:
-        code, out, err = run_once(argv, stdin=stdin, env=env)
+        code, out, err = run_once(argv, stdin=stdin, env=env, via=via)
         if code != 0 and unreachable(err):
             raise SlurmUnreachableError(err, what)
         return code, out, err
@@ -103,20 +107,79 @@ def run_through_outages(
 
 
 class SlurmNotFoundError(SlurmCommandError):
-    """A Slurm client program is not installed on this host."""
+    """A Slurm client program is not installed on this host (or on the login node)."""
 
-    def __init__(self, program: str) -> None:
-        super().__init__(
-            f"{program} not found: install Slurm's client tools or run on a login node"
-        )
+    def __init__(self, program: str, host: str | None = None) -> None:
+        if host is None:
+            message = f"{program} not found: install Slurm's client tools or run on a login node"
+        else:
+            message = (
+                f"{program} not found on {host} (its PATH for commands run over ssh): install"
+                f" Slurm's client tools there, or add their directory to PATH in ~/.bashrc there"
+            )
+        super().__init__(message)
         self.program = program
 
 
 def run_once(
-    argv: list[str], stdin: bytes | None = None, env: Mapping[str, str] | None = None
+    argv: list[str],
+    stdin: bytes | None = None,
+    env: Mapping[str, str] | None = None,
+    via: SshTarget | None = None,
 ) -> tuple[int, str, str]:
     """(exit status, stdout, stderr) of ``argv`` (run with ``env``, default this process'
-    environment); raises :class:`SlurmNotFoundError`."""
+    environment); raises :class:`SlurmNotFoundError`.
+
+    ``via``: runs on that login node over ssh instead (``env``'s differences from this
+    environment are set there); ssh's own failures raise :class:`SlurmSshError`.
+    """
+    if via is None:
+        return _spawn(argv, stdin, env)
+    from torchx.schedulers._slurm import ssh
+
+    changed = {k: v for k, v in env.items() if os.environ.get(k) != v} if env else None
+    try:
+        code, out, err = _spawn(ssh.ssh_argv(via, ssh.remote_command(argv, changed)), stdin, None)
+    except SlurmNotFoundError:
+        raise ssh.SlurmSshError(
+            f"ssh={via.spec} needs OpenSSH's ssh client on this host; install it"
+            " (Debian/Ubuntu: apt install openssh-client)"
+        ) from None
+    if code == 255:
+        raise ssh.ssh_error(via, err)
+    if code == 127 and "not found" in err:
+        raise SlurmNotFoundError(argv[0], via.host)
+    return code, out, err
+
+
+def run_raw(
+    argv: list[str], via: SshTarget | None = None, stdin: bytes | None = None
+) -> tuple[int, bytes, str]:
+    """:func:`run_once` with stdout as bytes (a log's, counted in bytes)."""
+    if via is None:
+        code, out, err = _spawn_raw(argv, stdin, None)
+    else:
+        from torchx.schedulers._slurm import ssh
+
+        code, out, err = _spawn_raw(ssh.ssh_argv(via, ssh.remote_command(argv)), stdin, None)
+    text = err.decode("utf-8", "replace")
+    if via is not None and code == 255:
+        from torchx.schedulers._slurm import ssh
+
+        raise ssh.ssh_error(via, text)
+    return code, out, text
+
+
+def _spawn(
+    argv: list[str], stdin: bytes | None, env: Mapping[str, str] | None
+) -> tuple[int, str, str]:
+    code, out, err = _spawn_raw(argv, stdin, env)
+    return code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+def _spawn_raw(
+    argv: list[str], stdin: bytes | None, env: Mapping[str, str] | None
+) -> tuple[int, bytes, bytes]:
     import select
 
     out_r, out_w = os.pipe()
@@ -168,13 +231,7 @@ def run_once(
     os.close(out_r)
     os.close(err_r)
     _, status = os.waitpid(pid, 0)
-    code = os.waitstatus_to_exitcode(status)
-    decode = b"".join
-    return (
-        code,
-        decode(chunks[out_r]).decode("utf-8", "replace"),
-        decode(chunks[err_r]).decode("utf-8", "replace"),
-    )
+    return os.waitstatus_to_exitcode(status), b"".join(chunks[out_r]), b"".join(chunks[err_r])
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -5,6 +5,7 @@ finished jobs visible, and what the ``container`` run option can use. Read-only:
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 
@@ -17,7 +18,12 @@ from torchx.util.readiness import (
     ready,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from torchx.schedulers._slurm.ssh import SshTarget
+
 TIMEOUT_S = 3.0
+SSH_TIMEOUT_S = 20.0  # a first command over ssh also logs in
 _COMMANDS = ("sbatch", "squeue", "scontrol", "sinfo", "sacct", "scancel")
 _CONF_FIX = (
     "start slurmctld, or give this host Slurm's configuration (/etc/slurm/slurm.conf, or"
@@ -25,17 +31,46 @@ _CONF_FIX = (
 )
 
 
-def _run(*argv: str) -> tuple[int, str, str]:
+def _run(*argv: str, via: SshTarget | None = None) -> tuple[int, str, str]:
+    timeout = TIMEOUT_S
+    command = list(argv)
+    if via is not None:  # on the login node; the first command also opens the connection
+        from torchx.schedulers._slurm.ssh import remote_command, ssh_argv
+
+        command = ssh_argv(via, remote_command(command))
+        timeout = SSH_TIMEOUT_S
     try:
-        proc = subprocess.run(
-            list(argv), capture_output=True, text=True, timeout=TIMEOUT_S, check=False
-        )
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        return 124, "", f"{argv[0]}: no answer within {TIMEOUT_S:g} s"
+        return 124, "", f"{argv[0]}: no answer within {timeout:g} s"
     return proc.returncode, proc.stdout, proc.stderr
 
 
-def commands_check() -> ReadinessCheck:
+def ssh_check(via: SshTarget) -> ReadinessCheck:
+    """The login node answers over ssh, in batch mode (no prompt)."""
+    from torchx.schedulers._slurm.ssh import ssh_error
+
+    code, _, err = _run("echo", "connected", via=via)  # a builtin of every shell
+    if code != 0:
+        found, _, fix = str(ssh_error(via, err)).rpartition("; ")
+        return not_ready("ssh", found, fix)
+    return ready("ssh", f"{via.command}: connected in batch mode (one shared connection)")
+
+
+def commands_check(via: SshTarget | None = None) -> ReadinessCheck:
+    if via is not None:
+        # `command -v` is a builtin of the login shell: it works where PATH finds nothing
+        _, out, _ = _run("command", "-v", *_COMMANDS, via=via)
+        found = {os.path.basename(line.strip()) for line in out.splitlines()}
+        missing = [c for c in _COMMANDS if c not in found]
+        if missing:
+            return not_ready(
+                "commands",
+                f"missing on {via.host}'s PATH (over ssh): {', '.join(missing)}",
+                "install Slurm's client tools there, or add their directory to PATH in"
+                " ~/.bashrc there",
+            )
+        return ready("commands", f"{', '.join(_COMMANDS)} on {via.host}'s PATH")
     missing = [c for c in _COMMANDS if shutil.which(c) is None]
     if len(missing) == len(_COMMANDS):
         return not_configured(
@@ -52,8 +87,8 @@ def commands_check() -> ReadinessCheck:
     return ready("commands", f"{', '.join(_COMMANDS)} on PATH ({shutil.which('sbatch')})")
 
 
-def controller_check() -> ReadinessCheck:
-    code, out, err = _run("scontrol", "ping")
+def controller_check(via: SshTarget | None = None) -> ReadinessCheck:
+    code, out, err = _run("scontrol", "ping", via=via)
     text = " ".join(out.split())
     text = text.split("*", 1)[0].strip()  # drop the "** RESTORE SLURMCTLD **" banner
     if code == 0 and "is UP" in text:
@@ -61,8 +96,8 @@ def controller_check() -> ReadinessCheck:
     return not_ready("controller", text or first_error_line(err), _CONF_FIX)
 
 
-def partitions_check(partition: str | None) -> ReadinessCheck:
-    code, out, err = _run("sinfo", "-h", "-o", "%P|%a|%D|%t")
+def partitions_check(partition: str | None, via: SshTarget | None = None) -> ReadinessCheck:
+    code, out, err = _run("sinfo", "-h", "-o", "%P|%a|%D|%t", via=via)
     if code != 0:
         return not_ready("partitions", first_error_line(err), _CONF_FIX)
     states: dict[str, tuple[str, int, set[str]]] = {}
@@ -100,8 +135,8 @@ def partitions_check(partition: str | None) -> ReadinessCheck:
     return ready("partitions", ", ".join(shown))
 
 
-def accounting_check() -> ReadinessCheck:
-    code, _, err = _run("sacct", "-n", "-X", "-o", "JobID", "-S", "now-1hours")
+def accounting_check(via: SshTarget | None = None) -> ReadinessCheck:
+    code, _, err = _run("sacct", "-n", "-X", "-o", "JobID", "-S", "now-1hours", via=via)
     if code == 0:
         return ready("accounting", "sacct answers: finished jobs stay visible to status/log/list")
     return not_ready(
@@ -121,19 +156,21 @@ def _oci_conf() -> str | None:
     return path if os.path.isfile(path) else None
 
 
-def containers_check(container: str) -> ReadinessCheck:
+def containers_check(container: str, via: SshTarget | None = None) -> ReadinessCheck:
     """What the ``container`` run option can use: Slurm's OCI support (``srun
     --container``, oci.conf, skopeo and umoci here) and pyxis (``--container-image``);
     a problem only for the mode asked for (``-cfg container=...``)."""
     from torchx.schedulers._slurm.oci import missing_tools, missing_tools_message
 
-    code, out, err = _run("srun", "--help")
+    code, out, err = _run("srun", "--help", via=via)
     if code != 0:
         return not_ready("containers", f"srun --help: {first_error_line(err)}", _CONF_FIX)
     words = set(out.replace("=", " ").split())
     oci_conf = _oci_conf()
     missing = missing_tools()
-    if "--container" not in words:
+    if via is not None:  # the bundles are made on the submitting host: not over ssh
+        oci = "oci: not over ssh (the images are unpacked on the submitting host)"
+    elif "--container" not in words:
         oci = "oci: this Slurm's srun has no --container (Slurm 21.08 or later has it)"
     else:
         oci = "oci: srun --container, " + (
@@ -145,6 +182,10 @@ def containers_check(container: str) -> ReadinessCheck:
         "srun --container-image" if pyxis_found else "not installed (no --container-image)"
     )
     found = f"{oci}; {pyxis}"
+    if container == "oci" and via is not None:
+        return not_ready(
+            "containers", found, "use -cfg container=pyxis, or submit on the login node"
+        )
     if container == "oci" and "--container" not in words:
         return not_ready(
             "containers", found, "use a Slurm of 21.08 or later, or -cfg container=pyxis"
@@ -162,27 +203,36 @@ def containers_check(container: str) -> ReadinessCheck:
     return ready("containers", found)
 
 
-def checks(partition: str | None, container: str = "none") -> list[ReadinessCheck]:
+def checks(
+    partition: str | None, container: str = "none", via: SshTarget | None = None
+) -> list[ReadinessCheck]:
     """The commands first (without them nothing else can be asked); then the controller
     and, beside it, the accounting (another daemon); the partitions only when the
     controller is up (``sinfo`` would otherwise retry for a long time)."""
     import threading
 
     fix = "see `torchx --log_level DEBUG check -s slurm`"
-    commands = probe("commands", commands_check, fix)
-    if commands.status == "not configured":
-        return [commands]
+    first = []
+    if via is not None:  # nothing else can be asked without the login node
+        connection = probe("ssh", lambda: ssh_check(via), fix)
+        if connection.status != "ready":
+            return [connection]
+        first.append(connection)
+    commands = probe("commands", lambda: commands_check(via), fix)
+    if commands.status == "not configured" or (via is not None and commands.status != "ready"):
+        return [*first, commands]  # nothing else answers without them
     accounting: list[ReadinessCheck] = []
     beside = threading.Thread(
-        target=lambda: accounting.append(probe("accounting", accounting_check, fix)), daemon=True
+        target=lambda: accounting.append(probe("accounting", lambda: accounting_check(via), fix)),
+        daemon=True,
     )
     beside.start()
-    controller = probe("controller", controller_check, fix)
-    checks = [commands, controller]
+    controller = probe("controller", lambda: controller_check(via), fix)
+    checks = [*first, commands, controller]
     if controller.status == "ready":
-        checks.append(probe("partitions", lambda: partitions_check(partition), fix))
-    checks.append(probe("containers", lambda: containers_check(container), fix))
-    beside.join(TIMEOUT_S + 1)
+        checks.append(probe("partitions", lambda: partitions_check(partition, via), fix))
+    checks.append(probe("containers", lambda: containers_check(container, via), fix))
+    beside.join((SSH_TIMEOUT_S if via is not None else TIMEOUT_S) + 1)
     checks += accounting or [
         not_ready("accounting", f"sacct: no answer within {TIMEOUT_S:g} s", _CONF_FIX)
     ]

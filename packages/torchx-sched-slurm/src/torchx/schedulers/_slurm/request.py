@@ -23,6 +23,7 @@ from torchx.version import __version__
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from torchx.schedulers._slurm.oci import RoleBundle
+    from torchx.schedulers._slurm.ssh import SshTarget
 
 __all__ = [
     "SBATCH_GROUP_OPTIONS",
@@ -46,19 +47,20 @@ APP_ID_MARK = "\0app_id\0"
 """Stands for the job id in a request until the script is written."""
 
 
-_VERSION: list[tuple[int, int]] = []
+_VERSION: dict[str | None, tuple[int, int]] = {}
 
 
-def version() -> tuple[int, int]:
-    """(major, minor) of the Slurm on this host (``sinfo --version``), asked once.
+def version(ssh: str | None = None) -> tuple[int, int]:
+    """(major, minor) of the Slurm on this host, or on login node ``ssh`` (``sinfo
+    --version``), asked once per process.
 
     Without a usable ``sinfo`` (e.g. a dry run off-cluster) assumes 24.05 and warns.
     """
-    if _VERSION:
-        return _VERSION[0]
+    if ssh in _VERSION:
+        return _VERSION[ssh]
     found = (24, 5)
     try:
-        code, out, _ = run_once(["sinfo", "--version"])
+        code, out, _ = run_once(["sinfo", "--version"], via=_target(ssh))
         words = out.split()
         if code == 0 and len(words) >= 2:
             major, minor = words[1].split(".")[:2]
@@ -73,14 +75,24 @@ def version() -> tuple[int, int]:
             RuntimeWarning,
             stacklevel=2,
         )
-    _VERSION.append(found)
+    _VERSION[ssh] = found
     return found
 
 
-def partition_memory() -> dict[str, int]:
+def _target(ssh: str | None) -> SshTarget | None:
+    if ssh is None:
+        return None
+    from torchx.schedulers._slurm.ssh import SshTarget
+
+    return SshTarget.parse(ssh)
+
+
+def partition_memory(ssh: str | None = None) -> dict[str, int]:
     """``{partition: RealMemory MB}`` from ``sinfo`` (``"*"`` maps the default partition)."""
     try:
-        code, out, _ = run_once(["sinfo", "--format", "%P,%m", "--noconvert", "--noheader"])
+        code, out, _ = run_once(
+            ["sinfo", "--format", "%P,%m", "--noconvert", "--noheader"], via=_target(ssh)
+        )
     except SlurmCommandError:
         return {}
     if code != 0:
@@ -175,6 +187,15 @@ class Opts(StructuredOpts):
         metadata={
             HELP_KEY: "directory every node can read where container=oci keeps unpacked"
             " images, one per digest (default: $TORCHX_HOME/slurm/oci)"
+        },
+    )
+    ssh: str | None = field(
+        default=None,
+        metadata={
+            HELP_KEY: "submit from this host through a login node: [user@]host[:port] or a"
+            " Host alias of ~/.ssh/config; every Slurm command runs there over one shared ssh"
+            " connection (your keys and agent, never a password prompt), job_dir and the"
+            " logs are on the cluster, and the handle names the login node"
         },
     )
     strict_entrypoint: bool = field(
@@ -302,18 +323,20 @@ def group_opts(opts: Opts, resource: Resource, nomem: bool) -> dict[str, str | N
             group[key] = str(value)
     if opts.signal is not None:
         group["signal"] = opts.signal  # every het component: each is its own Slurm job
-    _resource_opts(group, resource, nomem)
+    _resource_opts(group, resource, nomem, opts.ssh)
     return group
 
 
-def _resource_opts(opts: dict[str, str | None], resource: Resource, nomem: bool) -> None:
+def _resource_opts(
+    opts: dict[str, str | None], resource: Resource, nomem: bool, ssh: str | None = None
+) -> None:
     opts.setdefault("ntasks-per-node", "1")
     if resource.cpu > 0:
         opts.setdefault("cpus-per-task", str(int(resource.cpu)))
     if resource.memMB > 0 and not nomem:
         opts.setdefault("mem", str(int(resource.memMB)))
     if resource.gpu > 0:
-        if version() >= (24, 11):
+        if version(ssh) >= (24, 11):
             opts.setdefault("gpus-per-node", str(resource.gpu))
         else:
             opts.setdefault("gpus-per-task", str(resource.gpu))
@@ -355,6 +378,8 @@ class SlurmBatchRequest:
     warning_lead_s: int | None = None
     bundles: list[RoleBundle] = field(default_factory=list)
     container_cache: str | None = None
+    ssh: str | None = None
+    """The login node (``ssh`` run option) the job is submitted through, if any."""
 
     def materialize(self) -> str:
         """The batch script.

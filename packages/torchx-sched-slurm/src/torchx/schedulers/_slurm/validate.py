@@ -139,3 +139,18 @@ def check_signal(value: str) -> int:
             f"run option signal={value!r} is not a Slurm warning signal; {_SIGNAL_HELP}"
         )
     return int(lead) if lead else 60
+
+
+def check_remote(ssh: str, container: str, job_dir: str | None) -> None:
+    """What a submission through a login node cannot do: containers made on this host
+    (``oci``), and a pyxis mount of a job dir whose path is not known here."""
+    if container == "oci":
+        raise ValueError(
+            f"container=oci unpacks the image on the submitting host, which the nodes behind"
+            f" ssh={ssh} cannot read; use -cfg container=pyxis, or submit on the login node"
+        )
+    if container == "pyxis" and (job_dir is None or not os.path.isabs(job_dir)):
+        raise ValueError(
+            "container=pyxis over ssh mounts the job's directory at its own path: give"
+            " -cfg job_dir=ABSOLUTE_PATH on the cluster"
+        )

@@ -1,0 +1,133 @@
+"""A job's files on the cluster, for a submission over ssh: its directory, its workspace
+and its logs, reached through the login node (``torchx.schedulers._slurm.ssh``).
+
+The client may not see the cluster's file system at all: the workspace is sent as a tar
+stream into a directory made there, and logs are read there from the byte where the last
+read stopped, one ``tail`` per file and round.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from torchx.schedulers._slurm import commands
+from torchx.schedulers._slurm.ssh import SlurmSshError, SshTarget
+
+__all__ = ["follow_logs", "home", "make_job_dir", "remove_dir", "send_files"]
+
+_CHUNK = 8 << 20  # at most this much of one log per round trip
+_POLL_MIN_S = 0.1
+_POLL_MAX_S = 1.0  # an idle follower asks the login node once a second at most
+
+
+def _check(code: int, err: str, what: str, via: SshTarget) -> None:
+    if code != 0:
+        raise SlurmSshError(f"{what} on {via.host} failed: {commands.first_error_line(err)}")
+
+
+def home(via: SshTarget) -> str:
+    """The directory commands start in on the login node (the account's home)."""
+    code, out, err = commands.run_once(["pwd", "-P"], via=via)
+    _check(code, err, "pwd", via)
+    return out.strip()
+
+
+def make_job_dir(via: SshTarget, job_dir: str) -> str:
+    """Makes ``job_dir`` (private, parents as needed; relative to the home there) on the
+    login node and returns its absolute path; refuses one that exists."""
+    script = 'mkdir -p -- "$(dirname -- "$1")" && mkdir -m 700 -- "$1" && cd -- "$1" && pwd -P'
+    code, out, err = commands.run_once(["sh", "-c", script, "sh", job_dir], via=via)
+    if code != 0 and "exists" in err:
+        raise FileExistsError(
+            f"job_dir {job_dir!r} already exists on {via.host}; pass a new directory (each"
+            " job gets its own)"
+        )
+    _check(code, err, f"making job_dir {job_dir!r}", via)
+    return out.strip()
+
+
+def remove_dir(via: SshTarget, path: str) -> None:
+    """Removes ``path`` on the login node (a job dir whose submission failed); best effort."""
+    with contextlib.suppress(commands.SlurmCommandError):
+        commands.run_once(["rm", "-rf", "--", path], via=via)
+
+
+def send_files(
+    via: SshTarget, job_dir: str, workspace: str | None, files: Mapping[str, bytes]
+) -> None:
+    """Copies the ``workspace`` directory (a local copy, links kept as links) and ``files``
+    (name -> content, private) into ``job_dir`` on the login node, as one tar stream."""
+    import io
+    import tarfile
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        if workspace is not None:
+            for name in sorted(os.listdir(workspace)):
+                tar.add(os.path.join(workspace, name), arcname=name)
+        for name, content in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(content)
+            info.mode = 0o600
+            info.mtime = int(time.time())
+            tar.addfile(info, io.BytesIO(content))
+    code, _, err = commands.run_raw(
+        ["tar", "-x", "-f", "-", "-C", job_dir], via=via, stdin=buffer.getvalue()
+    )
+    _check(code, err, f"copying the workspace into {job_dir}", via)
+
+
+def _read(via: SshTarget, path: str, offset: int) -> bytes:
+    """What ``path`` holds from byte ``offset`` on (at most ``_CHUNK``); nothing while the
+    file does not exist."""
+    script = 'tail -c "+$1" -- "$2" 2>/dev/null | head -c "$3"'
+    code, out, err = commands.run_raw(
+        ["sh", "-c", script, "sh", str(offset + 1), path, str(_CHUNK)], via=via
+    )
+    _check(code, err, f"reading {path}", via)
+    return out
+
+
+def _finished(watcher: Any, app_id: str) -> bool:
+    from torchx.specs.api import is_terminal
+
+    desc = watcher.describe(app_id)
+    return desc is None or is_terminal(desc.state)
+
+
+def follow_logs(
+    via: SshTarget, watcher: Any, app_id: str, paths: list[str], follow: bool
+) -> Iterator[str]:
+    """Lines of a replica's log files on the cluster, each file's in order; followed until
+    the app ends when ``follow`` (only whole lines while it runs; a partial last line once
+    it has ended)."""
+    offsets = dict.fromkeys(paths, 0)
+    partial = dict.fromkeys(paths, b"")
+    delay = _POLL_MIN_S
+    while True:
+        # asked before reading: the app's final state is written after its logs
+        finished = not follow or _finished(watcher, app_id)
+        got_data = False
+        for path in paths:
+            while True:
+                data = _read(via, path, offsets[path])
+                if not data:
+                    break
+                got_data = True
+                offsets[path] += len(data)
+                *lines, partial[path] = (partial[path] + data).split(b"\n")
+                for line in lines:
+                    yield line.decode("utf-8", "replace") + "\n"
+                if len(data) < _CHUNK:
+                    break
+        if finished:
+            for rest in partial.values():
+                if rest:
+                    yield rest.decode("utf-8", "replace")
+            return
+        delay = _POLL_MIN_S if got_data else min(delay * 2, _POLL_MAX_S)
+        time.sleep(delay)
