@@ -94,6 +94,9 @@ def test_submit_wait_log_status_and_list_from_a_laptop(workspace: Path) -> None:
     # the handle alone reaches the login node again, from any directory
     status, _ = _torchx("status", handle)
     assert "State: SUCCEEDED" in status
+    described, _ = _torchx("describe", handle)
+    assert f"'name': '{job_id}@{laptop.LOGIN_NODE}'" in described
+    assert f"'image': '{job_dir}'" in described
     assert f"UI URL: sftp://{laptop.LOGIN_NODE}{job_dir}" in status
     logs, _ = _torchx("log", handle)
     assert logs == f"sh/0 {hello}\n"
@@ -120,6 +123,11 @@ def test_cancel_a_running_job_from_the_laptop(client: None) -> None:
         _until(handle, "CANCELLED")
         logs, _ = _torchx("log", handle)
         assert logs.startswith("sh/0 started\n")  # ran in the home of the login account
+        assert (
+            laptop.LOGIN_HOME / f"slurm-{handle.split('/')[-1].split('@')[0]}-sh-0.out"
+        ).is_file()
+        _torchx("delete", handle)  # Slurm keeps the job: status and logs stay readable
+        _until(handle, "CANCELLED")
     finally:
         laptop.run("torchx", "cancel", handle)
 
