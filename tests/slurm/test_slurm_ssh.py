@@ -111,10 +111,13 @@ def test_submit_wait_log_status_and_list_from_a_laptop(workspace: Path) -> None:
     assert logs == f"sh/0 {hello}\n"
 
 
-def test_cancel_a_running_job_from_the_laptop(client: None) -> None:
+def test_cancel_a_running_job_from_the_laptop(workspace: Path) -> None:
+    # the login node from the project's .torchxconfig, as a team would set it once
+    config = workspace / ".torchxconfig"
+    config.write_text(f"[slurm]\nssh = {laptop.LOGIN_NODE}\n")
+    os.chown(config, *_ids(laptop.USER))
     out, _ = _torchx(
-        "run", "-s", "slurm", "-cfg", f"ssh={laptop.LOGIN_NODE}",
-        "utils.sh", "sh", "-c", "echo started; sleep 300",
+        "run", "-s", "slurm", "utils.sh", "sh", "-c", "echo started; sleep 300", cwd=workspace
     )  # fmt: skip
     handle = HANDLE.search(out).group(0)  # type: ignore[union-attr]
     try:
