@@ -185,4 +185,5 @@ class TestRequest:
         assert not (tmp_path / "runs").exists() and not (tmp_path / "~").exists()
         staged = sched._staged["runs/r1"]
         assert (Path(staged) / "train.py").read_text() == "print(1)\n"
-        assert os.stat(staged).st_mode & 0o077 == 0
+        assert os.stat(os.path.dirname(staged)).st_mode & 0o077 == 0
+        assert sched.planned_image(_role(), cfg) == "runs/r1"

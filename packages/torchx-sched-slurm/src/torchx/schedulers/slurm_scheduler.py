@@ -146,10 +146,6 @@ _Rows = list[ListAppResponse]
 """Rows of a listing (``list`` is a method name inside the scheduler class)."""
 
 
-def _valid_job_id(app_id: str) -> str:
-    return _split_app_id(app_id)[0]
-
-
 def _split_app_id(app_id: str) -> tuple[str, SshTarget | None]:
     """(job id, login node) of an app id: ``1234``, or ``1234@login1`` for a job submitted
     over ssh."""
@@ -233,8 +229,14 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
         return readiness.checks(str(partition) if partition else None, container, _via(cfg))
 
     def planned_image(self, role: Role, cfg: Mapping[str, CfgVal]) -> str:
-        """In a container the image stays the role's (the job dir is mounted into it)."""
-        return role.image if _in_container(cfg) else super().planned_image(role, cfg)
+        """In a container the image stays the role's (the job dir is mounted into it);
+        over ssh the job dir is the login node's."""
+        job_dir = cfg.get("job_dir")
+        if _in_container(cfg):
+            return role.image
+        if _via(cfg) is not None and isinstance(job_dir, str):
+            return _remote_job_dir(job_dir)
+        return super().planned_image(role, cfg)
 
     def build_workspace_and_update_role(
         self, role: Role, workspace: str, cfg: Mapping[str, CfgVal]
@@ -249,8 +251,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
             if job_dir not in self._staged:
                 import tempfile
 
-                staged = tempfile.mkdtemp(prefix="torchx-slurm-ws-")
-                os.rmdir(staged)  # the copy makes it (and refuses an existing one)
+                staged = os.path.join(tempfile.mkdtemp(prefix="torchx-slurm-ws-"), "ws")
                 super().build_workspace_and_update_role(role, workspace, {"job_dir": staged})
                 self._staged[job_dir] = staged
             role.image = job_dir
@@ -527,8 +528,8 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
                 remote.remove_dir(via, made)
             raise
         finally:
-            if staged is not None:
-                shutil.rmtree(staged, ignore_errors=True)
+            if staged is not None:  # the private temp dir holding the copy
+                shutil.rmtree(os.path.dirname(staged), ignore_errors=True)
         app_id = _app_id(job_id, via)
         self._write_record(app_id, req, log_dir=log_dir, job_dir=made)
         return app_id
