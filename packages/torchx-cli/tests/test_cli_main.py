@@ -228,7 +228,7 @@ def test_handle_only_commands_parse_as_argparse_would() -> None:
             continue
         assert name in HANDLE_COMMANDS, f"{name} should list its OPTION_DEFAULTS"
         checked.append(name)
-        fast = cli_main._handle_only_args(cmd, name, [name, handle])
+        fast = cli_main._args_without_parser(cmd, name, [name, handle])
         assert fast is not None, name
         parser = cli_main._root_parser()
         cli_main._add_command(cli_main._add_subparsers(parser), name, cmd)
@@ -250,10 +250,10 @@ def test_options_or_subclasses_go_through_argparse() -> None:
             subparser.add_argument("--colour", default="blue")
 
     handle = "local_cwd://torchx/app-123"
-    assert cli_main._handle_only_args(StatusWithColour(), "status", ["status", handle]) is None
+    assert cli_main._args_without_parser(StatusWithColour(), "status", ["status", handle]) is None
     status = CmdStatus()
-    assert cli_main._handle_only_args(status, "status", ["status", handle, "--json"]) is None
-    assert cli_main._handle_only_args(status, "status", ["status", "--help"]) is None
+    assert cli_main._args_without_parser(status, "status", ["status", handle, "--json"]) is None
+    assert cli_main._args_without_parser(status, "status", ["status", "--help"]) is None
 
 
 def test_status_of_a_handle_imports_no_argparse(cli: Cli) -> None:

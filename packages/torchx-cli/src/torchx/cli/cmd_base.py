@@ -22,7 +22,18 @@ __all__ = ["AppHandleSubCommand", "SubCommand"]
 
 
 class SubCommand(abc.ABC):
-    """One ``torchx <name>`` subcommand: declares its arguments, then runs."""
+    """One ``torchx <name>`` subcommand: declares its arguments, then runs.
+
+    ``torchx <name> POSITIONALS...`` with no option is answered without importing argparse
+    when the subcommand's own class lists the default of every option it adds in
+    :py:attr:`OPTION_DEFAULTS` (``None`` there, or not restated by a subclass: always
+    parse) and its positional arguments, in order, in :py:attr:`POSITIONALS`.
+    """
+
+    OPTION_DEFAULTS: "ClassVar[Mapping[str, object] | None]" = None
+    """``{dest: default}`` of the options :py:meth:`add_arguments` adds."""
+    POSITIONALS: "ClassVar[tuple[str, ...]]" = ()
+    """The ``dest`` of each positional argument :py:meth:`add_arguments` adds, in order."""
 
     @abc.abstractmethod
     def add_arguments(self, subparser: "argparse.ArgumentParser") -> None:
@@ -39,13 +50,12 @@ class AppHandleSubCommand(SubCommand):
     Validates the handle and its scheduler before any scheduler is created, runs
     :py:meth:`run_with_runner` inside ``with get_runner()`` and closes the runner after.
 
-    ``torchx <name> APP_HANDLE`` with no option is what scripts poll with, so ``torchx``
-    answers it without importing argparse when the subcommand lists the default of every
-    option it adds in :py:attr:`OPTION_DEFAULTS` (``None`` there: always parse).
+    ``torchx <name> APP_HANDLE`` with no option is what scripts poll with: a subclass
+    that lists its options' defaults in :py:attr:`OPTION_DEFAULTS` is answered without
+    argparse (see :py:class:`SubCommand`).
     """
 
-    OPTION_DEFAULTS: "ClassVar[Mapping[str, object] | None]" = None
-    """``{dest: default}`` of the options :py:meth:`add_arguments` adds after the handle."""
+    POSITIONALS = ("app_handle",)
 
     def add_arguments(self, subparser: "argparse.ArgumentParser") -> None:
         subparser.add_argument(

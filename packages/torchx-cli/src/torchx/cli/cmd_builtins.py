@@ -5,13 +5,14 @@ Imports inside functions are deliberate: a command loads only what its own path 
 benchmarks/bench_cli.py).
 """
 
-import argparse
 import sys
 
 from torchx.cli.cmd_base import SubCommand
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
+
     from torchx.specs.finder import _Component
 
 __all__ = ["CmdBuiltins"]
@@ -24,7 +25,9 @@ class CmdBuiltins(SubCommand):
     sources are unchanged; a component module that fails to import is reported on stderr.
     """
 
-    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+    OPTION_DEFAULTS = {"print": None}  # `torchx builtins` alone needs no argparse
+
+    def add_arguments(self, subparser: "argparse.ArgumentParser") -> None:
         subparser.add_argument(
             "--print",
             type=str,
@@ -56,7 +59,7 @@ class CmdBuiltins(SubCommand):
             store_component_names(names)
         return names
 
-    def run(self, args: argparse.Namespace) -> None:
+    def run(self, args: "argparse.Namespace") -> None:
         if args.print:
             from torchx.specs.finder import get_builtin_source
 

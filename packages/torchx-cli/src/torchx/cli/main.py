@@ -412,14 +412,17 @@ class Terminated(BaseException):
 def _unwind_on_sigterm() -> None:
     """Makes SIGTERM unwind the command as an exception, so that what it was making (a
     ``job_dir`` copy, a merged workspace, an image build context) is removed as on
-    Ctrl-C. Unlike Ctrl-C it does not cancel an app ``torchx run`` waits on."""
-    import signal
+    Ctrl-C. Unlike Ctrl-C it does not cancel an app ``torchx run`` waits on.
+
+    Through ``_signal``, the C module under :py:mod:`signal`: the latter builds its enums
+    (and imports :py:mod:`enum`, functools, collections) for nothing here."""
+    import _signal
 
     def terminated(signum: int, frame: object) -> None:
         raise Terminated
 
     try:
-        signal.signal(signal.SIGTERM, terminated)
+        _signal.signal(_signal.SIGTERM, terminated)
     except ValueError:  # not the main thread (run_main called from a thread): leave it
         return
 
@@ -501,7 +504,7 @@ def run_main(
         raise SystemExit(_unknown_subcommand(name, sorted({*BUILTIN_SUBCOMMANDS, *plugins})))
     try:
         cmd = _resolve(name, plugins)
-        fast = _handle_only_args(cmd, name, argv) if index == 0 else None
+        fast = _args_without_parser(cmd, name, argv) if index == 0 else None
         if fast is not None:
             code = _dispatch(fast)
             if code:
@@ -524,22 +527,24 @@ def run_main(
         raise SystemExit(code)
 
 
-def _handle_only_args(cmd: "SubCommand", name: str, argv: "list[str]") -> "Namespace | None":
-    """The parsed args of ``torchx NAME APP_HANDLE`` (no option), built without argparse.
-
-    Only for app-handle subcommands whose own class lists its option defaults
-    (``AppHandleSubCommand.OPTION_DEFAULTS``; a subclass that does not restate them may
-    add options); anything else is parsed by argparse.
-    """
+def _args_without_parser(cmd: "SubCommand", name: str, argv: "list[str]") -> "Namespace | None":
+    """The parsed args of ``torchx NAME POSITIONALS...`` (no option), built without
+    argparse, for a subcommand whose own class lists its option defaults
+    (:py:attr:`SubCommand.OPTION_DEFAULTS`; a subclass that does not restate them may add
+    options); anything else is parsed by argparse."""
     defaults = vars(type(cmd)).get("OPTION_DEFAULTS")
-    if defaults is None or len(argv) != 2 or argv[1].startswith("-"):
+    positionals = type(cmd).POSITIONALS
+    words = argv[1:]
+    if defaults is None or len(words) != len(positionals):
+        return None
+    if any(word.startswith("-") for word in words):
         return None
     from types import SimpleNamespace
 
     return SimpleNamespace(  # type: ignore[return-value]  # argparse.Namespace's duck type
         log_level=os.environ.get("LOGLEVEL", "INFO"),
         subcmd=name,
-        app_handle=argv[1],
+        **dict(zip(positionals, words, strict=True)),
         **defaults,
         func=cmd.run,
     )
