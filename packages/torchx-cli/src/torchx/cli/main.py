@@ -416,7 +416,7 @@ def _unwind_on_sigterm() -> None:
 
     Through ``_signal``, the C module under :py:mod:`signal`: the latter builds its enums
     (and imports :py:mod:`enum`, functools, collections) for nothing here."""
-    import _signal
+    import _signal  # type: ignore[import-not-found]  # no stubs: signal's own C part
 
     def terminated(signum: int, frame: object) -> None:
         raise Terminated

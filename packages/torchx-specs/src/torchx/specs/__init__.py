@@ -8,8 +8,9 @@ Imports inside functions are deliberate: ``import torchx.specs`` stays close to 
 (packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
+from __future__ import annotations
+
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from torchx.specs._resource_library import (
     GiB,
@@ -51,6 +52,10 @@ from torchx.specs.api import (
     runopt,
     runopts,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     from torchx.specs._status import (

@@ -7,12 +7,13 @@ Imports inside functions are deliberate: ``import torchx.specs`` stays close to 
 (packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
-import re
+from collections import namedtuple
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, NamedTuple
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import pathlib
+    from typing import NamedTuple
 
 ALL = "all"
 """Wildcard scheduler backend name (e.g. ``.torchxconfig`` sections that apply to all)."""
@@ -45,6 +46,8 @@ class cases:
     @staticmethod
     def camel_to_snake(name: str) -> str:
         """``"clusterName"`` -> ``"cluster_name"``."""
+        import re
+
         return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
 
 
@@ -116,12 +119,18 @@ class UnknownAppException(Exception):
         self.app_handle = app_handle
 
 
-class ParsedAppHandle(NamedTuple):
-    """The three parts of an :data:`AppHandle`."""
+if TYPE_CHECKING:
 
-    scheduler_backend: str
-    session_name: str
-    app_id: str
+    class ParsedAppHandle(NamedTuple):
+        """The three parts of an :data:`AppHandle`."""
+
+        scheduler_backend: str
+        session_name: str
+        app_id: str
+
+else:  # the same class without importing typing (see torchx.specs.api)
+    ParsedAppHandle = namedtuple("ParsedAppHandle", ["scheduler_backend", "session_name", "app_id"])
+    ParsedAppHandle.__doc__ = "The three parts of an :data:`AppHandle`."
 
 
 def make_app_handle(scheduler_backend: str, session_name: str, app_id: str) -> AppHandle:
@@ -135,6 +144,8 @@ def parse_app_handle(app_handle: AppHandle) -> ParsedAppHandle:
     The session may be empty (``k8s:///foo``); everything after the last ``/`` is the app id.
     Raises :class:`MalformedAppHandleException` when the handle has another form.
     """
+    import re
+
     match = re.match(_HANDLE_PATTERN, app_handle)
     if not match:
         raise MalformedAppHandleException(app_handle)

@@ -4,12 +4,17 @@ Imports inside functions are deliberate: ``import torchx.specs`` stays close to 
 (packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
-import typing
+from __future__ import annotations
+
+import sys
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 from torchx.specs._common import InvalidRunConfigException, cases
 from torchx.util.lazy_dataclass import dataclass
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 CfgVal = str | int | float | bool | list[str] | dict[str, str] | None
 """A run config value: ``str | int | float | bool | list[str] | dict[str, str] | None``."""
@@ -26,11 +31,13 @@ def get_type_name(tp: Any) -> str:
 
 
 def _is_list_of_str(tp: Any) -> bool:
-    return bool(tp == list[str] or tp == typing.List[str])  # noqa: UP006
+    typing = sys.modules.get("typing")  # a typing.List[str] was made with it loaded
+    return bool(tp == list[str] or (typing is not None and tp == typing.List[str]))
 
 
 def _is_dict_of_str(tp: Any) -> bool:
-    return bool(tp == dict[str, str] or tp == typing.Dict[str, str])  # noqa: UP006
+    typing = sys.modules.get("typing")
+    return bool(tp == dict[str, str] or (typing is not None and tp == typing.Dict[str, str]))
 
 
 @dataclass
@@ -106,7 +113,7 @@ class runopts:
     def __len__(self) -> int:
         return len(self._opts)
 
-    def __or__(self, other: "runopts") -> "runopts":
+    def __or__(self, other: runopts) -> runopts:
         merged = runopts()
         merged._opts = {**self._opts, **other._opts}
         return merged
@@ -153,7 +160,7 @@ class runopts:
             )
         self._opts[cfg_key] = runopt(default, type_, required, help)
 
-    def update(self, other: "runopts") -> None:
+    def update(self, other: runopts) -> None:
         """Adds every option of ``other`` (``other`` wins on a name clash)."""
         self._opts.update(other._opts)
 

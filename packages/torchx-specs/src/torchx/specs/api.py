@@ -8,12 +8,13 @@ Imports inside functions are deliberate: ``import torchx.specs`` stays close to 
 (packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
+from __future__ import annotations
+
 import _thread
 import os
 from collections.abc import Callable, Mapping
 from enum import Enum
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from types import GenericAlias, MappingProxyType
 
 from torchx.specs._common import (
     ALL,
@@ -35,7 +36,12 @@ from torchx.specs._runopts import CfgVal, get_type_name, runopt, runopts
 from torchx.specs._workspace_spec import Workspace
 from torchx.util.lazy_dataclass import asdict, dataclass, field
 
+# `typing` (with the `re`, `warnings` and `contextlib` it imports) is a quarter of this
+# package's import: it is needed here for the type checker only
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Generic, TypeVar
+
     from torchx.specs._status import (
         AppState,
         AppStatus,
@@ -149,7 +155,7 @@ class Resource:
     tags: dict[str, object] = field(default_factory=dict)
 
     @staticmethod
-    def copy(original: "Resource", **capabilities: Any) -> "Resource":
+    def copy(original: Resource, **capabilities: Any) -> Resource:
         """A copy of ``original`` whose capabilities are updated with ``capabilities``."""
         return Resource(
             cpu=original.cpu,
@@ -404,7 +410,7 @@ class Role(metaclass=_RoleType):
         object.__setattr__(self, attrname, entry.value)
         return entry.value
 
-    def pre_proc(self, scheduler: str, dryrun_info: "AppDryRunInfo[Any]") -> "AppDryRunInfo[Any]":
+    def pre_proc(self, scheduler: str, dryrun_info: AppDryRunInfo[Any]) -> AppDryRunInfo[Any]:
         """Hook to adjust the scheduler request of this role's app; returns it unchanged."""
         return dryrun_info
 
@@ -486,10 +492,23 @@ class macros:
             return asdict(self)
 
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    T = TypeVar("T")
+
+    class _Generic(Generic[T]):
+        pass
+
+else:
+    T = "T"
+
+    class _Generic:
+        """``AppDryRunInfo[Request]`` at run time, as :class:`typing.Generic` offers it."""
+
+        __slots__ = ()
+        __class_getitem__ = classmethod(GenericAlias)
 
 
-class AppDryRunInfo(Generic[T]):
+class AppDryRunInfo(_Generic[T]):
     """The scheduler request an app would be submitted as, printable through ``fmt``.
 
     ``_app``, ``_cfg`` and ``_scheduler`` are filled in by ``Scheduler.submit_dryrun`` and

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+from torchx.schedulers._slurm.errors import SlurmCommandError
 from torchx.util.retry import retry_call
 
 TYPE_CHECKING = False
@@ -28,10 +29,6 @@ __all__ = [
     "run_through_outages",
     "unreachable",
 ]
-
-
-class SlurmCommandError(Exception):
-    """A Slurm command failed; the message is Slurm's own error, in one line."""
 
 
 class SlurmUnreachableError(SlurmCommandError):

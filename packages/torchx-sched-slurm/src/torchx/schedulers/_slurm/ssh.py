@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 
-from torchx.schedulers._slurm.commands import SlurmCommandError
+from torchx.schedulers._slurm.errors import SlurmCommandError
 
 __all__ = [
     "SlurmSshError",
