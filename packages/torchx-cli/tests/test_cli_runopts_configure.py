@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -138,3 +139,58 @@ def test_configure_refuses_to_merge_into_a_malformed_file(
     proc = cli.run("configure", "-s", "local_cwd")
     assert "--force" in one_line_error(proc)
     assert (cli.cwd / ".torchxconfig").read_text() == "oops\n"
+
+
+SCHEDULER_MODULE = """
+import os
+from torchx.schedulers.api import Scheduler
+from torchx.specs import runopts
+
+with open(os.environ["IMPORTS_LOG"], "a") as f:  # counts the imports of this module
+    f.write("imported\\n")
+
+
+class Sched(Scheduler):
+    def __init__(self, session_name, **kwargs):
+        super().__init__("mysched", session_name)
+
+    def _run_opts(self):
+        opts = runopts()
+        opts.add("queue", type_=str, default="short", help="the queue")
+        return opts
+
+    def schedule(self, dryrun_info): raise NotImplementedError
+    def _submit_dryrun(self, app, cfg): raise NotImplementedError
+    def describe(self, app_id): return None
+    def _cancel_existing(self, app_id): pass
+    def list(self, cfg=None): return []
+
+
+def create_scheduler(session_name, **kwargs):
+    return Sched(session_name)
+"""
+
+
+def test_runopts_is_answered_from_cache_until_a_scheduler_changes(cli: Cli, tmp_path: Path) -> None:
+    site = cli.add_distribution(
+        "mysched",
+        "1.0",
+        {"torchx.schedulers": {"mysched": "mysched_module:create_scheduler"}},
+        {"mysched_module.py": SCHEDULER_MODULE},
+    )
+    log = tmp_path / "imports.log"
+    env = {"IMPORTS_LOG": str(log)}
+    first = cli.run("runopts", env=env)
+    assert first.returncode == 0, first.stderr
+    assert "mysched:\n" in first.stdout and "queue=QUEUE (str, short)" in first.stdout
+    again = cli.run("runopts", env=env)
+    assert again.stdout == first.stdout
+    assert log.read_text() == "imported\n"  # the second answer imported no scheduler
+
+    module = site / "mysched_module.py"
+    module.write_text(SCHEDULER_MODULE.replace('default="short"', 'default="long"'))
+    changed = cli.run("runopts", env=env)
+    assert "queue=QUEUE (str, long)" in changed.stdout  # a changed scheduler is read again
+    assert log.read_text() == "imported\n" * 2
+    uncached = cli.run("runopts", env={**env, "TORCHX_NO_ENTRYPOINT_CACHE": "1"})
+    assert uncached.stdout == changed.stdout and log.read_text() == "imported\n" * 3

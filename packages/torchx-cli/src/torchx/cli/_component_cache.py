@@ -27,14 +27,11 @@ if TYPE_CHECKING:
 __all__ = ["load_component_names", "store_component_names"]
 
 _FORMAT = 1
+_CACHE_NAME = "components"
 _COMPONENTS_GROUP = "torchx.components"
 _BUILTIN_MODULE = "torchx.components"
 # torchx modules whose code decides what a valid component is.
 _DISCOVERY_MODULES = ("torchx.specs.finder", "torchx.specs.file_linter")
-
-
-def _cache_path() -> str:
-    return disk_cache.cache_file("components")
 
 
 def _key() -> "tuple[Any, ...]":
@@ -46,28 +43,12 @@ def _key() -> "tuple[Any, ...]":
     return (_FORMAT, __version__, sys.version, sys.executable, paths, groups)
 
 
-def _stamp(path: str) -> "tuple[int, int] | None":
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_mtime_ns, st.st_size)
-
-
 def load_component_names() -> "list[str] | None":
     """The cached names, or ``None`` when there is no valid cache entry."""
     if disk_cache.cache_disabled():
         return None
-    stored = disk_cache.read(_cache_path())
-    if not (isinstance(stored, tuple) and len(stored) == 3):
-        return None
-    key, watched, names = stored
-    if key != _key():
-        return None
-    for path, stamp in watched:
-        if _stamp(path) != stamp:
-            return None
-    return list(names)
+    names = disk_cache.read_checked(_CACHE_NAME, _key())
+    return list(names) if names is not None else None
 
 
 def _base_modules() -> list[str]:
@@ -103,9 +84,4 @@ def store_component_names(names: "list[str]") -> None:
     """Caches ``names``, computed by the finder in this process (best effort)."""
     if disk_cache.cache_disabled():
         return
-    watched = []
-    for path in sorted(set(_watched_paths())):
-        stamp = _stamp(path)
-        if stamp is not None:
-            watched.append((path, stamp))
-    disk_cache.write(_cache_path(), (_key(), tuple(watched), tuple(names)))
+    disk_cache.write_checked(_CACHE_NAME, _key(), _watched_paths(), tuple(names))

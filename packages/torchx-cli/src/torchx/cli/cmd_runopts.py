@@ -8,13 +8,13 @@ Imports inside functions are deliberate: a command loads only what its own path 
 benchmarks/bench_cli.py).
 """
 
-import argparse
 import sys
 
 from torchx.cli.cmd_base import SubCommand
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
     from typing import Any
 
     from torchx.specs import runopts
@@ -40,7 +40,7 @@ def _opts_as_json(opts: "runopts") -> "dict[str, Any]":
 class CmdRunopts(SubCommand):
     """``torchx runopts [SCHEDULER] [--json]``."""
 
-    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+    def add_arguments(self, subparser: "argparse.ArgumentParser") -> None:
         subparser.add_argument(
             "scheduler",
             type=str,
@@ -49,33 +49,50 @@ class CmdRunopts(SubCommand):
         )
         subparser.add_argument("--json", action="store_true", help="print the options as JSON")
 
-    def run(self, args: argparse.Namespace) -> None:
+    OPTION_DEFAULTS = {"scheduler": None, "json": False}  # `torchx runopts`: no argparse
+
+    def _load(self, names: "list[str]", one: bool) -> "dict[str, tuple[str, Any] | str]":
+        """Per scheduler: (its options as text, as JSON), or why it could not be loaded."""
         from torchx.cli._errors import CliError
-        from torchx.cli._handles import check_scheduler, installed_schedulers
         from torchx.runner import get_runner
 
-        names = [check_scheduler(args.scheduler)] if args.scheduler else installed_schedulers()
-        results: dict[str, runopts | Exception] = {}
+        results: dict[str, tuple[str, Any] | str] = {}
         with get_runner() as runner:
             for name in names:
                 try:
-                    results[name] = runner.scheduler_run_opts(name)
+                    opts = runner.scheduler_run_opts(name)
                 except Exception as e:
-                    if args.scheduler:
+                    if one:
                         raise CliError(
                             f"scheduler '{name}' could not be loaded: {type(e).__name__}: {e}"
                             " (see `torchx plugins`)"
                         ) from e
-                    results[name] = e
+                    results[name] = f"{type(e).__name__}: {e}"
+                else:
+                    results[name] = (repr(opts), _opts_as_json(opts))
+        return results
+
+    def run(self, args: "argparse.Namespace") -> None:
+        from torchx.cli._handles import check_scheduler, installed_schedulers
+        from torchx.util import disk_cache
+
+        names = [check_scheduler(args.scheduler)] if args.scheduler else installed_schedulers()
+        # Every scheduler's module (and its run options) is imported to answer: the
+        # answer is kept while the code it came from is unchanged (a failure is not kept).
+        key = (_CACHE_FORMAT, *_code_key(), tuple(names))
+        cache = "runopts" if not args.scheduler else f"runopts-{_safe(names[0])}"
+        results = disk_cache.read_checked(cache, key)
+        if not isinstance(results, dict):
+            results = self._load(names, one=bool(args.scheduler))
+            if all(isinstance(r, tuple) for r in results.values()):
+                disk_cache.write_checked(cache, key, _loaded_sources(), results)
 
         if args.json:
             from torchx.cli._json import print_json
 
             print_json(
                 {
-                    name: {"error": f"{type(r).__name__}: {r}"}
-                    if isinstance(r, Exception)
-                    else {"options": _opts_as_json(r)}
+                    name: {"options": r[1]} if isinstance(r, tuple) else {"error": r}
                     for name, r in results.items()
                 }
             )
@@ -84,8 +101,36 @@ class CmdRunopts(SubCommand):
 
             c = palette_for(sys.stdout)
             for name, result in results.items():
-                if isinstance(result, Exception):
-                    body = f"    failed to load: {type(result).__name__}: {result}"
-                else:
-                    body = repr(result)
+                body = result[0] if isinstance(result, tuple) else f"    failed to load: {result}"
                 print(f"{c.GREEN}{name}{c.ENDC}:\n{body}\n")
+
+
+_CACHE_FORMAT = 1
+
+
+def _safe(name: str) -> str:
+    """A scheduler name as part of a file name."""
+    return "".join(c if c.isalnum() or c in "_-" else "_" for c in name)
+
+
+def _code_key() -> "tuple[Any, ...]":
+    """What decides which code answers: torchx, the interpreter, the import path and the
+    registered schedulers."""
+    from torchx.schedulers import get_scheduler_factories
+    from torchx.version import __version__
+
+    factories = tuple(
+        (name, getattr(f, "__module__", ""), getattr(f, "__qualname__", ""))
+        for name, f in get_scheduler_factories().items()
+    )
+    paths = tuple(p for p in sys.path if isinstance(p, str))
+    return (__version__, sys.version, sys.executable, paths, factories)
+
+
+def _loaded_sources() -> "list[str]":
+    """The source file of every module loaded so far (the schedulers' among them)."""
+    return [
+        path
+        for module in list(sys.modules.values())
+        if isinstance(path := getattr(module, "__file__", None), str)
+    ]

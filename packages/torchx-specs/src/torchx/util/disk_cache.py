@@ -1,6 +1,7 @@
 """Small private caches under ``$TORCHX_HOME/cache/`` that make start-up cheap.
 
-Entry-point discovery, the CLI's component list and the component linter each keep the
+Entry-point discovery, the CLI's component list and run options, and the component
+linter each keep the
 answer to an expensive question in one ``marshal`` file per interpreter, stored with
 private permissions. ``marshal`` because it is built in and loads in microseconds; a
 cache is only ever a shortcut, so an unreadable, foreign or stale file is a miss and a
@@ -16,9 +17,20 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
-__all__ = ["ENV_NO_CACHE", "cache_disabled", "cache_file", "interpreter_tag", "read", "write"]
+__all__ = [
+    "ENV_NO_CACHE",
+    "cache_disabled",
+    "cache_file",
+    "file_stamp",
+    "interpreter_tag",
+    "read",
+    "read_checked",
+    "write",
+    "write_checked",
+]
 
 ENV_NO_CACHE = "TORCHX_NO_ENTRYPOINT_CACHE"
 """Set to ``1`` to compute everything every time instead of using the caches."""
@@ -68,3 +80,39 @@ def write(path: str, value: "Any") -> bool:
     except ValueError:  # not marshal-able: nothing to cache
         return False
     return try_write_private(path, data)
+
+
+def file_stamp(path: str) -> "tuple[int, int] | None":
+    """(mtime in ns, size) of ``path``; None when it cannot be read."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
+def read_checked(name: str, key: "Any") -> "Any":
+    """The value :func:`write_checked` stored as ``name`` for ``key``, while none of the
+    files it was computed from has changed; None otherwise, or when caching is off."""
+    if cache_disabled():
+        return None
+    stored = read(cache_file(name))
+    if not (isinstance(stored, tuple) and len(stored) == 3) or stored[0] != key:
+        return None
+    for path, stamp in stored[1]:
+        if file_stamp(path) != stamp:
+            return None
+    return stored[2]
+
+
+def write_checked(name: str, key: "Any", paths: "Iterable[str]", value: "Any") -> None:
+    """Stores ``value`` as ``name`` for ``key`` with the stamps of ``paths`` (the files
+    and directories it was computed from); best effort."""
+    if cache_disabled():
+        return
+    watched = []
+    for path in sorted(set(paths)):
+        stamp = file_stamp(path)
+        if stamp is not None:
+            watched.append((path, stamp))
+    write(cache_file(name), (key, tuple(watched), value))
