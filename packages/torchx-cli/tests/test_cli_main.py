@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from conftest import Cli, OneLineError
@@ -213,29 +215,33 @@ run_main({"echo": Echo()}, ["echo", "hi"])
 
 
 HANDLE_COMMANDS = ["cancel", "delete", "describe", "status"]
+FAST_COMMANDS = ["builtins", "cancel", "delete", "describe", "runopts", "status"]
+"""Answered without argparse when typed with no option."""
 
 
-def test_handle_only_commands_parse_as_argparse_would() -> None:
-    """``torchx status HANDLE`` skips argparse; the args it gets must be the same."""
+def test_fast_commands_parse_as_argparse_would() -> None:
+    """``torchx status HANDLE`` or ``torchx builtins`` skip argparse; the args they get
+    must be the same."""
     from torchx.cli import main as cli_main
     from torchx.cli.cmd_base import AppHandleSubCommand
 
-    handle = "local_cwd://torchx/app-123"
     checked = []
-    for name in BUILTINS:
+    for name in sorted(BUILTINS):
         cmd = cli_main._load_builtin(name)
-        if not isinstance(cmd, AppHandleSubCommand):
+        if isinstance(cmd, AppHandleSubCommand):
+            assert name in HANDLE_COMMANDS, f"{name} should list its OPTION_DEFAULTS"
+        if vars(type(cmd)).get("OPTION_DEFAULTS") is None:
             continue
-        assert name in HANDLE_COMMANDS, f"{name} should list its OPTION_DEFAULTS"
         checked.append(name)
-        fast = cli_main._args_without_parser(cmd, name, [name, handle])
+        argv = [name, *(f"local_cwd://torchx/{dest}-123" for dest in type(cmd).POSITIONALS)]
+        fast = cli_main._args_without_parser(cmd, name, argv)
         assert fast is not None, name
         parser = cli_main._root_parser()
         cli_main._add_command(cli_main._add_subparsers(parser), name, cmd)
-        parsed = vars(parser.parse_args([name, handle]))
+        parsed = vars(parser.parse_args(argv))
         assert parsed.pop("func").__func__ is cmd.run.__func__
         assert {k: v for k, v in vars(fast).items() if k != "func"} == parsed, name
-    assert checked == HANDLE_COMMANDS
+    assert checked == FAST_COMMANDS
 
 
 def test_options_or_subclasses_go_through_argparse() -> None:
@@ -264,6 +270,17 @@ def test_status_of_a_handle_imports_no_argparse(cli: Cli) -> None:
     imported = _modules_after(cli, argv)
     assert "torchx.cli.cmd_status" in imported
     assert not imported & {"argparse", "gettext"}, sorted(imported & {"argparse", "gettext"})
+
+
+@pytest.mark.parametrize("command", ["builtins", "runopts"])
+def test_listing_commands_import_no_argparse(cli: Cli, command: str) -> None:
+    _modules_after(cli, [command])  # fills the caches, as a first run does
+    imported = _modules_after(cli, [command])
+    assert f"torchx.cli.cmd_{command}" in imported
+    # no scheduler module either: runopts is answered from its cache
+    assert not {m for m in imported if m.endswith("_scheduler")}
+    forbidden = {"argparse", "gettext"} | ({"typing"} if command == "builtins" else set())
+    assert not imported & forbidden, sorted(imported & forbidden)
 
 
 def test_a_broken_pipe_of_our_own_is_an_error_not_a_quiet_exit(
