@@ -49,8 +49,10 @@ def _ids(user: str) -> tuple[int, int]:
     return entry.pw_uid, entry.pw_gid
 
 
-def _torchx(*args: str, cwd: Path | None = None) -> tuple[str, str]:
-    proc = laptop.run("torchx", *args, cwd=cwd or laptop.HOME)
+def _torchx(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> tuple[str, str]:
+    proc = laptop.run("torchx", *args, cwd=cwd or laptop.HOME, env=env)
     assert proc.returncode == 0, (args, proc.stdout, proc.stderr)
     return proc.stdout, proc.stderr
 
@@ -74,6 +76,7 @@ def test_submit_wait_log_status_and_list_from_a_laptop(workspace: Path) -> None:
         "-cfg", f"ssh={laptop.LOGIN_NODE},job_dir=~/{run_dir}",
         "utils.sh", "python3", "train.py",
         cwd=workspace,
+        env={"SLURM_UMASK": "0077"},  # the laptop's: it must reach sbatch on the login node
     )  # fmt: skip
     match = HANDLE.search(out)
     assert match, out
@@ -88,6 +91,7 @@ def test_submit_wait_log_status_and_list_from_a_laptop(workspace: Path) -> None:
     assert (job_dir / "train.py").is_file()  # the workspace went there
     assert job_dir.stat().st_uid == _ids(laptop.LOGIN_USER)[0]
     assert not job_dir.stat().st_mode & stat.S_IRWXO
+    assert log.stat().st_mode & 0o777 == 0o600  # SLURM_UMASK=0077 was applied there
     readable = laptop.run("python", "-c", f"import os; print(os.access({str(log)!r}, os.R_OK))")
     assert readable.stdout.strip() == "False"
 

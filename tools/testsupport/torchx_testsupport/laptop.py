@@ -61,10 +61,13 @@ def argv(command: Sequence[str], env: dict[str, str] | None = None) -> list[str]
 
 
 def run(
-    *command: str, cwd: str | Path | None = None, timeout: float = 120
+    *command: str,
+    cwd: str | Path | None = None,
+    timeout: float = 120,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        argv(command), cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
+        argv(command, env), cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
     )
 
 

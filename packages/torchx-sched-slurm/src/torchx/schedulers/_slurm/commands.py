@@ -127,16 +127,17 @@ def run_once(
     """(exit status, stdout, stderr) of ``argv`` (run with ``env``, default this process'
     environment); raises :class:`SlurmNotFoundError`.
 
-    ``via``: runs on that login node over ssh instead (``env``'s differences from this
-    environment are set there); ssh's own failures raise :class:`SlurmSshError`.
+    ``via``: runs on that login node over ssh instead, with ``env`` holding only the
+    variables to set there (this host's environment is not the login node's); ssh's own
+    failures raise :class:`SlurmSshError`.
     """
     if via is None:
         return _spawn(argv, stdin, env)
     from torchx.schedulers._slurm import ssh
 
-    changed = {k: v for k, v in env.items() if os.environ.get(k) != v} if env else None
+    remote = ssh.remote_command(argv, dict(env) if env else None)
     try:
-        code, out, err = _spawn(ssh.ssh_argv(via, ssh.remote_command(argv, changed)), stdin, None)
+        code, out, err = _spawn(ssh.ssh_argv(via, remote), stdin, None)
     except SlurmNotFoundError:
         raise ssh.SlurmSshError(
             f"ssh={via.spec} needs OpenSSH's ssh client on this host; install it"
