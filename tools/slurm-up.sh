@@ -15,6 +15,9 @@
 set -euo pipefail
 
 STATE="${TORCHX_CI_STATE:-/tmp/torchx-ci}/slurm"
+# slurmd's spool holds each job's batch script, which runs as the job's user (any user,
+# tools/sshd-up.sh's login account too): it lives outside the private $STATE
+SPOOL="${TORCHX_SLURMD_SPOOL:-/var/spool/torchx-slurmd}"
 NODES="${TORCHX_SLURM_NODES:-4}"
 CONF=/etc/slurm/slurm.conf
 DBD_CONF=/etc/slurm/slurmdbd.conf
@@ -25,6 +28,7 @@ HOSTS_LINE="127.0.0.1 $(seq -f 'n%g' -s ' ' 1 "$NODES") # torchx-slurm"
 
 answers() {
   command -v sinfo >/dev/null 2>&1 || return 1
+  grep -qF "SlurmdSpoolDir=$SPOOL/d-%n" "$CONF" 2>/dev/null || return 1
   # the container set-up (added later than the cluster) is there too
   [ -f /etc/slurm/oci.conf ] && command -v skopeo >/dev/null && command -v umoci >/dev/null || return 1
   scontrol ping 2>/dev/null | grep -q "is UP" || return 1
@@ -117,6 +121,7 @@ hw="$(/usr/sbin/slurmd -C | head -1)"
 cpu_spec="$(tr ' ' '\n' <<<"$hw" | grep -E '^(CPUs|Boards|SocketsPerBoard|CoresPerSocket|ThreadsPerCore)=' | tr '\n' ' ')"
 real_mem="$(tr ' ' '\n' <<<"$hw" | sed -n 's/^RealMemory=//p')"
 node_mem=$((real_mem * 9 / 10))
+old_conf="$(cat "$CONF" 2>/dev/null || true)"
 cat >"$CONF" <<EOF
 $MARKER
 ClusterName=torchx-ci
@@ -133,7 +138,7 @@ SlurmdPidFile=$STATE/run/slurmd-%n.pid
 SlurmctldLogFile=$STATE/log/slurmctld.log
 SlurmdLogFile=$STATE/log/slurmd-%n.log
 StateSaveLocation=$STATE/spool/ctld
-SlurmdSpoolDir=$STATE/spool/d-%n
+SlurmdSpoolDir=$SPOOL/d-%n
 SchedulerType=sched/backfill
 # heterogeneous jobs are started only by the backfill scheduler: run it every second
 SchedulerParameters=bf_interval=1
@@ -182,10 +187,19 @@ insecure = true
 EOF
 
 mkdir -p "$STATE/spool/ctld"
-for i in $(seq 1 "$NODES"); do mkdir -p "$STATE/spool/d-n$i"; done
-# jobs of other users (tools/sshd-up.sh's login account) run their batch script from a
-# slurmd spool directory: its parents must be traversable (not listable) by everyone
-chmod 711 "$STATE" "$STATE/spool" "$STATE"/spool/d-n*
+install -d -m 755 "$SPOOL"
+for i in $(seq 1 "$NODES"); do install -d -m 755 "$SPOOL/d-n$i"; done
+# daemons started with another configuration (an older version of this script) are
+# restarted below with this one
+if [ -n "$old_conf" ] && [ "$old_conf" != "$(cat "$CONF")" ]; then
+  for pidfile in "$STATE"/run/slurmd-*.pid "$STATE/run/slurmctld.pid"; do
+    alive "$pidfile" || continue
+    pid="$(cat "$pidfile")"
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    rm -f "$pidfile"
+  done
+fi
 
 # node names resolve to this host (the rank-0 host of a job is a node name)
 if ! grep -qF "# torchx-slurm" /etc/hosts; then
