@@ -133,39 +133,36 @@ def run_once(
     """
     if via is None:
         return _spawn(argv, stdin, env)
+    code, out, err = run_raw(argv, via, stdin, env)
+    return code, out.decode("utf-8", "replace"), err
+
+
+def run_raw(
+    argv: list[str],
+    via: SshTarget | None = None,
+    stdin: bytes | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[int, bytes, str]:
+    """:func:`run_once` with stdout as bytes (a log's, counted in bytes)."""
+    if via is None:
+        code, out, raw_err = _spawn_raw(argv, stdin, env)
+        return code, out, raw_err.decode("utf-8", "replace")
     from torchx.schedulers._slurm import ssh
 
     remote = ssh.remote_command(argv, dict(env) if env else None)
     try:
-        code, out, err = _spawn(ssh.ssh_argv(via, remote), stdin, None)
+        code, out, raw_err = _spawn_raw(ssh.ssh_argv(via, remote), stdin, None)
     except SlurmNotFoundError:
         raise ssh.SlurmSshError(
             f"ssh={via.spec} needs OpenSSH's ssh client on this host; install it"
             " (Debian/Ubuntu: apt install openssh-client)"
         ) from None
+    err = raw_err.decode("utf-8", "replace")
     if code == 255:
         raise ssh.ssh_error(via, err)
     if code == 127 and "not found" in err:
         raise SlurmNotFoundError(argv[0], via.host)
     return code, out, err
-
-
-def run_raw(
-    argv: list[str], via: SshTarget | None = None, stdin: bytes | None = None
-) -> tuple[int, bytes, str]:
-    """:func:`run_once` with stdout as bytes (a log's, counted in bytes)."""
-    if via is None:
-        code, out, err = _spawn_raw(argv, stdin, None)
-    else:
-        from torchx.schedulers._slurm import ssh
-
-        code, out, err = _spawn_raw(ssh.ssh_argv(via, ssh.remote_command(argv)), stdin, None)
-    text = err.decode("utf-8", "replace")
-    if via is not None and code == 255:
-        from torchx.schedulers._slurm import ssh
-
-        raise ssh.ssh_error(via, text)
-    return code, out, text
 
 
 def _spawn(
