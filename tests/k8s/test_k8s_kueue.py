@@ -9,6 +9,7 @@ import datetime as dt
 import os
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -134,7 +135,14 @@ def test_a_queued_app_is_cancelled_with_its_workload(
     until(sched, running, lambda s: s.state == AppState.RUNNING)
     waiting = sched.submit(sh("echo never"), queued(namespace))
     until(sched, waiting, lambda s: "insufficient unused quota" in s.msg, 60)
-    rows = {r.app_id: r.state for r in sched.list({"namespace": namespace})}
+    # list reads the Jobs' status (describe reads the pods), which the Job controller
+    # updates up to a second after the pod runs (its batch period): wait for that
+    deadline = time.monotonic() + 30
+    while True:
+        rows = {r.app_id: r.state for r in sched.list({"namespace": namespace})}
+        if rows.get(running) != AppState.PENDING or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     assert rows == {running: AppState.RUNNING, waiting: AppState.PENDING}, "list shows queued"
     assert len(workloads(kube, namespace)) == 2
 

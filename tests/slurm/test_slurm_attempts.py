@@ -55,9 +55,12 @@ def _pending_again(runner: Any, handle: str) -> Any:
     def waiting() -> Any:
         status = runner.status(handle)
         assert status is not None and not status.is_terminal(), status
-        return status if status.msg.startswith("pending again") else None
+        # slurmdbd records how the last attempt ended a moment after the requeue: until
+        # then status says "pending again (attempt N)" without the reason
+        known = status.msg.startswith("pending again") and "the last one ended: " in status.msg
+        return status if known else None
 
-    status = _until(f"{handle} pending again", waiting)
+    status = _until(f"{handle} pending again, the reason known", waiting)
     subprocess.run(
         ["scontrol", "update", f"jobid={handle.rsplit('/', 1)[1]}", "starttime=now+2"],
         check=True,

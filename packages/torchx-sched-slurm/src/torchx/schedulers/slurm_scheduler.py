@@ -619,7 +619,9 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
             # requeued: one more query, only while it waits to start again
             from torchx.schedulers._slurm.attempts import last_interruption
 
-            interruption = last_interruption(job_id, record.log_dir if record else None, via)
+            restarts = max(row.restarts for row in rows)
+            log_dir = record.log_dir if record else None
+            interruption = last_interruption(job_id, log_dir, via, restarts)
         response = _describe.describe_rows(job_id, rows, record, interruption)
         response.app_id = app_id
         if via is not None and record is not None and record.log_dir:

@@ -22,9 +22,14 @@ _LOG_TAIL_BYTES = 64 * 1024  # the batch log holds only the script's and srun's 
 _RUNNING = frozenset({"PENDING", "RUNNING", "REQUEUED_HOLD", "REQUEUE_FED", "REQUEUE_HOLD"})
 
 
-def last_interruption(job_id: str, log_dir: str | None, via: SshTarget | None = None) -> str | None:
+def last_interruption(
+    job_id: str, log_dir: str | None, via: SshTarget | None = None, restarts: int = 0
+) -> str | None:
     """How the job's latest ended attempt ended (``NODE_FAIL``, ``PREEMPTED``,
-    ``TIMEOUT``, ``FAILED (exit code 3; ...)``, ``REQUEUED``), None if unknown."""
+    ``TIMEOUT``, ``FAILED (exit code 3; ...)``, ``REQUEUED``), None if unknown.
+
+    slurmdbd records an ended attempt a moment after the requeue: until it has, a job
+    that requeued itself each of its ``restarts`` times is known from its batch log."""
     try:
         code, out, _ = commands.run_once(
             [
@@ -39,23 +44,24 @@ def last_interruption(job_id: str, log_dir: str | None, via: SshTarget | None = 
             via=via,
         )
     except commands.SlurmCommandError:
-        return None
-    if code != 0:
-        return None
+        code, out = 1, ""
     ended = [
         row.state
         for row in parse.parse_sacct_text(out, leader=job_id)
         if row.het_offset == 0 and row.state and row.state not in _RUNNING
-    ]
-    if not ended:
-        return None
+    ] if code == 0 else []  # fmt: skip
+    if not ended:  # not in the accounting yet: only a requeue of its own is known
+        reasons = _requeue_reasons(job_id, log_dir, via)
+        return reasons[-1] if restarts and len(reasons) >= restarts else None
     if ended[-1] == "REQUEUED":
-        return _requeue_reason(job_id, log_dir, via) or "REQUEUED (scontrol requeue)"
+        reasons = _requeue_reasons(job_id, log_dir, via)
+        return reasons[-1] if reasons else "REQUEUED (scontrol requeue)"
     return ended[-1]
 
 
-def _requeue_reason(job_id: str, log_dir: str | None, via: SshTarget | None) -> str | None:
-    """The last ``torchx: requeued:`` reason of the job's batch log, if it can be read."""
+def _requeue_reasons(job_id: str, log_dir: str | None, via: SshTarget | None) -> list[str]:
+    """The ``torchx: requeued:`` reasons of the job's batch log, oldest first (none if it
+    cannot be read)."""
     path = os.path.join(log_dir or ".", f"slurm-{job_id}.out")
     if via is not None:  # the log is on the cluster
         try:
@@ -63,17 +69,16 @@ def _requeue_reason(job_id: str, log_dir: str | None, via: SshTarget | None) -> 
                 ["tail", "-c", str(_LOG_TAIL_BYTES), "--", path], via=via
             )
         except commands.SlurmCommandError:
-            return None
+            return []
         if code != 0:
-            return None
+            return []
     else:
         try:
             with open(path, "rb") as f:
                 f.seek(max(0, os.fstat(f.fileno()).st_size - _LOG_TAIL_BYTES))
                 tail = f.read().decode("utf-8", "replace")
         except OSError:
-            return None
-    reasons = [
+            return []
+    return [
         line[len(_REQUEUED_LINE) :] for line in tail.splitlines() if line.startswith(_REQUEUED_LINE)
     ]
-    return reasons[-1] if reasons else None
