@@ -358,8 +358,9 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
                 cmd.append(f"--{key}={value}")
 
         app_label = _request.safe_name(app.name) or "app"
-        if mode == "oci" and oci.missing_tools():
-            host_problem(oci.OciError(oci.missing_tools_message(oci.missing_tools())))
+        missing = oci.missing_tools() if mode == "oci" else []
+        if missing:
+            host_problem(oci.OciError(oci.missing_tools_message(missing)))
         bundles_dir = ""
         if mode == "oci":  # one directory of bundles per job, beside its logs
             bundles_dir = os.path.join(

@@ -265,13 +265,12 @@ def make_bundles(bundles: Sequence[RoleBundle], cache: str) -> None:
     for image, source in sources.items():
         start = time.monotonic()
         entries[image], made = cached_image(source, cache)
-        get_logger("torchx").info(
-            "%s %s (%s) %s %s",
-            "unpacked" if made else "reusing",
-            image,
-            source.digest[:19],
-            f"into {cache} in {time.monotonic() - start:.1f} s" if made else "from",
-            "" if made else entries[image],
-        )
+        if made:
+            elapsed = time.monotonic() - start
+            get_logger("torchx").info(
+                "unpacked %s into %s in %.1f s", image, entries[image], elapsed
+            )
+        else:
+            get_logger("torchx").info("reusing %s from %s", image, entries[image])
     for bundle in bundles:
         write_bundle(bundle, entries[bundle.image])

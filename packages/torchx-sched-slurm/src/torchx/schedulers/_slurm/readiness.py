@@ -149,8 +149,6 @@ def accounting_check(via: SshTarget | None = None) -> ReadinessCheck:
 
 def _oci_conf() -> str | None:
     """Where this host's ``oci.conf`` is (beside ``slurm.conf``), if it has one."""
-    import os
-
     conf = os.environ.get("SLURM_CONF") or "/etc/slurm/slurm.conf"
     path = os.path.join(os.path.dirname(conf), "oci.conf")
     return path if os.path.isfile(path) else None
