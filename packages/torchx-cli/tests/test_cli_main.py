@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from conftest import Cli, OneLineError
 
 BUILTINS = [
@@ -134,8 +138,78 @@ def test_run_dryrun_imports_only_what_it_needs(cli: Cli) -> None:
         "dataclasses",
         "inspect",
         "pprint",
+        # a plain command line is read without argparse (CmdRun.parse_plain and the
+        # component's plain form), and nothing on the path needs typing at run time
+        "argparse",
+        "gettext",
+        "typing",
     }
     assert not imported & unneeded, sorted(imported & unneeded)
+
+
+PLAIN_RUN_LINES = [
+    ["utils.echo"],
+    ["--dryrun", "-s", "local_cwd", "utils.echo", "--msg", "hi"],
+    ["--wait", "--log", "--tee_logs", "utils.sh", "echo", "--dryrun", "-s", "x"],
+    ["-s=local_cwd", "-cfg", "log_dir=/tmp/x", "--workspace", "", "utils.echo"],
+    ["--scheduler", "local_cwd", "--scheduler_args=a=b", "--parent_run_id", "p", "c"],
+    ["--buck-target", "w", "--dryrun", "--dryrun", "utils.echo", "--", "--msg", "x"],
+    ["--dryrun"],
+    [],
+]
+OTHER_RUN_LINES = [  # argparse parses them, or reports what is wrong
+    ["-s", "a", "-s", "b", "utils.echo"],
+    ["--dry", "utils.echo"],
+    ["-slocal_cwd", "utils.echo"],
+    ["-s", "--dryrun", "utils.echo"],
+    ["--", "utils.echo"],
+    ["--stdin"],
+    ["-s"],
+    ["--help"],
+]
+
+
+@pytest.mark.parametrize("words", PLAIN_RUN_LINES + OTHER_RUN_LINES, ids=" ".join)
+def test_run_reads_a_plain_command_line_as_argparse_would(
+    words: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``torchx run`` reads its plain command lines without argparse; what it reads must be
+    what argparse would have parsed, and anything else is left to argparse."""
+    from torchx.cli import _cli_defaults
+    from torchx.cli import main as cli_main
+    from torchx.cli.cmd_run import CmdRun
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(_cli_defaults, "_config_cache", {})
+    (tmp_path / ".torchxconfig").write_text("[cli:run]\nworkspace = configured\n")
+    cmd = CmdRun()
+    plain = cmd.parse_plain(list(words))
+    if words not in PLAIN_RUN_LINES:
+        assert plain is None
+        return
+    assert plain is not None
+    parser = cli_main._root_parser()
+    cli_main._add_command(cli_main._add_subparsers(parser), "run", cmd)
+    parsed = vars(parser.parse_args(["run", *words]))
+    for key in ("func", "log_level", "subcmd"):
+        parsed.pop(key)
+    assert plain == parsed
+    if not {"--workspace", "--buck-target"} & set(words):
+        assert plain["workspace"] == "configured"  # the default from [cli:run]
+
+
+def test_plain_run_lines_are_the_common_ones() -> None:
+    from torchx.cli.cmd_run import CmdRun
+
+    assert CmdRun().parse_plain(["--dryrun", "-s", "local_cwd", "utils.echo"]) is not None
+    assert CmdRun().parse_plain(["--wait", "dist.ddp", "-j", "1x2", "--script", "t.py"])
+
+    class RunWithMore(CmdRun):  # a plugin's subclass adding options: argparse reads it
+        def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+            super().add_arguments(subparser)
+            subparser.add_argument("--colour", default="blue")
+
+    assert RunWithMore().parse_plain(["utils.echo"]) is None
 
 
 def test_builtins_parses_no_docstrings(cli: Cli) -> None:
@@ -245,7 +319,6 @@ def test_fast_commands_parse_as_argparse_would() -> None:
 
 
 def test_options_or_subclasses_go_through_argparse() -> None:
-    import argparse
 
     from torchx.cli import main as cli_main
     from torchx.cli.cmd_status import CmdStatus

@@ -5,15 +5,15 @@ api-inventory Appendix A.9."""
 
 from __future__ import annotations
 
-from typing import Annotated, Dict, List, Optional
+from typing import Annotated, Any, Dict, List, Optional
 
 import pytest
 
 import torchx.specs as specs
+from torchx.specs._component_parser import create_args_parser as _create_args_parser
 from torchx.specs.builders import (
     ComponentArgs,
     ComponentArgumentError,
-    _create_args_parser,
     component_args_from_str,
     make_app_handle,
     materialize_appdef,
@@ -238,3 +238,104 @@ def test_leading_double_dash_ends_torchx_options_for_a_component_without_varargs
 
     args = component_args_from_str(trainer, ["--", "--name", "test app", "--script", "a.py"])
     assert args.positional_args == {"name": "test app", "script": "a.py"}
+
+
+def aliased(
+    *script_args: str,
+    config_name: Annotated[str, "-cn"],
+    j: str = "1x1",
+    retries: int = 0,
+    ratio: float = 1.0,
+) -> specs.AppDef:
+    """Aliases, a one-letter option and program arguments."""
+    return specs.AppDef(name=config_name)
+
+
+PLAIN_COMPONENT_LINES = [
+    (comp, ["--name", "foo"]),
+    (comp, ["--name=foo", "-n", "3", "--f", "0.25", "--flag", "true"]),
+    (comp, ["--name", "foo", "--d", "a=1", "--l", "x,y", "-h", "H", "prog", "--x", "-y"]),
+    (aliased, ["-cn", "c"]),
+    (aliased, ["--config_name", "c", "-j", "2x4", "--retries", "2", "train.py", "--lr"]),
+]
+OTHER_COMPONENT_LINES = [  # argparse parses them, or reports what is wrong
+    (comp, ["--name", "foo", "--name", "bar"]),
+    (comp, ["--nam", "foo"]),
+    (comp, ["--name", "foo", "-n", "three"]),
+    (comp, ["--name", "-x"]),
+    (comp, ["--flag", "true"]),  # --name is required
+    (comp, ["--name", "foo", "--", "--a1"]),
+    (comp, ["--help"]),
+    (aliased, ["-cn", "c", "--config_name", "d"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("fn", "args"),
+    PLAIN_COMPONENT_LINES + OTHER_COMPONENT_LINES,
+    ids=[" ".join(args) for _, args in PLAIN_COMPONENT_LINES + OTHER_COMPONENT_LINES],
+)
+def test_plain_component_arguments_read_as_argparse_would(fn: Any, args: list[str]) -> None:
+    """Plain component arguments are read without argparse; what is read must be what
+    argparse would have parsed, and anything else is left to argparse."""
+    import argparse
+
+    from torchx.specs import builders
+    from torchx.util import fn_params
+
+    params = fn_params.parameters(fn)
+    plain = builders._parse_plain(fn, params, list(args), {}, {})
+    if (fn, args) not in PLAIN_COMPONENT_LINES:
+        assert plain is None
+        return
+    assert plain is not None
+    namespace = argparse.Namespace(**{p.name: builders._UNSET for p in params})
+    parsed = vars(_create_args_parser(fn).parse_args(args, namespace=namespace))
+    given = {k: v for k, v in parsed.items() if v is not builders._UNSET and v != []}
+    assert plain == given
+
+
+def test_plain_component_arguments_build_the_same_app() -> None:
+    args = component_args_from_str(comp, ["--name", "foo", "-n", "2", "--l", "a,b", "p", "q"])
+    assert args.kwargs["n"] == 2 and args.kwargs["l"] == ["a", "b"]
+    assert args.var_args == ["p", "q"]
+    with pytest.raises(ComponentArgumentError, match="argument -n/--n: invalid int value"):
+        component_args_from_str(comp, ["--name", "foo", "-n", "two"])
+    with pytest.raises(ComponentArgumentError, match="required: --name"):
+        component_args_from_str(comp, ["--flag", "yes"])
+
+
+STRING_ANNOTATED_MODULE = """
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Annotated, Optional
+
+import torchx.specs as specs
+
+
+def comp(name: Annotated[str, "-nm"], n: int = 1, tag: Optional[str] = None) -> specs.AppDef:
+    return specs.AppDef(name=f"{name}-{n}-{tag}")
+
+
+def simple(name: str, n: int = 1) -> specs.AppDef:
+    return specs.AppDef(name=f"{name}-{n}")
+"""
+
+
+def test_string_annotations_resolve_with_typing_names_imported_for_type_checking_only(
+    tmp_path: Any,
+) -> None:
+    """A component module with ``from __future__ import annotations`` may import
+    ``Annotated``/``Optional`` under ``TYPE_CHECKING`` only: the aliases still work."""
+    import types
+
+    from torchx.specs._component_params import resolved_annotations
+
+    module = types.ModuleType("string_annotated_components")
+    exec(compile(STRING_ANNOTATED_MODULE, "string_annotated_components.py", "exec"), vars(module))
+    app = materialize_appdef(module.comp, ["-nm", "x", "--n", "2", "--tag", "t"])
+    assert app.name == "x-2-t"
+    assert resolved_annotations(module.simple) == {"name": str, "n": int}
+    assert materialize_appdef(module.simple, ["--name", "y"]).name == "y-1"

@@ -7,7 +7,18 @@ type plus a hint to rerun with ``--log_level debug``, which prints the traceback
 
 import sys
 
-__all__ = ["EXIT_FAILURE", "EXIT_INTERRUPTED", "EXIT_USAGE", "CliError", "report_exception"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NoReturn
+
+__all__ = [
+    "EXIT_FAILURE",
+    "EXIT_INTERRUPTED",
+    "EXIT_USAGE",
+    "CliError",
+    "report_exception",
+    "usage_error",
+]
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -25,6 +36,13 @@ class CliError(Exception):
     def __init__(self, message: str, exit_code: int = EXIT_FAILURE) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+def usage_error(prog: str, message: str) -> "NoReturn":
+    """Exits 2 with the one-line usage error of ``prog`` (``torchx run``, say), as the
+    command's argument parser reports one."""
+    print(f"torchx: error: {message} (see `{prog} --help`)", file=sys.stderr, flush=True)
+    raise SystemExit(EXIT_USAGE)
 
 
 # Builtin exception types whose message is the whole story when raised by torchx or by a

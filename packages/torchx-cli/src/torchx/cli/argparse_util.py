@@ -13,7 +13,9 @@ benchmarks/bench_cli.py).
 """
 
 import argparse
-import sys
+
+from torchx.cli._cli_defaults import ONCE_SEEN_ATTR, cli_config, explicitly_given
+from torchx.cli._errors import usage_error
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,14 +25,11 @@ if TYPE_CHECKING:
 __all__ = [
     "ArgOnceAction",
     "ArgumentParser",
+    "explicitly_given",
     "torchxconfig",
     "torchxconfig_list",
     "torchxconfig_run",
 ]
-
-# Namespace attribute remembering which once-only options this parse has seen. Kept on
-# the namespace (not on the action class) so that parsing twice in one process works.
-_SEEN_ATTR = "_torchx_once_seen"
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -49,12 +48,7 @@ class ArgumentParser(argparse.ArgumentParser):
         return super()._get_formatter()
 
     def error(self, message: str) -> "NoReturn":
-        print(
-            f"torchx: error: {message} (see `{self.prog} --help`)",
-            file=sys.stderr,
-            flush=True,
-        )
-        raise SystemExit(2)
+        usage_error(self.prog, message)
 
 
 def _check_once(
@@ -63,18 +57,12 @@ def _check_once(
     action: argparse.Action,
     option_string: "str | None",
 ) -> None:
-    seen: set[str] = getattr(namespace, _SEEN_ATTR, None) or set()
+    seen: set[str] = getattr(namespace, ONCE_SEEN_ATTR, None) or set()
     if action.dest in seen:
         spelled = "/".join(action.option_strings) or action.dest
         parser.error(f"`{option_string or spelled}` is specified more than once")
     seen.add(action.dest)
-    setattr(namespace, _SEEN_ATTR, seen)
-
-
-def explicitly_given(namespace: argparse.Namespace) -> "set[str]":
-    """The ``dest`` of every once-only option that was given on the command line."""
-    seen: set[str] = getattr(namespace, _SEEN_ATTR, None) or set()
-    return set(seen)
+    setattr(namespace, ONCE_SEEN_ATTR, seen)
 
 
 class ArgOnceAction(argparse.Action):
@@ -91,18 +79,6 @@ class ArgOnceAction(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-# ``[cli:<subcmd>]`` sections, read once per process and subcommand.
-_config_cache: "dict[str, dict[str, str]]" = {}
-
-
-def _cli_config(subcmd: str) -> "dict[str, str]":
-    if subcmd not in _config_cache:
-        from torchx.runner.config import get_configs
-
-        _config_cache[subcmd] = dict(get_configs(prefix="cli", name=subcmd))
-    return _config_cache[subcmd]
-
-
 class torchxconfig(ArgOnceAction):
     """A once-only option whose default comes from ``.torchxconfig [cli:<subcmd>]``."""
 
@@ -115,7 +91,7 @@ class torchxconfig(ArgOnceAction):
         default: "Any" = None,
         **kwargs: "Any",
     ) -> None:
-        configured = _cli_config(subcmd)
+        configured = cli_config(subcmd)
         if dest in configured:
             default = configured[dest]
             required = False

@@ -24,8 +24,9 @@ __all__ = ["AppHandleSubCommand", "SubCommand"]
 class SubCommand(abc.ABC):
     """One ``torchx <name>`` subcommand: declares its arguments, then runs.
 
-    ``torchx <name> POSITIONALS...`` with no option is answered without importing argparse
-    when the subcommand's own class lists the default of every option it adds in
+    A command line that :py:meth:`parse_plain` reads is answered without importing
+    argparse: by default ``torchx <name> POSITIONALS...`` with no option, when the
+    subcommand's own class lists the default of every option it adds in
     :py:attr:`OPTION_DEFAULTS` (``None`` there, or not restated by a subclass: always
     parse) and its positional arguments, in order, in :py:attr:`POSITIONALS`.
     """
@@ -38,6 +39,17 @@ class SubCommand(abc.ABC):
     @abc.abstractmethod
     def add_arguments(self, subparser: "argparse.ArgumentParser") -> None:
         """Adds this subcommand's flags and positionals to ``subparser``."""
+
+    def parse_plain(self, words: "list[str]") -> "dict[str, object] | None":
+        """``{dest: value}``, as argparse would parse ``torchx <name> WORDS...``, when the
+        words are in a form this class reads itself; ``None`` lets argparse parse them."""
+        defaults = vars(type(self)).get("OPTION_DEFAULTS")
+        positionals = type(self).POSITIONALS
+        if defaults is None or len(words) != len(positionals):
+            return None
+        if any(word.startswith("-") for word in words):
+            return None
+        return {**dict(zip(positionals, words, strict=True)), **defaults}
 
     @abc.abstractmethod
     def run(self, args: "argparse.Namespace") -> None:

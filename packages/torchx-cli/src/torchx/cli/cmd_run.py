@@ -10,12 +10,11 @@ Imports inside functions are deliberate: a command loads only what its own path 
 benchmarks/bench_cli.py).
 """
 
-import argparse
 import os
 import sys
 
-from torchx.cli._errors import EXIT_USAGE, CliError
-from torchx.cli.argparse_util import ArgOnceAction, explicitly_given, torchxconfig_run
+from torchx.cli._cli_defaults import ONCE_SEEN_ATTR, cli_config, explicitly_given
+from torchx.cli._errors import EXIT_USAGE, CliError, usage_error
 from torchx.cli.cmd_base import SubCommand
 from torchx.cli.cmd_builtins import CmdBuiltins
 from torchx.util.lazy_dataclass import dataclass, field, fields
@@ -23,7 +22,8 @@ from torchx.util.log import get_logger
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    import argparse
+    from typing import Any, NoReturn
 
     from torchx.runner import Runner
     from torchx.specs import AppDryRunInfo, AppStatus, CfgVal
@@ -129,7 +129,7 @@ def _check_json_types(json_data: "dict[str, Any]") -> None:
 
 
 def torchx_run_args_from_argparse(
-    args: argparse.Namespace,
+    args: "argparse.Namespace",
     component_name: str,
     component_args: "list[str]",
     scheduler_cfg: "dict[str, CfgVal]",
@@ -152,13 +152,14 @@ def torchx_run_args_from_argparse(
 
 def _parse_component_name_and_args(
     component_name_and_args: "list[str]",
-    subparser: argparse.ArgumentParser,
+    subparser: "argparse.ArgumentParser | None" = None,
     dirs: "list[str] | None" = None,
 ) -> "tuple[str, list[str]]":
     """Splits ``[COMPONENT] [ARGS...]``; the component defaults to ``[cli:run] component``.
 
     A leading ``--`` is dropped. If the first token is an option, every token is a
-    component argument. An option repeated within one ``--``-delimited group is an error.
+    component argument. An option repeated within one ``--``-delimited group is an error
+    (reported by ``subparser``, else as ``torchx run`` reports usage errors).
     """
     from torchx.runner import config
 
@@ -181,12 +182,18 @@ def _parse_component_name_and_args(
         options = [a.split("=", 1)[0] for a in group if a.startswith("-") and a.strip("-")]
         duplicates = sorted({o for o in options if options.count(o) > 1})
         if duplicates:
-            subparser.error(f"Repeated Command Line Arguments: {duplicates}")
+            _run_usage_error(subparser, f"Repeated Command Line Arguments: {duplicates}")
         group = []
 
     if not component:
-        subparser.error(MISSING_COMPONENT_ERROR_MSG)
+        _run_usage_error(subparser, MISSING_COMPONENT_ERROR_MSG)
     return component, component_args
+
+
+def _run_usage_error(subparser: "argparse.ArgumentParser | None", message: str) -> "NoReturn":
+    if subparser is not None:
+        subparser.error(message)
+    usage_error("torchx run", message)
 
 
 def _default_scheduler() -> "str | None":
@@ -204,8 +211,11 @@ class CmdRun(SubCommand):
     def __init__(self) -> None:
         self._subparser: argparse.ArgumentParser | None = None
 
-    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+    def add_arguments(self, subparser: "argparse.ArgumentParser") -> None:
+        import argparse
+
         from torchx.cli._handles import installed_schedulers
+        from torchx.cli.argparse_util import ArgOnceAction, torchxconfig_run
 
         self._subparser = subparser
         schedulers = installed_schedulers()
@@ -278,13 +288,46 @@ class CmdRun(SubCommand):
             " arguments (`torchx run COMPONENT --help`)",
         )
 
+    def parse_plain(self, words: "list[str]") -> "dict[str, object] | None":
+        """``torchx run [OPTIONS] [COMPONENT [ARGS...]]`` read without argparse when every
+        option is one of :data:`_PLAIN_FLAGS` / :data:`_PLAIN_OPTIONS`, spelled out, and
+        the defaults are this class's own (a subclass adding options goes to argparse)."""
+        if type(self).add_arguments is not CmdRun.add_arguments:
+            return None
+        from torchx.util.plain_args import split_options
+
+        split = split_options(words, _PLAIN_FLAGS, _PLAIN_OPTIONS)
+        if split is None:
+            return None
+        given, component_name_and_args = split
+        configured = cli_config("run")
+        values: dict[str, object] = {
+            "scheduler": (
+                configured["scheduler"] if "scheduler" in configured else _default_scheduler()
+            ),
+            "scheduler_args": None,
+            "dryrun": False,
+            "wait": False,
+            "log": False,
+            "workspace": configured["workspace"] if "workspace" in configured else os.getcwd(),
+            "parent_run_id": None,
+            "tee_logs": False,
+            "stdin": False,
+            **given,
+            "component_name_and_args": component_name_and_args,
+        }
+        once = {dest for dest in given if dest in _PLAIN_OPTIONS.values()}
+        if once:
+            values[ONCE_SEEN_ATTR] = once
+        return values
+
     @property
-    def subparser(self) -> argparse.ArgumentParser:
+    def subparser(self) -> "argparse.ArgumentParser":
         if self._subparser is None:
             raise RuntimeError("CmdRun.add_arguments() must be called before run()")
         return self._subparser
 
-    def run(self, args: argparse.Namespace) -> None:
+    def run(self, args: "argparse.Namespace") -> None:
         os.environ["TORCHX_CONTEXT_NAME"] = os.environ.get("TORCHX_CONTEXT_NAME", "cli_run")
         from torchx.runner import config, get_runner
 
@@ -298,7 +341,7 @@ class CmdRun(SubCommand):
                 run_args = self._run_args_from_flags(runner, args)
             self._run(runner, run_args)
 
-    def _check_stdin_flags(self, args: argparse.Namespace) -> None:
+    def _check_stdin_flags(self, args: "argparse.Namespace") -> None:
         given = explicitly_given(args)
 
         def differs(dest: str) -> bool:  # given with a value other than its default
@@ -352,12 +395,12 @@ class CmdRun(SubCommand):
         run_args.dryrun = run_args.dryrun or dryrun
         return run_args
 
-    def _run_args_from_flags(self, runner: "Runner", args: argparse.Namespace) -> TorchXRunArgs:
+    def _run_args_from_flags(self, runner: "Runner", args: "argparse.Namespace") -> TorchXRunArgs:
         from torchx.cli._cfg import parse_cfg_str, scheduler_runopts
         from torchx.cli._handles import check_scheduler
 
         component, component_args = _parse_component_name_and_args(
-            args.component_name_and_args, self.subparser
+            args.component_name_and_args, self._subparser
         )
         if not args.scheduler:
             raise CliError("no scheduler is installed; install torchx-runner for local_cwd")
@@ -447,6 +490,19 @@ class CmdRun(SubCommand):
 
 
 _FOREGROUND_SCHEDULERS = ("local_cwd", "local")
+
+# `torchx run` options that CmdRun.parse_plain reads (spelling -> dest); any other goes to
+# argparse (`--stdin`, `--help`, abbreviations).
+_PLAIN_FLAGS = {"--dryrun": "dryrun", "--wait": "wait", "--log": "log", "--tee_logs": "tee_logs"}
+_PLAIN_OPTIONS = {
+    "-s": "scheduler",
+    "--scheduler": "scheduler",
+    "-cfg": "scheduler_args",
+    "--scheduler_args": "scheduler_args",
+    "--workspace": "workspace",
+    "--buck-target": "workspace",
+    "--parent_run_id": "parent_run_id",
+}
 
 
 def _config_origin(message: str, scheduler: str, cfg: "dict[str, CfgVal]") -> "str | None":

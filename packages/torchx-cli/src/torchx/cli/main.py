@@ -528,24 +528,18 @@ def run_main(
 
 
 def _args_without_parser(cmd: "SubCommand", name: str, argv: "list[str]") -> "Namespace | None":
-    """The parsed args of ``torchx NAME POSITIONALS...`` (no option), built without
-    argparse, for a subcommand whose own class lists its option defaults
-    (:py:attr:`SubCommand.OPTION_DEFAULTS`; a subclass that does not restate them may add
-    options); anything else is parsed by argparse."""
-    defaults = vars(type(cmd)).get("OPTION_DEFAULTS")
-    positionals = type(cmd).POSITIONALS
-    words = argv[1:]
-    if defaults is None or len(words) != len(positionals):
-        return None
-    if any(word.startswith("-") for word in words):
+    """The parsed args of ``torchx NAME WORDS...`` when the subcommand reads them itself
+    (:py:meth:`SubCommand.parse_plain`), built without argparse; ``None`` otherwise."""
+    parse_plain = getattr(cmd, "parse_plain", None)  # a duck-typed plugin may lack it
+    values = parse_plain(argv[1:]) if parse_plain is not None else None
+    if values is None:
         return None
     from types import SimpleNamespace
 
     return SimpleNamespace(  # type: ignore[return-value]  # argparse.Namespace's duck type
         log_level=os.environ.get("LOGLEVEL", "INFO"),
         subcmd=name,
-        **dict(zip(positionals, words, strict=True)),
-        **defaults,
+        **values,
         func=cmd.run,
     )
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from torchx.runner import get_runner
 from torchx.specs import AppDef, AppStatus, CfgVal
-from torchx.specs.builders import _create_args_parser
+from torchx.specs._component_parser import create_args_parser
 from torchx.specs.finder import get_component
 
 __all__ = ["ComponentTestCase"]
@@ -56,7 +56,7 @@ class ComponentTestCase(unittest.TestCase):
         path = module.__file__
         self.assertIsNotNone(path, f"module {module.__name__} has no source file")
         component = get_component(f"{os.path.abspath(str(path))}:{function_name}")
-        parser = _create_args_parser(component.fn)
+        parser = create_args_parser(component.fn)
         shown = io.StringIO()
         with contextlib.redirect_stdout(shown), self.assertRaises(SystemExit) as ended:
             parser.parse_args(["--help"])

@@ -4,11 +4,16 @@ They are building blocks for quick experiments and glue steps in a pipeline, and
 examples the TorchX docs start from (``torchx run utils.echo --msg hi``).
 """
 
+from __future__ import annotations
+
 import os
-from typing import Annotated
 
 import torchx
 from torchx import specs
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Annotated  # resolved from typing when the arguments are read
 
 __all__ = ["binary", "booth", "copy", "echo", "hydra", "python", "sh", "touch"]
 

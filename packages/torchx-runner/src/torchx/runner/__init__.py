@@ -8,15 +8,16 @@ Imports inside functions are deliberate: every command imports the runner, which
 schedulers, trackers and workspaces only when a call needs them (benchmarks/bench_cli.py).
 """
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from torchx.runner.api import Runner, get_runner
 
 __all__ = ["Runner", "get_runner"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
     if name in __all__:
         from torchx.runner import api
 

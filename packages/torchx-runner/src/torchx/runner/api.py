@@ -17,7 +17,6 @@ import os
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from torchx.runner._trackers import get_configured_trackers
 from torchx.runner.events import log_event, may_listen
@@ -39,10 +38,13 @@ from torchx.specs.api import (
 )
 from torchx.util.host_checks import is_real_submit, real_submit
 from torchx.util.log import get_logger
+from torchx.util.static_typing import overload
 from torchx.util.strings import carried_env, check_env_names
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
+    from typing import Any, Literal, TypeVar
 
     from torchx.schedulers import SchedulerFactory
     from torchx.schedulers.api import ListAppResponse, Scheduler, Stream
@@ -55,18 +57,23 @@ logger = get_logger(__name__)
 
 
 def __getattr__(name: str) -> Any:
-    """``Stream``, which upstream's module re-exported (launchers import it from here),
-    loaded only when asked for."""
+    """``Stream``, which upstream's module re-exported (launchers import it from here), and
+    ``S``, upstream's type variable for a scheduler's request type, made when asked for."""
     if name == "Stream":
         from torchx.schedulers.api import Stream
 
         return Stream
+    if name == "S":
+        from typing import TypeVar
+
+        variable = globals()["S"] = TypeVar("S")
+        return variable
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-S = TypeVar("S")
-"""Upstream's type variable for a scheduler's request type (kept for code importing it)."""
-T = TypeVar("T")
+if TYPE_CHECKING:
+    S = TypeVar("S")
+    T = TypeVar("T")
 
 DEFAULT_SESSION_NAME = "torchx"
 """Session name of runners made by :func:`get_runner` (part of every app handle)."""

@@ -34,7 +34,6 @@ schedulers, trackers and workspaces only when a call needs them (benchmarks/benc
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, TextIO
 
 from torchx.settings import ENV_TORCHXCONFIG
 from torchx.util.config_files import (
@@ -49,7 +48,10 @@ from torchx.util.config_files import display_path as _display
 from torchx.util.config_files import parse_config as _parse
 from torchx.util.log import get_logger
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, TextIO
+
     from torchx.schedulers import SchedulerFactory
     from torchx.schedulers.api import Scheduler
     from torchx.specs import CfgVal, runopt
@@ -168,7 +170,7 @@ def _to_dict(value: object) -> object:
 
 def _expected(opt: runopt) -> tuple[str, Any]:
     """(description of the expected value, pydantic annotation that parses it)."""
-    from typing import Annotated
+    from typing import Annotated, Any
 
     from pydantic import BeforeValidator
 

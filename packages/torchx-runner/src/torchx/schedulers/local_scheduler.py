@@ -21,7 +21,6 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
 
 from torchx.schedulers._local import state as st
 from torchx.schedulers._shared import log_files as _log_files
@@ -57,10 +56,13 @@ from torchx.util.log import get_logger
 from torchx.util.programs import find_program, script_of
 from torchx.util.strings import check_file_name
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import signal
     import subprocess
+    from typing import Any
 
+    from torchx.schedulers._local.popen import PopenProtocol
     from torchx.util.readiness import ReadinessCheck
 
 TORCHX_PLUGIN_API = 1
@@ -105,19 +107,13 @@ AppName = str
 RoleName = str
 
 
-class PopenProtocol(Protocol):
-    """What the local scheduler needs of a started replica process (``subprocess.Popen``)."""
+def __getattr__(name: str) -> object:
+    # PopenProtocol is a typing.Protocol, made only for code that asks for it.
+    if name == "PopenProtocol":
+        from torchx.schedulers._local.popen import PopenProtocol
 
-    pid: int
-    returncode: int | None
-
-    def poll(self) -> int | None: ...
-
-    def wait(self, timeout: float | None = None) -> int: ...
-
-    def kill(self) -> None: ...
-
-    def terminate(self) -> None: ...
+        return PopenProtocol
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 RANK0_ENV = "TORCHX_RANK0_HOST"

@@ -14,9 +14,12 @@ import importlib
 import importlib.util
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
 
 from torchx.plugins._types import NAMESPACE_ROOT, PluginFactories, PluginType, RegistrationError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 Record = Callable[[RegistrationError], None]
 

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
 
 from torchx.plugins._types import NAMED_RESOURCES_ATTR, PluginType
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import TypeVar
+
     from torchx.specs.api import Resource
 
-F = TypeVar("F", bound=Callable[..., object])
+    F = TypeVar("F", bound=Callable[..., object])
 
 WHOLE: float = 1.0
 """The whole host: all of its CPUs, memory and GPUs."""
@@ -30,7 +32,12 @@ EIGHTH: float = 0.125
 SIXTEENTH: float = 0.0625
 """A sixteenth of every resource of the host."""
 
-Fractionals = Callable[[Any], dict[float, str]]
+if TYPE_CHECKING:
+    from typing import Any
+
+    Fractionals = Callable[[Any], dict[float, str]]
+else:
+    Fractionals = Callable[[object], dict[float, str]]
 """``(whole-host Resource) -> {fraction: name suffix}``."""
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable
-from typing import Any, overload
 
 from torchx.plugins._namespace_scan import scan_namespace
 from torchx.plugins._types import (
@@ -26,6 +25,11 @@ from torchx.plugins._types import (
     RegistrationError,
 )
 from torchx.util.log import get_logger
+from torchx.util.static_typing import overload
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "NAMED_RESOURCES_ATTR",

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from typing import Any
 
 from torchx.util.lazy_dataclass import dataclass
 
@@ -68,4 +67,10 @@ class RegistrationError:
     plugin_type: str | None = None
 
 
-PluginFactories = dict[str, Callable[..., Any]]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    PluginFactories = dict[str, Callable[..., Any]]
+else:
+    PluginFactories = dict[str, Callable[..., object]]

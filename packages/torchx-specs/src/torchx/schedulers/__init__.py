@@ -12,9 +12,9 @@ from torchx._namespace import extend_path
 
 __path__ = extend_path(__path__, __name__)
 
-from typing import TYPE_CHECKING, Any, Protocol
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from torchx.schedulers._factory import SchedulerFactory
     from torchx.schedulers.api import Scheduler
 
 __all__ = [
@@ -33,19 +33,9 @@ DEFAULT_SCHEDULER_MODULES: dict[str, str] = {}
 """Kept for compatibility: built-in schedulers are now ordinary entry points."""
 
 
-class SchedulerFactory(Protocol):
-    """``create_scheduler(session_name, **kwargs) -> Scheduler``.
-
-    ``**kwargs`` is mandatory: the runner passes every ``TORCHX_*`` environment
-    variable (lower-cased, prefix removed) as a keyword argument.
-    """
-
-    def __call__(self, session_name: str, **kwargs: object) -> "Scheduler[Any]": ...
-
-
 def get_scheduler_factories(
     *, skip_defaults: bool = False, group: str = SCHEDULER_GROUP
-) -> dict[str, SchedulerFactory]:
+) -> "dict[str, SchedulerFactory]":
     """``{name: factory}`` for every scheduler registered in ``group``.
 
     For ``torchx.schedulers`` that is its entry points and the ``@register.scheduler()``
@@ -80,9 +70,14 @@ def get_default_scheduler_name() -> str:
 
 
 def __getattr__(name: str) -> object:
-    # ``Scheduler`` pulls in torchx.specs; resolve it only when someone asks for it.
+    # ``Scheduler`` pulls in torchx.specs and ``SchedulerFactory`` (a Protocol) typing;
+    # resolve them only when someone asks for them.
     if name == "Scheduler":
         from torchx.schedulers.api import Scheduler
 
         return Scheduler
+    if name == "SchedulerFactory":
+        from torchx.schedulers._factory import SchedulerFactory
+
+        return SchedulerFactory
     raise AttributeError(f"module 'torchx.schedulers' has no attribute {name!r}")

@@ -14,10 +14,8 @@ from __future__ import annotations
 import abc
 import sys
 import time
-import typing
 from collections.abc import Iterable, Iterator, Mapping
 from enum import Enum
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeAlias, TypeVar
 
 from torchx.specs.api import (
     NONE,
@@ -35,14 +33,27 @@ from torchx.specs.api import (
     runopts,
 )
 from torchx.util.lazy_dataclass import MISSING, Field, dataclass, field, fields
+from torchx.util.static_typing import GenericBase
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import ast
     from datetime import datetime
+    from typing import Any, ClassVar, TypeAlias, TypeVar
 
     from torchx.schedulers.list_filter import ListFilter
     from torchx.util.readiness import ReadinessCheck
     from torchx.workspace.api import WorkspaceMixin
+
+    T = TypeVar("T")
+    _S = TypeVar("_S", bound="StructuredOpts")
+    _Definition: TypeAlias = "ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef"
+    # key, type, help, default, required
+    _Option: TypeAlias = tuple[str, Any, str, Any, bool]
+    # What as_runopts/get_docstrings derive from a class: (options, {field: help} items).
+    _Schema: TypeAlias = tuple[tuple[_Option, ...], tuple[tuple[str, str], ...]]
+else:
+    T = "T"  # the parameter's name: a TypeVar would need typing
 
 __all__ = [
     "DAYS_IN_2_WEEKS",
@@ -61,8 +72,6 @@ __all__ = [
 ]
 
 DAYS_IN_2_WEEKS = 14
-
-T = TypeVar("T")
 
 
 class Stream(str, Enum):
@@ -118,7 +127,7 @@ class LogQuery:
     follow: bool = False
 
 
-class Scheduler(abc.ABC, Generic[T]):
+class Scheduler(abc.ABC, GenericBase[T]):
     """Base class of every scheduler; ``T`` is the type of its run config.
 
     The run config reaching ``_submit_dryrun`` is the dict resolved by ``run_opts()``;
@@ -402,7 +411,8 @@ def as_workspace_scheduler(scheduler: object) -> WorkspaceMixin[Any] | None:
     module = sys.modules.get("torchx.workspace.api")
     mixin = getattr(module, "WorkspaceMixin", None)
     if mixin is not None and isinstance(scheduler, mixin):
-        return typing.cast("WorkspaceMixin[Any]", scheduler)
+        workspace_scheduler: WorkspaceMixin[Any] = scheduler
+        return workspace_scheduler
     return None
 
 
@@ -510,8 +520,6 @@ CFG_KEY = "cfg_key"
 HELP_KEY = "help"
 """Field metadata key holding an option's help text (preferred to an attribute docstring)."""
 
-_S = TypeVar("_S", bound="StructuredOpts")
-
 _DOCSTRINGS: dict[type, dict[str, str]] = {}
 
 
@@ -567,9 +575,6 @@ def _own_attribute_docstrings(klass: type) -> dict[str, str]:
         ):
             docs[stmt.target.id] = inspect.cleandoc(following.value.value)
     return docs
-
-
-_Definition: TypeAlias = "ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef"
 
 
 def _find_class(tree: ast.Module, qualname: str) -> ast.ClassDef | None:
@@ -641,13 +646,35 @@ class _OptionField:
 _FIELDS: dict[type, list[_OptionField]] = {}
 
 
+def _type_hints(cls: type) -> dict[str, Any]:
+    """``typing.get_type_hints(cls)``, without importing typing when every string
+    annotation is plain Python in its class's module (``int``, ``str | None``,
+    ``list[str]``): an options class is read by every command that uses its scheduler."""
+    hints: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        module = sys.modules.get(klass.__module__)
+        namespace = dict(vars(module)) if module is not None else {}
+        for name, annotation in vars(klass).get("__annotations__", {}).items():
+            value = annotation
+            if isinstance(annotation, str):
+                try:
+                    # what get_type_hints does with it: the class's own source code
+                    value = eval(annotation, namespace, dict(vars(klass)))  # noqa: S307
+                except Exception:  # a name only typing knows how to resolve
+                    import typing
+
+                    return typing.get_type_hints(cls)
+            hints[name] = type(None) if value is None else value
+    return hints
+
+
 def _option_fields(cls: type) -> list[_OptionField]:
     cached = _FIELDS.get(cls)
     if cached is not None:
         return cached
     from torchx.util.types import decode_optional
 
-    hints = typing.get_type_hints(cls)
+    hints = _type_hints(cls)
     result = [
         _OptionField(f, decode_optional(hints.get(f.name, f.type)))
         for f in fields(cls)
@@ -672,11 +699,6 @@ def _help_texts(cls: type) -> dict[str, str]:
                 texts[f.name] = docs.get(f.name, f.name)
     return texts
 
-
-# key, type, help, default, required
-_Option: TypeAlias = tuple[str, Any, str, Any, bool]
-# What as_runopts/get_docstrings derive from a class: (options, {field: help} items).
-_Schema: TypeAlias = tuple[tuple[_Option, ...], tuple[tuple[str, str], ...]]
 
 _SCHEMAS: dict[type, _Schema] = {}
 

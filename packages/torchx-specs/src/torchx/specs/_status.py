@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import re
 from enum import Enum
-from typing import Any
 
 from torchx.specs._common import NONE
 from torchx.util.lazy_dataclass import asdict, dataclass, field
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class AppState(int, Enum):

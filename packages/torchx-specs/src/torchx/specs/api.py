@@ -14,7 +14,7 @@ import _thread
 import os
 from collections.abc import Callable, Mapping
 from enum import Enum
-from types import GenericAlias, MappingProxyType
+from types import MappingProxyType
 
 from torchx.specs._common import (
     ALL,
@@ -35,12 +35,13 @@ from torchx.specs._common import (
 from torchx.specs._runopts import CfgVal, get_type_name, runopt, runopts
 from torchx.specs._workspace_spec import Workspace
 from torchx.util.lazy_dataclass import asdict, dataclass, field
+from torchx.util.static_typing import GenericBase
 
 # `typing` (with the `re`, `warnings` and `contextlib` it imports) is a quarter of this
 # package's import: it is needed here for the type checker only
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Generic, TypeVar
+    from typing import Any, TypeVar
 
     from torchx.specs._status import (
         AppState,
@@ -494,21 +495,11 @@ class macros:
 
 if TYPE_CHECKING:
     T = TypeVar("T")
-
-    class _Generic(Generic[T]):
-        pass
-
 else:
-    T = "T"
-
-    class _Generic:
-        """``AppDryRunInfo[Request]`` at run time, as :class:`typing.Generic` offers it."""
-
-        __slots__ = ()
-        __class_getitem__ = classmethod(GenericAlias)
+    T = "T"  # the parameter's name: a TypeVar would need typing
 
 
-class AppDryRunInfo(_Generic[T]):
+class AppDryRunInfo(GenericBase[T]):
     """The scheduler request an app would be submitted as, printable through ``fmt``.
 
     ``_app``, ``_cfg`` and ``_scheduler`` are filled in by ``Scheduler.submit_dryrun`` and

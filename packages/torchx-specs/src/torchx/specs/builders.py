@@ -7,7 +7,9 @@ arguments, the ``config`` dict (JSON ``component_args``), ``.torchxconfig`` defa
 (``cmpnt_defaults``, strings) and finally the function's own defaults.
 
 Bad arguments raise :class:`ComponentArgumentError` naming the parameter; pass
-``exit_on_error=True`` to get argparse's print-usage-and-exit behaviour instead.
+``exit_on_error=True`` to get argparse's print-usage-and-exit behaviour instead. A plain
+command line (see :mod:`torchx.util.plain_args`) is read without argparse; argparse reads
+every other one and makes every error message.
 
 Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
 (packages/torchx-specs/tests/test_specs_import_cost.py).
@@ -15,17 +17,23 @@ Imports inside functions are deliberate: ``import torchx.specs`` stays close to 
 
 from __future__ import annotations
 
-import argparse
-import typing
 from collections.abc import Callable, Mapping
-from typing import Any, NoReturn
 
-from torchx.specs._help_format import TorchXArgumentHelpFormatter
+from torchx.specs._component_params import (
+    ComponentArgumentError,
+    option_strings,
+    resolved_annotations,
+)
 from torchx.specs.api import AppDef, make_app_handle, parse_mounts
 from torchx.util import fn_params
 from torchx.util.fn_params import EMPTY
 from torchx.util.lazy_dataclass import dataclass
 from torchx.util.types import decode, get_argparse_param_type
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any, NoReturn
 
 __all__ = [
     "ComponentArgs",
@@ -36,56 +44,6 @@ __all__ = [
     "parse_args",
     "parse_mounts",
 ]
-
-
-class ComponentArgumentError(ValueError):
-    """An argument of a component is missing or cannot be converted to its type.
-
-    ``usage`` holds the component's usage line so a CLI can print it.
-    """
-
-    def __init__(self, message: str, usage: str = "") -> None:
-        super().__init__(message)
-        self.usage = usage
-
-
-class _ComponentArgumentParser(argparse.ArgumentParser):
-    """argparse that raises :class:`ComponentArgumentError` instead of exiting.
-
-    The help texts come from the component's docstring, parsed only when help is
-    formatted: parsing docstrings costs more than building the whole parser.
-    """
-
-    def __init__(
-        self,
-        *args: Any,
-        raise_errors: bool = True,
-        docstring_of: Callable[..., Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(*args, **kwargs)
-        self.raise_errors = raise_errors
-        self._docstring_of = docstring_of
-
-    def format_help(self) -> str:
-        fn, self._docstring_of = self._docstring_of, None
-        if fn is not None:
-            from torchx.specs.file_linter import get_fn_docstring
-
-            description, param_help = get_fn_docstring(fn)
-            self.description = description
-            for action in self._actions:
-                # argparse hides blank help (and with it the default): keep the name then.
-                text = param_help.get(action.dest, "").strip()
-                if text:
-                    action.help = text
-        return super().format_help()
-
-    def error(self, message: str) -> NoReturn:
-        if self.raise_errors:
-            name = self.prog.split()[-1] if self.prog.split() else "component"
-            raise ComponentArgumentError(f"component `{name}`: {message}", self.format_usage())
-        super().error(message)
 
 
 @dataclass
@@ -108,83 +66,59 @@ class _Unset:
 _UNSET: Any = _Unset()
 
 
-def _annotations(fn: Callable[..., Any]) -> dict[str, Any]:
-    """Parameter annotations with string annotations resolved when possible."""
-    try:
-        return typing.get_type_hints(fn, include_extras=True)
-    except Exception:  # unresolvable forward references: use what the signature has
-        return {
-            param.name: param.annotation
-            for param in fn_params.parameters(fn)
-            if param.annotation is not EMPTY
-        }
-
-
-def _aliases(annotation: Any) -> list[str]:
-    """Extra option spellings from ``Annotated[T, "-x"]`` metadata."""
-    if typing.get_origin(annotation) is not typing.Annotated:
-        return []
-    return [m for m in typing.get_args(annotation)[1:] if isinstance(m, str) and m.startswith("-")]
-
-
-def _display_default(value: Any) -> Any:
-    return str(value) if isinstance(value, bool) else value
-
-
-def _create_args_parser(
+def _parse_plain(
     cmpnt_fn: Callable[..., Any],
-    cmpnt_defaults: Mapping[str, str] | None = None,
-    config: Mapping[str, Any] | None = None,
-    *,
-    exit_on_error: bool = False,
-) -> argparse.ArgumentParser:
-    """The argparse parser for ``cmpnt_fn`` (what ``torchx run COMPONENT --help`` shows)."""
-    parser = _ComponentArgumentParser(
-        prog=f"torchx run <run args...> {cmpnt_fn.__name__} ",
-        formatter_class=TorchXArgumentHelpFormatter,
-        add_help=False,
-        raise_errors=not exit_on_error,
-        docstring_of=cmpnt_fn,
-    )
-    parser.add_argument(
-        "--help", action="help", default=argparse.SUPPRESS, help="show this help message and exit"
-    )
-    defaults = cmpnt_defaults or {}
-    config = config or {}
-    annotations = _annotations(cmpnt_fn)
-    for param in fn_params.parameters(cmpnt_fn):
-        name = param.name
-        annotation = annotations.get(name, param.annotation)
-        typed_param = fn_params.Param(name, param.kind, param.default, annotation)
-        help_text = name.replace("_", " ")  # the docstring's text replaces it in format_help
-        default: Any = param.default
-        if name in defaults:
-            default = defaults[name]
+    params: list[fn_params.Param],
+    cmpnt_args: list[str],
+    cmpnt_defaults: Mapping[str, str],
+    config: Mapping[str, Any],
+) -> dict[str, Any] | None:
+    """``{param: value}`` of the explicit arguments, as argparse would parse them, when
+    they are plain (:func:`~torchx.util.plain_args.split_options`) and complete; ``None``
+    lets argparse parse them (and report what is wrong)."""
+    from torchx.util.plain_args import split_options
+
+    annotated = resolved_annotations(cmpnt_fn)
+    spellings: dict[str, str] = {}
+    typed: dict[str, fn_params.Param] = {}
+    var_positional = None
+    for param in params:
         if param.kind == fn_params.VAR_KEYWORD:
-            continue  # rejected when the arguments are built
-        if param.kind == fn_params.VAR_POSITIONAL:
-            parser.add_argument(
-                name,
-                nargs=argparse.REMAINDER,
-                type=get_argparse_param_type(typed_param),
-                help=help_text,
-                default=default if default is not EMPTY else [],
-            )
             continue
-        flags = _aliases(annotation)
-        if len(name) == 1:
-            flags.append(f"-{name}")
-        flags.append(f"--{name}")
-        has_value = default is not EMPTY or name in config
-        parser.add_argument(
-            *flags,
-            dest=name,
-            type=get_argparse_param_type(typed_param),
-            help=help_text,
-            default=_display_default(default) if default is not EMPTY else None,
-            required=not has_value,
-        )
-    return parser
+        annotation = annotated.get(param.name, param.annotation)
+        typed[param.name] = fn_params.Param(param.name, param.kind, param.default, annotation)
+        if param.kind == fn_params.VAR_POSITIONAL:
+            var_positional = param.name
+            continue
+        for flag in option_strings(param.name, annotation):
+            if flag in spellings:
+                return None  # argparse reports the clash
+            spellings[flag] = param.name
+    split = split_options(cmpnt_args, {}, spellings)
+    if split is None:
+        return None
+    given, rest = split
+    if rest and var_positional is None:
+        return None  # unrecognized arguments
+    if rest and var_positional is not None:
+        given[var_positional] = rest
+    parsed: dict[str, Any] = {}
+    for name, param in typed.items():
+        if name not in given:
+            required = param.default is EMPTY and name not in cmpnt_defaults
+            if required and name not in config and param.kind != fn_params.VAR_POSITIONAL:
+                return None
+            continue
+        convert = get_argparse_param_type(param)
+        value = given[name]
+        try:
+            if isinstance(value, list):  # the words of *args
+                parsed[name] = [convert(word) for word in value]
+            else:
+                parsed[name] = convert(str(value))
+        except (TypeError, ValueError):
+            return None
+    return parsed
 
 
 def _parse(
@@ -193,17 +127,35 @@ def _parse(
     cmpnt_defaults: Mapping[str, str] | None,
     config: Mapping[str, Any] | None,
     exit_on_error: bool,
-) -> tuple[argparse.ArgumentParser, dict[str, Any]]:
-    """Parses and merges every source; returns the parser and ``{param: raw value}``."""
-    parser = _create_args_parser(cmpnt_fn, cmpnt_defaults, config, exit_on_error=exit_on_error)
+) -> tuple[Callable[[str], NoReturn], dict[str, Any]]:
+    """Parses and merges every source; returns how to fail (argparse's one-line usage
+    error) and ``{param: raw value}``."""
     params = fn_params.parameters(cmpnt_fn)
     if cmpnt_args[:1] == ["--"] and all(p.kind != fn_params.VAR_POSITIONAL for p in params):
         # `torchx run comp -- --name x`: the `--` only ends torchx's own options
         cmpnt_args = cmpnt_args[1:]
-    namespace = argparse.Namespace(**{p.name: _UNSET for p in params})
-    parsed = vars(parser.parse_args(cmpnt_args, namespace=namespace))
     defaults = cmpnt_defaults or {}
     config = config or {}
+    made: list[argparse.ArgumentParser] = []
+
+    def parser() -> argparse.ArgumentParser:
+        if not made:
+            from torchx.specs._component_parser import create_args_parser
+
+            made.append(
+                create_args_parser(cmpnt_fn, cmpnt_defaults, config, exit_on_error=exit_on_error)
+            )
+        return made[0]
+
+    def fail(message: str) -> NoReturn:
+        parser().error(message)
+
+    parsed = _parse_plain(cmpnt_fn, params, cmpnt_args, defaults, config)
+    if parsed is None:
+        import argparse
+
+        namespace = argparse.Namespace(**{p.name: _UNSET for p in params})
+        parsed = vars(parser().parse_args(cmpnt_args, namespace=namespace))
     values: dict[str, Any] = {}
     for param in params:
         name = param.name
@@ -226,7 +178,7 @@ def _parse(
             values[name] = param.default
         elif param.kind == fn_params.VAR_POSITIONAL:
             values[name] = []
-    return parser, values
+    return fail, values
 
 
 def parse_args(
@@ -242,12 +194,10 @@ def parse_args(
     Precedence: explicit ``cmpnt_args`` > ``config`` > ``cmpnt_defaults`` > the
     function's defaults.
     """
+    import argparse
+
     _, values = _parse(cmpnt_fn, cmpnt_args, cmpnt_defaults, config, exit_on_error)
     return argparse.Namespace(**values)
-
-
-def _fail(parser: argparse.ArgumentParser, message: str) -> NoReturn:
-    parser.error(message)
 
 
 def component_args_from_str(
@@ -263,8 +213,8 @@ def component_args_from_str(
     ``bool`` takes ``true/false/1/0/yes/no/on/off``; ``list[T]`` takes ``a,b``;
     ``dict[K, V]`` takes ``k=v,k2=v2``; an empty string for a list or dict is ``None``.
     """
-    parser, values = _parse(cmpnt_fn, cmpnt_args, cmpnt_args_defaults, config, exit_on_error)
-    annotations = _annotations(cmpnt_fn)
+    fail, values = _parse(cmpnt_fn, cmpnt_args, cmpnt_args_defaults, config, exit_on_error)
+    annotated = resolved_annotations(cmpnt_fn)
     positional_args: dict[str, Any] = {}
     var_args: list[str] = []
     kwargs: dict[str, Any] = {}
@@ -275,9 +225,9 @@ def component_args_from_str(
                 f"component `{cmpnt_fn.__name__}` has `**{name}`; components cannot take"
                 " **kwargs because each parameter must be a named CLI option"
             )
-        annotation = annotations.get(name, param.annotation)
+        annotation = annotated.get(name, param.annotation)
         if name not in values:
-            _fail(parser, f"the following arguments are required: --{name}")
+            fail(f"the following arguments are required: --{name}")
         value = values[name]
         if param.kind == fn_params.VAR_POSITIONAL:
             items = list(value)
@@ -289,7 +239,7 @@ def component_args_from_str(
             decoded = decode(value, annotation)
         except ValueError as e:
             flag = f"-{name}/--{name}" if len(name) == 1 else f"--{name}"
-            _fail(parser, f"argument {flag}: {e}")
+            fail(f"argument {flag}: {e}")
         if param.kind == fn_params.KEYWORD_ONLY:
             kwargs[name] = decoded
         else:

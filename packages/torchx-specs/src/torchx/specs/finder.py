@@ -33,13 +33,15 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from types import FunctionType, ModuleType
-from typing import TYPE_CHECKING, Any
 
 from torchx.util.io import read_conf_file
 from torchx.util.lazy_dataclass import dataclass
 from torchx.util.log import get_logger
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from torchx.specs.file_linter import ComponentFunctionValidator, LinterMessage
 
 __all__ = [

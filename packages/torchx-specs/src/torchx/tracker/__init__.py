@@ -11,9 +11,10 @@ from torchx._namespace import extend_path
 
 __path__ = extend_path(__path__, __name__)
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from torchx.tracker.api import (
         AppRun,
         AppRunTrackableSource,
@@ -47,7 +48,7 @@ def app_run_from_env() -> "AppRun":
     return AppRun.run_from_env()
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
     # The API module is loaded on first use so that importing a sibling module (such as a
     # tracker backend) does not pay for it.
     if name in __all__:

@@ -15,12 +15,15 @@ import functools
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
 
 from torchx.settings import ENV_TORCHX_JOB_ID, ENV_TORCHX_PARENT_RUN_ID, ENV_TORCHX_TRACKERS
 from torchx.util.lazy_dataclass import dataclass
 from torchx.util.log import get_logger
 from torchx.util.readiness import ReadinessCheck
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "ENV_TORCHX_JOB_ID",

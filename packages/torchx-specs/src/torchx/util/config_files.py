@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, TextIO
 
 from torchx.settings import ENV_TORCHXCONFIG
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import configparser
+    from typing import TextIO
 
 __all__ = [
     "CONFIG_FILE",

@@ -6,9 +6,14 @@ code object; any other callable (a ``functools.partial``, a wrapped function, a 
 goes through :func:`inspect.signature`, which knows every corner case.
 """
 
+from __future__ import annotations
+
 from collections.abc import Callable
 from types import FunctionType
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "EMPTY",

@@ -25,11 +25,15 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar, copy_context
-from typing import TYPE_CHECKING, TypeVar
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import random
     import threading
+    from typing import TypeVar
+
+    R = TypeVar("R")
+    T = TypeVar("T")
 
 __all__ = [
     "ServiceUnavailableError",
@@ -41,9 +45,6 @@ __all__ = [
     "retry_call",
     "within_outage_budget",
 ]
-
-R = TypeVar("R")
-T = TypeVar("T")
 
 DEFAULT_BUDGET_S = 15.0
 FIRST_CONTACT_S = 4.0

@@ -8,18 +8,22 @@ Imports inside functions are deliberate: ``import torchx.specs`` stays close to 
 (packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
+from __future__ import annotations
+
 import sys
 import types
-import typing
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
 
 from torchx.util.fn_params import EMPTY
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import inspect
+    from typing import Any, TypeVar
 
     from torchx.util.fn_params import Param
+
+    _T = TypeVar("_T")
 
 __all__ = [
     "BOOL_FALSE",
@@ -37,8 +41,6 @@ __all__ = [
     "to_dict",
     "to_list",
 ]
-
-_T = TypeVar("_T")
 
 BOOL_TRUE = ("true", "1", "yes", "on")
 BOOL_FALSE = ("false", "0", "no", "off")
@@ -76,7 +78,7 @@ class _Text:
         self.quoted = quoted
 
     @staticmethod
-    def parse(arg: str) -> "_Text":
+    def parse(arg: str) -> _Text:
         """Removes quotes that open a key or value (``'...'`` / ``"..."``).
 
         A quote in the middle of a word (``don't``) is an ordinary character.
@@ -107,7 +109,7 @@ class _Text:
             raise ValueError(f"`{arg}` has an unterminated {quote} quote")
         return _Text("".join(chars), quoted)
 
-    def split(self, sep: str) -> list["_Text"]:
+    def split(self, sep: str) -> list[_Text]:
         """Splits on unquoted occurrences of ``sep`` (a single character)."""
         parts: list[_Text] = []
         start = 0
@@ -133,7 +135,7 @@ class _Text:
             end -= 1
         return self.chars[start:end]
 
-    def __getitem__(self, s: slice) -> "_Text":
+    def __getitem__(self, s: slice) -> _Text:
         return _Text(self.chars[s], self.quoted[s])
 
 
@@ -175,22 +177,49 @@ def _store(result: dict[str, str], key: str, value: str, arg: str) -> None:
     result[key] = value
 
 
+# `typing` is asked only once something imported it: before that no annotation can be an
+# `Annotated`, `Optional`, `Union` or `Any`, and a `list[str]` or `int | None` answers itself.
+def _origin(tp: Any) -> Any:
+    typing = sys.modules.get("typing")
+    if typing is not None:
+        return typing.get_origin(tp)
+    if isinstance(tp, (types.GenericAlias, types.UnionType)):
+        return types.UnionType if isinstance(tp, types.UnionType) else tp.__origin__
+    return None
+
+
+def _args(tp: Any) -> tuple[Any, ...]:
+    typing = sys.modules.get("typing")
+    if typing is not None:
+        args: tuple[Any, ...] = typing.get_args(tp)
+        return args
+    if isinstance(tp, (types.GenericAlias, types.UnionType)):
+        return tp.__args__
+    return ()
+
+
+def _is_typing(tp: Any, name: str) -> bool:
+    """Whether ``tp`` is ``typing.<name>`` (``Any``, ``Union``, ``Annotated``)."""
+    typing = sys.modules.get("typing")
+    return typing is not None and tp is getattr(typing, name)
+
+
 def strip_annotated(tp: Any) -> Any:
     """``Annotated[T, ...]`` → ``T``; anything else unchanged."""
-    while typing.get_origin(tp) is typing.Annotated:
-        tp = typing.get_args(tp)[0]
+    while _is_typing(_origin(tp), "Annotated"):
+        tp = _args(tp)[0]
     return tp
 
 
 def _is_union(tp: Any) -> bool:
-    origin = typing.get_origin(tp)
-    return origin is typing.Union or origin is types.UnionType
+    origin = _origin(tp)
+    return origin is types.UnionType or _is_typing(origin, "Union")
 
 
 def is_optional(tp: Any) -> bool:
     """Whether ``tp`` (possibly ``Annotated``) is a union containing ``None``."""
     tp = strip_annotated(tp)
-    return _is_union(tp) and type(None) in typing.get_args(tp)
+    return _is_union(tp) and type(None) in _args(tp)
 
 
 def decode_optional(param_type: Any) -> Any:
@@ -202,11 +231,13 @@ def decode_optional(param_type: Any) -> Any:
     tp = strip_annotated(param_type)
     if not _is_union(tp):
         return tp
-    members = [strip_annotated(a) for a in typing.get_args(tp) if a is not type(None)]
-    if len(members) == len(typing.get_args(tp)):
+    members = [strip_annotated(a) for a in _args(tp) if a is not type(None)]
+    if len(members) == len(_args(tp)):
         return tp
     if len(members) == 1:
         return members[0]
+    import typing
+
     return typing.Union[tuple(members)]  # noqa: UP007 (built dynamically)
 
 
@@ -229,7 +260,7 @@ def _decode_scalar(value: str, tp: Any, what: str) -> Any:
             return tp(value)
         except ValueError:
             raise ValueError(f"{what} `{value}` is not a valid {tp.__name__}") from None
-    if tp is Any:
+    if _is_typing(tp, "Any"):
         return value
     raise ValueError(
         f"{what} type {getattr(tp, '__name__', tp)} is not supported; use int, str, float or bool"
@@ -247,8 +278,8 @@ def decode_from_string(
     if not encoded_value:
         return None
     tp = decode_optional(annotation)
-    origin = typing.get_origin(tp) or tp
-    args = typing.get_args(tp)
+    origin = _origin(tp) or tp
+    args = _args(tp)
     if origin is dict:
         key_type, value_type = args if len(args) == 2 else (str, str)
         return {
@@ -295,9 +326,9 @@ def decode(encoded_value: Any, annotation: Any) -> Any:
         return to_bool(encoded_value)
     if tp in (int, float):
         return _decode_scalar(encoded_value, tp, "value")
-    if tp is str or tp is Any or _is_signature_empty(tp):
+    if tp is str or _is_typing(tp, "Any") or _is_signature_empty(tp):
         return encoded_value
-    if (typing.get_origin(tp) or tp) in (list, dict, tuple):
+    if (_origin(tp) or tp) in (list, dict, tuple):
         return decode_from_string(encoded_value, tp)
     return encoded_value
 
@@ -310,7 +341,7 @@ def _is_signature_empty(tp: Any) -> bool:
     return module is not None and tp is module.Parameter.empty
 
 
-def get_argparse_param_type(parameter: "inspect.Parameter | Param") -> Callable[[str], object]:
+def get_argparse_param_type(parameter: inspect.Parameter | Param) -> Callable[[str], object]:
     """The ``type=`` for argparse: the annotation when it is int/str/float, else ``str``."""
     annotation = strip_annotated(parameter.annotation)
     if annotation in (int, str, float):

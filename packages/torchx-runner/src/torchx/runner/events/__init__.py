@@ -17,13 +17,14 @@ import sys
 import time
 from enum import Enum
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal
 
 from torchx.util.lazy_dataclass import asdict, dataclass
 from torchx.util.log import get_logger
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import logging
+    from typing import Literal
 
 __all__ = ["SourceType", "TorchxEvent", "log_event", "record"]
 

@@ -23,11 +23,14 @@ import fcntl
 import os
 import time
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 from torchx.util import atomic
 from torchx.util.atomic import make_private_dirs, write_private
 from torchx.util.home import torchx_home
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 REQUEST_FILE = "request.json"
 STATE_FILE = "state.json"

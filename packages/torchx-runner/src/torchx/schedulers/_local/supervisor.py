@@ -30,15 +30,16 @@ import select
 import signal
 import sys
 import time
-from typing import TYPE_CHECKING, Any, NoReturn
 
 from torchx.schedulers._local import state as st
 from torchx.settings import ENV_TORCHX_ATTEMPT
 from torchx.util.programs import find_program
 from torchx.util.signals import signal_name
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess
+    from typing import Any, NoReturn
 
 ENV_START_METHOD = "TORCHX_LOCAL_CWD_SUPERVISOR"
 """``fork`` or ``spawn`` forces how the supervisor is started (default: ``auto``)."""

@@ -24,9 +24,20 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator
-from typing import IO, Any, Protocol, TypeVar
 
 from torchx.schedulers.api import LINE_SPLIT_MARK, MAX_LINE_BYTES
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Any, Protocol, TypeVar
+
+    _T = TypeVar("_T")
+
+    class _AppWatcher(Protocol):
+        """The part of a scheduler that following a log needs."""
+
+        def describe(self, app_id: str) -> Any: ...
+
 
 __all__ = [
     "LogIterator",
@@ -38,15 +49,6 @@ __all__ = [
     "read_chunks",
     "read_lines",
 ]
-
-
-_T = TypeVar("_T")
-
-
-class _AppWatcher(Protocol):
-    """The part of a scheduler that following a log needs."""
-
-    def describe(self, app_id: str) -> Any: ...
 
 
 def open_log(path: str) -> IO[str]:
