@@ -194,3 +194,128 @@ def test_declaring_and_using_imports_neither_dataclasses_nor_inspect() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert json.loads(out) == [False, False]
+
+
+@ldc.dataclass(frozen=True)
+class Frozen:
+    a: int
+    b: list[int] = ldc.field(default_factory=list)
+    c: str = "c"
+    hidden: dict[str, int] = ldc.field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "c", self.c.upper())
+
+
+@pytest.mark.parametrize(
+    ("cls", "args", "kwargs"),
+    [
+        (Point, (1,), {}),
+        (Point, (1, 2, {"k": "v"}), {"note": "n"}),
+        (Point, (), {"x": 3, "tags": {}}),
+        (Frozen, (1,), {}),
+        (Frozen, (1, [2]), {"c": "x"}),
+    ],
+)
+def test_first_instances_bind_without_compiling_and_equal_compiled_ones(
+    cls: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    """A class's first instances are made by a generic __init__ (compiling one per class
+    costs a command more than it saves); they must be exactly what the compiled one makes."""
+
+    @ldc.dataclass
+    class Fresh:  # a class no test has instantiated yet
+        x: int
+        y: int = 0
+
+    assert Fresh.__init__.__torchx_placeholder__  # type: ignore[attr-defined]
+    assert Fresh(1).y == 0
+    assert getattr(Fresh.__init__, "__torchx_placeholder__", False), "compiled too early"
+
+    generic = cls(*args, **kwargs)
+    compiled_init = ldc._compiled_init(cls)
+    compiled = cls.__new__(cls)
+    compiled_init(compiled, *args, **kwargs)
+    assert vars(generic) == vars(compiled)
+    assert generic == compiled
+
+
+def test_arguments_that_do_not_bind_get_pythons_own_errors() -> None:
+    @ldc.dataclass
+    class Strict:
+        x: int
+        y: int = 0
+
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'x'"):
+        Strict()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'z'"):
+        Strict(1, z=2)
+    with pytest.raises(TypeError, match="takes from 2 to 3 positional arguments"):
+        Strict(1, 2, 3)
+    with pytest.raises(TypeError, match="multiple values for argument 'x'"):
+        Strict(1, x=2)
+
+
+def test_a_class_compiles_its_init_after_many_instances() -> None:
+    @ldc.dataclass
+    class Many:
+        x: int
+
+    items = [Many(i) for i in range(ldc._GENERIC_INITS + 1)]
+    assert [m.x for m in items] == list(range(ldc._GENERIC_INITS + 1))
+    assert not getattr(Many.__init__, "__torchx_placeholder__", False)
+
+
+class _Custom:
+    """Not ours: copied by the copy module."""
+
+    def __init__(self) -> None:
+        self.items = [1, 2]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Custom) and other.items == self.items
+
+
+def test_deep_copy_is_copy_deepcopy_for_the_data_model() -> None:
+    """The runner copies every app it submits; without importing copy, the copy must be
+    what copy.deepcopy makes: equal, independent, shared references kept shared."""
+    import torchx.specs as specs
+
+    shared_env = {"A": "1"}
+    role = specs.Role(
+        name="r",
+        image="img",
+        args=["a", "b"],
+        env=shared_env,
+        resource=specs.Resource(cpu=1, gpu=0, memMB=64, devices={"x": 1}),
+        mounts=[specs.BindMount(src_path="/a", dst_path="/b")],
+        metadata={"custom": _Custom(), "pair": (1, [2]), "same": ("x", 1)},
+        retry_policy=specs.RetryPolicy.REPLICA,
+    )
+    other = specs.Role(name="o", image="img", env=shared_env)
+    app = specs.AppDef(name="app", roles=[role, other], metadata={"k": "v"})
+    memo = {id(role.overrides): role.overrides}
+    ours = ldc.deep_copy(app, dict(memo))
+    theirs = copy.deepcopy(app, dict(memo))
+    assert ours == theirs == app
+    assert ours.roles[0].env is ours.roles[1].env  # shared stays shared
+    assert ours.roles[0].env is not shared_env
+    assert ours.roles[0].overrides is role.overrides  # the memo is honoured
+    assert ours.roles[0].retry_policy is specs.RetryPolicy.REPLICA
+    assert ours.roles[0].metadata["same"] is role.metadata["same"]  # as copy: atomic tuple
+    assert ours.roles[0].metadata["pair"] is not role.metadata["pair"]
+    custom = ours.roles[0].metadata["custom"]
+    assert isinstance(custom, _Custom) and custom is not role.metadata["custom"]
+    assert custom.items == [1, 2] and custom.items is not role.metadata["custom"].items
+    ours.roles[0].args.append("c")
+    assert role.args == ["a", "b"]
+
+
+def test_deep_copy_keeps_cycles_and_shallow_copy_shares() -> None:
+    loop: list[Any] = [1]
+    loop.append(loop)
+    copied = ldc.deep_copy(loop)
+    assert copied[1] is copied and copied is not loop
+    point = Point(1, tags={"a": "b"})
+    clone = ldc.shallow_copy(point)
+    assert clone == point and clone is not point and clone.tags is point.tags

@@ -132,13 +132,12 @@ def _copy_app(app: AppDef) -> AppDef:
     Overrides hold callables/awaitables that may not be copyable, and resolving one must
     happen at most once, so the copy keeps the very same dict.
     """
-    import copy
+    from torchx.util.lazy_dataclass import deep_copy
 
     memo: dict[int, Any] = {}
     for role in app.roles:
         memo[id(role.overrides)] = role.overrides
-    copied: AppDef = copy.deepcopy(app, memo)
-    return copied
+    return deep_copy(app, memo)
 
 
 def _runcfg_json(cfg: Mapping[str, CfgVal] | None) -> str | None:

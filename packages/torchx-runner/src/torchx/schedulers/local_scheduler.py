@@ -16,7 +16,6 @@ Handles look like ``local_cwd://<session>/<app_id>``; the backend name passed to
 from __future__ import annotations
 
 import abc
-import contextlib
 import os
 import sys
 import time
@@ -197,9 +196,9 @@ class PopenRequest:
 
 def _format_request(request: PopenRequest) -> str:
     """The request as indented JSON (``pprint`` would import ``dataclasses`` and ``inspect``)."""
-    import json
+    from torchx.util.indented_json import indented_json
 
-    return json.dumps(asdict(request), indent=2)
+    return indented_json(asdict(request))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -899,11 +898,14 @@ class LocalScheduler(Scheduler[Opts]):
             path = os.path.join(root, name)
             if name.startswith("."):
                 # a temporary dir left by a launcher that died inside schedule()
-                with contextlib.suppress(OSError):
-                    if now - os.stat(path).st_mtime > _STALE_TMP_DIR_S:
-                        import shutil
+                try:
+                    stale = now - os.stat(path).st_mtime > _STALE_TMP_DIR_S
+                except OSError:
+                    stale = False
+                if stale:
+                    import shutil
 
-                        shutil.rmtree(path, ignore_errors=True)
+                    shutil.rmtree(path, ignore_errors=True)
                 continue
             apps.append(name)
         # evict in batches (down to cache_size - 1) so that scheduling does not read every
@@ -1156,8 +1158,10 @@ class LocalScheduler(Scheduler[Opts]):
         if not isinstance(state, dict) or state.get("state") in st.TERMINAL_STATES:
             return
         # the file first, then the pid: a supervisor that starts in between sees the file
-        with contextlib.suppress(FileNotFoundError):
+        try:  # noqa: SIM105 (contextlib costs every command its import)
             st.create_private_file(os.path.join(state_dir, st.CANCEL_FILE))
+        except FileNotFoundError:
+            pass
         state = st.read_json(os.path.join(state_dir, st.STATE_FILE))
         if not isinstance(state, dict) or state.get("state") in st.TERMINAL_STATES:
             return
@@ -1248,9 +1252,9 @@ def _create_log_files(paths: list[str]) -> None:
 
 
 def _with_env(role: Role, env: dict[str, str]) -> Role:
-    import copy
+    from torchx.util.lazy_dataclass import shallow_copy
 
-    clone = copy.copy(role)
+    clone = shallow_copy(role)
     clone.env = env
     return clone
 

@@ -11,7 +11,6 @@ Imports inside functions are deliberate: ``import torchx.specs`` stays close to 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 from collections.abc import Callable
 from types import ModuleType
 
@@ -24,24 +23,16 @@ if TYPE_CHECKING:
 Record = Callable[[RegistrationError], None]
 
 
-def _installed(namespace: str) -> bool:
-    try:
-        return importlib.util.find_spec(NAMESPACE_ROOT) is not None and (
-            importlib.util.find_spec(namespace) is not None
-        )
-    except ModuleNotFoundError:
-        return False
-    except Exception:
-        return True  # let the import below say what is wrong with it
-
-
 def scan_namespace(plugin_type: PluginType, record: Record) -> PluginFactories:
     """``{name: factory}`` of every plugin of ``plugin_type`` in its namespace package."""
     namespace = plugin_type.namespace
-    if not _installed(namespace):
-        return {}
     try:
         package = importlib.import_module(namespace)
+    except ModuleNotFoundError as e:
+        if e.name in (NAMESPACE_ROOT, namespace):
+            return {}  # no plugin of this kind is installed
+        record(RegistrationError(module=namespace, error=f"{type(e).__name__}: {e}"))
+        return {}
     except Exception as e:
         record(RegistrationError(module=namespace, error=f"{type(e).__name__}: {e}"))
         return {}

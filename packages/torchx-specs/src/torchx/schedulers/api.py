@@ -32,7 +32,7 @@ from torchx.specs.api import (
     macros,
     runopts,
 )
-from torchx.util.lazy_dataclass import MISSING, Field, dataclass, field, fields
+from torchx.util.lazy_dataclass import MISSING, Field, dataclass, field, fields, shallow_copy
 from torchx.util.static_typing import GenericBase
 
 TYPE_CHECKING = False
@@ -428,9 +428,7 @@ def with_full_job_id(app: AppDef, app_id: str) -> AppDef:
         if value is None or macros.app_id not in value:
             roles.append(role)
             continue
-        import copy
-
-        renamed = copy.copy(role)
+        renamed = shallow_copy(role)
         renamed.env = {**role.env, ENV_TORCHX_JOB_ID: value.replace(macros.app_id, app_id)}
         roles.append(renamed)
     return AppDef(name=app.name, roles=roles, metadata=app.metadata)

@@ -6,7 +6,6 @@ contract (tools scrape it), so it is reproduced exactly.
 
 from __future__ import annotations
 
-import re
 from enum import Enum
 
 from torchx.specs._common import NONE
@@ -126,6 +125,8 @@ def _wrap(msg: str, header: str, width: int = _WRAP_WIDTH) -> str:
 
 
 def _trim_error(msg: str) -> str:
+    import re  # only for a replica's error message
+
     match = re.search(_RPC_ERROR_PATTERN, msg)
     if match:
         msg = match.group(0)

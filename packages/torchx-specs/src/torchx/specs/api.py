@@ -34,7 +34,7 @@ from torchx.specs._common import (
 )
 from torchx.specs._runopts import CfgVal, get_type_name, runopt, runopts
 from torchx.specs._workspace_spec import Workspace
-from torchx.util.lazy_dataclass import asdict, dataclass, field
+from torchx.util.lazy_dataclass import asdict, dataclass, deep_copy, field
 from torchx.util.static_typing import GenericBase
 
 # `typing` (with the `re`, `warnings` and `contextlib` it imports) is a quarter of this
@@ -474,10 +474,8 @@ class macros:
 
             The copy shares ``role.overrides`` (its values may not be copyable).
             """
-            import copy
-
             overrides = role.overrides
-            copied: Role = copy.deepcopy(role, memo={id(overrides): overrides})
+            copied = deep_copy(role, memo={id(overrides): overrides})
             copied.args = [self.substitute(arg) for arg in copied.args]
             copied.env = {k: self.substitute(v) for k, v in copied.env.items()}
             copied.metadata = _substitute_nested(copied.metadata, self.substitute)
@@ -485,9 +483,9 @@ class macros:
 
         def substitute(self, arg: str) -> str:
             """Substitutes the macros in ``arg``; unknown ``${...}`` are left as they are."""
-            from string import Template
+            from torchx.specs._template import MacroTemplate
 
-            return Template(arg).safe_substitute(**self.to_dict())
+            return MacroTemplate(arg).safe_substitute(self.to_dict())
 
         def to_dict(self) -> dict[str, str]:
             return asdict(self)

@@ -9,7 +9,7 @@ replica, so a scheduler can compute one result and reuse it for every replica.
 
 from __future__ import annotations
 
-from string import Template
+from torchx.specs._template import MacroTemplate
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,8 +26,8 @@ class ReplicaMacros:
     def __init__(self, args: Iterable[str], env: Mapping[str, str]) -> None:
         self._args = list(args)
         self._env = dict(env)
-        self._templated_args = [(i, Template(a)) for i, a in enumerate(self._args) if "$" in a]
-        self._templated_env = [(k, Template(v)) for k, v in self._env.items() if "$" in v]
+        self._templated_args = [(i, MacroTemplate(a)) for i, a in enumerate(self._args) if "$" in a]
+        self._templated_env = [(k, MacroTemplate(v)) for k, v in self._env.items() if "$" in v]
         templates = [t for _, t in self._templated_args] + [t for _, t in self._templated_env]
         self.per_replica = any("replica_id" in t.template for t in templates)
         """Whether any arg or env value mentions ``replica_id`` (else: one result fits all)."""

@@ -25,9 +25,21 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     # The type checker sees the stdlib functions, so it checks our classes as dataclasses.
     from dataclasses import dataclass, field
-    from typing import Any
+    from typing import Any, TypeVar
 
-__all__ = ["MISSING", "Field", "asdict", "dataclass", "field", "fields", "is_dataclass"]
+    _T = TypeVar("_T")
+
+__all__ = [
+    "MISSING",
+    "Field",
+    "asdict",
+    "dataclass",
+    "deep_copy",
+    "field",
+    "fields",
+    "is_dataclass",
+    "shallow_copy",
+]
 
 _FIELDS_ATTR = "__torchx_fields__"
 _PARAMS_ATTR = "__torchx_dataclass_params__"
@@ -259,12 +271,60 @@ def _from_stdlib(cls: type) -> "tuple[Field, ...]":
 # generated methods
 
 
+# Instances a class makes through the generic __init__ before it compiles its own: a
+# command creates a few of each class (compiling costs more than binding them), a listing
+# of thousands of apps gets the compiled one.
+_GENERIC_INITS = 64
+
+
 def _placeholder_init(cls: type) -> "Callable[..., None]":
+    made = 0
+
     def __init__(self: "Any", *args: "Any", **kwargs: "Any") -> None:
+        nonlocal made
+        made += 1
+        if made <= _GENERIC_INITS and _generic_init(cls, self, args, kwargs):
+            return
         _compiled_init(cls)(self, *args, **kwargs)
 
     __init__.__torchx_placeholder__ = True  # type: ignore[attr-defined]
     return __init__
+
+
+def _generic_init(
+    cls: type, self: "Any", args: "tuple[Any, ...]", kwargs: "dict[str, Any]"
+) -> bool:
+    """Does what the compiled ``__init__`` of ``cls`` does, for arguments that bind; returns
+    False, having set nothing, for any that do not (the compiled one raises Python's own
+    ``TypeError`` for them)."""
+    ordered: tuple[Field, ...] = cls.__dict__[_FIELDS_ATTR]
+    params = [f for f in ordered if f.init]
+    if len(args) > len(params):
+        return False
+    given = {f.name: value for f, value in zip(params, args, strict=False)}
+    for name, value in kwargs.items():
+        if name in given or not any(f.name == name for f in params):
+            return False
+        given[name] = value
+    if any(
+        f.name not in given and f.default is MISSING and f.default_factory is MISSING
+        for f in params
+    ):
+        return False
+    assign = object.__setattr__ if cls.__dict__[_PARAMS_ATTR].frozen else setattr
+    for f in ordered:
+        if f.init and f.name in given:
+            value = given[f.name]
+        elif f.default_factory is not MISSING:
+            value = f.default_factory()
+        elif f.init:
+            value = f.default
+        else:
+            continue
+        assign(self, f.name, value)
+    if hasattr(cls, "__post_init__"):
+        self.__post_init__()
+    return True
 
 
 def _compiled_init(cls: type) -> "Callable[..., None]":
@@ -492,6 +552,89 @@ def _asdict(value: "Any") -> "Any":
                 result[_asdict(k)] = _asdict(v)
             return result
         return type(value)((_asdict(k), _asdict(v)) for k, v in value.items())
-    import copy
+    return deep_copy(value)
 
-    return copy.deepcopy(value)
+
+# ---------------------------------------------------------------------------------------
+# copies without importing copy (with weakref, it costs a tenth of a `torchx run`)
+
+# Immutable values copy.deepcopy returns as they are.
+_ATOMIC = frozenset(
+    {type(None), bool, int, float, complex, str, bytes, range, type(...), type(NotImplemented)}
+)
+
+
+def _plain_instance(value: "Any") -> bool:
+    """Whether ``value`` is one of our dataclasses' instances whose copy is its ``__dict__``
+    copied (what :mod:`copy` does when a class customizes nothing)."""
+    cls = type(value)
+    if _fields_of_type(cls) is None or not hasattr(value, "__dict__"):
+        return False
+    copyreg = sys.modules.get("copyreg")
+    if copyreg is not None and cls in copyreg.dispatch_table:
+        return False
+    plain = (
+        getattr(cls, "__reduce_ex__", None) is object.__reduce_ex__
+        and getattr(cls, "__reduce__", None) is object.__reduce__
+        and getattr(cls, "__getstate__", None) is getattr(object, "__getstate__", None)
+        and not hasattr(cls, "__setstate__")
+        and not hasattr(cls, "__copy__")
+    )
+    return plain and not any("__slots__" in vars(klass) for klass in cls.__mro__[:-1])
+
+
+def shallow_copy(value: "_T") -> "_T":
+    """:func:`copy.copy`, for our dataclasses without importing :mod:`copy`."""
+    if not _plain_instance(value):
+        import copy
+
+        return copy.copy(value)
+    result = type(value).__new__(type(value))
+    vars(result).update(vars(value))
+    return result
+
+
+def deep_copy(value: "_T", memo: "dict[int, Any] | None" = None) -> "_T":
+    """:func:`copy.deepcopy`, for the data model's trees without importing :mod:`copy`.
+
+    Our dataclasses, lists, dicts, tuples and immutable values are copied here; anything
+    else (and any class that customizes copying) by :func:`copy.deepcopy`, with the same
+    ``memo``, so shared and recursive references come out as :mod:`copy` makes them.
+    """
+    if memo is None:
+        memo = {}
+    cls = type(value)
+    if cls in _ATOMIC:
+        return value
+    key = id(value)
+    if key in memo:
+        return memo[key]  # type: ignore[no-any-return]
+    result: Any
+    if cls is list:
+        result = memo[key] = []
+        result.extend(deep_copy(item, memo) for item in value)  # type: ignore[attr-defined]
+    elif cls is dict:
+        result = memo[key] = {}
+        for k, v in value.items():  # type: ignore[attr-defined]
+            result[deep_copy(k, memo)] = deep_copy(v, memo)
+    elif cls is tuple:
+        items = [deep_copy(item, memo) for item in value]  # type: ignore[attr-defined]
+        if key in memo:  # the tuple was reached through itself
+            return memo[key]  # type: ignore[no-any-return]
+        if all(a is b for a, b in zip(items, value, strict=True)):  # type: ignore[call-overload]
+            return value
+        result = memo[key] = tuple(items)
+    elif getattr(cls, "__deepcopy__", None) is not None:
+        result = value.__deepcopy__(memo)  # type: ignore[attr-defined]
+        if result is not value:
+            memo[key] = result
+    elif _plain_instance(value):
+        result = memo[key] = cls.__new__(cls)
+        state = vars(result)
+        for name, item in vars(value).items():
+            state[name] = deep_copy(item, memo)
+    else:
+        import copy
+
+        result = copy.deepcopy(value, memo)
+    return result  # type: ignore[no-any-return]
