@@ -196,9 +196,9 @@ class PopenRequest:
 
 def _format_request(request: PopenRequest) -> str:
     """The request as indented JSON (``pprint`` would import ``dataclasses`` and ``inspect``)."""
-    from torchx.util.indented_json import indented_json
+    from torchx.util import json_text
 
-    return indented_json(asdict(request))
+    return json_text.indented(asdict(request))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -310,9 +310,9 @@ def run_local_job(
     This is what the supervisor does for every replica; exposed for callers that start
     processes the same way.
     """
-    from torchx.schedulers._local import supervisor as _supervisor  # not on the dry-run path
+    from torchx.schedulers._local import supervise  # not on the dry-run path
 
-    return _supervisor.run_local_job(args, env, stdout, stderr, cwd)
+    return supervise.run_local_job(args, env, stdout, stderr, cwd)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -442,10 +442,10 @@ def _program_problem(
 
 def _jsonable(value: Any) -> Any:
     """``value`` if it survives a JSON round trip, else its ``str`` (for free-form metadata)."""
-    import json
+    from torchx.util import json_text
 
     try:
-        json.dumps(value)
+        json_text.compact(value)
     except (TypeError, ValueError):
         return str(value)
     return value
@@ -741,6 +741,10 @@ class LocalScheduler(Scheduler[Opts]):
             tmp_dir = None
             handover.go()
             _create_log_files(log_files)
+            # what this process does next (read the app's state) imports json: done now,
+            # while the supervisor starts the replicas, rather than after
+            import json  # noqa: F401
+
             done_fd = handover.wait()
         except BaseException:
             import shutil

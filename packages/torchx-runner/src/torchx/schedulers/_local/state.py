@@ -17,12 +17,11 @@ cheap to start with ``python -m``.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import fcntl
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 from torchx.util import atomic
 from torchx.util.atomic import make_private_dirs, write_private
@@ -82,9 +81,9 @@ def write_json_atomic(path: str, obj: Any, atomic: bool = True) -> None:
     ``atomic=False`` writes in place: only for files nobody can read yet (a directory that
     is not visible under its final name).
     """
-    import json
+    from torchx.util import json_text  # json itself: only to read (see json_text)
 
-    write_private(path, json.dumps(obj, separators=(",", ":")).encode(), atomic=atomic)
+    write_private(path, json_text.compact(obj).encode(), atomic=atomic)
 
 
 def read_json(path: str) -> Any:
@@ -98,6 +97,28 @@ def read_json(path: str) -> Any:
         return None
     except (ValueError, IsADirectoryError, NotADirectoryError):
         return None
+
+
+def above_stdio(fd: int, close_original: bool = True) -> int:
+    """``fd`` itself, or a duplicate numbered 3 or more (a daemon may have closed 0-2)."""
+    if fd > 2:
+        return fd
+
+    high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    if close_original:
+        os.close(fd)
+    return high
+
+
+def pipe_above_stdio() -> tuple[int, int]:
+    """``os.pipe()`` with both ends numbered 3 or more."""
+    read_fd, write_fd = os.pipe()
+    return above_stdio(read_fd), above_stdio(write_fd)
+
+
+def open_log_fd(path: str) -> int:
+    """A private log file opened for appending (created if missing)."""
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, FILE_MODE)
 
 
 def create_private_file(path: str) -> None:
@@ -202,8 +223,10 @@ def signal_group(pgid: int, sig: int) -> bool:
 
 
 def signal_pid(pid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
+    try:  # noqa: SIM105 (contextlib costs every local_cwd command its import)
         os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def terminate_groups(groups: Iterable[int], grace: float) -> None:
@@ -254,29 +277,38 @@ def is_owned(state_dir: str) -> bool:
     return False
 
 
-@contextlib.contextmanager
-def orphan_lock(state_dir: str) -> Iterator[bool]:
-    """Yields True while this process holds the lock of an app nobody else owns.
+class orphan_lock:
+    """``with orphan_lock(state_dir) as got``: ``got`` is True while this process holds the
+    lock of an app nobody else owns.
 
-    Yields False when the app is owned (alive supervisor) or another process is already
-    recovering it; callers then leave the app alone.
+    False when the app is owned (alive supervisor) or another process is already
+    recovering it; callers then leave the app alone. (A class, not a
+    ``contextlib.contextmanager``: :mod:`contextlib` costs every command its import.)
     """
-    try:
-        fd = open_lock(state_dir)
-    except FileNotFoundError:
-        yield False
-        return
-    try:
+
+    def __init__(self, state_dir: str) -> None:
+        self._state_dir = state_dir
+        self._fd = -1
+
+    def __enter__(self) -> bool:
+        try:
+            fd = open_lock(self._state_dir)
+        except FileNotFoundError:
+            return False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
+            os.close(fd)
             if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-                yield False
-                return
+                return False
             raise
-        yield True
-    finally:
-        os.close(fd)
+        self._fd = fd
+        return True
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            os.close(fd)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -339,13 +371,15 @@ def success_document(request: dict[str, Any], state: dict[str, Any]) -> dict[str
 
 def write_success_file(request: dict[str, Any], state: dict[str, Any]) -> None:
     """Best effort: a vanished log dir must not turn a finished app into an error."""
-    import json
+    from torchx.util import json_text
 
     log_dir = request["log_dir"]
     if os.path.isdir(log_dir):  # never re-create a log dir the user removed
-        with contextlib.suppress(OSError):
-            data = json.dumps(success_document(request, state), indent=2).encode()
+        try:
+            data = json_text.indented(success_document(request, state)).encode()
             write_private(os.path.join(log_dir, SUCCESS_FILE), data)
+        except OSError:
+            pass
 
 
 def recover_orphaned(state_dir: str, cancelled: bool) -> dict[str, Any] | None:

@@ -1,4 +1,4 @@
-"""torchx.util.indented_json: what json.dumps(value, indent=2, default=str) writes."""
+"""torchx.util.json_text: what json.dumps writes, for the documents torchx writes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import torchx.specs as specs
-from torchx.util.indented_json import indented_json
+from torchx.util import json_text
 from torchx.util.lazy_dataclass import asdict
 
 
@@ -44,7 +44,14 @@ VALUES: list[Any] = [
 
 @pytest.mark.parametrize("value", VALUES, ids=range(len(VALUES)))
 def test_writes_what_json_dumps_writes(value: Any) -> None:
-    assert indented_json(value) == json.dumps(value, indent=2, default=str)
+    assert json_text.indented(value) == json.dumps(value, indent=2, default=str)
+    try:
+        expected = json.dumps(value, separators=(",", ":"))
+    except TypeError as e:  # not plain data: json's own error
+        with pytest.raises(TypeError, match=str(e)):
+            json_text.compact(value)
+    else:
+        assert json_text.compact(value) == expected
 
 
 def test_a_dry_run_app_is_written_as_json_writes_it() -> None:
@@ -65,5 +72,5 @@ def test_a_dry_run_app_is_written_as_json_writes_it() -> None:
         ],
     )
     data = asdict(app)
-    assert indented_json(data) == json.dumps(data, indent=2, default=str)
-    assert json.loads(indented_json(data))["roles"][0]["args"][1] == "print('hi')"
+    assert json_text.indented(data) == json.dumps(data, indent=2, default=str)
+    assert json.loads(json_text.indented(data))["roles"][0]["args"][1] == "print('hi')"
