@@ -172,7 +172,7 @@ def test_an_app_complete_on_disk_runs_even_if_its_launcher_dies(sched: LocalSche
         from torchx.schedulers.local_scheduler import create_scheduler
         from torchx.specs.api import AppDef, Role
 
-        def die(handover):
+        def die(handover, *app):
             print(os.path.basename(handover.state_dir), flush=True)
             os._exit(0)
 
@@ -360,3 +360,33 @@ def test_runner_cancel_from_a_new_runner(home: Path) -> None:
     status = runner.wait(handle, wait_interval=60)
     assert status is not None and status.state == AppState.CANCELLED
     assert live_processes_with(marker) == []
+
+
+@pytest.mark.parametrize("loader", ["_prctl_from_core", "_prctl_from_ctypes"])
+def test_the_supervisor_adopts_orphaned_descendants(loader: str) -> None:
+    """The supervisor becomes a child subreaper through ctypes' C core (cheap) or ctypes;
+    either way a daemonized descendant is re-parented to it, not to init."""
+    out = python(
+        f"""
+        import os, time
+        from torchx.schedulers._local import supervise
+
+        prctl = supervise.{loader}()
+        assert prctl is not None
+        assert prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+        r, w = os.pipe()
+        if os.fork() == 0:  # the child forks the grandchild, then exits: an orphan
+            parent = os.getpid()
+            if os.fork() == 0:
+                deadline = time.monotonic() + 30
+                while os.getppid() == parent and time.monotonic() < deadline:
+                    time.sleep(0.005)  # until the exited parent's orphan is adopted
+                os.write(w, str(os.getppid()).encode())
+                os._exit(0)
+            os._exit(0)
+        os.wait()
+        os.close(w)
+        print(os.read(r, 64).decode() == str(os.getpid()))
+        """
+    )
+    assert out.stdout.strip() == "True", out.stderr

@@ -917,3 +917,25 @@ def test_stream_is_importable_from_the_runner_api() -> None:
     from torchx.schedulers.api import Stream as SchedulerStream
 
     assert Stream is SchedulerStream
+
+
+def test_a_supervisor_that_cannot_start_is_reported_at_the_first_look(
+    sched: LocalScheduler, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``schedule`` returns while the supervisor starts the replicas; if it cannot, the
+    first look at the app says why, and the app is gone (as a failed ``schedule`` leaves
+    nothing behind)."""
+    from torchx.schedulers._local import supervise
+
+    def cannot_start(self: object) -> None:
+        raise RuntimeError("no replicas today")
+
+    monkeypatch.setattr(supervise.Supervisor, "take_over", cannot_start)  # the fork inherits it
+    app_id = run_app(sched, AppDef("nope", [sh_role("true")]))
+    with pytest.raises(RuntimeError, match=r"(?s)exited before taking over the app.*no replicas"):
+        sched.describe(app_id)
+    assert sched.describe(app_id) is None
+    monkeypatch.undo()
+    assert wait_terminal(sched, run_app(sched, AppDef("ok", [sh_role("true")]))) == (
+        AppState.SUCCEEDED
+    )

@@ -15,6 +15,7 @@ Handles look like ``local_cwd://<session>/<app_id>``; the backend name passed to
 
 from __future__ import annotations
 
+import _thread
 import abc
 import os
 import sys
@@ -553,6 +554,9 @@ class LocalScheduler(Scheduler[Opts]):
         # app id -> read end of the ready pipe of a supervisor this scheduler forked: it
         # reaches end-of-file once the app's final state is written (see wait_for_change)
         self._done_fds: dict[str, int] = {}
+        # apps handed over by schedule() whose supervisor may not own them yet (_settle)
+        self._handovers: dict[str, tuple[Any, str | None]] = {}
+        self._settling = _thread.allocate_lock()  # log threads look at apps too
 
     # -- options ---------------------------------------------------------------------------
 
@@ -688,12 +692,6 @@ class LocalScheduler(Scheduler[Opts]):
         app = dryrun_info._app
         app_id = request.app_id
         state_dir = os.path.abspath(st.app_state_dir(app_id))
-        self._check_programs(request)
-        for role in app.roles if app is not None else ():
-            problem = _mount_problem(role)
-            if problem is not None:
-                raise problem
-        doc = self._request_document(request, app)
         root = os.path.dirname(state_dir)
         try:
             st.ensure_private_dir(root)
@@ -708,6 +706,7 @@ class LocalScheduler(Scheduler[Opts]):
                 " a new id"
             )
         self._evict_finished(root)
+        self._settle_earlier()
         self._close_done_fds(only_ended=True)
 
         method = local_supervisor.start_method()  # a bad setting fails before anything exists
@@ -720,16 +719,21 @@ class LocalScheduler(Scheduler[Opts]):
         lock_fd = -1
         handover: local_supervisor.Handover | None = None
         try:
+            lock_fd = st.open_lock(tmp_dir)
+            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            # a forked supervisor starts here and gets ready while the app is checked,
+            # described and written below
+            handover = local_supervisor.Handover(method, state_dir, tmp_dir, lock_fd=lock_fd)
+            self._check_programs(request)
+            for role in app.roles if app is not None else ():
+                problem = _mount_problem(role)
+                if problem is not None:
+                    raise problem
+            doc = self._request_document(request, app)
             # only a log dir this call creates is removed again on failure
             if not _is_within(request.log_dir, state_dir) and not os.path.lexists(request.log_dir):
                 created_log_dir = request.log_dir
-            lock_fd = st.open_lock(tmp_dir)
-            fcntl.flock(lock_fd, fcntl.LOCK_EX)
             state = st.new_state([len(r["replicas"]) for r in doc["roles"]])
-            # a forked supervisor starts here and gets ready while the files are written
-            handover = local_supervisor.Handover(
-                method, state_dir, tmp_dir, request=doc, state=state, lock_fd=lock_fd
-            )
             # a forked supervisor opens a log file only to write to it, so the (empty) files
             # can be created after "go", while it starts the replicas
             later = handover.method == "fork"
@@ -739,13 +743,8 @@ class LocalScheduler(Scheduler[Opts]):
             st.write_json_atomic(os.path.join(tmp_dir, st.STATE_FILE), state, atomic=False)
             os.rename(tmp_dir, state_dir)  # the app appears complete, already locked
             tmp_dir = None
-            handover.go()
+            handover.go(doc, state)
             _create_log_files(log_files)
-            # what this process does next (read the app's state) imports json: done now,
-            # while the supervisor starts the replicas, rather than after
-            import json  # noqa: F401
-
-            done_fd = handover.wait()
         except BaseException:
             import shutil
 
@@ -759,9 +758,47 @@ class LocalScheduler(Scheduler[Opts]):
             if lock_fd >= 0:
                 os.close(lock_fd)
         self._requests[app_id] = doc
-        if done_fd >= 0:
-            self._done_fds[app_id] = done_fd
+        # The supervisor starts the replicas while the caller goes on (a command sets up
+        # its log streaming meanwhile); the first look at the app waits until it owns it.
+        self._handovers[app_id] = (handover, created_log_dir)
         return app_id
+
+    def _settle(self, app_id: str) -> None:
+        """Waits until the supervisor of an app ``schedule`` just handed over owns it and
+        has started its replicas (so the app is RUNNING, or failed to start: then it is
+        removed and the supervisor's error raised, as ``schedule`` would have)."""
+        if app_id not in self._handovers:
+            return
+        with self._settling:  # another thread looking at the app waits for the same end
+            pending = self._handovers.pop(app_id, None)
+            if pending is None:
+                return
+            handover, created_log_dir = pending
+            try:
+                done_fd = handover.wait()
+            except BaseException:
+                import shutil
+
+                shutil.rmtree(handover.state_dir, ignore_errors=True)
+                if created_log_dir:
+                    shutil.rmtree(created_log_dir, ignore_errors=True)
+                raise
+            if done_fd >= 0:
+                self._done_fds[app_id] = done_fd
+
+    def _settle_all(self) -> None:
+        for app_id in list(self._handovers):
+            self._settle(app_id)
+
+    def _settle_earlier(self) -> None:
+        """Settles the apps scheduled before that nobody has looked at (a launcher of many
+        apps): their supervisors are long ready, and each holds a descriptor until then.
+        One that failed to start is gone; the failure is logged, not raised here."""
+        for app_id in list(self._handovers):
+            try:
+                self._settle(app_id)
+            except Exception as e:
+                log.warning("local_cwd app %s did not start: %s", app_id, e)
 
     def _check_programs(self, request: PopenRequest) -> None:
         """Checks the entrypoints before launching (the dry run only warned, and the request
@@ -932,6 +969,7 @@ class LocalScheduler(Scheduler[Opts]):
 
     def _load(self, app_id: str) -> tuple[str, dict[str, Any], dict[str, Any]] | None:
         """(state dir, request, current state) of a known app, recovering orphaned apps."""
+        self._settle(app_id)
         try:
             state_dir = st.app_state_dir(app_id)
         except ValueError:
@@ -1048,6 +1086,7 @@ class LocalScheduler(Scheduler[Opts]):
         (pidfd), or, without pidfd support, a change of the state file (polled every 10 ms).
         Either way a caller polling ``describe`` sees a terminal state right after.
         """
+        self._settle(app_id)
         done_fd = self._done_fds.get(app_id)
         if done_fd is not None:
             import select
@@ -1237,7 +1276,10 @@ class LocalScheduler(Scheduler[Opts]):
 
     def close(self) -> None:
         """Releases this scheduler's descriptors; apps are durable and keep running."""
-        self._close_done_fds()
+        try:
+            self._settle_all()  # a supervisor that failed to start is reported here at last
+        finally:
+            self._close_done_fds()
 
 
 def _create_log_files(paths: list[str]) -> None:

@@ -9,6 +9,7 @@ is not a string, a float that is not finite, and in :func:`compact` any value th
 plain data) is handed to :func:`json.dumps`, which writes it or raises as it always does.
 """
 
+from _json import encode_basestring_ascii
 from math import isfinite
 
 TYPE_CHECKING = False
@@ -45,8 +46,6 @@ def compact(value: "Any") -> str:
 
 class _Writer:
     def __init__(self, indent: "str | None", key_separator: str, stringify: bool) -> None:
-        from _json import encode_basestring_ascii
-
         self._quote: Callable[[str], str] = encode_basestring_ascii
         self._indent = indent
         self._key_separator = key_separator

@@ -23,7 +23,7 @@ import os
 import time
 from collections.abc import Iterable
 
-from torchx.util import atomic
+from torchx.util import atomic, json_text
 from torchx.util.atomic import make_private_dirs, write_private
 from torchx.util.home import torchx_home
 
@@ -81,8 +81,8 @@ def write_json_atomic(path: str, obj: Any, atomic: bool = True) -> None:
     ``atomic=False`` writes in place: only for files nobody can read yet (a directory that
     is not visible under its final name).
     """
-    from torchx.util import json_text  # json itself: only to read (see json_text)
-
+    # json_text, not json: a forked supervisor writes the state before it may start the
+    # replicas, and inherits json_text (json itself is only imported to read)
     write_private(path, json_text.compact(obj).encode(), atomic=atomic)
 
 
@@ -371,8 +371,6 @@ def success_document(request: dict[str, Any], state: dict[str, Any]) -> dict[str
 
 def write_success_file(request: dict[str, Any], state: dict[str, Any]) -> None:
     """Best effort: a vanished log dir must not turn a finished app into an error."""
-    from torchx.util import json_text
-
     log_dir = request["log_dir"]
     if os.path.isdir(log_dir):  # never re-create a log dir the user removed
         try:

@@ -95,16 +95,43 @@ _prctl: Any = None  # libc's prctl once loaded; False where it cannot be
 
 
 def _load_prctl() -> Any:
-    """libc's ``prctl`` (through ``ctypes``, ~2 ms to import), or None off Linux."""
+    """libc's ``prctl`` as a callable, or None off Linux.
+
+    Through ctypes' C core when it offers a plain call (``_ctypes.call_function``, what a
+    ``CDLL`` function does without argument types): importing :mod:`ctypes` itself costs
+    about 3 ms on the way from fork to the replicas' start, the core under 1 ms.
+    """
     global _prctl  # noqa: PLW0603 (a process-wide handle, loaded once)
     if _prctl is None:
         _prctl = False
         if sys.platform.startswith("linux"):
-            with contextlib.suppress(ImportError, OSError, AttributeError):
-                import ctypes
-
-                _prctl = ctypes.CDLL(None, use_errno=True).prctl
+            _prctl = _prctl_from_core() or _prctl_from_ctypes() or False
     return _prctl or None
+
+
+def _prctl_from_core() -> Any:
+    try:
+        import _ctypes
+
+        address = _ctypes.dlsym(_ctypes.dlopen(None), "prctl")  # type: ignore[arg-type]
+        call = _ctypes.call_function
+    except (ImportError, OSError, AttributeError):
+        return None
+
+    def prctl(*args: int) -> int:
+        result: int = call(address, args)
+        return result
+
+    return prctl
+
+
+def _prctl_from_ctypes() -> Any:
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (ImportError, OSError, AttributeError):
+        return None
 
 
 def preload() -> None:
@@ -159,25 +186,22 @@ def main(argv: list[str] | None = None) -> None:
         os._exit(code)
 
 
-def supervise(
-    state_dir: str,
-    lock_fd: int,
-    ready_fd: int,
-    *,
-    go_r: int = -1,
-    request: dict[str, Any] | None = None,
-    state: dict[str, Any] | None = None,
-) -> int:
+def supervise(state_dir: str, lock_fd: int, ready_fd: int, *, go_r: int = -1) -> int:
     """Runs the app of ``state_dir`` to completion; the process exit code.
 
-    With ``go_r`` (fork mode) it first waits for the launcher's "go"; without ``request``
-    and ``state`` (spawn mode) it reads them from ``state_dir``.
+    With ``go_r`` (fork mode) it gets ready, then receives the app from the launcher's
+    "go" pipe; otherwise (spawn mode, or a launcher that died after completing the app
+    but before sending it) it reads the app from ``state_dir``.
     """
     supervisor = Supervisor(state_dir, lock_fd, ready_fd)
-    if request is not None:  # known already: prepare while the launcher writes the files
-        supervisor.load(request, state)
-    if go_r >= 0 and not _await_go(go_r, state_dir):
-        return 0  # the launcher gave up before the app was complete: nothing to do
+    request: dict[str, Any] | None = None
+    if go_r >= 0:
+        sent = _await_go(go_r)
+        if sent is not None:
+            request, state = sent
+            supervisor.load(request, state)
+        elif not os.path.isdir(state_dir):
+            return 0  # the launcher gave up before the app was complete: nothing to do
     if request is None:
         request = st.read_json(os.path.join(state_dir, st.REQUEST_FILE))
         if request is None:
@@ -193,12 +217,24 @@ def supervise(
     return 0
 
 
-def _await_go(go_r: int, state_dir: str) -> bool:
-    """Blocks until the launcher closes "go"; True if it left a complete app behind."""
-    while os.read(go_r, 64):
-        pass
+def _await_go(go_r: int) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """Blocks until the launcher closes "go"; the ``(request, state)`` it sent, if any."""
+    import marshal
+
+    chunks = []
+    while True:
+        chunk = os.read(go_r, 1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
     os.close(go_r)
-    return os.path.isdir(state_dir)
+    if not chunks:
+        return None
+    try:
+        request, state = marshal.loads(b"".join(chunks))  # noqa: S302 (our launcher, a private pipe)
+    except (EOFError, ValueError, TypeError):  # cut short: the launcher died mid-way
+        return None
+    return request, state
 
 
 # ---------------------------------------------------------------------------------------------

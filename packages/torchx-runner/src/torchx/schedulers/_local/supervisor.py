@@ -18,6 +18,9 @@ STATE_DIR LOCK_FD READY_FD`` after the files are written. Either way it inherits
 ``flock``-ed lock and writes ``ok`` to the ready pipe once it owns the app and has recorded
 the replicas as RUNNING; a forked supervisor closes that pipe once the app's final state is
 written, which is how its launcher's ``wait`` learns about the end without polling.
+
+This module is the launcher's side; what runs in the supervisor is
+:mod:`torchx.schedulers._local.supervise`, which only the supervisor imports.
 """
 
 from __future__ import annotations
@@ -69,14 +72,16 @@ def can_fork() -> bool:
 class Handover:
     """Starts the supervisor of one app and hands the app over to it.
 
-    Create it once the app's lock is held and while its files are still being written in
-    ``work_dir`` (the directory later renamed to ``state_dir``); call :meth:`go` once
-    ``state_dir`` is complete, then :meth:`wait`; or :meth:`abort` after removing it.
+    Create it once the app's lock is held, before the app is prepared and its files are
+    written in ``work_dir`` (the directory later renamed to ``state_dir``); call :meth:`go`
+    with the app once ``state_dir`` is complete, then :meth:`wait`; or :meth:`abort` after
+    removing it.
 
-    Fork mode forks right here, so the child's set-up (after-fork page copies, signal
-    handlers, subreaper) overlaps the launcher's file writes; the child then waits until
-    the launcher closes the "go" pipe and takes the app over if ``state_dir`` exists (so
-    a launcher killed after completing the app still gets it run). Spawn mode (threads in
+    Fork mode forks right here, so the child's set-up (its code, signal handlers, the
+    subreaper) overlaps the launcher's work on the app; the child then reads the app
+    (request and state, in :mod:`marshal` form) from the "go" pipe until the launcher
+    closes it. A launcher killed after completing ``state_dir`` but before sending the
+    app still gets it run: the child reads the app's files then. Spawn mode (threads in
     the launcher) starts ``python -m`` at :meth:`go`, after every file is in place.
     """
 
@@ -86,8 +91,6 @@ class Handover:
         state_dir: str,
         work_dir: str,
         *,
-        request: dict[str, Any],
-        state: dict[str, Any],
         lock_fd: int,
     ) -> None:
         """``method`` is :func:`start_method`'s answer (asked before anything is created)."""
@@ -102,12 +105,12 @@ class Handover:
         self._log_fd = st.above_stdio(st.open_log_fd(os.path.join(work_dir, st.SUPERVISOR_LOG)))
         if self.method == "fork":
             try:
-                self._fork(request, state)
+                self._fork()
             except BaseException:
                 self.abort()
                 raise
 
-    def _fork(self, request: dict[str, Any], state: dict[str, Any]) -> None:
+    def _fork(self) -> None:
         if _forked:
             # a launcher of several apps: the supervisor's code, loaded here once, comes
             # with every later fork; the first supervisor loads it while we write files
@@ -121,8 +124,6 @@ class Handover:
             if pid == 0:  # pragma: no cover - runs in the forked child, which never returns
                 _forked_child(
                     self.state_dir,
-                    request,
-                    state,
                     lock_fd=self._lock_fd,
                     log_fd=self._log_fd,
                     go_r=go_r,
@@ -138,13 +139,19 @@ class Handover:
         self._go_w, self._ready_r = go_w, ready_r
         self._close_launcher_fds()
 
-    def go(self) -> None:
-        """Lets the supervisor take the (now complete) app over: fork mode closes "go",
-        spawn mode starts the interpreter. :meth:`wait` then waits until it owns the app."""
+    def go(self, request: dict[str, Any], state: dict[str, Any]) -> None:
+        """Lets the supervisor take the (now complete) app over: fork mode sends it the app
+        and closes "go", spawn mode starts the interpreter (which reads the app's files).
+        :meth:`wait` then waits until it owns the app."""
         try:
             if self.method == "spawn":
                 self._spawn()
             else:
+                import marshal  # built in: plain data, no json on either side
+
+                app = memoryview(marshal.dumps((request, state)))
+                while app:  # the supervisor reads as we write: no pipe size limit
+                    app = app[os.write(self._go_w, app) :]
                 os.close(self._go_w)  # end-of-file on "go": take over
                 self._go_w = -1
         except BaseException:
@@ -264,8 +271,6 @@ def _wait_ready(ready_r: int, state_dir: str) -> None:
 
 def _forked_child(
     state_dir: str,
-    request: dict[str, Any],
-    state: dict[str, Any],
     *,
     lock_fd: int,
     log_fd: int,
@@ -279,9 +284,7 @@ def _forked_child(
         from torchx.schedulers._local import supervise
 
         supervise.detach_stdio(log_fd, keep=(lock_fd, go_r, ready_w))
-        code = supervise.supervise(
-            state_dir, lock_fd, ready_w, go_r=go_r, request=request, state=state
-        )
+        code = supervise.supervise(state_dir, lock_fd, ready_w, go_r=go_r)
     except BaseException:
         import traceback
 
@@ -296,13 +299,6 @@ def main(argv: list[str] | None = None) -> None:
     from torchx.schedulers._local import supervise
 
     supervise.main(argv)
-
-
-def run_local_job(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
-    """:func:`torchx.schedulers._local.supervise.run_local_job` (kept here for callers)."""
-    from torchx.schedulers._local import supervise
-
-    return supervise.run_local_job(*args, **kwargs)
 
 
 if __name__ == "__main__":
