@@ -939,3 +939,22 @@ def test_a_supervisor_that_cannot_start_is_reported_at_the_first_look(
     assert wait_terminal(sched, run_app(sched, AppDef("ok", [sh_role("true")]))) == (
         AppState.SUCCEEDED
     )
+
+
+def test_a_cancel_while_the_supervisor_takes_the_app_over_is_not_lost(
+    sched: LocalScheduler, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A canceller writes the cancel file, then looks for the supervisor's pid in the state;
+    a supervisor that checked for the file just before must see it after writing its pid."""
+    from torchx.schedulers._local import supervise
+
+    start_all = supervise.Supervisor._start_all
+
+    def start_then_a_cancel_arrives(self: supervise.Supervisor, reps: list[object]) -> None:
+        start_all(self, reps)  # type: ignore[arg-type]
+        # a canceller, right now: the file exists, the state has no pid yet
+        st.create_private_file(os.path.join(self.state_dir, st.CANCEL_FILE))
+
+    monkeypatch.setattr(supervise.Supervisor, "_start_all", start_then_a_cancel_arrives)
+    app_id = run_app(sched, AppDef("c", [sh_role("sleep 30")]))
+    assert wait_terminal(sched, app_id) == AppState.CANCELLED

@@ -759,8 +759,10 @@ class LocalScheduler(Scheduler[Opts]):
                 os.close(lock_fd)
         self._requests[app_id] = doc
         # The supervisor starts the replicas while the caller goes on (a command sets up
-        # its log streaming meanwhile); the first look at the app waits until it owns it.
+        # its log streaming meanwhile); the first look at the app waits until it owns it,
+        # and so does this process's exit (then any process sees the app RUNNING).
         self._handovers[app_id] = (handover, created_log_dir)
+        _settle_at_exit(self)
         return app_id
 
     def _settle(self, app_id: str) -> None:
@@ -770,9 +772,9 @@ class LocalScheduler(Scheduler[Opts]):
         if app_id not in self._handovers:
             return
         with self._settling:  # another thread looking at the app waits for the same end
-            pending = self._handovers.pop(app_id, None)
+            pending = self._handovers.get(app_id)
             if pending is None:
-                return
+                return  # settled while this thread waited for the lock
             handover, created_log_dir = pending
             try:
                 done_fd = handover.wait()
@@ -783,8 +785,13 @@ class LocalScheduler(Scheduler[Opts]):
                 if created_log_dir:
                     shutil.rmtree(created_log_dir, ignore_errors=True)
                 raise
-            if done_fd >= 0:
-                self._done_fds[app_id] = done_fd
+            else:
+                if done_fd >= 0:
+                    self._done_fds[app_id] = done_fd
+            finally:  # only now: until here, other threads wait for the lock
+                del self._handovers[app_id]
+                if not self._handovers:
+                    _unsettled.discard(self)
 
     def _settle_all(self) -> None:
         for app_id in list(self._handovers):
@@ -1280,6 +1287,24 @@ class LocalScheduler(Scheduler[Opts]):
             self._settle_all()  # a supervisor that failed to start is reported here at last
         finally:
             self._close_done_fds()
+
+
+_unsettled: set[LocalScheduler] = set()
+"""Schedulers with apps whose supervisors may not own them yet (settled at exit)."""
+
+
+def _settle_at_exit(scheduler: LocalScheduler) -> None:
+    if not _unsettled:
+        import atexit
+
+        atexit.unregister(_settle_unsettled)  # registered once
+        atexit.register(_settle_unsettled)
+    _unsettled.add(scheduler)
+
+
+def _settle_unsettled() -> None:
+    for scheduler in list(_unsettled):
+        scheduler._settle_earlier()
 
 
 def _create_log_files(paths: list[str]) -> None:

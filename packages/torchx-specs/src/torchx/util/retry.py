@@ -23,8 +23,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar, copy_context
+from contextvars import ContextVar, Token, copy_context
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -101,14 +100,20 @@ def outage_budget_s() -> float:
     return _env_seconds("TORCHX_OUTAGE_S", DEFAULT_OUTAGE_S)
 
 
-@contextmanager
-def outage_budget(seconds: float | None = None) -> Iterator[None]:
-    """Calls made inside keep retrying for ``seconds`` (default: the outage budget)."""
-    token = _budget.set(outage_budget_s() if seconds is None else seconds)
-    try:
-        yield
-    finally:
-        _budget.reset(token)
+class outage_budget:
+    """``with outage_budget(seconds):`` calls made inside keep retrying for ``seconds``
+    (default: the outage budget). A class, not ``contextlib.contextmanager``: every
+    ``torchx run --wait`` enters it, and :mod:`contextlib` would be its only use."""
+
+    def __init__(self, seconds: float | None = None) -> None:
+        self._seconds = outage_budget_s() if seconds is None else seconds
+        self._tokens: list[Token[float | None]] = []
+
+    def __enter__(self) -> None:
+        self._tokens.append(_budget.set(self._seconds))
+
+    def __exit__(self, *exc_info: object) -> None:
+        _budget.reset(self._tokens.pop())
 
 
 def in_thread(target: Callable[..., object], *args: object) -> threading.Thread:

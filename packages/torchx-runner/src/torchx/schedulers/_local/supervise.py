@@ -14,7 +14,6 @@ from __future__ import annotations
 # signal's C part: ``signal`` itself builds enums for nothing a supervisor uses, on the
 # path from fork to the replicas' start
 import _signal as signal  # type: ignore[import-not-found]
-import contextlib
 import errno
 import os
 import select
@@ -61,6 +60,8 @@ _DEFAULT_FOR_REPLICAS = tuple(
 
 
 def _print_exc() -> None:
+    import contextlib
+
     with contextlib.suppress(BaseException):
         import traceback
 
@@ -150,17 +151,21 @@ def _raise_fd_limit(num_replicas: int) -> None:
     """Makes room for 5 descriptors per replica (2 pipes, 3 logs) when the soft limit is
     too low. Only then: replicas inherit the limit, and some programs mind a huge one."""
     needed = 5 * num_replicas + 64
-    with contextlib.suppress(ValueError, OSError):
-        if os.sysconf("SC_OPEN_MAX") >= needed:  # the soft limit, without importing resource
+    try:  # the soft limit, without importing resource
+        if os.sysconf("SC_OPEN_MAX") >= needed:
             return
+    except (ValueError, OSError):
+        pass
     import resource
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY or soft >= needed:
         return
     target = needed if hard == resource.RLIM_INFINITY else min(hard, needed)
-    with contextlib.suppress(ValueError, OSError):
+    try:  # noqa: SIM105 (contextlib: an import on the way to the replicas' start)
         resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ValueError, OSError):
+        pass
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -378,8 +383,10 @@ class Supervisor:
                 rep.env = {**self.base_env, **rep.params["env"]}
                 rep.env.setdefault("PYTHONUNBUFFERED", "x")
                 if self._can_posix_spawn(rep):
-                    with contextlib.suppress(OSError):
+                    try:  # noqa: SIM105 (as above)
                         self._program(rep.params["args"][0], rep.env)
+                    except OSError:
+                        pass
         pid = os.getpid()
         state["supervisor"] = {"pid": pid, "start_ticks": st.proc_start_ticks(pid)}
 
@@ -389,16 +396,23 @@ class Supervisor:
         """Becomes the app's owner and starts the replicas, then lets the launcher return.
 
         The first state written already names the supervisor and the replicas' pids, so a
-        ``describe`` right after ``schedule()`` sees the app RUNNING (or CANCELLED).
+        ``describe`` once the launcher has settled the app sees it RUNNING (or CANCELLED).
         """
-        if os.path.exists(os.path.join(self.state_dir, st.CANCEL_FILE)):
+        cancel_file = os.path.join(self.state_dir, st.CANCEL_FILE)
+        if os.path.exists(cancel_file):
             self._cancel("cancelled by request")
         else:
             self._start_all([rep for replicas in self.replicas for rep in replicas])
             self.state["state"] = st.RUNNING
         self._write_state()
-        with contextlib.suppress(OSError):  # a launcher that is gone does not stop the app
+        # A canceller creates the file, then reads the state for our pid: checking the file
+        # again after writing the pid, one of us sees the other (a cancel is never lost).
+        if self.final is None and os.path.exists(cancel_file):
+            self._cancel("cancelled by request")
+        try:  # noqa: SIM105 (as above)
             os.write(self.ready_fd, b"ok")
+        except OSError:  # a launcher that is gone does not stop the app
+            pass
 
     def _install_signals(self) -> int:
         wake_r, wake_w = os.pipe()
@@ -716,6 +730,8 @@ class Supervisor:
 
     def _grow(self, pipe: _Pipe) -> None:
         pipe.grown = True
+        import contextlib
+
         with contextlib.suppress(OSError, AttributeError):
             import fcntl
 
@@ -792,8 +808,10 @@ class Supervisor:
                 for key in ("stdout", "stderr", "combined"):
                     path = rep.params[key]
                     if not os.path.exists(path):
-                        with contextlib.suppress(OSError):
+                        try:  # noqa: SIM105 (as above)
                             os.close(st.open_log_fd(path))
+                        except OSError:
+                            pass
 
     def _write_final(self, state: str, msg: str) -> None:
         now = time.time()
@@ -846,6 +864,8 @@ class Supervisor:
 
     def abort(self, msg: str) -> None:
         """Last resort after an internal error: stop everything and record FAILED."""
+        import contextlib
+
         with contextlib.suppress(BaseException):
             groups = [r.pid for replicas in self.replicas for r in replicas if r.running]
             for pid in groups:
