@@ -1298,11 +1298,13 @@ def _settle_at_exit(scheduler: LocalScheduler) -> None:
         import atexit
 
         atexit.unregister(_settle_unsettled)  # registered once
-        atexit.register(_settle_unsettled)
+        atexit.register(_settle_unsettled, os.getpid())
     _unsettled.add(scheduler)
 
 
-def _settle_unsettled() -> None:
+def _settle_unsettled(launcher_pid: int) -> None:
+    if os.getpid() != launcher_pid:
+        return  # a forked copy of the launcher: the ready pipes are the launcher's to read
     for scheduler in list(_unsettled):
         scheduler._settle_earlier()
 

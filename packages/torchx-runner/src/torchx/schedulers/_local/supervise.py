@@ -5,8 +5,8 @@ It starts the replicas (each in its own session), pumps their stdout/stderr pipe
 ``stdout.log``/``stderr.log``/``combined.log``, reaps them, applies the retry policies and
 records every change in ``state.json``. Kept apart from the launcher's side
 (:mod:`torchx.schedulers._local.supervisor`) so that a launcher never imports what only the
-supervisor needs (:mod:`signal`, :mod:`select`, :mod:`ctypes`): a forked supervisor imports
-it while the launcher writes the app's files.
+supervisor needs (its signal handling, :mod:`select`, ctypes' core): a forked supervisor
+imports it while the launcher prepares the app.
 """
 
 from __future__ import annotations

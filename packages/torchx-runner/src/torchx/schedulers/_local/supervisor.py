@@ -286,10 +286,13 @@ def _forked_child(
         supervise.detach_stdio(log_fd, keep=(lock_fd, go_r, ready_w))
         code = supervise.supervise(state_dir, lock_fd, ready_w, go_r=go_r)
     except BaseException:
-        import traceback
+        try:  # to the supervisor's log, for the launcher's error message
+            import traceback
 
-        traceback.print_exc()
-        sys.stderr.flush()
+            traceback.print_exc()
+            sys.stderr.flush()
+        except BaseException:  # noqa: S110 (nowhere left to report it)
+            pass
     finally:
         os._exit(code)
 
