@@ -465,8 +465,6 @@ class CmdRun(SubCommand):
         is_local = scheduler in _FOREGROUND_SCHEDULERS
         notes = _PendingNotes(app_handle)
         try:
-            # Scripts capture the handle from stdout: keep it the only line printed there.
-            print(app_handle, flush=True)
             if is_local or run_args.wait or run_args.log:
                 _wait_and_exit(runner, app_handle, tee=run_args.tee_logs, notes=notes)
             else:
@@ -529,8 +527,15 @@ def _print_dryrun(info: "AppDryRunInfo[Any]") -> None:
     print(f"\n=== SCHEDULER REQUEST ===\n{info}")
 
 
+def _print_handle(app_handle: str) -> None:
+    """The handle, once the scheduler has been asked about the app (a local_cwd app is
+    then running): scripts capture it from stdout, where it is the only line printed."""
+    print(app_handle, flush=True)
+
+
 def _print_next_steps(runner: "Runner", app_handle: str) -> None:
     status = runner.status(app_handle)
+    _print_handle(app_handle)
     state = f" ({status.state})" if status is not None else ""
     print(
         f"torchx: launched {app_handle}{state}\n"
@@ -579,6 +584,8 @@ def _wait_and_exit(
 
     app_done = threading.Event()
     app = runner.describe(app_handle)
+    runner.status(app_handle)  # the scheduler's first look (a local_cwd app runs from here)
+    _print_handle(app_handle)
     replicas = find_role_replicas(app, None) if app is not None else []
     printer = LogPrinter(sys.stderr, strip=tee)
     streamers, threads = stream_replicas(
