@@ -59,10 +59,11 @@ from torchx.util.strings import check_file_name
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import signal
-    import subprocess
     from typing import Any
 
     from torchx.schedulers._local.popen import PopenProtocol
+    from torchx.schedulers._local.supervise import run_local_job
+    from torchx.schedulers._local.supervisor import Handover
     from torchx.util.readiness import ReadinessCheck
 
 TORCHX_PLUGIN_API = 1
@@ -108,11 +109,16 @@ RoleName = str
 
 
 def __getattr__(name: str) -> object:
-    # PopenProtocol is a typing.Protocol, made only for code that asks for it.
+    # PopenProtocol is a typing.Protocol, made only for code that asks for it;
+    # run_local_job is the supervisor's own (its module is not on the dry-run path).
     if name == "PopenProtocol":
         from torchx.schedulers._local.popen import PopenProtocol
 
         return PopenProtocol
+    if name == "run_local_job":
+        from torchx.schedulers._local.supervise import run_local_job
+
+        return run_local_job
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -297,23 +303,6 @@ class LocalDirectoryImageProvider(ImageProvider):
 
     def get_entrypoint(self, img_root: str, role: Role) -> str:
         return role.entrypoint
-
-
-def run_local_job(
-    args: list[str],
-    env: dict[str, str],
-    stdout: Any,
-    stderr: Any,
-    cwd: str | None = None,
-) -> subprocess.Popen[bytes]:
-    """Starts one replica process in a new session with exactly ``env``.
-
-    This is what the supervisor does for every replica; exposed for callers that start
-    processes the same way.
-    """
-    from torchx.schedulers._local import supervise  # not on the dry-run path
-
-    return supervise.run_local_job(args, env, stdout, stderr, cwd)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -555,7 +544,7 @@ class LocalScheduler(Scheduler[Opts]):
         # reaches end-of-file once the app's final state is written (see wait_for_change)
         self._done_fds: dict[str, int] = {}
         # apps handed over by schedule() whose supervisor may not own them yet (_settle)
-        self._handovers: dict[str, tuple[Any, str | None]] = {}
+        self._handovers: dict[str, tuple[Handover, str | None]] = {}
         self._settling = _thread.allocate_lock()  # log threads look at apps too
 
     # -- options ---------------------------------------------------------------------------
@@ -706,7 +695,7 @@ class LocalScheduler(Scheduler[Opts]):
                 " a new id"
             )
         self._evict_finished(root)
-        self._settle_earlier()
+        self._settle_all(raise_failure=False)
         self._close_done_fds(only_ended=True)
 
         method = local_supervisor.start_method()  # a bad setting fails before anything exists
@@ -776,6 +765,9 @@ class LocalScheduler(Scheduler[Opts]):
             if pending is None:
                 return  # settled while this thread waited for the lock
             handover, created_log_dir = pending
+            if handover.launcher_pid != os.getpid():  # a forked copy of the launcher
+                del self._handovers[app_id]
+                return
             try:
                 done_fd = handover.wait()
             except BaseException:
@@ -793,18 +785,17 @@ class LocalScheduler(Scheduler[Opts]):
                 if not self._handovers:
                     _unsettled.discard(self)
 
-    def _settle_all(self) -> None:
-        for app_id in list(self._handovers):
-            self._settle(app_id)
-
-    def _settle_earlier(self) -> None:
-        """Settles the apps scheduled before that nobody has looked at (a launcher of many
-        apps): their supervisors are long ready, and each holds a descriptor until then.
-        One that failed to start is gone; the failure is logged, not raised here."""
+    def _settle_all(self, *, raise_failure: bool) -> None:
+        """Settles the apps handed over that nobody has looked at (a launcher of many apps:
+        their supervisors are long ready, and each holds a descriptor until then). One that
+        failed to start is gone; its failure is raised (``close``) or logged (the next
+        ``schedule``, the launcher's exit)."""
         for app_id in list(self._handovers):
             try:
                 self._settle(app_id)
             except Exception as e:
+                if raise_failure:
+                    raise
                 log.warning("local_cwd app %s did not start: %s", app_id, e)
 
     def _check_programs(self, request: PopenRequest) -> None:
@@ -1284,7 +1275,7 @@ class LocalScheduler(Scheduler[Opts]):
     def close(self) -> None:
         """Releases this scheduler's descriptors; apps are durable and keep running."""
         try:
-            self._settle_all()  # a supervisor that failed to start is reported here at last
+            self._settle_all(raise_failure=True)  # a failed start is reported here at last
         finally:
             self._close_done_fds()
 
@@ -1298,15 +1289,13 @@ def _settle_at_exit(scheduler: LocalScheduler) -> None:
         import atexit
 
         atexit.unregister(_settle_unsettled)  # registered once
-        atexit.register(_settle_unsettled, os.getpid())
+        atexit.register(_settle_unsettled)
     _unsettled.add(scheduler)
 
 
-def _settle_unsettled(launcher_pid: int) -> None:
-    if os.getpid() != launcher_pid:
-        return  # a forked copy of the launcher: the ready pipes are the launcher's to read
+def _settle_unsettled() -> None:
     for scheduler in list(_unsettled):
-        scheduler._settle_earlier()
+        scheduler._settle_all(raise_failure=False)
 
 
 def _create_log_files(paths: list[str]) -> None:

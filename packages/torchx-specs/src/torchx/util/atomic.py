@@ -12,6 +12,13 @@ DIR_MODE = 0o700
 FILE_MODE = 0o600
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """Writes all of ``data`` to ``fd`` (``os.write`` may write part of it: pipes, signals)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def make_private_dirs(path: str) -> None:
     """``mkdir -p`` where every directory created gets mode 0700.
 
@@ -74,9 +81,7 @@ def write_private(path: str, data: bytes, *, atomic: bool = True) -> None:
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            write_all(fd, data)
         finally:
             os.close(fd)
         if atomic:

@@ -22,6 +22,7 @@ import time
 
 from torchx.schedulers._local import state as st
 from torchx.settings import ENV_TORCHX_ATTEMPT
+from torchx.util.atomic import write_all
 from torchx.util.programs import find_program
 from torchx.util.signals import signal_name
 
@@ -921,13 +922,10 @@ def _failure_msg(role: str, replica_id: int, code: int) -> str:
 
 
 def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        try:
-            view = view[os.write(fd, view) :]
-        except OSError as e:  # e.g. disk full: keep supervising, say why logs are short
-            print(f"torchx local_cwd: cannot write log (fd {fd}): {e}", file=sys.stderr)
-            return
+    try:
+        write_all(fd, data)
+    except OSError as e:  # e.g. disk full: keep supervising, say why logs are short
+        print(f"torchx local_cwd: cannot write log (fd {fd}): {e}", file=sys.stderr)
 
 
 def _ignore_signal(signum: int, frame: object) -> None:

@@ -41,6 +41,7 @@ ENV_START_METHOD = "TORCHX_LOCAL_CWD_SUPERVISOR"
 
 _forked: set[int] = set()
 """Supervisors this process forked and has not reaped yet (see :func:`reap_exited`)."""
+_forked_before = False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -96,6 +97,7 @@ class Handover:
         """``method`` is :func:`start_method`'s answer (asked before anything is created)."""
         self.method = method
         self.state_dir = state_dir
+        self.launcher_pid = os.getpid()  # the ready pipe is this process's to read
         self._go_w = -1
         self._ready_r = -1
         self._proc: subprocess.Popen[bytes] | None = None
@@ -111,9 +113,10 @@ class Handover:
                 raise
 
     def _fork(self) -> None:
-        if _forked:
+        global _forked_before  # noqa: PLW0603 (process-wide: has this launcher forked yet)
+        if _forked_before:
             # a launcher of several apps: the supervisor's code, loaded here once, comes
-            # with every later fork; the first supervisor loads it while we write files
+            # with every later fork; the first supervisor loads it while we prepare the app
             from torchx.schedulers._local import supervise
 
             supervise.preload()
@@ -134,6 +137,7 @@ class Handover:
                 os.close(fd)
             raise
         _forked.add(pid)
+        _forked_before = True
         os.close(go_r)
         os.close(ready_w)
         self._go_w, self._ready_r = go_w, ready_r
@@ -149,9 +153,10 @@ class Handover:
             else:
                 import marshal  # built in: plain data, no json on either side
 
-                app = memoryview(marshal.dumps((request, state)))
-                while app:  # the supervisor reads as we write: no pipe size limit
-                    app = app[os.write(self._go_w, app) :]
+                from torchx.util.atomic import write_all
+
+                # the supervisor reads as we write: no pipe size limit
+                write_all(self._go_w, marshal.dumps((request, state)))
                 os.close(self._go_w)  # end-of-file on "go": take over
                 self._go_w = -1
         except BaseException:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from torchx.schedulers._slurm.errors import SlurmCommandError
+from torchx.util.atomic import write_all
 from torchx.util.retry import retry_call
 
 TYPE_CHECKING = False
@@ -202,7 +203,7 @@ def _spawn_raw(
             os.close(in_r)
     if in_w >= 0:
         try:
-            _write_all(in_w, stdin or b"")
+            write_all(in_w, stdin or b"")
         except BrokenPipeError:
             # the command exited without reading its input (sbatch refusing a broken
             # configuration does): its exit status and stderr below say why. Letting the
@@ -227,12 +228,6 @@ def _spawn_raw(
     os.close(err_r)
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status), b"".join(chunks[out_r]), b"".join(chunks[err_r])
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 def first_error_line(stderr: str) -> str:
