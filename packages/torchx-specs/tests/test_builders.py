@@ -281,10 +281,11 @@ def test_plain_component_arguments_read_as_argparse_would(fn: Any, args: list[st
     import argparse
 
     from torchx.specs import builders
+    from torchx.specs._component_params import resolved_annotations
     from torchx.util import fn_params
 
     params = fn_params.parameters(fn)
-    plain = builders._parse_plain(fn, params, list(args), {}, {})
+    plain = builders._parse_plain(resolved_annotations(fn), params, list(args), {}, {})
     if (fn, args) not in PLAIN_COMPONENT_LINES:
         assert plain is None
         return

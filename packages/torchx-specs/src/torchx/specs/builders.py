@@ -67,7 +67,7 @@ _UNSET: Any = _Unset()
 
 
 def _parse_plain(
-    cmpnt_fn: Callable[..., Any],
+    annotated: Mapping[str, Any],
     params: list[fn_params.Param],
     cmpnt_args: list[str],
     cmpnt_defaults: Mapping[str, str],
@@ -78,7 +78,6 @@ def _parse_plain(
     lets argparse parse them (and report what is wrong)."""
     from torchx.util.plain_args import split_options
 
-    annotated = resolved_annotations(cmpnt_fn)
     spellings: dict[str, str] = {}
     typed: dict[str, fn_params.Param] = {}
     var_positional = None
@@ -127,10 +126,11 @@ def _parse(
     cmpnt_defaults: Mapping[str, str] | None,
     config: Mapping[str, Any] | None,
     exit_on_error: bool,
-) -> tuple[Callable[[str], NoReturn], dict[str, Any]]:
+) -> tuple[Callable[[str], NoReturn], dict[str, Any], dict[str, Any]]:
     """Parses and merges every source; returns how to fail (argparse's one-line usage
-    error) and ``{param: raw value}``."""
+    error), ``{param: raw value}`` and the parameters' resolved annotations."""
     params = fn_params.parameters(cmpnt_fn)
+    annotated = resolved_annotations(cmpnt_fn)
     if cmpnt_args[:1] == ["--"] and all(p.kind != fn_params.VAR_POSITIONAL for p in params):
         # `torchx run comp -- --name x`: the `--` only ends torchx's own options
         cmpnt_args = cmpnt_args[1:]
@@ -150,7 +150,7 @@ def _parse(
     def fail(message: str) -> NoReturn:
         parser().error(message)
 
-    parsed = _parse_plain(cmpnt_fn, params, cmpnt_args, defaults, config)
+    parsed = _parse_plain(annotated, params, cmpnt_args, defaults, config)
     if parsed is None:
         import argparse
 
@@ -178,7 +178,7 @@ def _parse(
             values[name] = param.default
         elif param.kind == fn_params.VAR_POSITIONAL:
             values[name] = []
-    return fail, values
+    return fail, values, annotated
 
 
 def parse_args(
@@ -196,7 +196,7 @@ def parse_args(
     """
     import argparse
 
-    _, values = _parse(cmpnt_fn, cmpnt_args, cmpnt_defaults, config, exit_on_error)
+    _, values, _ = _parse(cmpnt_fn, cmpnt_args, cmpnt_defaults, config, exit_on_error)
     return argparse.Namespace(**values)
 
 
@@ -213,8 +213,9 @@ def component_args_from_str(
     ``bool`` takes ``true/false/1/0/yes/no/on/off``; ``list[T]`` takes ``a,b``;
     ``dict[K, V]`` takes ``k=v,k2=v2``; an empty string for a list or dict is ``None``.
     """
-    fail, values = _parse(cmpnt_fn, cmpnt_args, cmpnt_args_defaults, config, exit_on_error)
-    annotated = resolved_annotations(cmpnt_fn)
+    fail, values, annotated = _parse(
+        cmpnt_fn, cmpnt_args, cmpnt_args_defaults, config, exit_on_error
+    )
     positional_args: dict[str, Any] = {}
     var_args: list[str] = []
     kwargs: dict[str, Any] = {}
