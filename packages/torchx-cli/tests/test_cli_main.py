@@ -379,3 +379,29 @@ def test_a_broken_pipe_of_our_own_is_an_error_not_a_quiet_exit(
     proc = cli.run("pipe")
     assert proc.returncode == 1
     assert "Broken pipe" in one_line_error(proc)
+
+
+_QUICK_EXIT = """
+import atexit, sys, threading, time
+from torchx.cli.main import console_main
+
+def late_writer():
+    time.sleep(0.2)  # still running when the command is done
+    print("thread done", flush=True)
+
+threading.Thread(target=late_writer).start()  # non-daemon: Python's exit joins it first
+atexit.register(lambda: sys.stdout.write("atexit ran\\n"))  # unflushed: the exit flushes
+sys.argv = ["torchx", *sys.argv[1:]]
+console_main()
+"""
+
+
+@pytest.mark.parametrize(
+    ("argv", "status"), [(["--version"], 0), (["stauts", "x"], 2), (["status", "a://b"], 2)]
+)
+def test_the_quick_exit_keeps_pythons_exit_steps(cli: Cli, argv: list[str], status: int) -> None:
+    """``console_main`` skips the interpreter's teardown, not what Python's exit does for
+    the user: the exit status, ``atexit`` handlers, non-daemon threads, flushed output."""
+    proc = cli.python("-c", _QUICK_EXIT, *argv)
+    assert proc.returncode == status, proc.stderr
+    assert proc.stdout.splitlines()[-2:] == ["thread done", "atexit ran"], proc.stdout
