@@ -4,17 +4,31 @@ pending reason and dist.ddp across both nodes."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from torchx_testsupport.ray import dashboard_get
+from torchx_testsupport.processes import gone_within, pid_from
+from torchx_testsupport.ray import (
+    DASHBOARD,
+    GCS_ADDRESS,
+    LOGS,
+    RAY_PYTHON,
+    alive_actors,
+    dashboard_get,
+)
 
-from torchx.schedulers._ray.client import address_in_app_id, split_app_id
+from torchx.schedulers._ray import client as ray_client
+from torchx.schedulers._ray.client import RayJobsClient, address_in_app_id, split_app_id
+from torchx.schedulers._ray.describe import events
 from torchx.specs import AppDef, AppState, Resource, Role, macros
 
 TORCHX = str(Path(sys.executable).parent / "torchx")
@@ -47,10 +61,45 @@ def sh(name: str, script: str, replicas: int = 1, **resource: Any) -> Role:
     )
 
 
+WAIT_S = 150  # these apps end within seconds; a minute or two covers a loaded machine
+
+
+class _Late(Exception):
+    pass
+
+
 def wait(runner: Any, handle: str) -> Any:
-    status = runner.wait(handle, wait_interval=0.5)
+    """The app's final status. An app still going after WAIT_S fails the test with what
+    TorchX and Ray say of it: its status, the driver's events and Ray's placement groups
+    and resources (what a hang needs to be understood)."""
+    deadline = time.monotonic() + WAIT_S
+
+    def on_status(_: Any) -> None:
+        if time.monotonic() > deadline:
+            raise _Late
+
+    try:
+        status = runner.wait(handle, wait_interval=0.5, on_status=on_status)
+    except _Late:
+        pytest.fail(f"{handle} still going after {WAIT_S} s:\n{ray_view(runner, handle)}")
     assert status is not None
     return status
+
+
+def ray_view(runner: Any, handle: str) -> str:
+    """What TorchX and the dashboard say of an app: for a failure message."""
+    parts = [f"status: {runner.status(handle)}"]
+    try:
+        parts.append("driver log:\n" + RayJobsClient(DASHBOARD).driver_log(job_id(handle)))
+        for path in (
+            "/api/v0/placement_groups?detail=1&limit=100",
+            "/api/v0/actors?detail=1&limit=100",
+            "/api/cluster_status",
+        ):
+            parts.append(f"{path}: {json.dumps(dashboard_get(path)['data'])[:20000]}")
+    except Exception as e:  # the view is for the message only
+        parts.append(f"(the dashboard did not answer: {e})")
+    return "\n".join(parts)
 
 
 def test_success_and_logs_through_the_cli(workdir: Path, ray_cluster: str) -> None:
@@ -156,6 +205,21 @@ def test_streams_and_filters(runner: Any) -> None:
     assert len(list(runner.log_lines(handle, "s", 0, until=future))) == 4
 
 
+def test_logs_still_read_once_ray_moved_them_to_old(runner: Any) -> None:
+    """Ray's log monitor moves an ended worker's log files into ``logs/old/`` when it
+    likes, one file at a time: done here by hand (the same move) for each of the replica's
+    two files, its lines are still all there."""
+    handle = runner.run(AppDef("moved", [sh("m", "echo out; echo err >&2")]), "ray")
+    assert wait(runner, handle).state == AppState.SUCCEEDED
+    log = RayJobsClient(DASHBOARD).driver_log(job_id(handle))
+    (running,) = [e for e in events(log) if e["event"] == "running"]
+    (LOGS / "old").mkdir(exist_ok=True)
+    for name in (running["log_out"], running["log_err"]):
+        if (LOGS / name).exists():
+            (LOGS / name).rename(LOGS / "old" / name)
+    assert sorted(runner.log_lines(handle, "m", 0)) == ["err\n", "out\n"]
+
+
 def test_follow_a_running_replica(runner: Any) -> None:
     handle = runner.run(
         AppDef("follow", [sh("f", "for i in 1 2 3; do echo line $i; sleep 1; done")]), "ray"
@@ -165,15 +229,78 @@ def test_follow_a_running_replica(runner: Any) -> None:
     assert wait(runner, handle).state == AppState.SUCCEEDED
 
 
-def test_cancel_ends_cancelled(runner: Any) -> None:
-    handle = runner.run(AppDef("long", [sh("l", "echo started; sleep 300")]), "ray")
-    deadline = time.monotonic() + 60
-    while runner.status(handle).state != AppState.RUNNING and time.monotonic() < deadline:
-        time.sleep(0.5)
+def background(pid_file: Path, then: str) -> str:
+    """A replica script that starts a process in the background (a grandchild of the
+    actor, as a launcher's workers are), writes its pid to ``pid_file``, then runs ``then``."""
+    return f"sleep 600 & echo $! > {pid_file}.tmp && mv {pid_file}.tmp {pid_file}; {then}"
+
+
+def test_cancel_ends_cancelled_and_every_process_of_the_replica(
+    runner: Any, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "grandchild.pid"
+    handle = runner.run(AppDef("long", [sh("l", background(pid_file, "wait"))]), "ray")
+    grandchild = pid_from(pid_file, 120)
     runner.cancel(handle)
     status = runner.status(handle)
     assert status.state == AppState.CANCELLED
     assert status.roles[0].replicas[0].state == AppState.CANCELLED
+    # the driver went with the stop, its actors with it, and the guard of the replica's
+    # process group took what the replica had started (SIGTERM: sleep goes at once)
+    assert gone_within(grandchild, 30), f"pid {grandchild} outlived the cancelled app"
+    assert alive_actors(job_id(handle)) == []
+
+
+def test_what_a_replica_leaves_running_ends_with_it(runner: Any, tmp_path: Path) -> None:
+    """The replica's command exits while a process it started in the background still holds
+    its output: the replica ends there (no wait on that process) and so does the process."""
+    pid_file = tmp_path / "left.pid"
+    handle = runner.run(AppDef("left", [sh("s", background(pid_file, "echo done"))]), "ray")
+    assert wait(runner, handle).state == AppState.SUCCEEDED
+    assert gone_within(pid_from(pid_file, 5), 30)
+    assert list(runner.log_lines(handle, "s", 0)) == ["done\n"]
+
+
+def test_a_driver_left_without_its_job_supervisor_ends_its_app(runner: Any, tmp_path: Path) -> None:
+    """What a stop that races the job's start leaves behind (Ray signals the shell it
+    started the entrypoint in, and the driver under it runs on): the driver sees the process
+    it was started from go, stops its replicas and exits. Here the driver is started under
+    a shell the test then kills, on the real cluster."""
+    pid_file = tmp_path / "grandchild.pid"
+    app = AppDef("orphan", [sh("o", background(pid_file, "wait"))])
+    job = runner.dryrun(app, "ray").request
+    env = {**os.environ, "TORCHX_RAY_JOB": json.dumps(job.spec), "RAY_ADDRESS": GCS_ADDRESS}
+    driver = Path(ray_client.__file__).with_name("driver.py")  # imports ray: not here
+    # `; exit $?` keeps the shell above the driver (no exec), as Ray's own shell was
+    shell = subprocess.Popen(
+        ["sh", "-c", '"$0" "$1"; exit $?', str(RAY_PYTHON), str(driver)],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    assert shell.stdout is not None
+    try:
+        for line in shell.stdout:  # up to the replica's start
+            if '"event": "running"' in line:
+                break
+        grandchild = pid_from(pid_file, 60)
+        shell.kill()
+        shell.wait()
+        rest: list[str] = []
+        reader = threading.Thread(target=lambda: rest.extend(shell.stdout or []), daemon=True)
+        reader.start()
+        reader.join(timeout=60)  # EOF: the driver is gone
+        assert not reader.is_alive(), "the driver outlived the process it was started from"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(shell.pid, signal.SIGKILL)  # the driver, if it is still there
+    events = [json.loads(line[len("[torchx] ") :]) for line in rest if line.startswith("[")]
+    assert [e["event"] for e in events] == ["orphaned", "stopped", "finished"], rest
+    assert gone_within(grandchild, 30)
+    assert alive_actors(job.submission_id) == []
 
 
 def test_pending_says_what_it_waits_for_then_cancel(runner: Any) -> None:

@@ -53,7 +53,7 @@ def test_dry_run_shows_the_job_as_sent() -> None:
     info = create_scheduler("tests").submit_dryrun(_app(), {"placement_strategy": "PACK"})
     job = info.request
     assert job.submission_id.startswith("my-app-")
-    assert job.entrypoint == f"python {DRIVER_PATH}"
+    assert job.entrypoint == f"exec python {DRIVER_PATH}"
     assert job.address == "http://127.0.0.1:8265"
     spec = job.spec
     assert spec["strategy"] == "PACK" and spec["app_id"] == job.submission_id
@@ -256,4 +256,4 @@ def test_a_workspace_over_the_size_limit_is_refused(
 def test_the_interpreter_option_is_one_shell_word() -> None:
     cfg = {"python": "/opt/my env/bin/python; touch /tmp/pwned"}
     job = create_scheduler("t").submit_dryrun(_app(), cfg).request  # type: ignore[arg-type]
-    assert job.entrypoint == f"'/opt/my env/bin/python; touch /tmp/pwned' {DRIVER_PATH}"
+    assert job.entrypoint == f"exec '/opt/my env/bin/python; touch /tmp/pwned' {DRIVER_PATH}"

@@ -8,7 +8,9 @@
   gang-schedules every replica in one placement group (one bundle per replica: the role's
   CPU, GPU, memory and ``devices`` as custom resources), runs each replica's command in an
   actor of its own, restarts replicas as ``max_retries``/``retry_policy`` allow, and exits
-  with the app's result.
+  with the app's result. Nothing outlives the job: each replica's processes end with its
+  actor, and the driver (exec'd, so Ray's stop signals it) ends its app when its job
+  supervisor is gone.
 * The workspace (the current directory on ``torchx run``; ``.torchxignore`` honoured) is
   zipped with the driver into the job's working dir, uploaded once per content.
 * ``describe`` reads the job and the driver's event lines: per-replica states, hosts and exit
@@ -159,8 +161,9 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
             address=address,
             address_origin=origin,
             submission_id=app_id,
-            # Ray runs the entrypoint in a shell: the interpreter option is one quoted word
-            entrypoint=f"{shlex.quote(opts.python)} {request.DRIVER_PATH}",
+            # Ray runs the entrypoint in a shell: the interpreter option is one quoted word,
+            # and exec makes the driver the process a stop signals (not a shell above it)
+            entrypoint=f"exec {shlex.quote(opts.python)} {request.DRIVER_PATH}",
             runtime_env=request.runtime_env(opts),
             metadata=request.job_metadata(app, app_id, self.session_name, opts),
             spec=request.app_spec(app, app_id, opts),

@@ -360,6 +360,18 @@ class RayJobsClient:
         return self._request("GET", f"/api/v0/logs/file?{query}")
 
     def node_log(self, node_id: str, filename: str) -> bytes:
-        """The whole log file ``filename`` of node ``node_id`` (there after its actor)."""
+        """The whole log file ``filename`` of node ``node_id`` (there after its actor).
+
+        Ray's log monitor moves the files of a worker that has ended into the logs'
+        ``old/`` directory, at a time of its own choosing (the two files of one worker
+        not always together): a file not found where it was is read from there."""
+        try:
+            return self._node_file(node_id, filename)
+        except RayApiError as e:
+            if e.status not in (404, 500):
+                raise
+            return self._node_file(node_id, f"old/{filename}")
+
+    def _node_file(self, node_id: str, filename: str) -> bytes:
         query = urlencode({"node_id": node_id, "filename": filename, "lines": -1})
         return self._request("GET", f"/api/v0/logs/file?{query}")

@@ -7,6 +7,12 @@ placement-group bundle per replica (all replicas gang-scheduled), starts one act
 replica in its bundle and runs the replica's command there with its environment, restarts
 replicas as ``max_retries``/``retry_policy`` allow, and exits with the app's result.
 
+Nothing outlives the job: each replica's command runs in a process group of its own,
+watched by a detached guard process that ends the whole group (SIGTERM, then SIGKILL)
+as soon as the replica's actor is gone, however it went (stopped, killed, its node's
+memory monitor); and the driver ends its app when the process Ray started it from is gone
+(a stop that raced the job's start must not leave it running unseen).
+
 What happens is printed as ``[torchx] {json}`` event lines on the driver's own log, which
 the scheduler reads back (``describe``): the actors' output is not forwarded there
 (``log_to_driver=False``) but stays in each actor's own log files, one pair per replica,
@@ -40,15 +46,51 @@ def event(kind: str, **fields: Any) -> None:
     print(EVENT_PREFIX + json.dumps({"event": kind, "t": time.time(), **fields}), flush=True)
 
 
-def _die_with_parent() -> None:
-    """Runs in the replica's child: SIGKILL it when the actor's worker dies."""
+GUARD_GRACE_S = 10.0
+# The guard of one replica's process group, run as ``python -c _GUARD PGID GRACE`` with the
+# read end of a pipe as stdin. It detaches at once (so that no clean-up of the actor's own
+# children ends it first), waits for EOF (the actor holds the only write end: EOF means the
+# replica ended or its actor is gone), then ends the group: SIGTERM, up to GRACE seconds
+# for it to go, SIGKILL.
+_GUARD = """
+import os, signal, sys, time
+if os.fork():
+    os._exit(0)
+pgid, grace = int(sys.argv[1]), float(sys.argv[2])
+while os.read(0, 4096):
+    pass
+def signal_group(sig):
     try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        os.killpg(pgid, sig)
     except OSError:
-        pass
-    os.setsid()
+        return False
+    return True
+deadline = time.monotonic() + grace
+alive = signal_group(signal.SIGTERM)
+while alive and time.monotonic() < deadline:
+    time.sleep(0.1)
+    alive = signal_group(0)
+if alive:
+    signal_group(signal.SIGKILL)
+"""
+
+
+def _start_guard(pgid: int) -> int:
+    """Starts the guard of the process group ``pgid``; returns the write end of its pipe
+    (closing it, or the actor's death, sets the guard off)."""
+    read_end, write_end = os.pipe()
+    try:
+        launcher = subprocess.Popen(
+            [sys.executable, "-c", _GUARD, str(pgid), str(GUARD_GRACE_S)],
+            stdin=read_end,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    finally:
+        os.close(read_end)
+    launcher.wait()  # the guard itself lives on, detached
+    return write_end
 
 
 def _stamp() -> bytes:
@@ -64,6 +106,24 @@ def _copy(source: Any, sink: Any) -> None:
 
 
 INTERRUPTION_RETRIES = 3
+POLL_S = 1.0  # how often the driver looks whether the process that started it is still there
+
+
+class Orphaned(Exception):
+    """The process Ray started the driver from is gone: the job was stopped (or its
+    supervisor died) and nobody will end this driver or report on it any more."""
+
+
+class Parent:
+    """The process the driver was started from (Ray's job supervisor), watched by pid."""
+
+    def __init__(self) -> None:
+        self.pid = os.getppid()
+
+    def check(self) -> None:
+        # re-parented (to init or a subreaper): the supervisor went before a stop reached us
+        if self.pid == 1 or os.getppid() != self.pid:
+            raise Orphaned
 
 
 @ray.remote(max_concurrency=2, max_restarts=0)
@@ -93,12 +153,13 @@ class Replica:
                 env=full_env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                preexec_fn=_die_with_parent,  # noqa: PLW1509 (setsid + death signal only)
+                start_new_session=True,  # its own group: stop() and the guard end all of it
             )
         except OSError as e:
             sys.stderr.buffer.write(_stamp() + f"cannot start {argv[0]!r}: {e}\n".encode())
             sys.stderr.flush()
             return 127
+        guard = _start_guard(self.proc.pid)
         copiers = [
             threading.Thread(target=_copy, args=(self.proc.stdout, sys.stdout.buffer)),
             threading.Thread(target=_copy, args=(self.proc.stderr, sys.stderr.buffer)),
@@ -106,6 +167,8 @@ class Replica:
         for t in copiers:
             t.start()
         code = self.proc.wait()
+        # what the command left running ends with it (and lets go of its output pipes)
+        os.close(guard)
         for t in copiers:
             t.join()
         return code
@@ -138,8 +201,9 @@ def _actor_options(resource: dict[str, float], pg: Any, index: int, name: str) -
 
 
 class App:
-    def __init__(self, spec: dict[str, Any]) -> None:
+    def __init__(self, spec: dict[str, Any], parent: Parent) -> None:
         self.spec = spec
+        self.parent = parent
         self.app_id: str = spec["app_id"]
         self.roles: list[dict[str, Any]] = spec["roles"]
         self.slots = [
@@ -162,10 +226,11 @@ class App:
         started = time.monotonic()
         noted = False
         while True:
-            ready, _ = ray.wait([self.pg.ready()], timeout=WAIT_NOTE_S)
+            ready, _ = ray.wait([self.pg.ready()], timeout=POLL_S)
             if ready:
                 break
-            if not noted:
+            self.parent.check()
+            if not noted and time.monotonic() - started >= WAIT_NOTE_S:
                 event(
                     "pending",
                     bundles=bundles,
@@ -227,7 +292,10 @@ class App:
         running = {self.start(slot): slot for slot in range(len(self.slots))}
         result = 0
         while running:
-            done, _ = ray.wait(list(running), num_returns=1)
+            done, _ = ray.wait(list(running), num_returns=1, timeout=POLL_S)
+            if not done:
+                self.parent.check()
+                continue
             slot = running.pop(done[0])
             role_index, replica = self.slots[slot]
             role = self.roles[role_index]
@@ -256,12 +324,16 @@ class App:
                 )
                 continue
             result = code
-            self.stop(list(running.values()))
-            for s in running.values():
-                r, rep = self.slots[s]
-                event("stopped", role=self.roles[r]["name"], replica=rep["id"])
+            self.stop_all(list(running.values()))
             running.clear()
         return result
+
+    def stop_all(self, slots: list[int]) -> None:
+        """Stops the replicas of ``slots`` that still run, each reported ``stopped``."""
+        self.stop(slots)
+        for s in slots:
+            r, rep = self.slots[s]
+            event("stopped", role=self.roles[r]["name"], replica=rep["id"])
 
     def _retry_group(self, slot: int, lost: bool) -> list[int]:
         """The slots to restart after ``slot`` ended badly (empty: no retries left).
@@ -287,12 +359,17 @@ class App:
 
 
 def main() -> int:
+    parent = Parent()
     spec = json.loads(os.environ[ENV_JOB])
     ray.init(log_to_driver=False, namespace=NAMESPACE)
-    app = App(spec)
+    app = App(spec, parent)
     event("started", app_id=app.app_id, replicas=len(app.slots))
     try:
         code = app.run()
+    except Orphaned:
+        event("orphaned")
+        app.stop_all(list(app.actors))
+        code = 143
     finally:
         if app.pg is not None:
             remove_placement_group(app.pg)
