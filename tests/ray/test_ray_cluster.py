@@ -22,7 +22,7 @@ from torchx_testsupport.ray import (
     GCS_ADDRESS,
     LOGS,
     RAY_PYTHON,
-    alive_actors,
+    actors_gone_within,
     dashboard_get,
 )
 
@@ -248,7 +248,7 @@ def test_cancel_ends_cancelled_and_every_process_of_the_replica(
     # the driver went with the stop, its actors with it, and the guard of the replica's
     # process group took what the replica had started (SIGTERM: sleep goes at once)
     assert gone_within(grandchild, 30), f"pid {grandchild} outlived the cancelled app"
-    assert alive_actors(job_id(handle)) == []
+    assert actors_gone_within(job_id(handle), 30) == []
 
 
 def test_what_a_replica_leaves_running_ends_with_it(runner: Any, tmp_path: Path) -> None:
@@ -300,7 +300,7 @@ def test_a_driver_left_without_its_job_supervisor_ends_its_app(runner: Any, tmp_
     events = [json.loads(line[len("[torchx] ") :]) for line in rest if line.startswith("[")]
     assert [e["event"] for e in events] == ["orphaned", "stopped", "finished"], rest
     assert gone_within(grandchild, 30)
-    assert alive_actors(job.submission_id) == []
+    assert actors_gone_within(job.submission_id, 30) == []
 
 
 def test_pending_says_what_it_waits_for_then_cancel(runner: Any) -> None:
