@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from torchx_testsupport.processes import gone_within, pid_from
+from torchx_testsupport import wait_until
+from torchx_testsupport.processes import pid_from, running
 from torchx_testsupport.ray import (
     DASHBOARD,
     GCS_ADDRESS,
     LOGS,
     RAY_PYTHON,
-    actors_gone_within,
+    alive_actors,
     dashboard_get,
 )
 
@@ -248,8 +249,8 @@ def test_cancel_ends_cancelled_and_every_process_of_the_replica(
     assert status.roles[0].replicas[0].state == AppState.CANCELLED
     # the driver went with the stop, its actors with it, and the guard of the replica's
     # process group took what the replica had started (SIGTERM: sleep goes at once)
-    assert gone_within(grandchild, 30), f"pid {grandchild} outlived the cancelled app"
-    assert actors_gone_within(job_id(handle), 30) == []
+    wait_until(lambda: not running(grandchild), f"pid {grandchild} to end with the app", 30)
+    wait_until(lambda: not alive_actors(job_id(handle)), "the app's actors to go", 30, 0.2)
 
 
 def test_what_a_replica_leaves_running_ends_with_it(runner: Any, tmp_path: Path) -> None:
@@ -258,7 +259,8 @@ def test_what_a_replica_leaves_running_ends_with_it(runner: Any, tmp_path: Path)
     pid_file = tmp_path / "left.pid"
     handle = runner.run(AppDef("left", [sh("s", background(pid_file, "echo done"))]), "ray")
     assert wait(runner, handle).state == AppState.SUCCEEDED
-    assert gone_within(pid_from(pid_file, 5), 30)
+    left = pid_from(pid_file, 5)
+    wait_until(lambda: not running(left), f"pid {left} to end with the replica", 30)
     assert list(runner.log_lines(handle, "s", 0)) == ["done\n"]
 
 
@@ -300,8 +302,8 @@ def test_a_driver_left_without_its_job_supervisor_ends_its_app(runner: Any, tmp_
             os.killpg(shell.pid, signal.SIGKILL)  # the driver, if it is still there
     events = [json.loads(line[len("[torchx] ") :]) for line in rest if line.startswith("[")]
     assert [e["event"] for e in events] == ["orphaned", "stopped", "finished"], rest
-    assert gone_within(grandchild, 30)
-    assert actors_gone_within(job.submission_id, 30) == []
+    wait_until(lambda: not running(grandchild), f"pid {grandchild} to end with the app", 30)
+    wait_until(lambda: not alive_actors(job.submission_id), "the app's actors to go", 30, 0.2)
 
 
 def test_pending_says_what_it_waits_for_then_cancel(runner: Any) -> None:

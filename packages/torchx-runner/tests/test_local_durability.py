@@ -10,11 +10,11 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 import uuid
 from pathlib import Path
 
 import pytest
+from torchx_testsupport import wait_until
 
 from torchx.schedulers._local import state as st
 from torchx.schedulers.api import Stream
@@ -71,14 +71,6 @@ def live_processes_with(marker: str, comm: str | None = None) -> list[int]:
         if marker in cmdline and st.proc_start_ticks(int(name)) is not None:
             found.append(int(name))
     return found
-
-
-def wait_until(predicate: object, what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
 
 
 def unique_sleep() -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from torchx_testsupport import wait_until
 
 from torchx.schedulers._local import state as st
 from torchx.schedulers.api import Stream
@@ -69,14 +70,6 @@ def state_doc(app_id: str) -> dict[str, Any]:
     doc = st.read_json(os.path.join(st.app_state_dir(app_id), st.STATE_FILE))
     assert isinstance(doc, dict)
     return doc
-
-
-def wait_until(predicate: Any, what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
 
 
 def replica_records(app_id: str, role_idx: int = 0) -> list[dict[str, Any]]:

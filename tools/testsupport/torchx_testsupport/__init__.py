@@ -77,6 +77,20 @@ def runner_that_cleans_up(finish: Callable[[Any, str], object]) -> Iterator[Any]
             finish(runner, handle)
 
 
+def wait_until(
+    predicate: Callable[[], object], what: str, timeout: float = 60, interval: float = 0.01
+) -> None:
+    """Polls ``predicate`` every ``interval`` s until it is true; fails naming ``what``
+    after ``timeout`` s (for states that come with no event to wait on)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(interval)
+
+
 def terminal_status(runner: Any, handle: str, timeout: float = 60) -> Any:
     """``runner``'s status of ``handle`` once it is terminal; fails after ``timeout`` s."""
     import time

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -32,12 +31,3 @@ def alive_actors(app_id: str) -> list[str]:
         for a in actors
         if str(a.get("name", "")).startswith(app_id + "/") and a.get("state") != "DEAD"
     ]
-
-
-def actors_gone_within(app_id: str, seconds: float) -> list[str]:
-    """Waits up to ``seconds`` for Ray to have none of the app's actors alive (its view
-    lags the processes by a moment); returns those still alive then."""
-    deadline = time.monotonic() + seconds
-    while (alive := alive_actors(app_id)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return alive

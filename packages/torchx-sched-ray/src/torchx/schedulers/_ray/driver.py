@@ -201,9 +201,9 @@ def _actor_options(resource: dict[str, float], pg: Any, index: int, name: str) -
 
 
 class App:
-    def __init__(self, spec: dict[str, Any], parent: Parent) -> None:
+    def __init__(self, spec: dict[str, Any]) -> None:
         self.spec = spec
-        self.parent = parent
+        self.parent = Parent()
         self.app_id: str = spec["app_id"]
         self.roles: list[dict[str, Any]] = spec["roles"]
         self.slots = [
@@ -359,10 +359,8 @@ class App:
 
 
 def main() -> int:
-    parent = Parent()
-    spec = json.loads(os.environ[ENV_JOB])
+    app = App(json.loads(os.environ[ENV_JOB]))
     ray.init(log_to_driver=False, namespace=NAMESPACE)
-    app = App(spec, parent)
     event("started", app_id=app.app_id, replicas=len(app.slots))
     try:
         code = app.run()
