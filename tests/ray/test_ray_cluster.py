@@ -222,6 +222,25 @@ def test_logs_still_read_once_ray_moved_them_to_old(runner: Any) -> None:
     assert sorted(runner.log_lines(handle, "m", 0)) == ["err\n", "out\n"]
 
 
+def test_a_moved_log_file_is_read_whatever_ray_answers_for_where_it_was() -> None:
+    """A read of a file just moved away is answered by Ray with a 500 or, now and then,
+    an empty 200: files moved into ``old/`` one after the other (as its log monitor does)
+    are read whole each time, not as empty."""
+    client = RayJobsClient(DASHBOARD)
+    nodes = dashboard_get("/api/v0/nodes?detail=1")["data"]["result"]["result"]
+    (head,) = [n["node_id"] for n in nodes if n.get("is_head_node")]
+    (LOGS / "old").mkdir(exist_ok=True)
+    for i in range(40):
+        name = f"torchx-test-moved-{os.getpid()}-{i}.out"
+        content = f":header\nline {i}\n".encode()
+        (LOGS / name).write_bytes(content)
+        (LOGS / name).rename(LOGS / "old" / name)
+        try:
+            assert client.node_log(head, name) == content, f"read {i}"
+        finally:
+            (LOGS / "old" / name).unlink()
+
+
 def test_follow_a_running_replica(runner: Any) -> None:
     handle = runner.run(
         AppDef("follow", [sh("f", "for i in 1 2 3; do echo line $i; sleep 1; done")]), "ray"
@@ -247,7 +266,7 @@ def test_cancel_ends_cancelled_and_every_process_of_the_replica(
     status = runner.status(handle)
     assert status.state == AppState.CANCELLED
     assert status.roles[0].replicas[0].state == AppState.CANCELLED
-    # the driver went with the stop, its actors with it, and the guard of the replica's
+    # the driver went with the stop, its actors with it, and the keeper of the replica's
     # process group took what the replica had started (SIGTERM: sleep goes at once)
     wait_until(lambda: not running(grandchild), f"pid {grandchild} to end with the app", 30)
     wait_until(lambda: not alive_actors(job_id(handle)), "the app's actors to go", 30, 0.2)
@@ -346,19 +365,20 @@ def test_retries_restart_a_failed_replica(runner: Any, workdir: Path) -> None:
 def test_a_replica_lost_with_its_actor_restarts_as_the_next_attempt(
     runner: Any, tmp_path: Path
 ) -> None:
-    """The replica's actor is killed (as when its node goes): it is restarted with
-    TORCHX_ATTEMPT 1 although max_retries is 0; its own failure would have ended the app."""
-    pid_file = tmp_path / "actor.pid"
+    """The replica's actor is killed (as when its node goes) the instant after the replica
+    wrote a line: the line is kept, and the replica restarts with TORCHX_ATTEMPT 1 although
+    max_retries is 0 (its own failure would have ended the app)."""
+    go = tmp_path / "actor.pid"  # where the test puts the pid of attempt 0's actor
     script = (
-        f'echo "attempt $TORCHX_ATTEMPT"; [ "$TORCHX_ATTEMPT" != 0 ] && exit 0;'
-        f" echo $PPID > {pid_file}.tmp && mv {pid_file}.tmp {pid_file}; exec sleep 300"
+        f'[ "$TORCHX_ATTEMPT" = 0 ] && until [ -e {go} ]; do sleep 0.05; done && read actor < {go};'
+        f' echo "attempt $TORCHX_ATTEMPT"; [ "$TORCHX_ATTEMPT" != 0 ] && exit 0;'
+        " kill -9 $actor; exec sleep 300"  # (builtins: nothing between the line and the kill)
     )
     handle = runner.run(AppDef("lost", [sh("r", script)]), "ray")
-    deadline = time.monotonic() + 120
-    while not pid_file.exists():
-        assert time.monotonic() < deadline, "attempt 0 never started"
-        time.sleep(0.2)
-    os.kill(int(pid_file.read_text()), 9)  # the Replica actor's worker process
+    actor = f"{job_id(handle)}/r/0/0"
+    wait_until(lambda: alive_actors(job_id(handle)).get(actor), f"actor {actor}", 120, 0.2)
+    (tmp_path / "pid.tmp").write_text(str(alive_actors(job_id(handle))[actor]))
+    (tmp_path / "pid.tmp").rename(go)
     status = wait(runner, handle)
     assert (status.state, status.num_restarts) == (AppState.SUCCEEDED, 1), status
     assert list(runner.log_lines(handle, "r", 0)) == ["attempt 0\n", "attempt 1\n"]

@@ -21,7 +21,13 @@ from torchx.schedulers._ray.client import (
     resolve_address,
     split_app_id,
 )
-from torchx.schedulers._ray.request import DRIVER_PATH, ENV_JOB, build_package, read_requirements
+from torchx.schedulers._ray.request import (
+    DRIVER_PATH,
+    ENV_JOB,
+    KEEPER_PATH,
+    build_package,
+    read_requirements,
+)
 from torchx.schedulers.ray_scheduler import RayScheduler, create_scheduler
 from torchx.specs import AppDef, Resource, Role, Workspace, macros
 
@@ -196,7 +202,7 @@ def test_app_ids_without_an_address_keep_the_fallback() -> None:
     assert split_app_id("echo-3") == (None, "echo-3")
 
 
-def test_package_is_the_workspace_plus_the_driver(tmp_path: Path) -> None:
+def test_package_is_the_workspace_plus_the_driver_and_keeper(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text("print('hi')\n")
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "big.bin").write_bytes(b"x" * 10)
@@ -209,7 +215,7 @@ def test_package_is_the_workspace_plus_the_driver(tmp_path: Path) -> None:
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         names = set(archive.namelist())
         # Ray unpacks a link as a regular file holding its text: links are left out
-        assert names == {".torchxignore", "train.py", DRIVER_PATH}
+        assert names == {".torchxignore", "train.py", DRIVER_PATH, KEEPER_PATH}
     alone, _ = build_package(None)
     assert alone != name
 
@@ -223,7 +229,7 @@ def test_package_leaves_links_out_and_nothing_writable_by_others(
     os.symlink("run.sh", tmp_path / "again.sh")
     _, data = build_package(str(tmp_path))
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        assert set(archive.namelist()) == {"run.sh", DRIVER_PATH}
+        assert set(archive.namelist()) == {"run.sh", DRIVER_PATH, KEEPER_PATH}
         assert (archive.getinfo("run.sh").external_attr >> 16) & 0o777 == 0o755
     warned = " ".join(r.getMessage() for r in caplog.records if r.levelname == "WARNING")
     assert "left out 2 link(s)" in warned and "again.sh, passwd" in warned

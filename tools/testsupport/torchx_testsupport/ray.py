@@ -23,11 +23,11 @@ def dashboard_get(path: str) -> Any:
         return json.load(response)
 
 
-def alive_actors(app_id: str) -> list[str]:
-    """The names of the app's actors that Ray still has alive."""
+def alive_actors(app_id: str) -> dict[str, int]:
+    """The app's actors that Ray still has alive: their names and worker process ids."""
     actors = dashboard_get("/api/v0/actors?detail=1&limit=10000")["data"]["result"]["result"]
-    return [
-        a["name"]
+    return {
+        a["name"]: int(a.get("pid") or 0)
         for a in actors
         if str(a.get("name", "")).startswith(app_id + "/") and a.get("state") != "DEAD"
-    ]
+    }

@@ -7,15 +7,16 @@ placement-group bundle per replica (all replicas gang-scheduled), starts one act
 replica in its bundle and runs the replica's command there with its environment, restarts
 replicas as ``max_retries``/``retry_policy`` allow, and exits with the app's result.
 
-Nothing outlives the job: each replica's command runs in a process group of its own,
-watched by a detached guard process that ends the whole group (SIGTERM, then SIGKILL)
-as soon as the replica's actor is gone, however it went (stopped, killed, its node's
-memory monitor); and the driver ends its app when the process Ray started it from is gone
-(a stop that raced the job's start must not leave it running unseen).
+Nothing outlives the job and no line is lost: each replica's command is run by a keeper
+process (keeper.py) detached from the replica's actor, in a process group of its own;
+the keeper copies its output and ends the whole group (SIGTERM, then SIGKILL) when the
+command exits and as soon as the actor is gone, however it went (stopped, killed, its
+node's memory monitor); and the driver ends its app when the process Ray started it from
+is gone (a stop that raced the job's start must not leave it running unseen).
 
 What happens is printed as ``[torchx] {json}`` event lines on the driver's own log, which
 the scheduler reads back (``describe``): the actors' output is not forwarded there
-(``log_to_driver=False``) but stays in each actor's own log files, one pair per replica,
+(``log_to_driver=False``) but goes to each actor's own log files, one pair per replica,
 each line prefixed by its UTC time so that ``torchx log --since/--until`` can filter.
 """
 
@@ -24,12 +25,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
 import time
-from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import ray
@@ -46,63 +46,10 @@ def event(kind: str, **fields: Any) -> None:
     print(EVENT_PREFIX + json.dumps({"event": kind, "t": time.time(), **fields}), flush=True)
 
 
-GUARD_GRACE_S = 10.0
-# The guard of one replica's process group, run as ``python -c _GUARD PGID GRACE`` with the
-# read end of a pipe as stdin. It detaches at once (so that no clean-up of the actor's own
-# children ends it first), waits for EOF (the actor holds the only write end: EOF means the
-# replica ended or its actor is gone), then ends the group: SIGTERM, up to GRACE seconds
-# for it to go, SIGKILL.
-_GUARD = """
-import os, signal, sys, time
-if os.fork():
-    os._exit(0)
-pgid, grace = int(sys.argv[1]), float(sys.argv[2])
-while os.read(0, 4096):
-    pass
-def signal_group(sig):
-    try:
-        os.killpg(pgid, sig)
-    except OSError:
-        return False
-    return True
-deadline = time.monotonic() + grace
-alive = signal_group(signal.SIGTERM)
-while alive and time.monotonic() < deadline:
-    time.sleep(0.1)
-    alive = signal_group(0)
-if alive:
-    signal_group(signal.SIGKILL)
-"""
-
-
-def _start_guard(pgid: int) -> int:
-    """Starts the guard of the process group ``pgid``; returns the write end of its pipe
-    (closing it, or the actor's death, sets the guard off)."""
-    read_end, write_end = os.pipe()
-    try:
-        launcher = subprocess.Popen(
-            [sys.executable, "-c", _GUARD, str(pgid), str(GUARD_GRACE_S)],
-            stdin=read_end,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    finally:
-        os.close(read_end)
-    launcher.wait()  # the guard itself lives on, detached
-    return write_end
-
-
-def _stamp() -> bytes:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ ").encode()
-
-
-def _copy(source: Any, sink: Any) -> None:
-    """Copies ``source`` to ``sink`` line by line, each line prefixed by its time."""
-    for line in iter(source.readline, b""):
-        sink.write(_stamp() + line)
-        sink.flush()
-    source.close()
+KEEPER_GRACE_S = 10.0
+# The keeper's text (keeper.py, shipped beside this file): the actors run it, and an actor
+# is pickled with the values it uses, not with this file's path on the driver's node.
+_KEEPER = (Path(__file__).parent / "keeper.py").read_text()
 
 
 INTERRUPTION_RETRIES = 3
@@ -128,10 +75,11 @@ class Parent:
 
 @ray.remote(max_concurrency=2, max_restarts=0)
 class Replica:
-    """One replica: runs its command and returns the exit status."""
+    """One replica: has its command run by a keeper (keeper.py) and returns its exit status."""
 
     def __init__(self) -> None:
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.hold: int | None = None  # the write end of the keeper's hold pipe
+        self.lock = threading.Lock()
 
     def log_files(self) -> dict[str, str]:
         """This actor's node and the names of its stdout/stderr log files there (Ray
@@ -147,36 +95,35 @@ class Replica:
     def run(self, argv: list[str], env: dict[str, str]) -> int:
         full_env = {k: v for k, v in os.environ.items() if k != ENV_JOB}
         full_env.update(env)
+        hold_read, self.hold = os.pipe()
+        report_read, report_write = os.pipe()
         try:
-            self.proc = subprocess.Popen(
-                argv,
+            subprocess.run(
+                [sys.executable, "-I", "-c", _KEEPER, str(KEEPER_GRACE_S), str(report_write)]
+                + argv,
                 env=full_env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,  # its own group: stop() and the guard end all of it
+                stdin=hold_read,  # stdout and stderr: this actor's log files
+                pass_fds=(report_write,),
+                start_new_session=True,
+                check=True,  # it returns once the keeper has detached
             )
-        except OSError as e:
-            sys.stderr.buffer.write(_stamp() + f"cannot start {argv[0]!r}: {e}\n".encode())
-            sys.stderr.flush()
-            return 127
-        guard = _start_guard(self.proc.pid)
-        copiers = [
-            threading.Thread(target=_copy, args=(self.proc.stdout, sys.stdout.buffer)),
-            threading.Thread(target=_copy, args=(self.proc.stderr, sys.stderr.buffer)),
-        ]
-        for t in copiers:
-            t.start()
-        code = self.proc.wait()
-        # what the command left running ends with it (and lets go of its output pipes)
-        os.close(guard)
-        for t in copiers:
-            t.join()
-        return code
+        finally:
+            os.close(hold_read)
+            os.close(report_write)
+        with open(report_read) as report:
+            for line in report:
+                kind, _, value = line.partition(" ")
+                if kind == "exit":
+                    self.stop()
+                    return int(value)
+        raise RuntimeError("the keeper of the replica's command ended before the command")
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
+        """Lets go of the keeper: it ends the command's process group."""
+        with self.lock:
+            if self.hold is not None:
+                os.close(self.hold)
+                self.hold = None
 
 
 def _bundle(resource: dict[str, float]) -> dict[str, float]:
@@ -281,7 +228,7 @@ class App:
         for slot in slots:
             actor = self.actors.pop(slot, None)
             if actor is not None:
-                # an actor that already died cannot stop its process: the death signal did
+                # an actor that already died cannot be asked: its death set its keeper off
                 with contextlib.suppress(Exception):
                     ray.get(actor.stop.remote(), timeout=10)
                 ray.kill(actor)

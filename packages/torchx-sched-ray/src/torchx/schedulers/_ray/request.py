@@ -23,6 +23,8 @@ logger = get_logger(__name__)
 
 DRIVER_PATH = ".torchx_ray/driver.py"
 """Where the driver lies inside the job's working dir (never in the user's directory)."""
+KEEPER_PATH = ".torchx_ray/keeper.py"
+"""Beside it, what the driver starts beside each replica's command (keeper.py)."""
 ENV_JOB = "TORCHX_RAY_JOB"
 RANK0_ENV = "TORCHX_RANK0_HOST"
 META_APP = "torchx.app"
@@ -365,10 +367,11 @@ def pack_package(package_dir: str | None, out: IO[bytes]) -> str:
                     while chunk := f.read(1 << 20):
                         progress.add_bytes(len(chunk), rel)  # a growing file stops here
                         zipped.write(chunk)
-        driver = zipfile.ZipInfo(DRIVER_PATH, _ZIP_TIME)
-        driver.external_attr = 0o100644 << 16
-        driver.compress_type = zipfile.ZIP_DEFLATED
-        archive.writestr(driver, (Path(__file__).parent / "driver.py").read_bytes())
+        for path in (DRIVER_PATH, KEEPER_PATH):
+            ours = zipfile.ZipInfo(path, _ZIP_TIME)
+            ours.external_attr = 0o100644 << 16
+            ours.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(ours, (Path(__file__).parent / Path(path).name).read_bytes())
     progress.done()
     out.seek(0)
     digest = hashlib.sha256()
