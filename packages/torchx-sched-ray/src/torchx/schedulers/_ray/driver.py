@@ -97,10 +97,10 @@ class Replica:
         full_env.update(env)
         hold_read, self.hold = os.pipe()
         report_read, report_write = os.pipe()
+        keeper = [sys.executable, "-I", "-c", _KEEPER, str(KEEPER_GRACE_S), str(report_write)]
         try:
             subprocess.run(
-                [sys.executable, "-I", "-c", _KEEPER, str(KEEPER_GRACE_S), str(report_write)]
-                + argv,
+                [*keeper, *argv],
                 env=full_env,
                 stdin=hold_read,  # stdout and stderr: this actor's log files
                 pass_fds=(report_write,),
