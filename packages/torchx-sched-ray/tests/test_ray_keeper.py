@@ -23,14 +23,16 @@ STAMPED = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z (.*\n?)")
 
 
 class Kept:
-    """A command started through the keeper; ``logs/out`` and ``logs/err`` stand for the
-    actor's log files, ``hold`` for the actor's end of the hold pipe."""
+    """A command (a shell line, or an argv) started through the keeper; ``logs/out`` and
+    ``logs/err`` stand for the actor's log files, ``hold`` for the actor's end of the hold
+    pipe."""
 
-    def __init__(self, command: str, logs: Path, grace: float = 10.0) -> None:
+    def __init__(self, command: str | list[str], logs: Path, grace: float = 10.0) -> None:
         self.logs = logs
         hold_read, self.hold = os.pipe()
         report_read, report_write = os.pipe()
-        argv = [str(grace), str(report_write), "sh", "-c", command]
+        argv = [str(grace), str(report_write)]
+        argv += ["sh", "-c", command] if isinstance(command, str) else command
         with open(logs / "out", "ab") as out, open(logs / "err", "ab") as err:
             subprocess.run(
                 [sys.executable, "-I", "-c", KEEPER_TEXT, *argv],
@@ -124,20 +126,8 @@ def test_a_process_escaping_the_group_does_not_hold_the_replica(tmp_path: Path) 
 
 
 def test_a_command_that_cannot_start_is_one_stamped_line_and_127(tmp_path: Path) -> None:
-    hold_read, hold = os.pipe()
-    report_read, report_write = os.pipe()
-    with open(tmp_path / "err", "ab") as err:
-        subprocess.run(
-            [sys.executable, "-I", "-c", KEEPER_TEXT, "1", str(report_write), "/no/such/command"],
-            stdin=hold_read,
-            stderr=err,
-            pass_fds=(report_write,),
-            check=True,
-        )
-    os.close(report_write)
-    with open(report_read) as report:
-        assert report.read() == "exit 127\n"
+    kept = Kept(["/no/such/command"], tmp_path, 1.0)
+    assert kept.exit_status() == 127
     (line,) = (tmp_path / "err").read_bytes().splitlines()
     assert STAMPED.fullmatch(line) and b"cannot start '/no/such/command'" in line
-    os.close(hold_read)
-    os.close(hold)
+    kept.let_go()

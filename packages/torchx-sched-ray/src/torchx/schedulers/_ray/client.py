@@ -368,20 +368,20 @@ class RayJobsClient:
         answers a file that is not there with a 500, or now and then with an empty 200
         (its log agent's error can travel in gRPC trailers the dashboard does not read):
         an empty answer is checked against ``old/`` as well."""
+        found: bytes | None = None  # None: not found where it was
         try:
             found = self._node_file(node_id, filename)
         except RayApiError as e:
             if e.status not in (404, 500):
                 raise
-            return self._node_file(node_id, f"old/{filename}")
         if found:
             return found
         try:
             return self._node_file(node_id, f"old/{filename}")
         except RayApiError as e:
-            if e.status not in (404, 500):
+            if found is None or e.status not in (404, 500):
                 raise
-            return found  # an empty file (not moved)
+            return found  # an empty file, not moved
 
     def _node_file(self, node_id: str, filename: str) -> bytes:
         query = urlencode({"node_id": node_id, "filename": filename, "lines": -1})
