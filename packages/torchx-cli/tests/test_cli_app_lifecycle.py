@@ -234,6 +234,49 @@ def test_describe_masks_by_name_and_by_value(cli: Cli) -> None:
         assert "visible" in shown  # PATH_HINT: PAT is a part of a name, not of a word
 
 
+def test_describe_masks_credentials_by_the_shape_of_the_value(cli: Cli) -> None:
+    """Values whose names say nothing: a header, a key file's text, a pair, a webhook."""
+    component = cli.cwd / "shapes.py"
+    component.write_text(
+        "from torchx import specs\n"
+        "def main() -> specs.AppDef:\n"
+        "    env = {\n"
+        "        'CURL_HEADER': 'Authorization: Bearer bearer-one-1234',\n"
+        "        'DEPLOY': '-----BEGIN OPENSSH PRIVATE KEY-----\\npem-two\\n'\n"
+        "        '-----END OPENSSH PRIVATE KEY-----',\n"
+        "        'DSN': 'host=db password=pair-three user=app',\n"
+        "        'NOTIFY': 'https://hooks.slack.com/services/T0/B0/hook-four',\n"
+        "        'LR': '0.1',\n"
+        "    }\n"
+        "    role = specs.Role('r', image='.', entrypoint='true', env=env)\n"
+        "    return specs.AppDef('shapes', roles=[role])\n"
+    )
+    run = cli.run("run", "-s", "local_cwd", f"{component}:main")
+    assert run.returncode == 0, run.stderr
+    handle = run.stdout.strip()
+    for extra in ([], ["--json"]):
+        shown = cli.run("describe", *extra, handle).stdout
+        for leaked in ("bearer-one", "pem-two", "pair-three", "hook-four"):
+            assert leaked not in shown, (leaked, shown)
+        assert "hooks.slack.com" in shown and "0.1" in shown
+
+
+def test_errors_and_debug_tracebacks_mask_credentials(cli: Cli) -> None:
+    """A component that fails with a URL holding a password: neither the one-line error
+    nor the traceback --log_level debug prints shows it."""
+    component = cli.cwd / "leaky.py"
+    component.write_text(
+        'raise RuntimeError("cannot reach http://user:pw-eight@db.internal/x")\n'
+        "def main() -> None: ...\n"
+    )
+    for debug in ([], ["--log_level", "DEBUG"]):
+        bad = cli.run(*debug, "run", "-s", "local_cwd", f"{component}:main")
+        assert bad.returncode == 1
+        assert "pw-eight" not in bad.stderr, bad.stderr
+        assert "http://***@db.internal/x" in bad.stderr.splitlines()[-1]
+        assert ("Traceback" in bad.stderr) == bool(debug)
+
+
 def test_job_id_inside_the_job_is_the_handle(cli: Cli) -> None:
     run = cli.run("run", "-s", "local_cwd", "utils.sh", "sh", "-c", 'echo "id=$TORCHX_JOB_ID"')
     assert run.returncode == 0, run.stderr

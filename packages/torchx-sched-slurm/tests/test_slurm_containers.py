@@ -55,7 +55,8 @@ class TestPyxis:
             " --kill-on-bad-exit=1 --container-image='nvcr.io#nvidia/pytorch:24.01-py3'"
             f" --container-mounts={job_dir}:{job_dir},/scratch/data:/data:ro,"
             f"/scratch/out:/out,/dev/fuse:/dev/fuse --container-workdir={job_dir}"
-            " env -- 'FOO=a b'"
+            ' /bin/sh -c \'. "$1" && shift && exec "$@"\' torchx-env'
+            f' {job_dir}/.torchx-env-"$SLURM_JOB_ID"/app_trainer-0'
             " python -c 'print(1)'"
         )
         assert not req.bundles  # enroot pulls the image on the nodes

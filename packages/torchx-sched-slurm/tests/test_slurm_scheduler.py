@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -133,8 +134,13 @@ class TestRequest:
         one = req.replicas["w-1"]
         assert one.args == ["1", "/img", "SLURM_JOB_NODELIST_HET_GROUP_0"]
         assert one.env["R"] == "1"
-        _, srun = one.materialize()
-        assert 'ID=app="$SLURM_JOB_ID"' in " ".join(srun)
+        # the job id is spliced in when the batch script writes the env file
+        assert run_replica_locally(one, job_id="77") == b"1 /img SLURM_JOB_NODELIST_HET_GROUP_0\n"
+        written = subprocess.run(
+            ["bash", "-c", f"SLURM_JOB_ID=77; printf '%s\\n' {' '.join(one.env_file())}"],
+            capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        assert "export ID='app=77'" in written.splitlines()
 
     def test_sanitized_names_and_log_files(self, sched: SlurmScheduler, tmp_path: Path) -> None:
         r = role("my role/x", 1)
@@ -158,11 +164,21 @@ class TestRequest:
 
 
 def run_replica_locally(replica: SlurmReplicaRequest, job_id: str = "4242") -> bytes:
-    """Runs the program part of a replica's srun line with bash, as the batch script does."""
-    _, srun = replica.materialize()
-    program = srun[len(replica.srun_opts) :]
-    script = f"SLURM_JOB_ID={job_id}\n" + " ".join(program) + "\n"
-    return subprocess.run(["bash", "-c", script], capture_output=True, check=True).stdout
+    """Runs the program part of a replica's srun line with bash, as the batch script does
+    (which first writes the replica's env file)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as env_dir:
+        _, srun = replica.materialize(env_dir)
+        program = srun[len(replica.srun_opts) :]
+        env_file = shlex.quote(replica.env_path(env_dir))
+        script = (
+            f"SLURM_JOB_ID={job_id}\n"
+            f"printf '%s\\n' {' '.join(replica.env_file())} >{env_file}\n"
+            + " ".join(program)
+            + "\n"
+        )
+        return subprocess.run(["bash", "-c", script], capture_output=True, check=True).stdout
 
 
 class TestInjectionSafety:

@@ -7,7 +7,7 @@ Jobs submitted through a real OpenSSH server to the real cluster are in tests/sl
 from __future__ import annotations
 
 import os
-import shlex
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -74,14 +74,22 @@ def test_handles_name_the_login_node_in_a_form_upstream_parses() -> None:
     assert split_app_id("1234") == ("1234", None)
 
 
-def test_the_remote_command_line_reaches_the_program_word_for_word() -> None:
+LOGIN_SHELLS = ["sh", "bash", "dash", "zsh", "fish", "tcsh", "csh"]
+
+
+@pytest.mark.parametrize("shell", LOGIN_SHELLS)
+def test_the_remote_command_line_reaches_the_program_word_for_word(shell: str) -> None:
+    """ssh hands the line to the account's login shell, whichever it is: the same words
+    reach the program under every shell a login node may give its users."""
+    if shutil.which(shell) is None:
+        pytest.skip(f"{shell} is not installed here (tools/sshd-up.sh installs the others)")
     words = ["printf", "%s|", "two words", "it's", "$(id)", "`id`", "a;b", "", "ü"]
+    words += ["back\\slash", "\\'", "bang!x", "line\nbreak\n", "$HOME", "%d", "{a,b}", "~"]
     line = remote_command(words, {"SLURM_UMASK": "0077"})
-    assert line.startswith("env SLURM_UMASK=0077 printf ")
-    # the login node's shell parses the line: the same words come out
-    out = subprocess.run(["sh", "-c", line], capture_output=True, text=True, check=True).stdout
-    assert out == "|".join(words[2:]) + "|"
-    assert shlex.split(line)[2:] == words
+    # what the login shell parses holds none of the user's quotes, `!` or line breaks
+    assert "\n" not in line and "!" not in line and line.count("'") == 2
+    out = subprocess.run([shell, "-c", line], capture_output=True, text=True, check=True)
+    assert out.stdout == "|".join(words[2:]) + "|", out.stderr
 
 
 def test_the_ssh_command_never_prompts_and_shares_one_connection() -> None:

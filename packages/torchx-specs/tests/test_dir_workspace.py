@@ -238,3 +238,30 @@ def test_multi_project_workspace_merges_urls_too(tmp_path: Path) -> None:
     out = tmp_path / "out"
     Workspace({str(local): "", f"memory://{root}": "vendor"}).merge_into(out)
     assert tree(out) == {"main.py", "vendor/lib.py"}
+
+
+def test_a_sparse_file_stays_sparse_in_the_copy(tmp_path: Path) -> None:
+    """A preallocated file (64 MiB, data only at both ends) is copied with its holes: the
+    copy reads the same and takes about as little disk as the original."""
+    from torchx.workspace._files import copy_workspace
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    sparse = workspace / "ckpt.bin"
+    with open(sparse, "wb") as f:
+        f.write(b"head")
+        f.seek(64 << 20)
+        f.write(b"tail")
+    with open(workspace / "tail-hole.bin", "wb") as f:
+        f.write(b"x")
+        f.truncate(8 << 20)  # a file that ends in a hole
+    if os.stat(sparse).st_blocks * 512 > 1 << 20:
+        pytest.skip("this file system does not keep holes")
+    target = tmp_path / "job"
+    target.mkdir()
+    copy_workspace(str(workspace), str(target))
+    for name in ("ckpt.bin", "tail-hole.bin"):
+        original, copy = workspace / name, target / name
+        assert copy.stat().st_size == original.stat().st_size
+        assert copy.stat().st_blocks * 512 <= (1 << 20) + original.stat().st_blocks * 512
+        assert copy.read_bytes() == original.read_bytes()

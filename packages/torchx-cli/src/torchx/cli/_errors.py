@@ -81,11 +81,13 @@ def is_user_error(exc: BaseException) -> bool:
 
 def report_exception(exc: BaseException, debug: bool) -> int:
     """Prints ``exc`` for the user and returns the exit code to use."""
+    from torchx.util.secrets import mask_text  # an error never shows a credential
+
     if debug:
         import traceback
 
-        traceback.print_exception(exc, file=sys.stderr)
-    message = one_line(_message_of(exc))
+        print(mask_text("".join(traceback.format_exception(exc))), end="", file=sys.stderr)
+    message = mask_text(one_line(_message_of(exc)))
     if is_user_error(exc):
         line = f"torchx: error: {message or type(exc).__name__}"
     else:

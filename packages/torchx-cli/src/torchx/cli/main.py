@@ -374,11 +374,16 @@ def _basic_config(level: "int | str") -> None:
     from torchx.cli._term import palette_for
 
     c = palette_for(sys.stderr)
-    logging.basicConfig(
-        level=level,
-        format=f"{c.BLUE}torchx{c.ENDC} {c.GRAY}%(asctime)s %(levelname)-8s{c.ENDC} %(message)s",
-        datefmt="%Y-%m-%d %H:%M:%S",
+    from torchx.cli._masking import MaskingFormatter
+
+    handler = logging.StreamHandler()
+    handler.setFormatter(
+        MaskingFormatter(
+            f"{c.BLUE}torchx{c.ENDC} {c.GRAY}%(asctime)s %(levelname)-8s{c.ENDC} %(message)s",
+            "%Y-%m-%d %H:%M:%S",
+        )
     )
+    logging.basicConfig(level=level, handlers=[handler])
 
 
 def _plain_warnings() -> None:
@@ -388,7 +393,9 @@ def _plain_warnings() -> None:
     import warnings
 
     def show(message: "Warning | str", category: type, *_: object, **__: object) -> None:
-        text = " ".join(str(message).split())
+        from torchx.util.secrets import mask_text
+
+        text = mask_text(" ".join(str(message).split()))
         print(f"torchx: warning: {text}", file=sys.stderr, flush=True)
 
     warnings.showwarning = show

@@ -42,6 +42,7 @@ from torchx.schedulers.api import (
     ListAppResponse,
     LogQuery,
     Scheduler,
+    with_full_job_id,
 )
 from torchx.specs.api import AppDef, AppDryRunInfo, AppState, CfgVal, Role, macros, runopts
 from torchx.util.log import get_logger
@@ -99,6 +100,10 @@ SLURM_JOB_DIRS = ".torchxslurmjobdirs"
 """Upstream's per-directory ``<job id> = <job_dir>`` file; read (never written) for old jobs."""
 
 SCRIPT_NAME = "torchx-sbatch.sh"
+RESERVED_NAMES = (SCRIPT_NAME, ".torchx-oci", ".torchx-owner", ".torchx-env-")
+"""Names TorchX writes into a job's directory (the last a prefix: ``.torchx-env-<job id>``):
+a workspace entry of one of these names (a link, say) could stand in for TorchX's own
+file, so such a workspace is refused."""
 _STATUS_POLL_S = 1.0  # at most one squeue per second while following a log
 
 
@@ -133,7 +138,7 @@ def _job_id_of(code: int, out: str, err: str) -> str:
     if code != 0:
         raise SlurmCommandError(f"sbatch refused the job: {commands.first_error_line(err)}")
     job_id = out.strip().split(";")[0]
-    if not job_id.isdigit():
+    if not (job_id.isascii() and job_id.isdigit()):
         raise SlurmCommandError(f"sbatch printed no job id: {out.strip()!r}")
     return job_id
 
@@ -155,7 +160,7 @@ def _split_app_id(app_id: str) -> tuple[str, SshTarget | None]:
         from torchx.schedulers._slurm.ssh import split_app_id
 
         job_id, via = split_app_id(app_id)
-    if not job_id.isdigit():
+    if not (job_id.isascii() and job_id.isdigit()):
         raise ValueError(
             f"{app_id!r} is not a Slurm job id: slurm handles end in the number sbatch"
             " printed (slurm://torchx/1234, or slurm://torchx/1234@login1 over ssh)"
@@ -181,6 +186,55 @@ def _remote_job_dir(job_dir: str) -> str:
 
 def _app_id(job_id: str, via: SshTarget | None) -> str:
     return job_id if via is None else f"{job_id}@{via.spec}"
+
+
+def _refuse_reserved(copy: str, workspace: str) -> None:
+    """Refuses a workspace whose copy holds a name TorchX writes into the job's directory."""
+    taken = [
+        name
+        for name in sorted(os.listdir(copy))
+        if name in RESERVED_NAMES or name.startswith(RESERVED_NAMES[-1])
+    ]
+    if taken:
+        raise ValueError(
+            f"workspace {workspace!r} holds {taken[0]!r}, a name TorchX writes into the job's"
+            " directory; rename it, or leave it out with a line in .torchxignore"
+        )
+
+
+_USERS: dict[SshTarget | None, str] = {}
+
+
+def _user(via: SshTarget | None) -> str:
+    """The account jobs are submitted as: this process' user, or the login node's account
+    (asked once per process)."""
+    if via not in _USERS:
+        if via is None:
+            import pwd
+
+            _USERS[via] = pwd.getpwuid(os.getuid()).pw_name
+        else:
+            code, out, err = commands.run_once(["id", "-un"], via=via)
+            if code != 0 or not out.strip():
+                raise SlurmCommandError(
+                    f"`id -un` on {via.host} failed: {commands.first_error_line(err)}"
+                )
+            _USERS[via] = out.strip()
+    return _USERS[via]
+
+
+def _check_owner(app_id: str, job_id: str, via: SshTarget | None) -> None:
+    """Refuses to act on another user's job (an operator's ``scancel`` would obey)."""
+    code, out, _ = commands.run_once(["squeue", "-h", "-j", job_id, "-o", "%u"], via=via)
+    owners = {line.strip() for line in out.splitlines() if line.strip()} if code == 0 else set()
+    me = _user(via)
+    if owners and me not in owners:
+        from torchx.util.strings import escape_unprintable
+
+        raise ValueError(
+            f"job {app_id} belongs to {escape_unprintable(', '.join(sorted(owners)))}, not"
+            f" to {me}; torchx acts only on your own jobs (use scancel for others')"
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -246,13 +300,23 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
         login node when the job is submitted."""
         image = role.image
         job_dir = cfg.get("job_dir")
+        if isinstance(job_dir, str):
+            from torchx.schedulers._slurm.validate import check_job_dir
+
+            check_job_dir(job_dir)
         if _via(cfg) is not None and isinstance(job_dir, str):
             job_dir = _remote_job_dir(job_dir)
             if job_dir not in self._staged:
+                import shutil
                 import tempfile
 
                 staged = os.path.join(tempfile.mkdtemp(prefix="torchx-slurm-ws-"), "ws")
-                super().build_workspace_and_update_role(role, workspace, {"job_dir": staged})
+                try:
+                    super().build_workspace_and_update_role(role, workspace, {"job_dir": staged})
+                    _refuse_reserved(staged, role.workspace or workspace)
+                except BaseException:
+                    shutil.rmtree(os.path.dirname(staged), ignore_errors=True)
+                    raise
                 self._staged[job_dir] = staged
             role.image = job_dir
         elif _via(cfg) is not None:
@@ -263,6 +327,15 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
             )
         else:
             super().build_workspace_and_update_role(role, workspace, cfg)
+            if isinstance(job_dir, str):
+                try:
+                    _refuse_reserved(job_dir, role.workspace or workspace)
+                except ValueError:
+                    import shutil
+
+                    self.created_job_dirs().pop(os.path.abspath(job_dir), None)
+                    shutil.rmtree(job_dir, ignore_errors=True)
+                    raise
         if _in_container(cfg):
             role.image = image
 
@@ -281,8 +354,12 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
     # -- dry run ----------------------------------------------------------------------------
 
     def _pre_build_validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal]) -> None:
-        """Refuses an existing ``job_dir`` before any workspace is copied."""
+        """Refuses a malformed or existing ``job_dir`` before any workspace is copied."""
         job_dir = cfg.get("job_dir")
+        if isinstance(job_dir, str):
+            from torchx.schedulers._slurm.validate import check_job_dir
+
+            check_job_dir(job_dir)
         if isinstance(job_dir, str) and os.path.exists(job_dir) and _via(cfg) is None:
             raise job_dir_exists(job_dir)  # over ssh, the login node refuses it
 
@@ -303,6 +380,21 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
     def _submit_dryrun(
         self, app: AppDef, cfg: Mapping[str, CfgVal]
     ) -> AppDryRunInfo[SlurmBatchRequest]:
+        try:
+            return self._request(app, cfg)
+        except BaseException:
+            self._drop_staged()  # a refused submission leaves no copy of the workspace
+            raise
+
+    def _drop_staged(self) -> None:
+        """Removes the local copies of workspaces staged for a submission over ssh."""
+        import shutil
+
+        for staged in self._staged.values():
+            shutil.rmtree(os.path.dirname(staged), ignore_errors=True)
+        self._staged.clear()
+
+    def _request(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[SlurmBatchRequest]:
         # submit-only: not on `torchx status`'s path (bench_slurm)
         import secrets
 
@@ -329,6 +421,8 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
         elif find_program("sbatch", os.environ.get("PATH", ""), os.getcwd()) is None:
             host_problem(SlurmNotFoundError("sbatch"))  # before any other check: it is the fix
         opts = Opts.from_cfg(cfg)
+        if opts.job_dir is not None:
+            validate.check_job_dir(opts.job_dir)
         validate.check_time(opts.time)
         lead_s = validate.check_signal(opts.signal) if opts.signal is not None else None
         for key in (*SBATCH_GROUP_OPTIONS, *SBATCH_JOB_OPTIONS):
@@ -348,6 +442,8 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
             job_dir = _remote_job_dir(opts.job_dir) if opts.job_dir else None
             workdir = ""
             validate.check_remote(via.spec, mode, job_dir)
+            # $TORCHX_JOB_ID is the handle `run` prints, login node included
+            app = with_full_job_id(app, f"{macros.app_id}@{via.spec}")
         needs_memory = any(role.resource.memMB > 0 for role in app.roles)
         nomem = self._nomem(opts.partition, opts.ssh) if needs_memory else False
 
@@ -364,7 +460,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
         bundles_dir = ""
         if mode == "oci":  # one directory of bundles per job, beside its logs
             bundles_dir = os.path.join(
-                workdir, ".torchx-oci", f"{app_label}-{secrets.token_hex(4)}"
+                workdir, oci.BUNDLES_DIR, f"{app_label}-{secrets.token_hex(4)}"
             )
         bundles: list[oci.RoleBundle] = []
         replicas: dict[str, SlurmReplicaRequest] = {}
@@ -499,6 +595,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
         """Submits through the login node: the job dir is made there (refused if it exists),
         the workspace copied into it with the batch script, then ``sbatch``. On any failure
         the job dir made there is removed; the local copy of the workspace always is."""
+        import secrets
         import shutil
 
         from torchx.schedulers._slurm import remote
@@ -506,12 +603,13 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
 
         via = SshTarget.parse(str(req.ssh))
         staged = self._staged.pop(req.job_dir, None) if req.job_dir is not None else None
+        token = secrets.token_hex(16)
         script = req.materialize().encode("utf-8", "surrogateescape")
         env = {"SLURM_UMASK": os.environ.get("SLURM_UMASK", "0077")}
         made = None
         try:
             if req.job_dir is not None:
-                made = remote.make_job_dir(via, req.job_dir)
+                made = remote.make_job_dir(via, req.job_dir, token)
                 remote.send_files(via, made, staged, {SCRIPT_NAME: script})
                 argv = [*req.cmd, f"--chdir={made}", f"{made}/{SCRIPT_NAME}"]
                 log_dir = made
@@ -526,7 +624,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
             job_id = _job_id_of(code, out, err)
         except BaseException:
             if made is not None:
-                remote.remove_dir(via, made)
+                remote.remove_dir(via, made, token)
             raise
         finally:
             if staged is not None:  # the private temp dir holding the copy
@@ -672,6 +770,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
                             "--allocations",
                             "--format=JobID,JobName%256,State",
                             f"--starttime={start}",
+                            f"--user={_user(via)}",
                         ],
                         via=via,
                     )
@@ -683,7 +782,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
         beside.start()
         try:
             code, out, err = commands.run_through_outages(
-                ["squeue", "-h", "-t", "all", "-O", parse.SQUEUE_LIST_FORMAT], via=via
+                ["squeue", "-h", "--me", "-t", "all", "-O", parse.SQUEUE_LIST_FORMAT], via=via
             )
         finally:
             beside.join()
@@ -712,6 +811,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
 
     def _cancel_existing(self, app_id: str) -> None:
         job_id, via = _split_app_id(app_id)
+        _check_owner(app_id, job_id, via)
         code, _, err = commands.run_through_outages(["scancel", job_id], via=via)
         if code != 0:
             raise SlurmCommandError(f"scancel {app_id} failed: {commands.first_error_line(err)}")

@@ -3,8 +3,10 @@
 One rule for every place a value is printed (``torchx describe``, warnings, errors,
 ``torchx check``): a value is masked when its name says it is a secret, and, whatever its
 name, the credentials inside it are masked: a URL's user-info (``user:pass@``, or a bare
-``TOKEN@``), secret query parameters (``?access_token=``), and tokens of well-known shapes
-(GitHub, GitLab, Slack, Hugging Face, OpenAI-style keys, AWS access key ids, JWTs).
+``TOKEN@``), secret query parameters (``?access_token=``), webhook URLs (Slack, Discord,
+Teams, any ``/webhook/`` path), ``Authorization:`` and ``Bearer`` values,
+``password=``-style pairs, PEM private keys, and tokens of well-known shapes (GitHub,
+GitLab, Slack, Hugging Face, OpenAI-style keys, AWS access key ids, JWTs).
 """
 
 from __future__ import annotations
@@ -35,6 +37,27 @@ _TOKEN_SHAPES = re.compile(
 )
 
 
+_PEM = re.compile(
+    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
+    re.DOTALL,
+)
+_AUTH_HEADER = re.compile(
+    r"(?P<key>\b(?:proxy-)?authorization\s*[:=]\s*)(?P<value>(?:[A-Za-z]+\s+)?[^\s,;'\"]+)",
+    re.IGNORECASE,
+)
+_AUTH_SCHEME = re.compile(r"(?P<key>\bbearer\s+)(?P<value>[A-Za-z0-9._~+/=-]{8,})", re.IGNORECASE)
+_SECRET_PAIR = re.compile(
+    r"(?P<key>\b[A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key)"
+    r"\s*[=:]\s*)(?P<value>\"[^\"]*\"|'[^']*'|[^\s&;,'\"]+)",
+    re.IGNORECASE,
+)
+_WEBHOOK = re.compile(
+    r"(?P<key>\bhttps?://(?:hooks\.slack\.com|(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks"
+    r"|[A-Za-z0-9.-]*webhook\.office\.com|[^\s/]+/(?:[^\s?#]*/)?webhooks?)/)(?P<value>[^\s'\"]+)",
+    re.IGNORECASE,
+)
+
+
 def looks_secret(name: str) -> bool:
     """Whether an env var's name says it holds a secret (``AWS_SECRET_ACCESS_KEY``,
     ``HF_TOKEN``, ``MY_PASS``, ``GITHUB_PAT``, ``API_AUTH``, ``DB_CREDS``)."""
@@ -50,9 +73,16 @@ def mask_url(url: str) -> str:
     return _SECRET_QUERY.sub(lambda m: f"{m.group('key')}***", masked)
 
 
+def _keep_key(match: re.Match[str]) -> str:
+    return f"{match.group('key')}{MASK}"
+
+
 def mask_text(text: str) -> str:
     """``text`` with every credential inside it masked (URLs anywhere in it included)."""
-    return _TOKEN_SHAPES.sub(MASK, mask_url(text))
+    masked = _PEM.sub(MASK, _WEBHOOK.sub(_keep_key, mask_url(text)))
+    for pattern in (_AUTH_HEADER, _AUTH_SCHEME, _SECRET_PAIR):
+        masked = pattern.sub(_keep_key, masked)
+    return _TOKEN_SHAPES.sub(MASK, masked)
 
 
 def shown_env_value(name: str, value: str) -> str:

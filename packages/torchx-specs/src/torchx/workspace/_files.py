@@ -375,17 +375,23 @@ def copy_workspace(workspace: str, target: str, ignore_name: str | None = TORCHX
 
 
 _CHUNK = 1 << 20
+_ZEROS = bytes(_CHUNK)
 
 
 def copy_into_new_file(src: Any, destination: str, progress: Any, path: str) -> None:
     """Copies the open file ``src`` (``path``, for messages) into ``destination``, a private
     file (0600) never written through a link, each chunk counted against the size limit
-    by ``progress`` (a :class:`WorkspaceProgress`)."""
+    by ``progress`` (a :class:`WorkspaceProgress`). Chunks of zeros are skipped over, not
+    written, so a sparse file (a preallocated checkpoint, a disk image) stays sparse."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
     with os.fdopen(os.open(destination, flags, 0o600), "wb") as dst:
         while chunk := src.read(_CHUNK):
             progress.add_bytes(len(chunk), path)
-            dst.write(chunk)
+            if chunk == _ZEROS[: len(chunk)]:
+                dst.seek(len(chunk), os.SEEK_CUR)  # a hole: the file system reads zeros
+            else:
+                dst.write(chunk)
+        dst.truncate()  # a file that ends in a hole gets its full length
 
 
 def _parts(relative: str) -> list[str]:

@@ -24,6 +24,7 @@ __all__ = [
     "SlurmCommandError",
     "SlurmNotFoundError",
     "SlurmUnreachableError",
+    "check_remote_result",
     "first_error_line",
     "run_once",
     "run_raw",
@@ -159,11 +160,19 @@ def run_raw(
             " (Debian/Ubuntu: apt install openssh-client)"
         ) from None
     err = raw_err.decode("utf-8", "replace")
+    check_remote_result(via, argv[0], code, err)
+    return code, out, err
+
+
+def check_remote_result(via: SshTarget, program: str, code: int, err: str) -> None:
+    """Raises for what went wrong around a command run over ssh (not the command's own
+    failure): ssh's (exit 255) and a program the login node does not have (127)."""
+    from torchx.schedulers._slurm import ssh
+
     if code == 255:
         raise ssh.ssh_error(via, err)
     if code == 127 and "not found" in err:
-        raise SlurmNotFoundError(argv[0], via.host)
-    return code, out, err
+        raise SlurmNotFoundError(program, via.host)
 
 
 def _spawn(

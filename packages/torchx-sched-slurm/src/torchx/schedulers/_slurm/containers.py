@@ -24,7 +24,8 @@ MODES = ("none", "oci", "pyxis")
 OCI_EXPORTS = (ENV_TORCHX_ATTEMPT, "TORCHX_MAX_RETRIES", "PYTHONUNBUFFERED")
 """What the batch script exports into an OCI container besides Slurm's ``SLURM_*``
 variables; the image's own environment (its ``PATH``) is not overridden by the submit
-host's, and the role's ``env`` is set on its command line."""
+host's, and the role's ``env`` is read from its private file by the replica's
+``/bin/sh``."""
 
 
 def check_mode(mode: str) -> str:
@@ -73,6 +74,12 @@ def enroot_uri(image: str) -> str:
 
 def pyxis_srun_opts(role: Role, workdir: str) -> dict[str, str]:
     """pyxis's options for one replica of ``role`` (the image pulled by enroot on the node)."""
+    if any(c in workdir for c in ":,"):
+        raise ValueError(
+            f"the job's directory {workdir!r} holds ':' or ',', which pyxis's"
+            " --container-mounts cannot carry; use a job_dir (or run from a directory)"
+            " without them"
+        )
     mounts = [f"{workdir}:{workdir}"]
     for mount in role.mounts:
         if isinstance(mount, BindMount):

@@ -30,6 +30,7 @@ __all__ = [
     "ImageSource",
     "OciError",
     "RoleBundle",
+    "bundles_root",
     "cached_image",
     "default_cache",
     "make_bundles",
@@ -55,6 +56,78 @@ def default_cache() -> str:
     from torchx.util.home import torchx_home
 
     return os.path.join(torchx_home(), "slurm", "oci")
+
+
+def _private_problem(path: str, st: os.stat_result, what: str) -> str | None:
+    """Why ``path`` cannot be trusted as ours (None when it can): another owner, or
+    writable by others."""
+    if st.st_uid != os.geteuid():
+        return f"{what} {path} belongs to another user (uid {st.st_uid})"
+    if st.st_mode & 0o022:
+        return f"{what} {path} is writable by others (mode {st.st_mode & 0o777:o})"
+    return None
+
+
+def _check_cache(cache: str) -> None:
+    """The cache must be the user's own and writable by nobody else: an entry in it is run
+    as the container's root filesystem."""
+    import stat
+
+    st = os.stat(cache)
+    problem = (
+        f"container_cache {cache} is not a directory"
+        if not stat.S_ISDIR(st.st_mode)
+        else _private_problem(cache, st, "container_cache")
+    )
+    if problem:
+        raise OciError(
+            f"{problem}; an image unpacked there runs in your jobs, so use a directory of"
+            f" your own that only you can write (chmod go-w {cache}, or -cfg"
+            " container_cache=DIR)"
+        )
+
+
+_MANIFEST = "torchx-entry.json"
+"""What TorchX recorded of a cache entry it unpacked: the image digest and the digest of
+the ``config.json`` umoci wrote, checked before the entry is reused."""
+
+
+def _sha256(path: str) -> str:
+    import hashlib
+
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def _entry_problem(entry: str, digest: str) -> str | None:
+    """Why the existing cache ``entry`` cannot be reused (None when it can)."""
+    import stat
+
+    for path, what in ((entry, "entry"), (os.path.join(entry, "rootfs"), "its rootfs")):
+        st = os.lstat(path)
+        if not stat.S_ISDIR(st.st_mode):
+            return f"{what} {path} is not a directory"
+        problem = _private_problem(path, st, what)
+        if problem:
+            return problem
+    for name in ("config.json", _MANIFEST):
+        path = os.path.join(entry, name)
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode):
+            return f"{path} is not a regular file"
+        problem = _private_problem(path, st, "its file")
+        if problem:
+            return problem
+    try:
+        with open(os.path.join(entry, _MANIFEST)) as f:
+            manifest = json.load(f)
+    except ValueError:
+        return f"{_MANIFEST} of entry {entry} is not TorchX's"
+    if not isinstance(manifest, dict) or manifest.get("digest") != digest:
+        return f"entry {entry} was not unpacked from {digest}"
+    if manifest.get("config_sha256") != _sha256(os.path.join(entry, "config.json")):
+        return f"the config.json of entry {entry} changed since it was unpacked"
+    return None
 
 
 def missing_tools() -> list[str]:
@@ -135,15 +208,16 @@ def cached_image(source: ImageSource, cache: str) -> tuple[str, bool]:
     Made under a temporary name and renamed into place, so two submissions of one image
     never see half an entry (the second to finish keeps the first's).
     """
+    os.makedirs(cache, mode=0o700, exist_ok=True)
+    _check_cache(cache)
     entry = os.path.join(cache, source.key)
-    if os.path.isfile(os.path.join(entry, "config.json")):
-        return entry, False
+    if os.path.lexists(entry):
+        return _reused(entry, source), False
     missing = missing_tools()
     if missing:
         raise OciError(missing_tools_message(missing))
     import tempfile
 
-    os.makedirs(cache, mode=0o700, exist_ok=True)
     work = tempfile.mkdtemp(prefix=".unpack-", dir=cache)
     try:
         layout = os.path.join(work, "layout")
@@ -158,14 +232,38 @@ def cached_image(source: ImageSource, cache: str) -> tuple[str, bool]:
         for name in os.listdir(bundle):
             if name.endswith(".mtree"):  # umoci's record for repacking: not needed to run
                 os.unlink(os.path.join(bundle, name))
+        os.chmod(bundle, 0o700)
+        os.chmod(os.path.join(bundle, "rootfs"), 0o755 & ~0o022)
+        manifest = {
+            "digest": source.digest,
+            "config_sha256": _sha256(os.path.join(bundle, "config.json")),
+        }
+        fd = os.open(os.path.join(bundle, _MANIFEST), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with open(fd, "w") as f:
+            json.dump(manifest, f)
         try:
             os.rename(bundle, entry)
         except OSError:
-            if not os.path.isfile(os.path.join(entry, "config.json")):
+            if not os.path.lexists(entry):
                 raise
+            return _reused(entry, source), False  # made meanwhile by another submission
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return entry, True
+
+
+def _reused(entry: str, source: ImageSource) -> str:
+    """``entry``, once it is checked to be the user's own unpacking of ``source``."""
+    try:
+        problem = _entry_problem(entry, source.digest)
+    except OSError as e:
+        problem = f"entry {entry} cannot be read ({e.strerror})"
+    if problem:
+        raise OciError(
+            f"the cached image {source.image!r} cannot be trusted: {problem}; remove it"
+            f" (rm -rf {entry}) so that TorchX unpacks the image again"
+        )
+    return entry
 
 
 @dataclass
@@ -188,6 +286,7 @@ def _bind(source: str, destination: str, read_only: bool) -> dict[str, Any]:
 def bundle_config(image_config: dict[str, Any], rootfs: str, bundle: RoleBundle) -> dict[str, Any]:
     """The role's ``config.json``, from the one umoci wrote for the image."""
     config = dict(image_config)
+    config.pop("hooks", None)  # programs run on the node, outside the container: never taken
     process = dict(config.get("process") or {})
     process["terminal"] = False
     process["cwd"] = bundle.workdir
@@ -235,13 +334,32 @@ def bundle_config(image_config: dict[str, Any], rootfs: str, bundle: RoleBundle)
     return config
 
 
+BUNDLES_DIR = ".torchx-oci"
+
+
+def bundles_root(workdir: str) -> str:
+    """``WORKDIR/.torchx-oci``, made private, and refused unless it is a directory of the
+    user's own (never a link out of the job's directory)."""
+    import stat
+
+    root = os.path.join(workdir, BUNDLES_DIR)
+    if not os.path.lexists(root):
+        os.mkdir(root, 0o700)
+    st = os.lstat(root)
+    problem = None if stat.S_ISDIR(st.st_mode) else f"{root} is not a directory (a link?)"
+    problem = problem or _private_problem(root, st, "the bundles' directory")
+    if problem:
+        raise OciError(f"{problem}; remove it so that TorchX makes its own")
+    return root
+
+
 def write_bundle(bundle: RoleBundle, entry: str) -> None:
     """Writes the role's bundle (``config.json`` and an empty ``rootfs``), privately."""
     with open(os.path.join(entry, "config.json")) as f:
         image_config = json.load(f)
     config = bundle_config(image_config, os.path.join(entry, "rootfs"), bundle)
-    os.makedirs(os.path.join(bundle.path, "rootfs"), mode=0o700, exist_ok=True)
-    os.chmod(bundle.path, 0o700)
+    os.makedirs(bundle.path, mode=0o700)  # a new name inside the private bundles_root
+    os.mkdir(os.path.join(bundle.path, "rootfs"), 0o700)
     path = os.path.join(bundle.path, "config.json")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     with open(fd, "w") as f:
@@ -257,6 +375,8 @@ def make_bundles(bundles: Sequence[RoleBundle], cache: str) -> None:
 
     from torchx.util.log import get_logger
 
+    for workdir in {bundle.workdir for bundle in bundles}:
+        bundles_root(workdir)
     sources = {}
     for bundle in bundles:
         if bundle.image not in sources:

@@ -19,6 +19,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from torchx.util.strings import escape_unprintable
+
 __all__ = [
     "SlurmJob",
     "base_state",
@@ -61,6 +63,7 @@ class SlurmJob:
     """
 
     __slots__ = (
+        "_name",
         "command",
         "cpus",
         "exit_code",
@@ -69,7 +72,6 @@ class SlurmJob:
         "hosts",
         "job_id",
         "mem_mb",
-        "name",
         "reason",
         "restarts",
         "signal",
@@ -92,6 +94,16 @@ class SlurmJob:
         self.mem_mb: int | None = None
         self.workdir = ""
         self.command = ""
+
+    @property
+    def name(self) -> str:
+        """The job name, with escape codes and line breaks written as escapes: any user of
+        the cluster chooses job names, and they are printed to a terminal."""
+        return self._name
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self._name = value if value.isprintable() else escape_unprintable(value)
 
     def __repr__(self) -> str:
         return (

@@ -29,55 +29,93 @@ def _check(code: int, err: str, what: str, via: SshTarget) -> None:
         raise SlurmSshError(f"{what} on {via.host} failed: {commands.first_error_line(err)}")
 
 
+def _one_line(out: str) -> str:
+    """A path a command printed: only the line break ``pwd`` adds is removed (a name may
+    end in blanks)."""
+    return out[:-1] if out.endswith("\n") else out
+
+
 def home(via: SshTarget) -> str:
     """The directory commands start in on the login node (the account's home)."""
     code, out, err = commands.run_once(["pwd", "-P"], via=via)
     _check(code, err, "pwd", via)
-    return out.strip()
+    return _one_line(out)
 
 
-def make_job_dir(via: SshTarget, job_dir: str) -> str:
+MARKER = ".torchx-owner"
+"""The file a submission writes into the job dir it made, holding a token of its own: only
+a directory holding it with that token is ever removed (never one recognised by name)."""
+
+
+def make_job_dir(via: SshTarget, job_dir: str, token: str) -> str:
     """Makes ``job_dir`` (private, parents as needed; relative to the home there) on the
-    login node and returns its absolute path; refuses one that exists."""
-    script = 'mkdir -p -- "$(dirname -- "$1")" && mkdir -m 700 -- "$1" && cd -- "$1" && pwd -P'
-    code, out, err = commands.run_once(["sh", "-c", script, "sh", job_dir], via=via)
+    login node, marks it as this submission's with ``token`` and returns its absolute path;
+    refuses one that exists."""
+    script = (
+        'mkdir -p -- "$(dirname -- "$1")" && mkdir -m 700 -- "$1" && cd -- "$1"'
+        f' && (umask 077 && printf %s "$2" >{MARKER}) && pwd -P'
+    )
+    code, out, err = commands.run_once(["sh", "-c", script, "sh", job_dir, token], via=via)
     if code != 0 and "exists" in err:
         raise FileExistsError(
             f"job_dir {job_dir!r} already exists on {via.host}; pass a new directory (each"
             " job gets its own)"
         )
     _check(code, err, f"making job_dir {job_dir!r}", via)
-    return out.strip()
+    return _one_line(out)
 
 
-def remove_dir(via: SshTarget, path: str) -> None:
-    """Removes ``path`` on the login node (a job dir whose submission failed); best effort."""
+def remove_dir(via: SshTarget, path: str, token: str) -> None:
+    """Removes ``path`` on the login node (a job dir whose submission failed) if it holds
+    this submission's marker; best effort."""
+    script = f'[ "$(cat -- "$1/{MARKER}" 2>/dev/null)" = "$2" ] && rm -rf -- "$1"'
     with contextlib.suppress(commands.SlurmCommandError):
-        commands.run_once(["rm", "-rf", "--", path], via=via)
+        commands.run_once(["sh", "-c", script, "sh", path, token], via=via)
 
 
 def send_files(
     via: SshTarget, job_dir: str, workspace: str | None, files: Mapping[str, bytes]
 ) -> None:
-    """Copies the ``workspace`` directory (a local copy, links kept as links) and ``files``
-    (name -> content, private) into ``job_dir`` on the login node, as one tar stream."""
+    """Copies ``files`` (name -> content, private) and the ``workspace`` directory (a local
+    copy, links kept as links) into ``job_dir`` on the login node, as one tar stream
+    written while it is read (never whole in memory). TorchX's files come first and the
+    login node's tar never replaces a file, so no workspace entry can stand in for them."""
     import io
+    import subprocess
     import tarfile
+    import tempfile
 
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        if workspace is not None:
-            for name in sorted(os.listdir(workspace)):
-                tar.add(os.path.join(workspace, name), arcname=name)
-        for name, content in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(content)
-            info.mode = 0o600
-            info.mtime = int(time.time())
-            tar.addfile(info, io.BytesIO(content))
-    code, _, err = commands.run_raw(
-        ["tar", "-x", "-f", "-", "-C", job_dir], via=via, stdin=buffer.getvalue()
-    )
+    from torchx.schedulers._slurm.ssh import remote_command, ssh_argv
+
+    argv = ["tar", "-x", "-k", "-f", "-", "-C", job_dir]
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen(
+            ssh_argv(via, remote_command(argv)),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+        )
+        assert proc.stdin is not None
+        try:
+            with tarfile.open(fileobj=proc.stdin, mode="w|", format=tarfile.PAX_FORMAT) as tar:
+                for name, content in files.items():
+                    info = tarfile.TarInfo(name)
+                    info.size = len(content)
+                    info.mode = 0o600
+                    info.mtime = int(time.time())
+                    tar.addfile(info, io.BytesIO(content))
+                if workspace is not None:
+                    for name in sorted(os.listdir(workspace)):
+                        tar.add(os.path.join(workspace, name), arcname=name)
+        except BrokenPipeError:
+            pass  # the far end stopped reading: its exit status and stderr say why
+        finally:
+            with contextlib.suppress(BrokenPipeError):
+                proc.stdin.close()
+            code = proc.wait()
+        errors.seek(0)
+        err = errors.read().decode("utf-8", "replace")
+    commands.check_remote_result(via, argv[0], code, err)
     _check(code, err, f"copying the workspace into {job_dir}", via)
 
 

@@ -286,8 +286,12 @@ class SlurmReplicaRequest:
             env=dict(role.env),
         )
 
-    def materialize(self) -> tuple[list[str], list[str]]:
-        """(``#SBATCH`` arguments, ``srun`` arguments) of this component, shell-quoted."""
+    def materialize(self, env_dir: str = ".") -> tuple[list[str], list[str]]:
+        """(``#SBATCH`` arguments, ``srun`` arguments) of this component, shell-quoted.
+
+        The role's env is not on the ``srun`` line (``ps`` and ``sacct``'s SubmitLine show
+        it to every user): the replica's command starts by reading it from its private
+        file in ``env_dir`` (:meth:`env_file`, written by the batch script)."""
         sbatch_args = [f"--job-name={sbatch_value('job name', self.name)}"]
         for key, value in self.sbatch_opts.items():
             sbatch_args.append(
@@ -297,11 +301,11 @@ class SlurmReplicaRequest:
             f"--{key}={_shell_word(value)}" if value else f"--{key}"
             for key, value in self.srun_opts.items()
         ]
-        # `env` sets the replica's variables byte for byte (any name, any value). srun
-        # splits its arguments at every ":" (het components), so a command holding a ":"
-        # word runs under `bash -c`, quoted twice, and srun never sees its words.
-        words = ["env", "--", *(f"{k}={v}" for k, v in self.env.items())]
-        words += [self.entrypoint, *self.args]
+        words = [self.entrypoint, *self.args]
+        if self.env:
+            words = ["/bin/sh", "-c", _LOAD_ENV, "torchx-env", self.env_path(env_dir), *words]
+        # srun splits its arguments at every ":" (het components), so a command holding a
+        # ":" word runs under `bash -c`, quoted twice, and srun never sees its words.
         if ":" in words:
             from shlex import quote
 
@@ -312,6 +316,22 @@ class SlurmReplicaRequest:
         else:
             srun_args += [_shell_word(word) for word in words]
         return sbatch_args, srun_args
+
+    def env_path(self, env_dir: str) -> str:
+        """Where this component's env file is (the job id as :data:`APP_ID_MARK`)."""
+        return f"{env_dir}/{safe_name(self.name)}"
+
+    def env_file(self) -> list[str]:
+        """The lines of the env file (``export NAME='value'``), shell-quoted for ``printf``
+        in the batch script: the job id mark is expanded when the script writes them."""
+        from shlex import quote
+
+        return [_shell_word(f"export {k}={quote(v)}") for k, v in self.env.items()]
+
+
+_LOAD_ENV = '. "$1" && shift && exec "$@"'
+"""What a replica runs first when its role has env: reads the file, then becomes the
+role's command (``$1`` the file, the rest the command)."""
 
 
 def group_opts(opts: Opts, resource: Resource, nomem: bool) -> dict[str, str | None]:
@@ -402,8 +422,20 @@ class SlurmBatchRequest:
         ]
         groups: list[list[str]] = []
         log_prefix = f"{self.log_dir.replace('%', '%%')}/" if self.log_dir else ""
+        env_dir = f"{self.log_dir or '.'}/.torchx-env-{APP_ID_MARK}"
+        env_lines: list[str] = []
         for i, replica in enumerate(self.replicas.values()):
-            sbatch_args, srun_args = replica.materialize()
+            sbatch_args, srun_args = replica.materialize(env_dir)
+            if replica.env:
+                if not env_lines:  # one private directory of env files, shared by the nodes
+                    env_lines = [
+                        f"envdir={_shell_word(env_dir)}",
+                        '(umask 077 && mkdir -p -- "$envdir")',
+                    ]
+                env_lines.append(
+                    f"(umask 077 && printf '%s\\n' {' '.join(replica.env_file())}"
+                    f' >"$envdir"/{_shell_word(safe_name(replica.name))})'
+                )
             if i == 0:
                 output = sbatch_value("the log directory", f"{log_prefix}slurm-%j.out")
                 sbatch_args += [f"--output={output}", "--open-mode=append"]
@@ -431,9 +463,11 @@ class SlurmBatchRequest:
             "    done",
             "fi",
             "",
+            *env_lines,
             "set +e",
             "srun " + " :\\\n    ".join(" ".join(group) for group in groups),
             "exitcode=$?",
+            *(['rm -rf -- "$envdir"'] if env_lines else []),
             "",
             'echo "job exited with code $exitcode"',
             "if [ $exitcode -eq 0 ]; then",

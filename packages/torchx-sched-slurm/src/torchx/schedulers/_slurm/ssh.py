@@ -2,9 +2,10 @@
 
 Every command runs through the system's ``ssh`` with the user's own OpenSSH configuration,
 keys and agent, in batch mode (a key that is refused is an error, never a password prompt)
-and over one multiplexed connection per login node (``ControlMaster``, kept 10 minutes),
-so after the first command each one costs a round trip, not a handshake. The command is
-sent as one line for the login node's shell, every word quoted for it
+and over one multiplexed connection per login node (``ControlMaster``, kept one minute
+after the last command), so after the first command each one costs a round trip, not a
+handshake. The command is sent as one line that every login shell (sh, bash, zsh, fish,
+csh/tcsh) reads the same way: ``/bin/sh`` runs it, every word quoted for it
 (:func:`remote_command`, the one quoting of that context).
 
 A job submitted over SSH is named ``<job id>@<target>`` (``slurm://torchx/1234@login1``):
@@ -31,7 +32,10 @@ __all__ = [
     "ssh_error",
 ]
 
-_PERSIST_S = 600
+_PERSIST_S = 60
+"""How long the shared connection outlives its last command: long enough for a ``run``
+followed by ``status`` and ``log``, short enough that an authenticated master does not
+linger (``ssh -O exit`` ends it at once)."""
 _CONNECT_TIMEOUT_S = 15
 
 
@@ -66,8 +70,9 @@ class SshTarget:
             host = f"{user}{at}{address}"
             port = _port(tail, text)
         problem = None
-        if not host or host.startswith("-"):
-            problem = "an empty host or one starting with '-'"
+        name, _, machine = host.rpartition("@")
+        if not machine or machine.startswith("-") or name.startswith("-"):
+            problem = "an empty host, or a host or user starting with '-'"
         elif any(c.isspace() or not c.isprintable() or c in "/\\'\"`$;&|<>()#" for c in host):
             problem = "a character ssh destinations do not have"
         elif host.count("@") > 1:
@@ -110,7 +115,7 @@ class SshTarget:
 
 
 def _port(text: str, whole: str) -> int:
-    if not text.isdigit() or not 0 < int(text) < 65536:
+    if not (text.isascii() and text.isdigit()) or not 0 < int(text) < 65536:
         raise ValueError(f"ssh={whole!r} has port {text!r}; give a number from 1 to 65535")
     return int(text)
 
@@ -145,13 +150,27 @@ def control_dir() -> str | None:
     return path if private else None
 
 
+_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _-.,/:=@+")
+
+
 def remote_command(argv: list[str], env: dict[str, str] | None = None) -> str:
-    """``argv`` as one command line for the login node's shell, each word quoted;
-    ``env`` is set for it (``env NAME=VALUE ... argv``)."""
+    """``argv`` as one command line for the login node, each word quoted; ``env`` is set
+    for it (``env NAME=VALUE ... argv``).
+
+    ssh hands the line to the account's login shell, which may not be POSIX (fish reads
+    ``\\`` inside single quotes, csh ``!`` and line breaks). So the POSIX line is given to
+    ``/bin/sh`` as ``printf`` octal escapes: what the login shell sees holds no quote,
+    ``!``, ``$`` or line break of the user's, and every shell passes it on unchanged.
+    """
     from shlex import quote
 
     words = [*(["env", *(f"{k}={v}" for k, v in env.items())] if env else []), *argv]
-    return " ".join(map(quote, words))
+    line = " ".join(map(quote, words))
+    escaped = "".join(
+        c if c in _PLAIN else "".join(f"\\{b:03o}" for b in c.encode("utf-8", "surrogateescape"))
+        for c in line
+    )
+    return f'exec /bin/sh -c \'eval "$(printf "{escaped}")"\''
 
 
 def ssh_argv(target: SshTarget, command: str) -> list[str]:

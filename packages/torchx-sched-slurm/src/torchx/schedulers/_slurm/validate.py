@@ -16,6 +16,7 @@ from torchx.util.programs import find_program, script_of
 
 __all__ = [
     "check_comment",
+    "check_job_dir",
     "check_log_dir",
     "check_option",
     "check_role_files",
@@ -93,6 +94,17 @@ def check_comment(value: str) -> str:
     return value
 
 
+def check_job_dir(job_dir: str) -> None:
+    """A ``job_dir`` is a plain path: no control characters (a line break would change which
+    directory a command prints back) and no blanks around it (easy to miss, and a login
+    node's shell output loses them)."""
+    if not job_dir or job_dir != job_dir.strip() or not job_dir.isprintable():
+        raise ValueError(
+            f"run option job_dir={job_dir!r} has blanks around it or a control character"
+            " (a line break, a tab); give a plain path"
+        )
+
+
 def check_log_dir(log_dir: str) -> None:
     """The job's log directory must be writable into an ``#SBATCH --output`` line as is.
 
@@ -130,10 +142,10 @@ def check_signal(value: str) -> int:
         spec = spec[2:]
     name, _, lead = spec.partition("@")
     name = name.upper()
-    numbered = name.isdigit() and 0 < int(name) < signal.NSIG
+    numbered = name.isascii() and name.isdigit() and 0 < int(name) < signal.NSIG
     named = name in signal.Signals.__members__ or f"SIG{name}" in signal.Signals.__members__
     known = numbered or named
-    lead_ok = lead == "" or (lead.isdigit() and int(lead) <= 0xFFFF)
+    lead_ok = lead == "" or (lead.isascii() and lead.isdigit() and int(lead) <= 0xFFFF)
     if not known or not lead_ok:
         raise ValueError(
             f"run option signal={value!r} is not a Slurm warning signal; {_SIGNAL_HELP}"
