@@ -6,7 +6,9 @@
 #   - three unprivileged users: torchx-login, the cluster account jobs run as (the login
 #     node's side), torchx-laptop, the client, whose key torchx-login accepts and whose
 #     ~/.ssh/config names the login node `torchx-login-node`, and torchx-bare, an account
-#     that accepts the same key but whose commands find no Slurm (PATH=/nonexistent).
+#     that accepts the same key but whose commands find no Slurm (PATH=/nonexistent);
+#   - torchx-tcsh and torchx-fish: login accounts (same key) whose login shells are not
+#     POSIX, as on clusters that give users csh or fish.
 # `sshd-up.sh --check` only tells (exit status) whether the server already answers.
 # Prints one summary line on success. Idempotent.
 set -euo pipefail
@@ -16,6 +18,7 @@ PORT="${TORCHX_TEST_SSH_PORT:-2222}"
 LOGIN=torchx-login
 LAPTOP=torchx-laptop
 BARE=torchx-bare
+SHELLS=(torchx-tcsh:/usr/bin/tcsh torchx-fish:/usr/bin/fish)
 NAME=sshd-up
 source "$(dirname "$0")/lib/backend.sh"
 
@@ -23,19 +26,27 @@ answers() {
   [ -f "$STATE/sshd.pid" ] && kill -0 "$(cat "$STATE/sshd.pid")" 2>/dev/null || return 1
   [ -f "/home/$LAPTOP/.ssh/config" ] && [ -f "/home/$LOGIN/.ssh/authorized_keys" ] || return 1
   [ -f "/home/$BARE/.ssh/authorized_keys" ] || return 1
+  [ -f /home/torchx-fish/.ssh/authorized_keys ] && [ -x /usr/bin/tcsh ] || return 1
   bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT" 2>/dev/null
 }
 
 check_or_reuse "${1:-}" "the running ssh server on port $PORT"
 
-if [ ! -x /usr/sbin/sshd ] || ! command -v ssh >/dev/null 2>&1; then
-  apt_install openssh-server openssh-client
+if [ ! -x /usr/sbin/sshd ] || ! command -v ssh >/dev/null 2>&1 || [ ! -x /usr/bin/tcsh ] \
+  || [ ! -x /usr/bin/fish ]; then
+  apt_install openssh-server openssh-client tcsh fish
 fi
 
 # the users: a password of "*" is no password, yet not a locked account (sshd refuses those)
 for user in "$LOGIN" "$LAPTOP" "$BARE"; do
   id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$user"
   usermod -p '*' "$user"
+  install -d -m 700 -o "$user" -g "$user" "/home/$user/.ssh"
+done
+for entry in "${SHELLS[@]}"; do
+  user="${entry%%:*}"
+  id "$user" >/dev/null 2>&1 || useradd --create-home --shell "${entry#*:}" "$user"
+  usermod -p '*' --shell "${entry#*:}" "$user"
   install -d -m 700 -o "$user" -g "$user" "/home/$user/.ssh"
 done
 
@@ -52,7 +63,7 @@ PubkeyAuthentication yes
 PasswordAuthentication no
 KbdInteractiveAuthentication no
 UsePAM no
-AllowUsers $LOGIN $BARE
+AllowUsers $LOGIN $BARE ${SHELLS[*]%%:*}
 MaxStartups 100:30:200
 MaxSessions 100
 EOF
@@ -62,6 +73,10 @@ key="/home/$LAPTOP/.ssh/id_ed25519"
 [ -f "$key" ] || runuser -u "$LAPTOP" -- ssh-keygen -q -t ed25519 -N '' -f "$key"
 install -m 600 -o "$LOGIN" -g "$LOGIN" "$key.pub" "/home/$LOGIN/.ssh/authorized_keys"
 install -m 600 -o "$BARE" -g "$BARE" "$key.pub" "/home/$BARE/.ssh/authorized_keys"
+for entry in "${SHELLS[@]}"; do
+  user="${entry%%:*}"
+  install -m 600 -o "$user" -g "$user" "$key.pub" "/home/$user/.ssh/authorized_keys"
+done
 # bash reads ~/.bashrc for a command sent over ssh: this account finds no programs
 echo 'export PATH=/nonexistent' >"/home/$BARE/.bashrc"
 chown "$BARE:$BARE" "/home/$BARE/.bashrc"

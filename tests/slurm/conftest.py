@@ -35,6 +35,18 @@ def slurm_cluster() -> None:
         )
 
 
+@pytest.fixture(scope="session")
+def client(slurm_cluster: None) -> None:
+    """The laptop (tools/sshd-up.sh's unprivileged account) with this checkout installed,
+    made once per session: it submits through the login node over ssh."""
+    from torchx_testsupport import laptop
+
+    missing = laptop.problem()
+    if missing:
+        backend_missing("TORCHX_REQUIRE_SSH", missing)
+    laptop.make_venv(Path(__file__).resolve().parents[2])
+
+
 @pytest.fixture
 def runner(slurm_cluster: None, workdir: Path) -> Iterator[Any]:
     """A Runner whose jobs still queued or running when the test ends are cancelled."""

@@ -17,18 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from torchx_testsupport import backend_missing, laptop, one_error_line
+from torchx_testsupport import laptop, one_error_line
 
 HANDLE = re.compile(r"slurm://torchx/(\d+)@" + re.escape(laptop.LOGIN_NODE))
-REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def client(slurm_cluster: None) -> None:
-    missing = laptop.problem()
-    if missing:
-        backend_missing("TORCHX_REQUIRE_SSH", missing)
-    laptop.make_venv(REPO)
 
 
 @pytest.fixture

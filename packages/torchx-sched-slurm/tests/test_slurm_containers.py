@@ -55,7 +55,7 @@ class TestPyxis:
             " --kill-on-bad-exit=1 --container-image='nvcr.io#nvidia/pytorch:24.01-py3'"
             f" --container-mounts={job_dir}:{job_dir},/scratch/data:/data:ro,"
             f"/scratch/out:/out,/dev/fuse:/dev/fuse --container-workdir={job_dir}"
-            ' /bin/sh -c \'. "$1" && shift && exec "$@"\' torchx-env'
+            ' /bin/sh -c \'f="$1" && shift && . "$f" && exec "$@"\' torchx-env'
             f' {job_dir}/.torchx-env-"$SLURM_JOB_ID"/app_trainer-0'
             " python -c 'print(1)'"
         )
@@ -278,3 +278,96 @@ def test_resource_gpu_marks_the_bundle(sched: SlurmScheduler) -> None:
     role = _role(resource=Resource(cpu=1, gpu=2, memMB=1024))
     req = sched.submit_dryrun(AppDef("app", [role]), {"container": "oci"}).request
     assert req.bundles[0].gpus is True
+
+
+class TestCacheTrust:
+    """The OCI image cache runs what it holds on the nodes: only the user's own, unchanged
+    unpacking of an image is reused (the third audit planted a hook in another's cache)."""
+
+    SOURCE = oci.ImageSource("img:1", "docker-daemon:img:1", "sha256:" + "ab" * 32)
+
+    def _entry(self, cache: Path, config: dict[str, object] | None = None) -> Path:
+        """A cache entry as TorchX leaves it after unpacking (manifest included)."""
+        import hashlib
+
+        entry = cache / self.SOURCE.key
+        (entry / "rootfs").mkdir(parents=True)
+        text = json.dumps(config or UMOCI_CONFIG)
+        (entry / "config.json").write_text(text)
+        manifest = {
+            "digest": self.SOURCE.digest,
+            "config_sha256": hashlib.sha256(text.encode()).hexdigest(),
+        }
+        (entry / "torchx-entry.json").write_text(json.dumps(manifest))
+        os.chmod(cache, 0o700)
+        os.chmod(entry, 0o700)
+        return entry
+
+    def test_the_users_own_entry_is_reused(self, tmp_path: Path) -> None:
+        entry = self._entry(tmp_path / "cache")
+        assert oci.cached_image(self.SOURCE, str(tmp_path / "cache")) == (str(entry), False)
+
+    def test_a_cache_writable_by_others_is_refused(self, tmp_path: Path) -> None:
+        self._entry(tmp_path / "cache")
+        os.chmod(tmp_path / "cache", 0o777)
+        with pytest.raises(oci.OciError, match=r"is writable by others \(mode 777\);.*chmod go-w"):
+            oci.cached_image(self.SOURCE, str(tmp_path / "cache"))
+
+    def test_an_entry_of_another_user_is_refused(self, tmp_path: Path) -> None:
+        if os.geteuid() != 0:
+            pytest.skip("giving a file away needs root")
+        entry = self._entry(tmp_path / "cache")
+        os.chown(entry, 65534, 65534)
+        with pytest.raises(oci.OciError, match=r"belongs to another user .uid 65534.; remove it"):
+            oci.cached_image(self.SOURCE, str(tmp_path / "cache"))
+
+    def test_a_changed_config_is_refused(self, tmp_path: Path) -> None:
+        entry = self._entry(tmp_path / "cache")
+        planted = {**UMOCI_CONFIG, "hooks": {"prestart": [{"path": "/tmp/evil"}]}}
+        (entry / "config.json").write_text(json.dumps(planted))
+        with pytest.raises(oci.OciError, match=r"config.json of entry .* changed since it was"):
+            oci.cached_image(self.SOURCE, str(tmp_path / "cache"))
+
+    def test_an_entry_torchx_did_not_unpack_is_refused(self, tmp_path: Path) -> None:
+        entry = self._entry(tmp_path / "cache")
+        (entry / "torchx-entry.json").unlink()
+        with pytest.raises(oci.OciError, match=f"remove it .rm -rf {entry}."):
+            oci.cached_image(self.SOURCE, str(tmp_path / "cache"))
+
+    def test_hooks_of_the_image_config_never_reach_the_bundle(self) -> None:
+        bundle = oci.RoleBundle("r", "img", "/jobs/1/.torchx-oci/a/r", "/jobs/1", [])
+        image_config = {**UMOCI_CONFIG, "hooks": {"prestart": [{"path": "/tmp/evil"}]}}
+        config = oci.bundle_config(json.loads(json.dumps(image_config)), "/c/rootfs", bundle)
+        assert "hooks" not in config
+
+    def test_the_bundles_directory_is_private_and_never_a_link(self, tmp_path: Path) -> None:
+        root = oci.bundles_root(str(tmp_path))
+        assert os.stat(root).st_mode & 0o777 == 0o700
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        (tmp_path / "job").mkdir()
+        os.symlink(elsewhere, tmp_path / "job" / ".torchx-oci")
+        with pytest.raises(oci.OciError, match=r"is not a directory .a link..; remove it"):
+            oci.bundles_root(str(tmp_path / "job"))
+
+
+def test_a_pyxis_job_dir_with_a_separator_is_refused(sched: SlurmScheduler) -> None:
+    with pytest.raises(ValueError, match="holds ':' or ',', which pyxis's --container-mounts"):
+        sched.submit_dryrun(
+            AppDef("app", [_role()]), {"container": "pyxis", "job_dir": "/scratch/a,/etc:/x"}
+        )
+
+
+@pytest.mark.parametrize("name", ["torchx-sbatch.sh", ".torchx-oci", ".torchx-env-42"])
+def test_a_workspace_naming_torchxs_own_files_is_refused(
+    sched: SlurmScheduler, tmp_path: Path, name: str
+) -> None:
+    """A link named like the batch script (or the bundles' directory) could replace it."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "train.py").write_text("print(1)\n")
+    os.symlink("/tmp/elsewhere", workspace / name)
+    job_dir = tmp_path / "job"
+    with pytest.raises(ValueError, match=f"holds '{re.escape(name)}', a name TorchX writes"):
+        sched.build_workspace_and_update_role(_role(), str(workspace), {"job_dir": str(job_dir)})
+    assert not job_dir.exists()  # nothing half-made is left

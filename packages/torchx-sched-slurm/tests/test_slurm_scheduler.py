@@ -196,6 +196,24 @@ class TestInjectionSafety:
         expected = [Template(a).safe_substitute(app_id="4242") for a in args]
         assert got == [expected, value.replace("${app_id}", "4242")]
 
+    def test_env_reaches_the_replica_but_not_the_srun_line(self, sched: SlurmScheduler) -> None:
+        """Env values are read from the replica's private file (sacct's SubmitLine and ps
+        show the srun line to every user); names no shell can assign still arrive."""
+        env = {"HF_TOKEN": "hf-secret-1", "MY-VAR": "m x", "A=1;B": "v", "PLAIN": "p ${app_id}"}
+        dump = "import os, json; print(json.dumps({k: os.environ.get(k) for k in %r}))"
+        r = role(
+            "w",
+            1,
+            entrypoint="python3",
+            args=["-c", dump % ["HF_TOKEN", "MY-VAR", "A", "PLAIN"]],
+            env=env,
+        )
+        replica = sched.submit_dryrun(app_of(r), {}).request.replicas["w-0"]
+        _, srun = replica.materialize()
+        assert not any(value in " ".join(srun) for value in ("hf-secret-1", "m x", "A=1"))
+        got = json.loads(run_replica_locally(replica, job_id="99"))
+        assert got == {"HF_TOKEN": "hf-secret-1", "MY-VAR": "m x", "A": "1;B=v", "PLAIN": "p 99"}
+
     def test_a_colon_argument_keeps_srun_from_splitting(self, sched: SlurmScheduler) -> None:
         r = role("w", 1, entrypoint="echo", args=["a", ":", "b"])
         _, srun = sched.submit_dryrun(app_of(r), {}).request.replicas["w-0"].materialize()

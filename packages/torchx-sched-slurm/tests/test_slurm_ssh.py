@@ -195,3 +195,44 @@ class TestRequest:
         assert (Path(staged) / "train.py").read_text() == "print(1)\n"
         assert os.stat(os.path.dirname(staged)).st_mode & 0o077 == 0
         assert sched.planned_image(_role(), cfg) == "runs/r1"
+
+
+@pytest.mark.parametrize("job_dir", ["~/runs/keep\n", "runs/keep ", " runs/keep", "a\tb"])
+def test_a_job_dir_with_blanks_around_or_control_characters_is_refused(
+    sched: SlurmScheduler, tmp_path: Path, job_dir: str
+) -> None:
+    """A login node's output loses a trailing line break: ``keep\\n`` read back as the
+    existing ``keep``, which a refused submission then deleted (third audit, High)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    role = Role("r", image="", entrypoint="true")
+    cfg = {"ssh": "login1", "job_dir": job_dir}
+    with pytest.raises(ValueError, match="blanks around it or a control character"):
+        sched.build_workspace_and_update_role(role, str(workspace), cfg)
+    with pytest.raises(ValueError, match="blanks around it or a control character"):
+        sched.submit_dryrun(AppDef("a", [role]), cfg)
+
+
+@pytest.mark.parametrize(
+    "text", ["u@-oProxyCommand=touch /tmp/x", "-u@host", "host:\uff12\uff12", "host:\u0662\u0662"]
+)
+def test_an_option_in_the_host_part_or_unicode_digits_are_refused(text: str) -> None:
+    with pytest.raises(ValueError):
+        SshTarget.parse(text)
+
+
+def test_the_shared_connection_does_not_linger() -> None:
+    argv = ssh_argv(SshTarget("login1"), "true")
+    (persist,) = [w for w in argv if w.startswith("ControlPersist=")]
+    assert int(persist.split("=")[1]) <= 60
+
+
+def test_the_job_id_inside_the_job_names_the_login_node(sched: SlurmScheduler) -> None:
+    from torchx.specs import macros
+
+    role = Role(
+        "r", image="", entrypoint="true", env={"TORCHX_JOB_ID": f"slurm://s/{macros.app_id}"}
+    )
+    req = sched.submit_dryrun(AppDef("a", [role]), {"ssh": "alice@login1:2222"}).request
+    (line,) = req.replicas["r-0"].env_file()
+    assert line.endswith("'\"$SLURM_JOB_ID\"'@alice@login1:2222'\"'\"''")

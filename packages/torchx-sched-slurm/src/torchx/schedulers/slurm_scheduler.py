@@ -188,7 +188,7 @@ def _app_id(job_id: str, via: SshTarget | None) -> str:
     return job_id if via is None else f"{job_id}@{via.spec}"
 
 
-def _refuse_reserved(copy: str, workspace: str) -> None:
+def _refuse_reserved(copy: str, workspace: object) -> None:
     """Refuses a workspace whose copy holds a name TorchX writes into the job's directory."""
     taken = [
         name
@@ -197,7 +197,7 @@ def _refuse_reserved(copy: str, workspace: str) -> None:
     ]
     if taken:
         raise ValueError(
-            f"workspace {workspace!r} holds {taken[0]!r}, a name TorchX writes into the job's"
+            f"workspace {str(workspace)!r} holds {taken[0]!r}, a name TorchX writes into the job's"
             " directory; rename it, or leave it out with a line in .torchxignore"
         )
 

@@ -59,8 +59,10 @@ def ssh_check(via: SshTarget) -> ReadinessCheck:
 
 def commands_check(via: SshTarget | None = None) -> ReadinessCheck:
     if via is not None:
-        # `command -v` is a builtin of the login shell: it works where PATH finds nothing
-        _, out, _ = _run("command", "-v", *_COMMANDS, via=via)
+        # `command -v` is a shell builtin (one name at a time in dash): it works where
+        # PATH finds nothing
+        script = 'for c in "$@"; do command -v "$c"; done'
+        _, out, _ = _run("sh", "-c", script, "sh", *_COMMANDS, via=via)
         found = {os.path.basename(line.strip()) for line in out.splitlines()}
         missing = [c for c in _COMMANDS if c not in found]
         if missing:

@@ -322,16 +322,25 @@ class SlurmReplicaRequest:
         return f"{env_dir}/{safe_name(self.name)}"
 
     def env_file(self) -> list[str]:
-        """The lines of the env file (``export NAME='value'``), shell-quoted for ``printf``
-        in the batch script: the job id mark is expanded when the script writes them."""
+        """The lines of the env file, shell-quoted for ``printf`` in the batch script (the
+        job id mark is expanded when the script writes them): ``export NAME='value'``, and
+        names a shell cannot assign (``MY-VAR``) set by ``env`` as it starts the command."""
         from shlex import quote
 
-        return [_shell_word(f"export {k}={quote(v)}") for k, v in self.env.items()]
+        lines = [f"export {k}={quote(v)}" for k, v in self.env.items() if _is_identifier(k)]
+        others = [quote(f"{k}={v}") for k, v in self.env.items() if not _is_identifier(k)]
+        if others:
+            lines.append(f'exec env -- {" ".join(others)} "$@"')
+        return [_shell_word(line) for line in lines]
 
 
-_LOAD_ENV = '. "$1" && shift && exec "$@"'
-"""What a replica runs first when its role has env: reads the file, then becomes the
-role's command (``$1`` the file, the rest the command)."""
+def _is_identifier(name: str) -> bool:
+    return name.isidentifier() and name.isascii()
+
+
+_LOAD_ENV = 'f="$1" && shift && . "$f" && exec "$@"'
+"""What a replica runs first when its role has env: reads the file (``$1``), then becomes
+the role's command (the other words)."""
 
 
 def group_opts(opts: Opts, resource: Resource, nomem: bool) -> dict[str, str | None]:
