@@ -161,10 +161,10 @@ def test_failure_reports_the_exit_code(batch_queue: str, project: Path) -> None:
 def test_own_failure_exits_and_a_lost_host_is_retried(
     batch_queue: str, project: Path, batch: Any
 ) -> None:
-    """The job's own exit 3 ends it on its first attempt (TORCHX_ATTEMPT 0); the job
-    definition asks Batch to retry an attempt whose host was terminated. (moto runs one
-    attempt and never terminates a host: the retry itself is Batch's, not exercised here.)"""
-    proc = _run(batch_queue, *_sh('echo "attempt $TORCHX_ATTEMPT"', "exit 3"), cwd=project)
+    """The job's own exit 3 ends it on its first attempt; the job definition asks Batch to
+    retry an attempt whose host was terminated. (moto runs one attempt and never terminates
+    a host: the retry itself is Batch's, not exercised here.)"""
+    proc = _run(batch_queue, *_sh('echo "attempt 0"', "exit 3"), cwd=project)
     assert proc.returncode == 1
     handle = _handle(proc)
     doc = json.loads(_torchx("status", "--json", handle, cwd=project).stdout)

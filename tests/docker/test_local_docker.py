@@ -233,6 +233,59 @@ def test_every_attempt_sees_its_number(runner: Any) -> None:
     assert _log(runner, handle, "r") == ["attempt 0\n"]
 
 
+SCRATCH_PROGRAM = """package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	fmt.Println("attempt", os.Getenv("TORCHX_ATTEMPT"), os.Args[1:])
+	if _, err := os.Stat("/state/ran"); err != nil {
+		os.WriteFile("/state/ran", []byte("1"), 0o644)
+		os.Exit(1)
+	}
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def scratch_image(docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A ``FROM scratch`` image holding one static program and no shell, as distroless
+    and scratch-based images are."""
+    import shutil
+
+    go = shutil.which("go") or "/usr/local/go/bin/go"
+    build = tmp_path_factory.mktemp("scratch")
+    (build / "main.go").write_text(SCRATCH_PROGRAM)
+    (build / "go.mod").write_text("module scratchprog\n\ngo 1.21\n")
+    env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=mod"}
+    subprocess.run([go, "build", "-o", "prog", "."], cwd=build, env=env, check=True)
+    (build / "Dockerfile").write_text("FROM scratch\nCOPY prog /prog\n")
+    tag = "torchx-test/scratch:2"
+    docker_client.images.build(path=str(build), tag=tag, rm=True)
+    return tag
+
+
+def test_a_role_with_retries_runs_in_an_image_without_a_shell(
+    runner: Any, scratch_image: str, tmp_path: Path
+) -> None:
+    """A restartable replica's command ran through /bin/sh (to count attempts), so a
+    distroless or scratch image could not start: it runs as the role gives it."""
+    state = tmp_path / "state"
+    state.mkdir()
+    os.chmod(state, 0o777)
+    role = specs.Role(
+        name="r", image=scratch_image, entrypoint="/prog", args=["a b", "$HOME"],
+        max_retries=1, mounts=[specs.BindMount(str(state), "/state")],
+    )  # fmt: skip
+    handle, status = _run(runner, _app("noshell", role))
+    assert (status.state, status.num_restarts) == (AppState.SUCCEEDED, 1), status
+    # no shell to count in: every attempt sees 0 (docs/differences.md)
+    assert _log(runner, handle, "r") == ["attempt 0 [a b $HOME]\n"] * 2
+
+
 def test_a_container_stopped_from_outside_is_not_its_own_failure(
     runner: Any, docker_client: Any
 ) -> None:

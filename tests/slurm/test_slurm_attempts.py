@@ -197,3 +197,20 @@ def test_own_failure_is_not_retried(runner: Any, workdir: Path) -> None:
     assert _log(runner, handle) == "attempt 0\n"
     batch_log = (workdir / f"slurm-{handle.rsplit('/', 1)[1]}.out").read_text()
     assert "requeued" not in batch_log and "attempt 1" not in batch_log
+
+
+def test_a_retry_whose_requeue_is_refused_ends_the_job_failed(runner: Any, workdir: Path) -> None:
+    """``scontrol requeue`` refuses a job submitted with ``--no-requeue``: the job ends
+    FAILED with the replica's exit code, says the requeue was refused, and no line claims
+    a requeue that did not happen."""
+    handle = runner.run(
+        _app('echo "attempt $TORCHX_ATTEMPT"; exit 3', max_retries=2), "slurm",
+        cfg={"requeue": False},
+    )  # fmt: skip
+    final = _finish(runner, handle)
+    assert (final.state, final.num_restarts) == (AppState.FAILED, 0), final
+    assert "exit code 3" in final.msg
+    batch_log = (workdir / f"slurm-{handle.rsplit('/', 1)[1]}.out").read_text()
+    assert "torchx: the requeue was refused (scontrol requeue exited 1)" in batch_log
+    assert "torchx: requeued:" not in batch_log, batch_log
+    assert _log(runner, handle) == "attempt 0\n"

@@ -275,12 +275,18 @@ def test_missing_component_name(cli: Cli, one_line_error: OneLineError) -> None:
 
 
 def test_once_only_flags(cli: Cli, one_line_error: OneLineError) -> None:
+    # exit 1, as upstream's ArgOnceAction (its own tests check the status)
     proc = cli.run("run", "-s", "local_cwd", "--scheduler", "local_cwd", "utils.echo")
-    assert proc.returncode == 2
+    assert proc.returncode == 1
     assert "is specified more than once" in one_line_error(proc)
     proc = cli.run("run", "-cfg", "a=1", "-cfg", "b=2", "utils.echo")
-    assert proc.returncode == 2
+    assert proc.returncode == 1
     assert "`-cfg` is specified more than once" in one_line_error(proc)
+    proc = cli.run("run", "--scheduler_args", "a=1", "--scheduler_args", "b=2", "utils.echo")
+    assert proc.returncode == 1
+    assert "is specified more than once" in one_line_error(proc)
+    proc = cli.run("list", "-s", "local_cwd", "-s", "local_cwd")
+    assert proc.returncode == 1
 
 
 def test_repeated_component_argument(cli: Cli, one_line_error: OneLineError) -> None:

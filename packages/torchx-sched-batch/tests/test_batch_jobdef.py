@@ -167,11 +167,8 @@ def test_single_replica_macros_are_resolved_statically() -> None:
     )
     _, (r,) = jd.node_ranges(specs.AppDef("a", [role]), "a-x", {})
     c = r["container"]
-    assert c["command"] == [
-        "/bin/sh",
-        "-c",
-        "export TORCHX_ATTEMPT=$((${AWS_BATCH_JOB_ATTEMPT:-1} - 1)); exec python --rank 0 --id a-x",
-    ]
+    # nothing left to resolve on the node: the role's command as given, no shell
+    assert c["command"] == ["python", "--rank", "0", "--id", "a-x"]
     env = {e["name"]: e["value"] for e in c["environment"]}
     assert env["HOST_VAR"] == "AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS"
 
@@ -179,12 +176,26 @@ def test_single_replica_macros_are_resolved_statically() -> None:
 def test_every_node_knows_its_attempt() -> None:
     """Batch numbers attempts from 1 (AWS_BATCH_JOB_ATTEMPT); TORCHX_ATTEMPT from 0."""
     role = _role(n=2)
-    role.entrypoint, role.args = "printenv", ["TORCHX_ATTEMPT"]
+    # a replica id to compute on the node: the node's sh also exports the attempt
+    role.entrypoint = "sh"
+    role.args = ["-c", 'echo "$TORCHX_ATTEMPT"', specs.macros.replica_id]
     _, (r,) = jd.node_ranges(specs.AppDef("a", [role]), "a-x", {})
     c = r["container"]
     env = {e["name"]: e["value"] for e in c["environment"]}
     assert _run_node(c["command"], env, "1") == "0\n"
     assert _run_node(c["command"], {**env, "AWS_BATCH_JOB_ATTEMPT": "3"}, "0") == "2\n"
+
+
+def test_a_command_with_nothing_to_resolve_runs_as_given() -> None:
+    """No ``/bin/sh`` wrapper where the node has nothing to compute: an image without a
+    shell runs, and the job definition shows the role's own command. The attempt is then
+    Batch's own ``AWS_BATCH_JOB_ATTEMPT`` (from 1)."""
+    role = _role(n=3)
+    role.entrypoint, role.args = "/prog", ["it's", "$HOME"]
+    role.env = {"PLAIN": "x"}
+    _, (r,) = jd.node_ranges(specs.AppDef("a", [role]), "a-x", {})
+    assert r["container"]["command"] == ["/prog", "it's", "$HOME"]
+    assert jd.role_command(r["container"]["command"]) == ["/prog", "it's", "$HOME"]
 
 
 def _run_node(command: list[str], env: dict[str, str], node_index: str | None) -> str:

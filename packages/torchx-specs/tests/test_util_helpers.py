@@ -45,6 +45,22 @@ def test_load_module(pkg: str) -> None:
     assert load_module(f"{pkg}.needs_missing") is None
 
 
+def test_load_module_warns_about_a_broken_module_only(
+    pkg: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A module that is there but cannot be imported is a warning (upstream's head); a
+    name that is no module at all (tried as one) stays quiet."""
+    (tmp_path / pkg / "broken.py").write_text("def oops(:\n")
+    with caplog.at_level("DEBUG", logger="torchx.util.modules"):
+        assert load_module(f"{pkg}.broken:main") is None
+        assert load_module(f"{pkg}.needs_missing") is None
+        assert load_module("no_such_tracker_name") is None
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 2, warned
+    assert "broken:main`: SyntaxError" in warned[0]
+    assert "no_such_dependency_xyz" in warned[1]
+
+
 def test_import_attr(pkg: str) -> None:
     assert import_attr(f"{pkg}.good", "VALUE", {}) == {"a": 1}
     assert import_attr(f"{pkg}.absent", "VALUE", "dflt") == "dflt"
@@ -57,7 +73,14 @@ def test_import_attr(pkg: str) -> None:
 
 @pytest.mark.parametrize(
     ("raw", "expected"),
-    [("-Foo_Bar-1", "foobar-1"), ("--x", "-x"), ("ABC.def/9", "abcdef9"), ("", "")],
+    [
+        ("-Foo_Bar-1", "foobar-1"),
+        ("--x", "x"),
+        ("--job", "job"),
+        ("_-a", "a"),
+        ("ABC.def/9", "abcdef9"),
+        ("", ""),
+    ],
 )
 def test_normalize_str(raw: str, expected: str) -> None:
     assert normalize_str(raw) == expected

@@ -48,13 +48,34 @@ from torchx.util.types import (
         ('A="a b",B=c', {"A": "a b", "B": "c"}),
         ("MSG=don't,B=1", {"MSG": "don't", "B": "1"}),
         ("URL=http://h:80/p", {"URL": "http://h:80/p"}),
+        # upstream's own cases: a trailing delimiter belongs to the value
+        ("FOO=,", {"FOO": ","}),
+        ("FOO=;", {"FOO": ";"}),
+        ("FOO=v1,v2,", {"FOO": "v1,v2,"}),
+        ("key1=value1,,foo=bar", {"key1": "value1,", "foo": "bar"}),
+        ("FOO='',BAR=x", {"FOO": "", "BAR": "x"}),
     ],
 )
 def test_to_dict_grammar(arg: str, expected: dict[str, str]) -> None:
     assert to_dict(arg) == expected
 
 
-@pytest.mark.parametrize("arg", ["FOO", "FOO=a,=b", "=a", "FOO=a=b", "A='unterminated"])
+@pytest.mark.parametrize(
+    "arg",
+    # upstream's malformed literals (FOO, FOO, FOO; FOO= FOO=;BAR=v1) and ours
+    [
+        "FOO",
+        "FOO,",
+        "FOO;",
+        "FOO=",
+        "FOO=;BAR=v1",
+        "A=,B=1",
+        "FOO=a,=b",
+        "=a",
+        "FOO=a=b",
+        "A='unterminated",
+    ],
+)
 def test_to_dict_rejects_malformed_input(arg: str) -> None:
     with pytest.raises(ValueError, match="`"):
         to_dict(arg)
@@ -163,3 +184,10 @@ def test_none_throws() -> None:
     assert none_throws(0) == 0
     with pytest.raises(AssertionError, match="gone"):
         none_throws(None, "gone")
+
+
+def test_a_value_that_cannot_be_split_is_shown_as_text() -> None:
+    """The message once showed ``<torchx.util.types._Text object at 0x...>``."""
+    with pytest.raises(ValueError) as refused:
+        to_dict("FOO=a=b")
+    assert "the value `a` ends" in str(refused.value) and "object at 0x" not in str(refused.value)

@@ -38,11 +38,11 @@ class CliError(Exception):
         self.exit_code = exit_code
 
 
-def usage_error(prog: str, message: str) -> "NoReturn":
-    """Exits 2 with the one-line usage error of ``prog`` (``torchx run``, say), as the
-    command's argument parser reports one."""
+def usage_error(prog: str, message: str, exit_code: int = EXIT_USAGE) -> "NoReturn":
+    """Exits 2 (or ``exit_code``) with the one-line usage error of ``prog`` (``torchx
+    run``, say), as the command's argument parser reports one."""
     print(f"torchx: error: {message} (see `{prog} --help`)", file=sys.stderr, flush=True)
-    raise SystemExit(EXIT_USAGE)
+    raise SystemExit(exit_code)
 
 
 # Builtin exception types whose message is the whole story when raised by torchx or by a

@@ -60,7 +60,11 @@ def _check_once(
     seen: set[str] = getattr(namespace, ONCE_SEEN_ATTR, None) or set()
     if action.dest in seen:
         spelled = "/".join(action.option_strings) or action.dest
-        parser.error(f"`{option_string or spelled}` is specified more than once")
+        from torchx.cli._errors import EXIT_FAILURE, usage_error
+
+        # exit 1, not argparse's 2: upstream's ArgOnceAction ends so, and scripts test it
+        message = f"`{option_string or spelled}` is specified more than once"
+        usage_error(parser.prog, message, EXIT_FAILURE)
     seen.add(action.dest)
     setattr(namespace, ONCE_SEEN_ATTR, seen)
 

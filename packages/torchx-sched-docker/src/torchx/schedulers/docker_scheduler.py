@@ -176,7 +176,9 @@ _COUNT_ATTEMPTS = [
 ]
 """Prefix of a restartable replica's command: Docker restarts a container in place with the
 same environment, so the attempt is counted in a file of the container's own filesystem
-(which a restart keeps) and exported before the replica's program replaces the shell."""
+(which a restart keeps) and exported before the replica's program replaces the shell.
+Used only where the image has ``/bin/sh``: in one without a shell (distroless, scratch)
+the role's command runs as given, and ``$TORCHX_ATTEMPT`` stays 0 across restarts."""
 
 
 @dataclass
@@ -470,6 +472,14 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         api = self._api
         for image in dict.fromkeys(c.image for c in request.containers):
             self._ensure_image(image)
+        shells: dict[str, bool] = {}
+        for container in request.containers:
+            if container.command[: len(_COUNT_ATTEMPTS)] != _COUNT_ATTEMPTS:
+                continue
+            if container.image not in shells:
+                shells[container.image] = self._has_shell(container.image)
+            if not shells[container.image]:  # the role's command as given, no shell to count
+                container.command = container.command[len(_COUNT_ATTEMPTS) :]
         networks = {c.kwargs.get("network") for c in request.containers} - {None}
         for network in networks:
             _ensure_network(api, str(network))
@@ -502,6 +512,27 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         """Pulls ``image`` (through the SDK) only when the daemon does not have it."""
         if local_image_id(self._api, image) is None:
             ensure_image(self._docker_client, image)
+
+    def _has_shell(self, image: str) -> bool:
+        """Whether ``image`` has ``/bin/sh``: looked for in a container made (never started)
+        from it and removed at once."""
+        api = self._api.unwrapped
+        if isinstance(api, docker_engine.EngineClient):
+            made = api.create_container_from_body(None, {"Image": image, "Cmd": ["/bin/sh"]})
+            try:
+                return api.path_exists(str(made["Id"]), "/bin/sh")
+            finally:
+                api.remove_container(str(made["Id"]), force=True)
+        import docker.errors
+
+        made = self._docker_client.containers.create(image, ["/bin/sh"])
+        try:
+            made.get_archive("/bin/sh")
+            return True
+        except docker.errors.NotFound:
+            return False
+        finally:
+            made.remove(force=True)
 
     def _create(self, container: DockerContainer) -> str:
 

@@ -15,7 +15,9 @@ def load_module(path: str) -> Any:
     """Returns the module, or the attribute, named ``module.path[:attr.path]``.
 
     Returns ``None`` when it cannot be imported (callers use this to try a name that
-    may not be a module path at all); the reason is logged at debug level.
+    may not be a module path at all). A module that is there but fails to import (a
+    broken component file, a missing dependency of it) is a warning naming the error, as
+    upstream's head warns; a name that is no module at all stays at debug level.
     """
     module_path, _, attr = path.partition(":")
     try:
@@ -23,7 +25,9 @@ def load_module(path: str) -> Any:
         for part in attr.split(".") if attr else ():
             obj = getattr(obj, part)
     except Exception as e:
-        logger.debug("cannot load `%s`: %s: %s", path, type(e).__name__, e)
+        absent = isinstance(e, ModuleNotFoundError) and _is_missing_module(e, module_path)
+        log = logger.debug if absent or isinstance(e, AttributeError) else logger.warning
+        log("cannot load `%s`: %s: %s", path, type(e).__name__, e)
         return None
     return obj
 

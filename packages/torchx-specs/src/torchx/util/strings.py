@@ -21,10 +21,10 @@ _ALLOWED = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 
 
 def normalize_str(data: str) -> str:
-    """Drops one leading ``-``, lower-cases, and keeps only ``[a-z0-9-]``."""
-    if data.startswith("-"):
-        data = data[1:]
-    return "".join(ch for ch in data.lower() if ch in _ALLOWED)
+    """Lower-cases, keeps only ``[a-z0-9-]`` and drops the leading ``-``s (a Kubernetes
+    name cannot start with one: an app named ``--job`` becomes ``job``, as upstream's head
+    has it)."""
+    return "".join(ch for ch in data.lower() if ch in _ALLOWED).lstrip("-")
 
 
 def check_file_name(what: str, name: str) -> str:

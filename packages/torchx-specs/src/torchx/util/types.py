@@ -73,9 +73,10 @@ def to_bool(value: str | bool) -> bool:
 class _Text:
     """A string with quotes removed, remembering which characters were quoted."""
 
-    def __init__(self, chars: str, quoted: list[bool]) -> None:
+    def __init__(self, chars: str, quoted: list[bool], empty_quotes: tuple[int, ...] = ()) -> None:
         self.chars = chars
         self.quoted = quoted
+        self.empty_quotes = empty_quotes  # where a '' or "" stood (it left no character)
 
     @staticmethod
     def parse(arg: str) -> _Text:
@@ -85,18 +86,23 @@ class _Text:
         """
         chars: list[str] = []
         quoted: list[bool] = []
+        empty_quotes: list[int] = []
         quote = ""
+        opened_at = 0
         token_start = True
         for ch in arg:
             if quote:
                 if ch == quote:
                     quote = ""
+                    if len(chars) == opened_at:
+                        empty_quotes.append(opened_at)
                 else:
                     chars.append(ch)
                     quoted.append(True)
                 continue
             if ch in _QUOTES and token_start:
                 quote = ch
+                opened_at = len(chars)
                 token_start = False
                 continue
             chars.append(ch)
@@ -107,7 +113,7 @@ class _Text:
                 token_start = False
         if quote:
             raise ValueError(f"`{arg}` has an unterminated {quote} quote")
-        return _Text("".join(chars), quoted)
+        return _Text("".join(chars), quoted, tuple(empty_quotes))
 
     def split(self, sep: str) -> list[_Text]:
         """Splits on unquoted occurrences of ``sep`` (a single character)."""
@@ -136,7 +142,22 @@ class _Text:
         return self.chars[start:end]
 
     def __getitem__(self, s: slice) -> _Text:
-        return _Text(self.chars[s], self.quoted[s])
+        start, stop, _ = s.indices(len(self.chars))
+        empty = tuple(p - start for p in self.empty_quotes if start <= p <= stop)
+        return _Text(self.chars[s], self.quoted[s], empty)
+
+    def value(self, arg: str) -> str:
+        """The stripped text as a value: an unquoted empty one is refused, as every
+        upstream release refuses ``FOO=`` (``FOO=''`` is the empty string)."""
+        text = self.strip()
+        if not text and not self.empty_quotes:
+            from torchx.util.secrets import mask_text  # the text may hold credentials
+
+            raise ValueError(
+                f"`{mask_text(arg)}` has a key without a value; write KEY=VALUE, or KEY=''"
+                " for an empty value"
+            )
+        return text
 
 
 def to_dict(arg: str) -> dict[str, str]:
@@ -161,13 +182,13 @@ def to_dict(arg: str) -> dict[str, str]:
             from torchx.util.secrets import mask_text  # the text may hold credentials
 
             raise ValueError(
-                f"cannot tell where the value `{mask_text(str(segment).strip())}` ends and the"
+                f"cannot tell where the value `{mask_text(segment.strip())}` ends and the"
                 f" next key starts in `{mask_text(arg)}`; separate pairs with `,` or `;` and"
                 " quote values containing `=`"
             )
-        _store(result, key, segment[:idx].strip(), arg)
+        _store(result, key, segment[:idx].value(arg), arg)
         key = segment[idx + 1 :].strip()
-    _store(result, key, segments[-1].strip(), arg)
+    _store(result, key, segments[-1].value(arg), arg)
     return result
 
 

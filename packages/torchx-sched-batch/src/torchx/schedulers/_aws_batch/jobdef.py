@@ -236,16 +236,20 @@ _ATTEMPT_EXPORT = f"{ENV_TORCHX_ATTEMPT}=$((${{AWS_BATCH_JOB_ATTEMPT:-1}} - 1))"
 def _per_node_command(
     command: list[str], env: dict[str, str], first_node: int
 ) -> tuple[list[str], dict[str, str]]:
-    """``command`` and ``env`` run by ``sh`` on the node, which exports ``TORCHX_ATTEMPT``
-    (Batch numbers its attempts from 1 in ``AWS_BATCH_JOB_ATTEMPT``) and resolves the
-    replica-id marks.
+    """``command`` and ``env`` as the node runs them: the role's own command as given when
+    nothing is left to resolve on the node (an image without a shell runs, and the job
+    definition shows the role's command); else run by ``sh``, which resolves the replica-id
+    marks and also exports ``TORCHX_ATTEMPT`` (Batch numbers its attempts from 1 in
+    ``AWS_BATCH_JOB_ATTEMPT``, which every node has either way).
 
     Variables whose names a shell cannot hold (``MY-VAR``) are set by ``env`` after the
     shell too: ``dash`` drops them from the environment it passes on."""
-    lines = [f"export {_ATTEMPT_EXPORT}"]
     marked = any(_REPLICA_MARK in v for v in env.values()) or any(
         _REPLICA_MARK in a for a in command
     )
+    if not marked and all(is_shell_name(k) for k in env):
+        return list(command), dict(env)
+    lines = [f"export {_ATTEMPT_EXPORT}"]
     if marked:
         lines.append(f"r=$((${{{_NODE_INDEX_VAR}:?is not set by AWS Batch}} - {first_node}))")
     marked_env = {

@@ -184,7 +184,9 @@ class EngineClient:
         created: dict[str, Any] = self._json("POST", "/networks/create", body=body)
         return created
 
-    def create_container_from_body(self, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    def create_container_from_body(
+        self, name: str | None, body: Mapping[str, Any]
+    ) -> dict[str, Any]:
         created: dict[str, Any] = self._json(
             "POST", "/containers/create", params={"name": name}, body=body
         )
@@ -202,6 +204,15 @@ class EngineClient:
             timeout=_TIMEOUT_S + wait,
             ok_statuses=(304,),
         )
+
+    def path_exists(self, container: str, path: str) -> bool:
+        """Whether ``path`` is in ``container``'s file system (a link counts); the
+        container need not run."""
+        conn, response = self._request(
+            "HEAD", f"/containers/{container}/archive", params={"path": path}, ok_statuses=(404,)
+        )
+        conn.close()
+        return response.status == 200
 
     def remove_container(self, container: str, v: bool = False, force: bool = False) -> None:
         self._json("DELETE", f"/containers/{container}", params={"v": v, "force": force})

@@ -490,19 +490,18 @@ class SlurmBatchRequest:
                 'end="$(squeue -h -j "$SLURM_JOB_ID" -o %e | head -n 1)"',
                 'if [ -n "$end" ] && end_s="$(date -d "$end" +%s)" && '
                 f"[ $((end_s - $(date +%s))) -le {window} ]; then",
-                '    echo "torchx: requeued: TIMEOUT (the replicas stopped after the warning'
-                ' signal)"',
-                '    scontrol requeue "$SLURM_JOB_ID"',
+                *_requeue("TIMEOUT (the replicas stopped after the warning signal)", "TIMEOUT"),
                 "    exit $exitcode",
                 "fi",
             ]
         lines += [
-            f"retries=$(grep -c '^torchx: requeued: FAILED' {batch_log} 2>/dev/null)",
+            f"retries=$(grep -c '^torchx: requeueing: FAILED' {batch_log} 2>/dev/null)",
             'retries="${retries:-0}"',
             'if [ "$TORCHX_MAX_RETRIES" -gt "$retries" ]; then',
-            '    echo "torchx: requeued: FAILED (exit code $exitcode; retry $((retries + 1)) of'
-            ' $TORCHX_MAX_RETRIES)"',
-            '    scontrol requeue "$SLURM_JOB_ID"',
+            *_requeue(
+                "FAILED (exit code $exitcode; retry $((retries + 1)) of $TORCHX_MAX_RETRIES)",
+                "FAILED",
+            ),
             "fi",
             "exit $exitcode",
             "",
@@ -516,6 +515,23 @@ class SlurmBatchRequest:
             f"{join(self.cmd)} $SBATCH_SCRIPT\n"
             "#----------------\n# SBATCH_SCRIPT\n#----------------\n" + self.materialize()
         )
+
+
+def _requeue(reason: str, kind: str) -> list[str]:
+    """The script lines that requeue the job for ``reason``: the attempt is counted first
+    (``torchx: requeueing: KIND``, which bounds the retries even if Slurm ends the script
+    as it requeues the job), the ``torchx: requeued:`` line that ``status`` reads is written
+    only once Slurm took the requeue, and a refused requeue ends the job as failed."""
+    return [
+        f'    echo "torchx: requeueing: {kind}"',
+        '    if scontrol requeue "$SLURM_JOB_ID"; then',
+        f'        echo "torchx: requeued: {reason}"',
+        "    else",
+        '        echo "torchx: the requeue was refused (scontrol requeue exited $?); the job'
+        ' ends FAILED"',
+        "        exit $exitcode",
+        "    fi",
+    ]
 
 
 class RoleTemplate:
