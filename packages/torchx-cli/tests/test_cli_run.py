@@ -350,3 +350,14 @@ def test_non_local_wait_streams_and_reflects_failure(remote_alias: Cli) -> None:
     proc = cli.run("run", "--log", "-s", "alias", "utils.echo", "--msg", "logged")
     assert proc.returncode == 0, proc.stderr
     assert "echo/0 logged" in proc.stderr
+
+
+def test_a_run_option_of_an_older_torchx_is_dropped_with_one_warning(cli: Cli) -> None:
+    """An option an upstream release had, with no successor (local_cwd's image_type), is
+    ignored with a warning naming it; a typo stays an error with the nearest name."""
+    proc = cli.run("run", "--dryrun", "-s", "local_cwd", "-cfg", "image_type=dir", "utils.echo")
+    assert proc.returncode == 0, proc.stderr
+    warned = [line for line in proc.stderr.splitlines() if "image_type" in line]
+    assert len(warned) == 1 and "from an older TorchX and is ignored" in warned[0]
+    typo = cli.run("run", "--dryrun", "-s", "local_cwd", "-cfg", "log_dri=/tmp", "utils.echo")
+    assert typo.returncode == 1 and "did you mean 'log_dir'" in typo.stderr

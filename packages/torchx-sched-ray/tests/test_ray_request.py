@@ -18,6 +18,7 @@ from torchx.schedulers._ray.client import (
     RayApiError,
     RayJobsClient,
     address_in_app_id,
+    origin_of,
     resolve_address,
     split_app_id,
 )
@@ -188,13 +189,14 @@ def test_the_request_reads_as_upstream_s_ray_job() -> None:
         ("http://[::1]:8265", "[::1]:8265"),
         ("http://proxy:80/ray", None),
         ("http://user:secret@head:8265", None),
-        ("http://head", None),
+        ("http://head", "head:80"),  # a host alone: its scheme's port
     ],
 )
 def test_app_ids_carry_the_dashboard_where_they_can(url: str, in_id: str | None) -> None:
     assert address_in_app_id(url) == in_id
     if in_id is not None:
-        assert split_app_id(f"{in_id}-my-app-x1y2") == (url, "my-app-x1y2")
+        address, job = split_app_id(f"{in_id}-my-app-x1y2")
+        assert (origin_of(address), job) == (origin_of(url), "my-app-x1y2")
 
 
 def test_app_ids_without_an_address_keep_the_fallback() -> None:

@@ -33,9 +33,24 @@ def scheduler_runopts(runner: "Runner", scheduler: str) -> "runopts":
         ) from e
 
 
-def _check_key(opts: "runopts", scheduler: str, key: str) -> None:
+def _check_key(opts: "runopts", scheduler: str, key: str) -> bool:
+    """Whether ``key`` is a run option to keep: an option of an upstream release that has
+    no successor is dropped with one warning; an unknown key is an error."""
     if opts.get(key) is not None:
-        return
+        return True
+    from torchx.schedulers.retired_options import retired_option
+
+    why = retired_option(scheduler, key)
+    if why is not None:
+        from torchx.util.log import get_logger
+
+        get_logger("torchx").warning(
+            "run option '%s' of scheduler '%s' is from an older TorchX and is ignored: %s",
+            key,
+            scheduler,
+            why,
+        )
+        return False
     import difflib
 
     names = [name for name, _ in opts]
@@ -65,7 +80,8 @@ def parse_cfg_str(opts: "runopts", scheduler: str, cfg_str: "str | None") -> "di
         ) from None
     cfg: dict[str, CfgVal] = {}
     for key, value in raw.items():
-        _check_key(opts, scheduler, key)
+        if not _check_key(opts, scheduler, key):
+            continue
         opt = opts.get(key)
         assert opt is not None
         try:
@@ -84,10 +100,9 @@ def parse_cfg_json(
     """Converts the JSON ``scheduler_args`` of ``--stdin``; unknown keys are errors."""
     import json
 
-    for key in scheduler_args:
-        _check_key(opts, scheduler, key)
+    kept = {key: value for key, value in scheduler_args.items() if _check_key(opts, scheduler, key)}
     try:
-        return opts.cfg_from_json_repr(json.dumps(dict(scheduler_args)))
+        return opts.cfg_from_json_repr(json.dumps(kept))
     except (ValueError, TypeError, AttributeError) as e:
         raise CliError(f"invalid scheduler_args for scheduler '{scheduler}': {e}") from None
 

@@ -40,9 +40,20 @@ def installed_schedulers() -> list[str]:
     return list(get_scheduler_factories())
 
 
+_RETIRED_SCHEDULERS = {
+    "kubernetes_mcad": (
+        " (MCAD, which it submitted through, is archived upstream: use -s kubernetes with"
+        " -cfg queue=LOCAL_QUEUE, which Kueue admits as one unit)"
+    ),
+}
+"""Schedulers of upstream releases with no counterpart here, and what to use instead."""
+
+
 def _suggestion(name: str, choices: list[str]) -> str:
     import difflib
 
+    if name in _RETIRED_SCHEDULERS and name not in choices:
+        return _RETIRED_SCHEDULERS[name]
     close = difflib.get_close_matches(name, choices, n=1)
     return f" (did you mean '{close[0]}'?)" if close else ""
 

@@ -27,6 +27,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import time
@@ -89,13 +90,33 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
 
     def __init__(self, session_name: str, ray_client: Any = None) -> None:
         """``ray_client``: a ``ray.job_submission.JobSubmissionClient`` (or anything with
-        ``get_address()``), as libraries built on upstream pass; its address is the default
-        dashboard. Calls still go over this scheduler's own HTTP client."""
+        ``get_address()``), as libraries built on upstream pass (codeflare-sdk, on
+        OpenShift): its address is the default dashboard, and every call to that cluster
+        carries the client's headers (its OAuth bearer token), cookies and TLS setting.
+        Calls still go over this scheduler's own HTTP client."""
         super().__init__("ray", session_name)
         self._clients: dict[str | None, jobs_api.RayJobsClient] = {}
-        self._default_address: str | None = (
-            str(ray_client.get_address()) if ray_client is not None else None
-        )
+        self._default_address: str | None = None
+        self._sdk: dict[str, Any] = {}
+        if ray_client is not None:
+            address = str(ray_client.get_address())
+            self._default_address = address
+            self._sdk = {
+                "url": jobs_api.resolve_address(address)[0],
+                "headers": dict(getattr(ray_client, "_headers", None) or {}),
+                "cookies": dict(getattr(ray_client, "_cookies", None) or {}),
+                "verify": getattr(ray_client, "_verify", True),
+            }
+
+    def _new_client(self, url: str, origin: str) -> jobs_api.RayJobsClient:
+        """A client of the dashboard at ``url``; the SDK client's settings go only to its
+        own cluster."""
+        sdk = self._sdk
+        if sdk and jobs_api.origin_of(url) == jobs_api.origin_of(sdk["url"]):
+            return jobs_api.RayJobsClient(
+                url, origin, headers=sdk["headers"], cookies=sdk["cookies"], verify=sdk["verify"]
+            )
+        return jobs_api.RayJobsClient(url, origin)
 
     # -- options and the cluster ------------------------------------------------------------
 
@@ -109,7 +130,7 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
         client = self._clients.get(address)
         if client is None:
             url, resolved_origin = jobs_api.resolve_address(address)
-            client = jobs_api.RayJobsClient(url, origin or resolved_origin)
+            client = self._new_client(url, origin or resolved_origin)
             self._clients[address] = client
         return client
 
@@ -134,11 +155,11 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
                 f"role `{role.name}`: a Ray job has one working dir; give the workspace as one"
                 " directory (no mapped projects)"
             )
-        role.image = next(iter(workspace.projects))
+        role.image = _local_dir(next(iter(workspace.projects)))
 
     def planned_image(self, role: Role, cfg: Mapping[str, CfgVal]) -> str:
         workspace = role.workspace
-        return next(iter(workspace.projects)) if workspace else role.image
+        return _local_dir(next(iter(workspace.projects))) if workspace else role.image
 
     def built_message(self, role: Role, old_image: str) -> str:
         return f"workspace {role.workspace} of role `{role.name}` becomes the job's working dir"
@@ -151,6 +172,8 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
         request.check_options(opts)
         app_id = make_unique(_job_name(app.name))
         directories = {r.image for r in app.roles if r.workspace}
+        if opts.working_dir:
+            directories = _legacy_working_dir(opts.working_dir, directories)
         if len(directories) > 1:
             raise ValueError(
                 "the roles of a Ray job share one working dir, but they have different"
@@ -184,7 +207,7 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
         pip = (
             request.read_requirements(job.requirements) if job.requirements else []
         )  # now, not at dry run
-        client = jobs_api.RayJobsClient(job.address, job.address_origin)
+        client = self._new_client(job.address, job.address_origin)
         client.version()
         with request.package_file() as package:
             name = request.pack_package(job.package_dir, package)
@@ -447,6 +470,30 @@ def _job_name(name: str) -> str:
 
     cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.") or "app"
     return cleaned[:40]
+
+
+def _local_dir(project: str) -> str:
+    """A workspace project as a directory here: ``file://DIR`` is ``DIR`` (the user's files
+    must reach the job; a URL there uploaded an empty working dir)."""
+    return project.removeprefix("file://") if project.startswith("file://") else project
+
+
+def _legacy_working_dir(working_dir: str, directories: set[str]) -> set[str]:
+    """Upstream's ``working_dir`` run option (2021-22, still in torchrec's Ray README) is
+    the workspace: the job's working dir, with one deprecation line. Given explicitly, it
+    wins over the workspace (by default the current directory)."""
+    directory = _local_dir(working_dir)
+    if not os.path.isdir(directory):
+        raise ValueError(f"-cfg working_dir={working_dir} is not a directory here")
+    instead = directories - {directory}
+    logger.warning(
+        "run option working_dir is upstream's old name of the workspace: %s becomes the"
+        " job's working dir%s (use `torchx run --workspace %s`)",
+        directory,
+        f" instead of {', '.join(sorted(instead))}" if instead else "",
+        directory,
+    )
+    return {directory}
 
 
 def create_scheduler(session_name: str, ray_client: Any = None, **kwargs: Any) -> RayScheduler:

@@ -87,9 +87,11 @@ def address_in_app_id(url: str) -> str | None:
         port = parts.port
     except ValueError:
         return None
-    if port is None or not parts.hostname:
+    if not parts.hostname:
         return None
     netloc = parts.netloc
+    if port is None:  # a host alone: its scheme's port, so the app id names it
+        netloc = f"{netloc}:{80 if parts.scheme == 'http' else 443}"
     return netloc if parts.scheme == "http" else f"https:{netloc}"
 
 
@@ -109,7 +111,8 @@ def _dashboard_url(value: str, origin: str) -> str:
     scheme = value.split("://", 1)[0] if "://" in value else ""
     if scheme in ("http", "https"):
         url = value.rstrip("/")
-    elif not scheme and value != "auto" and ":" in value:
+    elif not scheme and value != "auto":
+        # host:port, or a host alone (a route's or ingress' name: port 80, as upstream)
         url = "http://" + value.rstrip("/")
     else:
         raise RayApiError(
@@ -140,21 +143,22 @@ def _token() -> str | None:
         return None
 
 
+def origin_of(url: str) -> tuple[str, str | None, int | None]:
+    """(scheme, host, port) of ``url``, the scheme's port where none is written."""
+    parts = urlsplit(url)
+    default = {"http": 80, "https": 443}.get(parts.scheme)
+    return parts.scheme, parts.hostname, parts.port or default
+
+
 def _same_origin(a: str, b: str) -> bool:
-    from urllib.parse import urlsplit
-
-    first, second = urlsplit(a), urlsplit(b)
-    return (first.scheme, first.hostname, first.port) == (
-        second.scheme,
-        second.hostname,
-        second.port,
-    )
+    return origin_of(a) == origin_of(b)
 
 
-def _opener() -> Any:
+def _opener(verify: bool | str = True) -> Any:
     """urllib's opener, except that the bearer token follows a redirect only to the same
     origin (scheme, host, port): a proxy, an SSO front end or an http-to-https hop that
-    redirects elsewhere never receives it."""
+    redirects elsewhere never receives it. ``verify``: a CA bundle's path, or False to
+    skip checking the dashboard's certificate (as a ``JobSubmissionClient`` takes it)."""
     import urllib.request
 
     class _SameOriginAuth(urllib.request.HTTPRedirectHandler):
@@ -162,13 +166,27 @@ def _opener() -> Any:
             self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str
         ) -> Any:
             new = super().redirect_request(req, fp, code, msg, headers, newurl)
-            token = req.unredirected_hdrs.get("Authorization")
-            if new is not None and token and _same_origin(req.full_url, new.full_url):
-                new.add_unredirected_header("Authorization", token)
+            if new is not None and _same_origin(req.full_url, new.full_url):
+                for name, value in req.unredirected_hdrs.items():
+                    if name.lower() in _CREDENTIALS:
+                        new.add_unredirected_header(name, value)
             return new
 
-    return urllib.request.build_opener(_SameOriginAuth)
+    if verify is True:
+        return urllib.request.build_opener(_SameOriginAuth)
+    import ssl
 
+    context = ssl.create_default_context(cafile=verify if isinstance(verify, str) else None)
+    if verify is False:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return urllib.request.build_opener(
+        _SameOriginAuth, urllib.request.HTTPSHandler(context=context)
+    )
+
+
+_CREDENTIALS = frozenset({"authorization", "cookie", "proxy-authorization"})
+"""Headers of an SDK's client that carry credentials: kept off redirects to another origin."""
 
 _warned_in_clear: set[str] = set()
 
@@ -192,14 +210,30 @@ def _warn_if_token_travels_in_clear(address: str, shown: str) -> None:
 class RayJobsClient:
     """The dashboard calls the scheduler makes, each a fresh stdlib HTTP request."""
 
-    def __init__(self, address: str, origin: str = "the run option", timeout: float = TIMEOUT_S):
-
+    def __init__(
+        self,
+        address: str,
+        origin: str = "the run option",
+        *,
+        timeout: float = TIMEOUT_S,
+        headers: dict[str, str] | None = None,
+        verify: bool | str = True,
+        cookies: dict[str, str] | None = None,
+    ):
+        """``headers``, ``verify`` and ``cookies``: those of a ``JobSubmissionClient`` an
+        SDK handed the scheduler (its OAuth bearer token, its TLS setting), sent with
+        every request to its cluster."""
         self.address = address
         self.shown = mask_url(address)  # what messages show: no credentials in the URL
         self.origin = origin
         self.timeout = timeout
-        self._token = _token()
-        if self._token:
+        self._headers = dict(headers or {})
+        if cookies:
+            self._headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
+        self._verify = verify
+        own_auth = any(k.lower() == "authorization" for k in self._headers)
+        self._token = None if own_auth else _token()
+        if self._token or own_auth:
             _warn_if_token_travels_in_clear(address, self.shown)
 
     # -- transport -------------------------------------------------------------------------
@@ -235,6 +269,8 @@ class RayJobsClient:
         import urllib.request
 
         headers = {"Content-Type": content_type} if body is not None else {}
+        sensitive = {k: v for k, v in self._headers.items() if k.lower() in _CREDENTIALS}
+        headers.update({k: v for k, v in self._headers.items() if k not in sensitive})
         if body is not None and not isinstance(body, bytes):  # a file: streamed, from its start
             body.seek(0, os.SEEK_END)
             headers["Content-Length"] = str(body.tell())
@@ -245,8 +281,10 @@ class RayJobsClient:
         )
         if self._token:  # kept off redirects to another origin (_SameOriginAuth)
             request.add_unredirected_header("Authorization", f"Bearer {self._token}")
+        for name, value in sensitive.items():  # the SDK client's credentials: the same rule
+            request.add_unredirected_header(name.capitalize(), value)
         try:
-            with _opener().open(request, timeout=timeout or self.timeout) as response:
+            with _opener(self._verify).open(request, timeout=timeout or self.timeout) as response:
                 return bytes(response.read())
         except urllib.error.HTTPError as e:
             raise self._http_error(e, method, path) from None

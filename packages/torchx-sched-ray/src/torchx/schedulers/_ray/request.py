@@ -90,6 +90,13 @@ class Opts(StructuredOpts):
     metadata: dict[str, str] | None = field(
         default=None, metadata={HELP_KEY: "extra job metadata (K:V,K2:V2) shown by Ray"}
     )
+    working_dir: str | None = field(
+        default=None,
+        metadata={
+            HELP_KEY: "deprecated (upstream's old option): a directory to make the job's"
+            " working dir; the same as the workspace (torchx run --workspace DIR)"
+        },
+    )
 
 
 @dataclass
