@@ -525,14 +525,14 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                 api.remove_container(str(made["Id"]), force=True)
         import docker.errors
 
-        made = self._docker_client.containers.create(image, ["/bin/sh"])
+        probe = self._docker_client.containers.create(image, ["/bin/sh"])
         try:
-            made.get_archive("/bin/sh")
+            probe.get_archive("/bin/sh")
             return True
         except docker.errors.NotFound:
             return False
         finally:
-            made.remove(force=True)
+            probe.remove(force=True)
 
     def _create(self, container: DockerContainer) -> str:
 
