@@ -361,3 +361,14 @@ def test_a_run_option_of_an_older_torchx_is_dropped_with_one_warning(cli: Cli) -
     assert len(warned) == 1 and "from an older TorchX and is ignored" in warned[0]
     typo = cli.run("run", "--dryrun", "-s", "local_cwd", "-cfg", "log_dri=/tmp", "utils.echo")
     assert typo.returncode == 1 and "did you mean 'log_dir'" in typo.stderr
+
+
+def test_a_dict_argument_that_does_not_parse_names_its_text(
+    cli: Cli, one_line_error: OneLineError
+) -> None:
+    """Upstream's test: the message shows the value (it once showed a ``_Text`` object)."""
+    proc = cli.run("run", "-s", "local_cwd", "--dryrun", "utils.sh", "--env", "A=b=c", "true")
+    line = one_line_error(proc)
+    assert "the value `b` ends" in line and "object at 0x" not in line
+    empty = cli.run("run", "-s", "local_cwd", "--dryrun", "utils.sh", "--env", "A=", "true")
+    assert "`A=` has a key without a value" in one_line_error(empty)

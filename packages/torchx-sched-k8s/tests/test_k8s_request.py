@@ -129,13 +129,14 @@ def test_golden_a6_volcano_job() -> None:
 def test_golden_a2_runopts() -> None:
     text = repr(create_scheduler("torchx").run_opts())
     usage = text.splitlines()[1].strip()
+    # upstream's order; queue is optional here (only job_type=volcano needs one)
     assert usage.startswith(
-        "queue=QUEUE,[namespace=NAMESPACE],[service_account=SERVICE_ACCOUNT],"
+        "[queue=QUEUE],[namespace=NAMESPACE],[service_account=SERVICE_ACCOUNT],"
         "[priority_class=PRIORITY_CLASS],"
     )
     assert usage.index("[image_repo=IMAGE_REPO]") < usage.index("[quiet=QUIET]")
     assert (
-        "    required arguments:\n        queue=QUEUE (str)\n"
+        "    optional arguments:\n        queue=QUEUE (str, None)\n"
         "            Volcano queue to schedule job in" in text
     )
     assert (
@@ -436,3 +437,18 @@ def test_a_kueue_queue_suspends_and_names_the_workload_priority() -> None:
         assert "priorityClassName" not in pod["spec"], "Kueue's priority, not the pods'"
     plain = dryrun(app, job_type="batch", queue="-", priority_class="high").resource
     assert plain["items"][-1]["spec"]["template"]["spec"]["priorityClassName"] == "high"
+
+
+def test_a_queue_is_needed_only_by_volcano() -> None:
+    """Without Volcano a new user ran into `Required run option: queue` and had to know
+    to pass `queue=-`: batch and jobset need none (`-` still means none)."""
+    from torchx.schedulers.kubernetes_scheduler import create_scheduler as make
+    from torchx.specs import AppDef, Role
+
+    app = AppDef("a", [Role("r", image="img", entrypoint="true")])
+    scheduler = make("torchx")
+    for job_type in ("batch", "jobset"):
+        for cfg in ({"job_type": job_type}, {"job_type": job_type, "queue": "-"}):
+            assert scheduler.submit_dryrun(app, cfg).request is not None
+    with pytest.raises(ValueError, match="needs a Volcano queue: -cfg queue=NAME"):
+        scheduler.submit_dryrun(app, {})

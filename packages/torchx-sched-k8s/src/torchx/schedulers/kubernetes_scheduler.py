@@ -145,11 +145,13 @@ _TIMESTAMP = re.compile(rb"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d+)?Z?")
 class Opts(StructuredOpts):
     """Run options of ``kubernetes`` (the workspace adds ``quiet`` and ``build_args``)."""
 
-    queue: str = field(
+    queue: str | None = field(
+        default=None,
         metadata={
-            HELP_KEY: "Volcano queue to schedule job in (job_type=batch or jobset: the Kueue"
-            " LocalQueue, label kueue.x-k8s.io/queue-name; - for none)"
-        }
+            HELP_KEY: "Volcano queue to schedule job in (required with job_type=volcano;"
+            " job_type=batch or jobset: the Kueue LocalQueue, label"
+            " kueue.x-k8s.io/queue-name, none or - for no Kueue)"
+        },
     )
     namespace: str = field(
         default="default", metadata={HELP_KEY: "Kubernetes namespace to schedule job in"}
@@ -407,7 +409,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         self, app: AppDef, cfg: Mapping[str, CfgVal]
     ) -> AppDryRunInfo[KubernetesJob]:
         opts = Opts.from_cfg(cfg)
-        if not isinstance(opts.queue, str):
+        if opts.queue is not None and not isinstance(opts.queue, str):
             raise TypeError(f"run option `queue` must be a string, got {opts.queue!r}")
         _render.check_namespace(opts.namespace)
         if opts.job_type not in JOB_TYPES:
