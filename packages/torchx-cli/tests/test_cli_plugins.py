@@ -134,7 +134,7 @@ def _builtin_names(stdout: str) -> list[str]:
     assert found, first
     names = []
     for line in rest:
-        listed = re.match(r"^ +\d+\. (\S+)$", line)
+        listed = re.match(r"^ +\d+\. (\S+)(?:  +\S.*)?$", line)  # name, then its purpose
         assert listed, line
         names.append(listed.group(1))
     count = int(found.group(1))

@@ -89,7 +89,7 @@ def test_dryrun_parent_run_id_and_workspace_from_config(cli: Cli) -> None:
     app, _ = _dryrun_sections(proc.stdout)
     assert app["roles"][0]["env"]["TORCHX_PARENT_RUN_ID"] == "exp-42"
     twice = cli.run("run", "--workspace", "a", "--workspace", "b", "utils.echo")
-    assert twice.returncode == 2
+    assert twice.returncode == 1  # a repeated once-only option: 1, as upstream
 
 
 def test_component_help(cli: Cli) -> None:
@@ -372,3 +372,27 @@ def test_a_dict_argument_that_does_not_parse_names_its_text(
     assert "the value `b` ends" in line and "object at 0x" not in line
     empty = cli.run("run", "-s", "local_cwd", "--dryrun", "utils.sh", "--env", "A=", "true")
     assert "`A=` has a key without a value" in one_line_error(empty)
+
+
+def test_builtins_say_what_each_component_is_for(cli: Cli) -> None:
+    proc = cli.run("builtins")
+    assert proc.returncode == 0, proc.stderr
+    line = next(line for line in proc.stdout.splitlines() if " utils.echo " in line)
+    assert line.split("utils.echo", 1)[1].strip() == "Prints a message (runs `echo`)."
+    assert "``" not in proc.stdout
+
+
+def test_run_help_names_the_component_shows_examples_and_hides_buck(cli: Cli) -> None:
+    proc = cli.run("run", "--help")
+    assert proc.stdout.startswith("usage: torchx run [OPTIONS] COMPONENT [COMPONENT_ARGS...]")
+    assert "examples:\n  torchx run utils.echo" in proc.stdout
+    assert "buck" not in proc.stdout
+    works = cli.run("run", "--dryrun", "--buck-target", "", "utils.echo")
+    assert works.returncode == 0, works.stderr  # upstream's alias still works
+
+
+def test_component_help_reads_as_plain_text(cli: Cli) -> None:
+    ddp = cli.run("run", "dist.ddp", "--help").stdout
+    assert "``" not in ddp and ":py:" not in ddp and ".. code-block" not in ddp
+    python = cli.run("run", "utils.python", "--help").stdout
+    assert "positional arguments:\n  args " in python  # its name, not its type (`str`)

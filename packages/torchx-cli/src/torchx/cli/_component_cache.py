@@ -1,4 +1,4 @@
-"""On-disk cache of the component names ``torchx builtins`` lists.
+"""On-disk cache of the components ``torchx builtins`` lists: names and one-line purposes.
 
 Listing components means importing every component module and linting its source, which
 costs several interpreter start-ups; the answer only changes when a component source file,
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["load_component_names", "store_component_names"]
 
-_FORMAT = 1
+_FORMAT = 3  # (name, purpose) pairs, purposes as plain text
 _CACHE_NAME = "components"
 _COMPONENTS_GROUP = "torchx.components"
 _BUILTIN_MODULE = "torchx.components"
@@ -43,12 +43,12 @@ def _key() -> "tuple[Any, ...]":
     return (_FORMAT, __version__, sys.version, sys.executable, paths, groups)
 
 
-def load_component_names() -> "list[str] | None":
-    """The cached names, or ``None`` when there is no valid cache entry."""
+def load_component_names() -> "list[tuple[str, str]] | None":
+    """The cached ``(name, purpose)`` pairs, or ``None`` when there is no valid entry."""
     if disk_cache.cache_disabled():
         return None
-    names = disk_cache.read_checked(_CACHE_NAME, _key())
-    return list(names) if names is not None else None
+    listing = disk_cache.read_checked(_CACHE_NAME, _key())
+    return [(str(n), str(p)) for n, p in listing] if listing is not None else None
 
 
 def _base_modules() -> list[str]:
@@ -80,8 +80,9 @@ def _directories(root: str) -> "Iterable[str]":
         yield dirpath
 
 
-def store_component_names(names: "list[str]") -> None:
-    """Caches ``names``, computed by the finder in this process (best effort)."""
+def store_component_names(listing: "list[tuple[str, str]]") -> None:
+    """Caches ``(name, purpose)`` pairs computed by the finder in this process (best
+    effort)."""
     if disk_cache.cache_disabled():
         return
-    disk_cache.write_checked(_CACHE_NAME, _key(), _watched_paths(), tuple(names))
+    disk_cache.write_checked(_CACHE_NAME, _key(), _watched_paths(), tuple(map(tuple, listing)))

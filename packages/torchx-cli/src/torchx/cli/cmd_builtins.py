@@ -40,13 +40,20 @@ class CmdBuiltins(SubCommand):
 
         return get_components()
 
-    def _component_names(self) -> list[str]:
+    def _component_names(self) -> "list[tuple[str, str]]":
+        """``(name, purpose)`` of every component: the first line of its docstring."""
         from torchx.cli._component_cache import load_component_names, store_component_names
 
         names = load_component_names()
         if names is not None:
             return names
-        names = [component.name for component in self._builtins().values()]
+        from torchx.specs._help_format import plain_text
+
+        # the docstring's first line, read as it is (no docstring parser: start-up)
+        names = [
+            (component.name, plain_text((component.fn.__doc__ or "").strip().split("\n")[0]))
+            for component in self._builtins().values()
+        ]
         from torchx.specs.finder import get_component_load_errors
 
         errors = get_component_load_errors()
@@ -65,7 +72,11 @@ class CmdBuiltins(SubCommand):
 
             print(get_builtin_source(args.print))
             return
-        names = self._component_names()
-        lines = [f"Found {len(names)} builtin components:"]
-        lines += [f" {i:2d}. {name}" for i, name in enumerate(names, start=1)]
+        listing = self._component_names()
+        width = max((len(name) for name, _ in listing), default=0)
+        lines = [f"Found {len(listing)} builtin components:"]
+        lines += [
+            f" {i:2d}. {name.ljust(width)}  {purpose}".rstrip()
+            for i, (name, purpose) in enumerate(listing, start=1)
+        ]
         print("\n".join(lines))

@@ -218,6 +218,15 @@ class CmdRun(SubCommand):
         from torchx.cli.argparse_util import ArgOnceAction, torchxconfig_run
 
         self._subparser = subparser
+        subparser.usage = "torchx run [OPTIONS] COMPONENT [COMPONENT_ARGS...]"
+        subparser.formatter_class = argparse.RawDescriptionHelpFormatter
+        subparser.epilog = (
+            "examples:\n"
+            '  torchx run utils.echo --msg "hello"              # on local_cwd, the default\n'
+            "  torchx run -s slurm --wait dist.ddp -j 2x4 --script train.py\n"
+            "  torchx run ./my_component.py:train --lr 0.1     # a component of your own\n"
+            "  torchx run dist.ddp --help                       # a component's arguments"
+        )
         schedulers = installed_schedulers()
         subparser.add_argument(
             "-s",
@@ -255,11 +264,17 @@ class CmdRun(SubCommand):
         )
         subparser.add_argument(
             "--workspace",
-            "--buck-target",
             default=os.getcwd(),
             action=torchxconfig_run,
             help="local workspace to build into the image ('' to disable; default: the"
             " current directory or [cli:run] workspace)",
+        )
+        subparser.add_argument(  # upstream's alias, for Buck users: works, never shown
+            "--buck-target",
+            dest="workspace",
+            default=argparse.SUPPRESS,
+            action=torchxconfig_run,
+            help=argparse.SUPPRESS,
         )
         subparser.add_argument(
             "--parent_run_id",

@@ -45,13 +45,14 @@ class ComponentArgumentParser(argparse.ArgumentParser):
     def format_help(self) -> str:
         fn, self._docstring_of = self._docstring_of, None
         if fn is not None:
+            from torchx.specs._help_format import plain_text
             from torchx.specs.file_linter import get_fn_docstring
 
             description, param_help = get_fn_docstring(fn)
-            self.description = description
+            self.description = plain_text(description)
             for action in self._actions:
                 # argparse hides blank help (and with it the default): keep the name then.
-                text = param_help.get(action.dest, "").strip()
+                text = plain_text(param_help.get(action.dest, "").strip())
                 if text:
                     action.help = text
         return super().format_help()
@@ -103,6 +104,7 @@ def create_args_parser(
                 name,
                 nargs=argparse.REMAINDER,
                 type=get_argparse_param_type(typed_param),
+                metavar=name,  # not its type (`str`): the name says what goes there
                 help=help_text,
                 default=default if default is not EMPTY else [],
             )

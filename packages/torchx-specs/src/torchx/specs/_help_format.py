@@ -40,3 +40,15 @@ class TorchXArgumentHelpFormatter(
         if action.required and action.nargs != argparse.REMAINDER:
             return f"{text} (required)"
         return f"{text} (default: {action.default})"
+
+
+def plain_text(text: str) -> str:
+    """A docstring's reStructuredText as a terminal shows it: ````code```` and
+    ``:role:`target``` become ```code``` and ```target```, directive lines
+    (``.. code-block:: bash``) go, and a paragraph's closing ``::`` is one ``:``."""
+    import re
+
+    text = re.sub(r":[a-z]+(?::[a-z]+)?:`~?([^`]+)`", r"`\1`", text)
+    text = re.sub(r"``([^`]+)``", r"`\1`", text)
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith(".. ")]
+    return "\n".join(re.sub(r"(\S)::$", r"\1:", line) for line in lines)
