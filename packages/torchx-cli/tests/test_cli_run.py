@@ -396,3 +396,20 @@ def test_component_help_reads_as_plain_text(cli: Cli) -> None:
     assert "``" not in ddp and ":py:" not in ddp and ".. code-block" not in ddp
     python = cli.run("run", "utils.python", "--help").stdout
     assert "positional arguments:\n  args " in python  # its name, not its type (`str`)
+
+
+def test_a_file_without_the_function_is_refused_before_it_runs(
+    cli: Cli, one_line_error: OneLineError
+) -> None:
+    """`train.py:main` where train.py has no main ran the user's training script first."""
+    script = cli.cwd / "train.py"
+    marker = cli.cwd / "ran"
+    script.write_text(
+        f"open({str(marker)!r}, 'w').close()\ndef helper() -> None: ...\ndef train() -> None: ...\n"
+    )
+    proc = cli.run("run", "-s", "local_cwd", "train.py:main")
+    line = one_line_error(proc)
+    assert line.endswith(
+        "train.py has no function main; its functions: helper, train (nothing was run)"
+    )
+    assert not marker.exists()

@@ -402,6 +402,35 @@ class CustomComponentsFinder(ComponentsFinder):
             ) from None
         return module
 
+    def _check_defined(self, tree: Any) -> None:
+        """Refuses, before the file runs, a function name the file never binds at its top
+        level (a ``def``, an import, an assignment): loading it would run the user's
+        script (a training run, say) only to find nothing there."""
+        import ast
+
+        functions: list[str] = []
+        bound: set[str] = set()
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                functions.append(node.name)
+                bound.add(node.name)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+                if any(a.name == "*" for a in node.names):
+                    return  # a star import may bring it: only running the file tells
+            elif not isinstance(node, ast.Expr):
+                # assignments, if/try/with/for blocks, classes: anything may bind it there
+                bound.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+                if isinstance(node, ast.ClassDef):
+                    bound.add(node.name)
+        if self._function_name in bound:
+            return
+        listed = ", ".join(functions) if functions else "none"
+        raise ComponentNotFoundException(
+            f"{self._filepath} has no function {self._function_name}; its functions: {listed}"
+            " (nothing was run)"
+        )
+
     def find(
         self, validators: Sequence[ComponentFunctionValidator] | None = None
     ) -> list[_Component]:
@@ -413,6 +442,7 @@ class CustomComponentsFinder(ComponentsFinder):
             raise ComponentValidationException(
                 f"{self._filepath}:{tree.line}: {tree.description}; fix the syntax error"
             )
+        self._check_defined(tree)
         module = self._load_module(source)
         fn = getattr(module, self._function_name, None)
         if not isinstance(fn, FunctionType):
