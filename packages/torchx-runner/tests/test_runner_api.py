@@ -664,3 +664,19 @@ def test_env_names_a_shell_cannot_use_are_carried_as_data(
     both.roles[0].env.update({"X=1": "a", "X": "b"})
     with pytest.raises(ValueError, match="both set X"):
         runner.dryrun(both, "memory")
+
+
+def test_an_unknown_component_argument_is_refused_through_the_api() -> None:
+    """`run_component("utils.echo", {"mgs": "hi"})` ran the default "hello world"."""
+    import pytest
+
+    from torchx.runner import get_runner
+    from torchx.specs.builders import ComponentArgumentError
+
+    with get_runner() as runner:
+        with pytest.raises(
+            ComponentArgumentError, match=r"unknown argument\(s\) 'mgs' \(did you mean 'msg'\?\)"
+        ):
+            runner.dryrun_component("utils.echo", {"mgs": "hi"}, "local_cwd")
+        info = runner.dryrun_component("utils.echo", {"msg": "hi"}, "local_cwd")
+        assert info._app is not None and info._app.roles[0].args[-1] == "hi"

@@ -415,7 +415,9 @@ def test_file_form(component_file: Path) -> None:
     assert app.name == "from-file"
     assert app.roles[0].num_replicas == 3
 
-    with pytest.raises(finder.ComponentNotFoundException, match="has no function nope; its functions: trainer"):
+    with pytest.raises(
+        finder.ComponentNotFoundException, match="has no function nope; its functions: trainer"
+    ):
         finder.get_component(f"{component_file}:nope")
     with pytest.raises(finder.ComponentValidationException, match="Missing type annotation"):
         finder.get_component(f"{component_file}:untyped")

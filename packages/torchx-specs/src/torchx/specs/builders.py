@@ -150,6 +150,17 @@ def _parse(
     def fail(message: str) -> NoReturn:
         parser().error(message)
 
+    unknown = sorted(set(config) - {p.name for p in params})
+    if unknown:  # a typo in a dict of arguments must not run the component's defaults
+        import difflib
+
+        names = [p.name for p in params if p.kind != fn_params.VAR_KEYWORD]
+        close = [difflib.get_close_matches(key, names, n=1) for key in unknown]
+        hints = [
+            f"{key!r} (did you mean {c[0]!r}?)" if c else repr(key)
+            for key, c in zip(unknown, close)
+        ]
+        fail(f"unknown argument(s) {', '.join(hints)}; its arguments: {', '.join(names)}")
     parsed = _parse_plain(annotated, params, cmpnt_args, defaults, config)
     if parsed is None:
         import argparse
