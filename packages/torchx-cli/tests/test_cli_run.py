@@ -413,3 +413,49 @@ def test_a_file_without_the_function_is_refused_before_it_runs(
         "train.py has no function main; its functions: helper, train (nothing was run)"
     )
     assert not marker.exists()
+
+
+def test_typos_in_torchxconfig_are_said_with_file_line_and_nearest_name(cli: Cli) -> None:
+    """A misspelled section or key had no effect and no warning."""
+    (cli.cwd / ".torchxconfig").write_text(
+        "[local_cdw]\n"  # 1
+        "log_dir = /tmp/x\n"
+        "\n"
+        "[component:utils.ecoh]\n"  # 4
+        "msg = a\n"
+        "\n"
+        "[component:utils.echo]\n"
+        "mgs = hi\n"  # 8
+        "\n"
+        "[mast]\n"  # another tool's section: quiet
+        "foo = 1\n"
+        "\n"
+        "[local_cwd]\n"
+        "log_dri = /tmp\n"  # 14
+    )
+    proc = cli.run("run", "--dryrun", "-s", "local_cwd", "utils.echo")
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line.split("WARNING", 1)[1].strip() for line in proc.stderr.splitlines()
+                if "WARNING" in line and ".torchxconfig" in line]  # fmt: skip
+    where = str(cli.cwd / ".torchxconfig")
+    assert any(w.startswith(f"{where}:1: section [local_cdw]") and "[local_cwd]?" in w
+               for w in warnings), warnings  # fmt: skip
+    assert any(w.startswith(f"{where}:4: section [component:utils.ecoh]")
+               and "[component:utils.echo]?" in w for w in warnings), warnings  # fmt: skip
+    assert any(w.startswith(f"{where}:8: [component:utils.echo] mgs") and "'msg'?" in w
+               for w in warnings), warnings  # fmt: skip
+    assert any(w.startswith(f"{where}:14: [local_cwd] log_dri") and "'log_dir'?" in w
+               for w in warnings), warnings  # fmt: skip
+    assert not any("mast" in w for w in warnings)
+    assert len(warnings) == 4
+
+
+def test_a_bad_value_in_torchxconfig_names_the_file_and_line(
+    cli: Cli, one_line_error: OneLineError
+) -> None:
+    (cli.cwd / ".torchxconfig").write_text("[component:utils.echo]\nnum_replicas = abc\n")
+    proc = cli.run("run", "--dryrun", "-s", "local_cwd", "utils.echo")
+    line = one_line_error(proc)
+    assert line.endswith(
+        f"{cli.cwd / '.torchxconfig'}:2: [component:utils.echo] num_replicas = abc: expected int"
+    )

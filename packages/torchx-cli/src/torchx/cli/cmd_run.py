@@ -190,6 +190,51 @@ def _parse_component_name_and_args(
     return component, component_args
 
 
+def _check_config_files(component: str) -> None:
+    """Typos of the config files, said where they are (:mod:`torchx.runner.config_check`):
+    a warning for each misspelled section or key, an error for a value of the component's
+    section that does not fit its argument. A component that cannot be found is left to
+    the run to report."""
+    from torchx.runner import config
+    from torchx.runner.config_check import check_component_values, warn_typos
+
+    try:
+        from torchx.specs.finder import get_component
+
+        fn = get_component(component).fn
+    except Exception:
+        return
+    from torchx.cli._component_cache import load_component_names
+    from torchx.cli._handles import installed_schedulers
+    from torchx.util import fn_params
+    from torchx.util.types import get_argparse_param_type
+
+    params = {p.name: p for p in fn_params.parameters(fn)}
+    listed = [name for name, _ in load_component_names() or []]
+    warn_typos(installed_schedulers(), component, params, listed)
+    from torchx.specs._component_params import resolved_annotations
+
+    annotations = resolved_annotations(fn)
+
+    def convert(key: str, raw: str) -> object:
+        param = params.get(key)
+        if param is None or param.kind == fn_params.VAR_POSITIONAL:
+            return raw
+        typed = fn_params.Param(
+            key, param.kind, param.default, annotations.get(key, param.annotation)
+        )
+        kind = get_argparse_param_type(typed)
+        try:
+            return kind(raw)
+        except ValueError:
+            raise ValueError(f"expected {kind.__name__}") from None
+
+    try:
+        check_component_values(component, config.get_configs("component", component), convert)
+    except config.ConfigError as e:
+        raise CliError(str(e)) from None
+
+
 def _run_usage_error(subparser: "argparse.ArgumentParser | None", message: str) -> "NoReturn":
     if subparser is not None:
         subparser.error(message)
@@ -436,6 +481,7 @@ class CmdRun(SubCommand):
         if scheduler == "local":
             logger.warning(LOCAL_SCHEDULER_WARNING_MSG)
         cfg = dict(run_args.scheduler_cfg)
+        _check_config_files(component)
         config.apply(scheduler=scheduler, cfg=cfg)
         component_args: list[str] | dict[str, Any] = (
             run_args.component_args_str or run_args.component_args

@@ -262,13 +262,23 @@ def load(scheduler: str, f: TextIO, cfg: dict[str, CfgVal]) -> None:
     for key, raw in pending.items():
         opt = opts.get(key)
         if opt is None:
+            import difflib
+
+            from torchx.runner.config_check import locate
+
+            names = [k for k, _ in opts]
+            line = locate(path).get(scheduler, (0, {}))[1].get(key) if path else None
+            close = difflib.get_close_matches(key, names, n=1)
             logger.warning(
-                "%s [%s] %s: not a run option of scheduler %s, ignored (known: %s)",
+                "%s%s: [%s] %s is not a run option of scheduler %s, so it is not used%s"
+                " (known: %s)",
                 where,
+                f":{line}" if line else "",
                 scheduler,
                 key,
                 scheduler,
-                ", ".join(k for k, _ in opts) or "<none>",
+                f"; did you mean {close[0]!r}?" if close else "",
+                ", ".join(names) or "<none>",
             )
             continue
         known[key] = (opt, raw)

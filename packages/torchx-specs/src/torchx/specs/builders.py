@@ -158,7 +158,7 @@ def _parse(
         close = [difflib.get_close_matches(key, names, n=1) for key in unknown]
         hints = [
             f"{key!r} (did you mean {c[0]!r}?)" if c else repr(key)
-            for key, c in zip(unknown, close)
+            for key, c in zip(unknown, close, strict=True)
         ]
         fail(f"unknown argument(s) {', '.join(hints)}; its arguments: {', '.join(names)}")
     parsed = _parse_plain(annotated, params, cmpnt_args, defaults, config)
