@@ -171,11 +171,18 @@ def _install_checks() -> "list[ReadinessCheck]":
 
     upstream = upstream_torchx_version()
     if upstream is not None:
+        from torchx.util.provenance import command_owner
+
+        owner = command_owner()
+        command = {
+            "torchx-cli": f"the `torchx` command is torchx-cli {__version__}'s (installed last)",
+            "torchx": f"the `torchx` command is upstream's {upstream} (installed last)",
+        }.get(owner or "", "the `torchx` command's origin is unknown")
         return [
             not_ready(
                 "torchx",
-                f"upstream TorchX {upstream} (PyPI's `torchx`) is installed beside torchx-cli"
-                f" {__version__} and overwrites its modules",
+                f"a mixed install: upstream TorchX {upstream} (PyPI's `torchx`) and torchx-cli"
+                f" {__version__} overwrite each other's modules; {command}",
                 "pip uninstall torchx, then reinstall torchx-cli and your backends",
             )
         ]

@@ -11,7 +11,13 @@ Imports inside functions are deliberate: ``import torchx.specs`` stays close to 
 
 from __future__ import annotations
 
-__all__ = ["UPSTREAM_MARKER", "upstream_torchx_version", "version_line"]
+__all__ = [
+    "UPSTREAM_MARKER",
+    "command_owner",
+    "install_report",
+    "upstream_torchx_version",
+    "version_line",
+]
 
 UPSTREAM_MARKER = "torchx/specs/api.py"
 """A file upstream's ``torchx`` distribution owns and this project's meta-package never does."""
@@ -45,3 +51,83 @@ def version_line() -> str:
             " torchx-cli and your backends (see `torchx check`)"
         )
     return line
+
+
+def _record_hash(path: str) -> str:
+    """A file's digest as a wheel's RECORD writes it (``sha256=`` urlsafe base64)."""
+    import base64
+    import hashlib
+
+    with open(path, "rb") as f:
+        digest = hashlib.sha256(f.read()).digest()
+    return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def command_owner(command: str | None = None) -> str | None:
+    """Which distribution's ``torchx`` command is on PATH: ``torchx-cli`` (this project)
+    or ``torchx`` (upstream's), told by the file's digest in each one's RECORD; None when
+    neither recorded it (an editable or unusual install)."""
+    import os
+    import shutil
+    import sys
+    from importlib import metadata
+
+    path = (
+        command
+        or shutil.which("torchx", path=os.path.dirname(sys.executable))
+        or shutil.which("torchx")
+    )
+    if not path:
+        return None
+    try:
+        digest = _record_hash(path)
+    except OSError:
+        return None
+    real = os.path.realpath(path)
+    for name in ("torchx-cli", "torchx"):
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        for entry in dist.files or []:
+            if entry.name == "torchx" and entry.hash is not None:
+                located = os.path.realpath(str(dist.locate_file(entry)))
+                if located == real and f"{entry.hash.mode}={entry.hash.value}" == digest:
+                    return name
+    return None
+
+
+def install_report() -> str:
+    """Which TorchX distributions are installed here and whose the ``torchx`` command is:
+    ``python -m torchx.util.provenance`` prints it, also where upstream's ``torchx`` was
+    installed last and took the command (upstream has no ``torchx check``)."""
+    from importlib import metadata
+
+    def version(name: str) -> str | None:
+        try:
+            return str(metadata.version(name))
+        except metadata.PackageNotFoundError:
+            return None
+
+    ours, upstream = version("torchx-cli"), upstream_torchx_version()
+    lines = [
+        f"torchx-cli (this project): {ours or 'not installed'}",
+        f"torchx (upstream TorchX, PyPI's): {upstream or 'not installed'}",
+    ]
+    owner = command_owner()
+    lines.append(
+        {
+            "torchx-cli": "the `torchx` command: torchx-cli's",
+            "torchx": "the `torchx` command: upstream TorchX's",
+        }.get(owner or "", "the `torchx` command: not recorded by either (editable install?)")
+    )
+    if ours and upstream:
+        lines.append(
+            "a mixed install: each overwrites the other's modules; fix: pip uninstall torchx,"
+            " then reinstall torchx-cli and your backends"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(install_report())
