@@ -23,8 +23,16 @@ extensions = [
     "myst_parser",
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
+    "sphinx_copybutton",
     "torchx_reference",
 ]
+# The copy button takes the commands of a console block without their `$ ` and `> `
+# prompts, and leaves its output out: what it copies pastes into a shell as it is
+# (docs/test_paste.py checks every block that way).
+copybutton_prompt_text = r"\$ |>( |$)"
+copybutton_prompt_is_regexp = True
+copybutton_only_copy_prompt_lines = True
+copybutton_selector = "div.highlight-console pre, div.highlight-shell pre, div.highlight-bash pre"
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "index"
 exclude_patterns = ["_build", "_generated", "conftest.py", "README.md", "Thumbs.db", ".DS_Store"]

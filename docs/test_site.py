@@ -202,6 +202,10 @@ document.getElementById("f").onload = function () {
     var edge = article.getBoundingClientRect().right;
     if (box.right > edge + 1 && !scrolls(el))
       clipped.push(el.tagName + ": " + el.textContent.slice(0, 60));
+    // a table or code block that only scrolls still hides its right part at this width
+    else if ((el.tagName === "TABLE" || el.tagName === "PRE")
+             && el.scrollWidth > el.clientWidth + 1)
+      clipped.push(el.tagName + " (scrolls): " + el.textContent.slice(0, 60));
   });
   var page = doc.documentElement.scrollWidth > win.innerWidth + 1;
   document.body.setAttribute("data-result", JSON.stringify({page: page, clipped: clipped}));
@@ -215,8 +219,10 @@ document.getElementById("f").onload = function () {
      "examples/ddp_training.html", "api/specs.html"],
 )  # fmt: skip
 def test_wide_tables_and_code_scroll_at_1280_pixels(built_site: Path, page: str) -> None:
-    """Nothing wider than the text column is cut off: it wraps, or scrolls in its own box,
-    and the page itself never needs a horizontal scroll bar at 1280 pixels."""
+    """Nothing wider than the text column is cut off at 1280 pixels: tables and code
+    blocks wrap to the column (a box that must be scrolled sideways hides its right part,
+    as the components page's argument tables and the `torchx check` sample did), and the
+    page itself never needs a horizontal scroll bar."""
     import json
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -231,3 +237,13 @@ def test_wide_tables_and_code_scroll_at_1280_pixels(built_site: Path, page: str)
     result = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
     assert not result["page"], f"{page} scrolls sideways at 1280 px"
     assert result["clipped"] == [], f"{page}: cut off at 1280 px: {result['clipped'][:5]}"
+
+
+def test_shell_blocks_have_a_copy_button_that_drops_prompts(built_site: Path) -> None:
+    """The copy button (sphinx-copybutton) is on the pages with the prompt rule that
+    docs/test_paste.py checks every block against."""
+    script = (built_site / "_static" / "copybutton.js").read_text()
+    assert "onlyCopyPromptLines" in script or "copybuttonPromptText" in script
+    # conf.py's copybutton_prompt_text, the rule docs/test_paste.py applies
+    assert "formatCopyText(text, '\\\\$ |>( |$)', true, true, true" in script
+    assert "copybutton.js" in (built_site / "quickstart.html").read_text()

@@ -66,3 +66,15 @@ def test_documented_torchxconfig_examples_parse(where: str, text: str, tmp_path:
 
 def test_there_are_documented_config_examples() -> None:
     assert any("tracker:mlflow" in text for _, text in _config_examples())
+
+
+def test_building_the_docs_installs_no_torch() -> None:
+    """`hatch run docs:build` must not pull 4.7 GB of torch to render HTML; only the env
+    that runs the DDP examples (docs-test) has it."""
+    import tomllib
+
+    envs = tomllib.loads((ROOT / "hatch.toml").read_text())["envs"]
+    assert not any(dep.startswith("torch") for dep in envs["docs"]["dependencies"])
+    assert envs["docs-test"]["template"] == "docs"
+    assert any(dep.startswith("torch==") for dep in envs["docs-test"]["extra-dependencies"])
+    assert "docs-test:test" in (ROOT / "tools" / "test-all.sh").read_text()

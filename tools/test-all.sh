@@ -97,7 +97,7 @@ if ! wait "$chromium_pid"; then
 fi
 # the documentation site: built with warnings as errors, every example on it run (against
 # local_cwd, and local_docker/Slurm, which are up by now), its pages opened in Chromium
-step run docs:test
+step run docs-test:test
 step run test -m "not faults" tests
 # faults last: they restart slurmctld, dockerd, moto, the MLflow server and the Ray
 # dashboard under running jobs (tools/restart.sh); benchmarks/bench_faults.py tabulates them

@@ -45,7 +45,7 @@ def test_absurd_replica_count(cli: Cli, one_line_error: OneLineError) -> None:
 
 
 def test_sys_exit_in_a_component_file(cli: Cli, one_line_error: OneLineError) -> None:
-    (cli.cwd / "exiter.py").write_text("import sys\nsys.exit(3)\n")
+    (cli.cwd / "exiter.py").write_text("import sys\nsys.exit(3)\ndef main() -> None: ...\n")
     proc = cli.run("run", "./exiter.py:main")
     assert "called sys.exit(3) while it was loaded" in one_line_error(proc)
 

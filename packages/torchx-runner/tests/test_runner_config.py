@@ -142,7 +142,8 @@ class TestApply:
         with caplog.at_level(logging.WARNING, logger="torchx.runner.config"):
             config.apply("local_cwd", cfg)
         assert cfg == {"prepend_cwd": False}
-        assert "[local_cwd] log_dirr: not a run option of scheduler local_cwd" in caplog.text
+        assert ":2: [local_cwd] log_dirr is not a run option of scheduler local_cwd" in caplog.text
+        assert "did you mean 'log_dir'?" in caplog.text
 
     def test_bad_value_names_file_section_key_and_type(self, dirs: tuple[Path, Path]) -> None:
         write(dirs[0], "[local_cwd]\nprepend_cwd = maybe\n")

@@ -196,6 +196,9 @@ def _check_config_files(component: str) -> None:
     section that does not fit its argument. A component that cannot be found is left to
     the run to report."""
     from torchx.runner import config
+
+    if not config.find_configs():
+        return  # no file, no typo (and nothing more is imported on the run path)
     from torchx.runner.config_check import check_component_values, warn_typos
 
     try:
