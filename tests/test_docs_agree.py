@@ -78,3 +78,20 @@ def test_building_the_docs_installs_no_torch() -> None:
     assert envs["docs-test"]["template"] == "docs"
     assert any(dep.startswith("torch==") for dep in envs["docs-test"]["extra-dependencies"])
     assert "docs-test:test" in (ROOT / "tools" / "test-all.sh").read_text()
+
+
+USER_PAGES = sorted(
+    page
+    for page in [*ROOT.glob("docs/*.md"), *ROOT.glob("docs/schedulers/*.md"),
+                 *ROOT.glob("docs/examples/*.md")]
+    if page.name not in ("design.md", "releasing.md")  # written for contributors
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("page", USER_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_user_pages_talk_about_the_users_cluster(page: Path) -> None:
+    """The project's CI and test machine belong on the contributing pages."""
+    text = page.read_text()
+    for internal in ("tools/", "the test cluster", "the test image", "## How it is tested",
+                     "this repository's CI", "this repository's tests"):  # fmt: skip
+        assert internal not in text, f"{page.name} mentions {internal!r}"
