@@ -354,10 +354,10 @@ def test_runner_cancel_from_a_new_runner(home: Path) -> None:
     assert live_processes_with(marker) == []
 
 
-@pytest.mark.parametrize("loader", ["_prctl_from_core", "_prctl_from_ctypes"])
+@pytest.mark.parametrize("loader", ["_prctl_from_ctypes"])
 def test_the_supervisor_adopts_orphaned_descendants(loader: str) -> None:
-    """The supervisor becomes a child subreaper through ctypes' C core (cheap) or ctypes;
-    either way a daemonized descendant is re-parented to it, not to init."""
+    """The supervisor becomes a child subreaper through ctypes: a daemonized descendant is
+    re-parented to it, not to init."""
     out = python(
         f"""
         import os, time

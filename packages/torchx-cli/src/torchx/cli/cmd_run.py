@@ -581,12 +581,13 @@ def _config_origin(message: str, scheduler: str, cfg: "dict[str, CfgVal]") -> "s
 
 
 def _print_dryrun(info: "AppDryRunInfo[Any]") -> None:
-    from torchx.util import json_text
+    import json
+
     from torchx.util.lazy_dataclass import asdict
 
     app = info.app
     # JSON, not pprint: pprint imports dataclasses and inspect (see docs/design.md).
-    application = json_text.indented(asdict(app)) if app is not None else "<unknown>"
+    application = json.dumps(asdict(app), indent=2, default=str) if app is not None else "<unknown>"
     print(f"\n=== APPLICATION ===\n{application}")
     print(f"\n=== SCHEDULER REQUEST ===\n{info}")
 

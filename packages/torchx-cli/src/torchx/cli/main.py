@@ -17,9 +17,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from argparse import Namespace
-    from collections.abc import Sequence
-    from importlib.machinery import ModuleSpec
-    from types import ModuleType
     from typing import Any
 
     from torchx.cli.argparse_util import ArgumentParser
@@ -320,52 +317,8 @@ def _is_debug(level: "int | str") -> bool:
 
 
 def _configure_logging(level: "int | str") -> None:
-    """Configures the root logger now, or as soon as anything imports :py:mod:`logging`.
-
-    Most commands log nothing, and importing ``logging`` costs a noticeable share of
-    start-up, so it is configured when first imported (by a torchx module or a plugin).
-    """
-    if "logging" in sys.modules:
-        _basic_config(level)
-        return
-    from torchx.util.log import set_root_level_before_import
-
-    set_root_level_before_import(level)
-    others = [f for f in sys.meta_path if not isinstance(f, _ConfigureLoggingOnImport)]
-    sys.meta_path = [_ConfigureLoggingOnImport(level), *others]
-
-
-class _ConfigureLoggingOnImport:
-    """Import hook that runs :func:`_basic_config` right after ``logging`` is executed."""
-
-    def __init__(self, level: "int | str") -> None:
-        self._level = level
-
-    def find_spec(
-        self, name: str, path: "Sequence[str] | None" = None, target: "ModuleType | None" = None
-    ) -> "ModuleSpec | None":
-        if name != "logging":
-            return None
-        # A new list, never a change in place: another thread may be walking the old one
-        # for its own import, and removing an entry under it would make it skip the next
-        # finder (the PathFinder, at the end: "No module named ..." for a module that is
-        # there, as `torchx check` saw with its probes importing in parallel).
-        sys.meta_path = [f for f in sys.meta_path if f is not self]
-        from importlib.machinery import PathFinder
-
-        spec = PathFinder.find_spec(name)
-        loader = spec.loader if spec is not None else None
-        if loader is None:
-            return spec
-        exec_module = loader.exec_module
-        level = self._level
-
-        def exec_then_configure(module: "ModuleType") -> None:
-            exec_module(module)
-            _basic_config(level)
-
-        loader.exec_module = exec_then_configure  # type: ignore[method-assign]
-        return spec
+    """Configures the root logger for the command (its level, the masked format)."""
+    _basic_config(level)
 
 
 def _basic_config(level: "int | str") -> None:
@@ -420,17 +373,14 @@ class Terminated(BaseException):
 def _unwind_on_sigterm() -> None:
     """Makes SIGTERM unwind the command as an exception, so that what it was making (a
     ``job_dir`` copy, a merged workspace, an image build context) is removed as on
-    Ctrl-C. Unlike Ctrl-C it does not cancel an app ``torchx run`` waits on.
-
-    Through ``_signal``, the C module under :py:mod:`signal`: the latter builds its enums
-    (and imports :py:mod:`enum`, functools, collections) for nothing here."""
-    import _signal  # type: ignore[import-not-found]  # no stubs: signal's own C part
+    Ctrl-C. Unlike Ctrl-C it does not cancel an app ``torchx run`` waits on."""
+    import signal
 
     def terminated(signum: int, frame: object) -> None:
         raise Terminated
 
     try:
-        _signal.signal(_signal.SIGTERM, terminated)
+        signal.signal(signal.SIGTERM, terminated)
     except ValueError:  # not the main thread (run_main called from a thread): leave it
         return
 
@@ -575,10 +525,9 @@ def main(argv: "list[str] | None" = None) -> None:
 
     It owns the process, so it tunes the garbage collector for a short command: start-up
     creates tens of thousands of long-lived objects (modules, classes, functions) and
-    hardly any garbage cycles, so frequent young-generation passes and the interpreter's
-    final pass over every object at exit are pure overhead (together about a tenth of a
-    ``torchx run --dryrun``). Collections still happen, only less often; at exit the
-    remaining objects are frozen, leaving their memory to the operating system.
+    hardly any garbage cycles, so frequent young-generation passes are overhead.
+    Collections still happen, only less often; the exit is Python's own (every finalizer
+    runs).
     """
     import gc
 
@@ -592,52 +541,12 @@ def main(argv: "list[str] | None" = None) -> None:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         raise SystemExit(1) from None
-    finally:
-        gc.freeze()
 
 
 def console_main() -> None:
-    """What the installed ``torchx`` command runs: :func:`main`, then a quick exit.
-
-    Once a command is done, tearing the interpreter down (every module and object it
-    loaded) costs a short command a tenth of its time and serves nobody: as Python's own
-    exit would, the non-daemon threads are joined, the ``atexit`` handlers run (logging's
-    flush among them) and the output is flushed; then the process ends with ``os._exit``.
-    :func:`main` itself exits normally (code calling it in-process keeps running).
-    """
-    try:
-        main()
-        code: object = 0
-    except SystemExit as e:
-        code = e.code
-    os._exit(_finish_process(code))
-
-
-def _finish_process(code: object) -> int:
-    """Python's exit, up to the interpreter's teardown; the exit status of ``code``."""
-    if code is None:
-        status = 0
-    elif isinstance(code, int):
-        status = code
-    else:  # SystemExit("message"): printed, status 1
-        print(code, file=sys.stderr)
-        status = 1
-    threading = sys.modules.get("threading")
-    if threading is not None:
-        for thread in threading.enumerate():
-            if thread is not threading.main_thread() and not thread.daemon:
-                thread.join()
-    import atexit
-
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except BrokenPipeError:  # the reader went away (`torchx ... | head`)
-            pass
-        except (OSError, ValueError):  # e.g. a full disk under `> file`: as Python says
-            status = status or 120
-    return status
+    """What the installed ``torchx`` command runs: :func:`main`, then Python's own exit
+    (threads joined, ``atexit`` handlers and finalizers run, output flushed)."""
+    main()
 
 
 if __name__ == "__main__":

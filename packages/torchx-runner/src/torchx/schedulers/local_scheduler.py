@@ -15,10 +15,10 @@ Handles look like ``local_cwd://<session>/<app_id>``; the backend name passed to
 
 from __future__ import annotations
 
-import _thread
 import abc
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 
@@ -203,9 +203,9 @@ class PopenRequest:
 
 def _format_request(request: PopenRequest) -> str:
     """The request as indented JSON (``pprint`` would import ``dataclasses`` and ``inspect``)."""
-    from torchx.util import json_text
+    import json
 
-    return json_text.indented(asdict(request))
+    return json.dumps(asdict(request), indent=2, default=str)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -432,10 +432,10 @@ def _program_problem(
 
 def _jsonable(value: Any) -> Any:
     """``value`` if it survives a JSON round trip, else its ``str`` (for free-form metadata)."""
-    from torchx.util import json_text
+    import json
 
     try:
-        json_text.compact(value)
+        json.dumps(value)
     except (TypeError, ValueError):
         return str(value)
     return value
@@ -545,7 +545,7 @@ class LocalScheduler(Scheduler[Opts]):
         self._done_fds: dict[str, int] = {}
         # apps handed over by schedule() whose supervisor may not own them yet (_settle)
         self._handovers: dict[str, tuple[Handover, str | None]] = {}
-        self._settling = _thread.allocate_lock()  # log threads look at apps too
+        self._settling = threading.Lock()  # log threads look at apps too
 
     # -- options ---------------------------------------------------------------------------
 

@@ -16,9 +16,9 @@ Imports inside functions are deliberate: ``import torchx.specs`` stays close to 
 (packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
-import _thread
 import importlib
 import os
+import threading
 import warnings
 from collections.abc import Callable, Iterator, KeysView, Mapping, MutableMapping
 
@@ -133,7 +133,7 @@ class _NamedResourcesLibrary(Mapping[str, Resource]):
     """Read-only mapping ``name -> Resource``; every lookup returns a fresh Resource."""
 
     def __init__(self) -> None:
-        self._lock = _thread.RLock()
+        self._lock = threading.RLock()
         self._table: dict[str, ResourceFactory] | None = None
         self._building_thread: int | None = None
 
@@ -144,13 +144,13 @@ class _NamedResourcesLibrary(Mapping[str, Resource]):
         with self._lock:
             if self._table is not None:
                 return self._table
-            if self._building_thread == _thread.get_ident():
+            if self._building_thread == threading.get_ident():
                 raise RuntimeError(
                     "a named resource was looked up while named resources are being"
                     " discovered; do not call resource(h=...) at import time of a"
                     " named-resource plugin module"
                 )
-            self._building_thread = _thread.get_ident()
+            self._building_thread = threading.get_ident()
             try:
                 self._table = _discover()
             finally:

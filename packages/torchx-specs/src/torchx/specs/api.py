@@ -10,8 +10,8 @@ Imports inside functions are deliberate: ``import torchx.specs`` stays close to 
 
 from __future__ import annotations
 
-import _thread
 import os
+import threading
 from collections.abc import Callable, Mapping
 from enum import Enum
 from types import MappingProxyType
@@ -327,7 +327,7 @@ def _run_awaitable(awaitable: Any) -> Any:
 
 
 # One lock for all roles: resolving an override is rare and must happen exactly once.
-_OVERRIDE_LOCK = _thread.RLock()
+_OVERRIDE_LOCK = threading.RLock()
 
 
 class _RoleType(type):

@@ -16,8 +16,8 @@ Supported: field defaults and ``field(default=, default_factory=, init=, repr=, 
 metadata=)``; ``__post_init__``; ``eq``, ``frozen`` and ``repr`` class options.
 """
 
-import _thread
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
@@ -374,7 +374,7 @@ def _make_repr(cls: type, ordered: "tuple[Field, ...]") -> "Callable[[Any], str]
     active: set[tuple[int, int]] = set()
 
     def __repr__(self: "Any") -> str:
-        key = (id(self), _thread.get_ident())
+        key = (id(self), threading.get_ident())
         if key in active:
             return "..."
         active.add(key)

@@ -12,8 +12,8 @@ schedulers, trackers and workspaces only when a call needs them (benchmarks/benc
 
 from __future__ import annotations
 
-import _thread
 import sys
+import threading
 import time
 from enum import Enum
 from types import TracebackType
@@ -95,7 +95,7 @@ class TorchxEvent:
 
 
 _loggers: dict[str, logging.Logger] = {}
-_loggers_lock = _thread.allocate_lock()  # not `threading`: it is slower to import
+_loggers_lock = threading.Lock()
 
 
 def _events_logger(destination: str) -> logging.Logger:

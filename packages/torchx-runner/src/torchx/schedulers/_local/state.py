@@ -23,7 +23,7 @@ import os
 import time
 from collections.abc import Iterable
 
-from torchx.util import atomic, json_text
+from torchx.util import atomic
 from torchx.util.atomic import make_private_dirs, write_private
 from torchx.util.home import torchx_home
 
@@ -81,9 +81,9 @@ def write_json_atomic(path: str, obj: Any, atomic: bool = True) -> None:
     ``atomic=False`` writes in place: only for files nobody can read yet (a directory that
     is not visible under its final name).
     """
-    # json_text, not json: a forked supervisor writes the state before it may start the
-    # replicas, and inherits json_text (json itself is only imported to read)
-    write_private(path, json_text.compact(obj).encode(), atomic=atomic)
+    import json
+
+    write_private(path, json.dumps(obj, separators=(",", ":")).encode(), atomic=atomic)
 
 
 def read_json(path: str) -> Any:
@@ -374,7 +374,9 @@ def write_success_file(request: dict[str, Any], state: dict[str, Any]) -> None:
     log_dir = request["log_dir"]
     if os.path.isdir(log_dir):  # never re-create a log dir the user removed
         try:
-            data = json_text.indented(success_document(request, state)).encode()
+            import json
+
+            data = json.dumps(success_document(request, state), indent=2, default=str).encode()
             write_private(os.path.join(log_dir, SUCCESS_FILE), data)
         except OSError:
             pass

@@ -5,18 +5,16 @@ It starts the replicas (each in its own session), pumps their stdout/stderr pipe
 ``stdout.log``/``stderr.log``/``combined.log``, reaps them, applies the retry policies and
 records every change in ``state.json``. Kept apart from the launcher's side
 (:mod:`torchx.schedulers._local.supervisor`) so that a launcher never imports what only the
-supervisor needs (its signal handling, :mod:`select`, ctypes' core): a forked supervisor
+supervisor needs (its signal handling, :mod:`select`, :mod:`ctypes`): a forked supervisor
 imports it while the launcher prepares the app.
 """
 
 from __future__ import annotations
 
-# signal's C part: ``signal`` itself builds enums for nothing a supervisor uses, on the
-# path from fork to the replicas' start
-import _signal as signal  # type: ignore[import-not-found]
 import errno
 import os
 import select
+import signal
 import sys
 import time
 
@@ -97,34 +95,13 @@ _prctl: Any = None  # libc's prctl once loaded; False where it cannot be
 
 
 def _load_prctl() -> Any:
-    """libc's ``prctl`` as a callable, or None off Linux.
-
-    Through ctypes' C core when it offers a plain call (``_ctypes.call_function``, what a
-    ``CDLL`` function does without argument types): importing :mod:`ctypes` itself costs
-    about 3 ms on the way from fork to the replicas' start, the core under 1 ms.
-    """
+    """libc's ``prctl`` as a callable (through :mod:`ctypes`), or None off Linux."""
     global _prctl  # noqa: PLW0603 (a process-wide handle, loaded once)
     if _prctl is None:
         _prctl = False
         if sys.platform.startswith("linux"):
-            _prctl = _prctl_from_core() or _prctl_from_ctypes() or False
+            _prctl = _prctl_from_ctypes() or False
     return _prctl or None
-
-
-def _prctl_from_core() -> Any:
-    try:
-        import _ctypes
-
-        address = _ctypes.dlsym(_ctypes.dlopen(None), "prctl")  # type: ignore[arg-type]
-        call = _ctypes.call_function
-    except (ImportError, OSError, AttributeError):
-        return None
-
-    def prctl(*args: int) -> int:
-        result: int = call(address, args)
-        return result
-
-    return prctl
 
 
 def _prctl_from_ctypes() -> Any:
