@@ -39,11 +39,11 @@ MIN_SPEEDUP = 4.0
 
 # (program in the venv, arguments, max ratio to the floor): every distribution installed
 COMMANDS: list[tuple[str, list[str], float]] = [
-    ("python", ["-c", "import torchx.specs"], 2.0),
-    ("torchx", ["--help"], 1.2),
-    ("torchx", ["builtins"], 1.5),
-    ("torchx", ["run", "--dryrun", "-s", "local_cwd", "utils.echo", "--msg", "hi"], 3.0),
-    ("torchx", ["run", "--wait", "-s", "local_cwd", "utils.echo", "--msg", "hi"], 4.0),
+    ("python", ["-c", "import torchx.specs"], 2.5),
+    ("torchx", ["--help"], 1.3),
+    ("torchx", ["builtins"], 2.0),
+    ("torchx", ["run", "--dryrun", "-s", "local_cwd", "utils.echo", "--msg", "hi"], 3.5),
+    ("torchx", ["run", "--wait", "-s", "local_cwd", "utils.echo", "--msg", "hi"], 4.5),
     ("torchx", ["runopts"], 4.0),
 ]
 

@@ -86,7 +86,7 @@ _KEPT_OPS: set[str] = set()
 """The writes that may be kept in the journal, hence the only ones replayed from it."""
 
 
-def _kept_when_away(method: W) -> W:
+def _journaled_if_unreachable(method: W) -> W:
     """Makes a write ride out an away server: retried within the budget, then kept in
     the journal (``_pending``) and written later, instead of failing the job."""
     _KEPT_OPS.add(method.__name__)
@@ -98,7 +98,7 @@ def _kept_when_away(method: W) -> W:
     return write  # type: ignore[return-value]
 
 
-def _away(e: BaseException) -> bool:
+def _unreachable(e: BaseException) -> bool:
     return isinstance(e, MLflowUnreachableError) or isinstance(
         getattr(e, "last", None), MLflowUnreachableError
     )
@@ -341,10 +341,10 @@ class MLflowTracker(TrackerBase):
 
         try:
             retry_call(
-                once, service=f"MLflow at {display_uri(self.tracking_uri)}", is_transient=_away
+                once, service=f"MLflow at {display_uri(self.tracking_uri)}", is_transient=_unreachable
             )
         except Exception as e:
-            if not _away(e):
+            if not _unreachable(e):
                 raise
             self._keep(op, args, kwargs, e)
 
@@ -374,7 +374,7 @@ class MLflowTracker(TrackerBase):
             try:
                 getattr(type(self), op).__wrapped__(self, *args, **kwargs)
             except Exception as e:
-                if _away(e):
+                if _unreachable(e):
                     away = e
                     keep(self.tracking_uri, op, args, kwargs)
                 else:
@@ -390,7 +390,7 @@ class MLflowTracker(TrackerBase):
 
     # ------------------------------------------------------------------ TrackerBase
 
-    @_kept_when_away
+    @_journaled_if_unreachable
     def app_finished(self, run_id: str, state: str) -> None:
         """Ends the run of app ``run_id`` with the MLflow status matching its final
         ``state`` (and tags it ``torchx.app_state``); a run that was never created is
@@ -408,7 +408,7 @@ class MLflowTracker(TrackerBase):
             self.client.log_batch(mlflow_id, tags=[entities.RunTag("torchx.app_state", state)])
             self.client.set_terminated(mlflow_id, status=status, end_time=int(time.time() * 1000))
 
-    @_kept_when_away
+    @_journaled_if_unreachable
     def add_artifact(
         self,
         run_id: str,
@@ -472,7 +472,7 @@ class MLflowTracker(TrackerBase):
             for name in sorted(paths)
         }
 
-    @_kept_when_away
+    @_journaled_if_unreachable
     def add_metadata(self, run_id: str, **kwargs: object) -> None:
         """Records ``kwargs`` as tags of the run (MLflow stores the values as strings)."""
         if not kwargs:
@@ -491,7 +491,7 @@ class MLflowTracker(TrackerBase):
             if not key.startswith(_INTERNAL_TAG_PREFIXES)
         }
 
-    @_kept_when_away
+    @_journaled_if_unreachable
     def add_source(self, run_id: str, source_id: str, artifact_name: str | None = None) -> None:
         """Records that ``run_id`` derives from run ``source_id`` (optionally one artifact).
 
