@@ -341,7 +341,9 @@ class MLflowTracker(TrackerBase):
 
         try:
             retry_call(
-                once, service=f"MLflow at {display_uri(self.tracking_uri)}", is_transient=_unreachable
+                once,
+                service=f"MLflow at {display_uri(self.tracking_uri)}",
+                is_transient=_unreachable,
             )
         except Exception as e:
             if not _unreachable(e):
