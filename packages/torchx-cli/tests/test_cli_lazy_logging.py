@@ -1,5 +1,6 @@
-"""The CLI configures `logging` before a subcommand runs, honouring --log_level: a
-plugin's logger that appears later logs in the CLI's format, at the chosen level."""
+"""The CLI configures `logging` when it is needed (a torchx logger used, an SDK or a
+plugin about to run), honouring --log_level: a plugin's logger logs in the CLI's format,
+at the chosen level."""
 
 import subprocess
 import sys

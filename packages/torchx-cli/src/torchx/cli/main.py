@@ -317,8 +317,17 @@ def _is_debug(level: "int | str") -> bool:
 
 
 def _configure_logging(level: "int | str") -> None:
-    """Configures the root logger for the command (its level, the masked format)."""
-    _basic_config(level)
+    """Configures the root logger for the command (its level, the masked format): now if
+    ``logging`` is loaded, else when a torchx logger is first used or an SDK or plugin is
+    about to log (:func:`torchx.util.log.ensure_configured`); most commands log nothing and
+    never load ``logging``."""
+    if "logging" in sys.modules:
+        _basic_config(level)
+        return
+    from torchx.util.log import configure_on_first_use, set_root_level_before_import
+
+    set_root_level_before_import(level)
+    configure_on_first_use(lambda: _basic_config(level))
 
 
 def _basic_config(level: "int | str") -> None:
@@ -395,6 +404,10 @@ def _dispatch(args: "argparse.Namespace") -> int:
         level = _parse_log_level(args.log_level)
         debug = _is_debug(level)
         _configure_logging(level)
+        if not getattr(args.func, "__module__", "").startswith("torchx.cli."):
+            from torchx.util.log import ensure_configured
+
+            ensure_configured()  # a plugin's subcommand may log through logging itself
         if not debug:
             _plain_warnings()
         args.func(args)

@@ -103,7 +103,13 @@ class EntryPointInfo(tuple[str, str, str, str, str]):
         return target.split(":", 1)[1].strip() or None
 
     def load(self) -> "Any":
-        """Imports the module and returns the attribute (or the module itself)."""
+        """Imports the module and returns the attribute (or the module itself). A plugin of
+        another distribution may log through ``logging`` itself: the CLI's logging
+        configuration is in place before it loads."""
+        if not (self.dist == "torchx" or self.dist.startswith("torchx-")):
+            from torchx.util.log import ensure_configured
+
+            ensure_configured()
         __import__(self.module)  # importlib.import_module, without importing importlib
         obj: Any = sys.modules[self.module]
         if getattr(obj, "TORCHX_PLUGIN_API", None) is not None:  # a plugin states its contract

@@ -19,7 +19,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import logging
 
-__all__ = ["get_logger", "set_root_level_before_import"]
+__all__ = [
+    "configure_on_first_use",
+    "ensure_configured",
+    "get_logger",
+    "set_root_level_before_import",
+]
 
 # The numbers of logging's levels, by level name and by the Logger method that logs at it.
 _LEVEL_NAMES = {
@@ -42,6 +47,24 @@ def set_root_level_before_import(level: "int | str") -> None:
     _LazyLogger.root_level_before_import = number
 
 
+_configure: "list[object]" = []
+"""The pending configuration of ``logging`` (a callable), run once when it is needed."""
+
+
+def configure_on_first_use(configure: "object") -> None:
+    """Registers how ``logging`` is to be configured (the CLI's level and format): run the
+    first time a torchx logger is really used, or by :func:`ensure_configured`."""
+    _configure[:] = [configure]
+
+
+def ensure_configured() -> None:
+    """Runs the registered configuration now, if it has not run: where a library that logs
+    through ``logging`` itself (an SDK, a plugin) is about to be used."""
+    if _configure:
+        configure = _configure.pop()
+        configure()  # type: ignore[operator]
+
+
 def _drop(*args: object, **kwargs: object) -> None:
     """A log call below the effective level: nothing to do."""
 
@@ -62,6 +85,7 @@ class _LazyLogger:
         if logger is None:
             import logging
 
+            ensure_configured()
             logger = self._logger = logging.getLogger(self._name)
         return logger
 

@@ -126,6 +126,9 @@ def docker_sdk() -> Any:
     """The ``docker`` package (with ``docker.errors``), imported on first use: the one place
     TorchX imports the docker SDK. Missing, it is one :class:`DockerUnavailableError` line
     saying what to install."""
+    from torchx.util.log import ensure_configured
+
+    ensure_configured()  # the SDK (and urllib3 under it) log through logging itself
     try:
         import docker
         import docker.errors

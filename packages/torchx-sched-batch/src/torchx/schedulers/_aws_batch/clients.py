@@ -88,6 +88,9 @@ def _new_client(service: str) -> Any:
 def new_session() -> Any:
     """A boto3 session from the standard chain (an empty AWS_DEFAULT_REGION falls back to
     AWS_REGION, as a user setting both would expect)."""
+    from torchx.util.log import ensure_configured
+
+    ensure_configured()  # botocore logs through logging itself (masked by the CLI's format)
     import boto3
 
     _quiet_botocore()

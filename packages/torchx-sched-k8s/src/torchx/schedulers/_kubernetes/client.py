@@ -79,6 +79,9 @@ def cluster_configured() -> bool:
 def sdk() -> Any:
     """The ``kubernetes`` package with its ``client`` and ``config`` loaded: every use of the
     SDK in this backend goes through here, so it is imported once, on first contact."""
+    from torchx.util.log import ensure_configured
+
+    ensure_configured()  # the SDK logs through logging itself
     import kubernetes.client
     import kubernetes.config
 

@@ -8,6 +8,9 @@ from typing import Any
 
 def mlflow() -> Any:
     """The ``mlflow`` package with its ``entities`` and ``exceptions`` loaded."""
+    from torchx.util.log import ensure_configured
+
+    ensure_configured()  # mlflow logs through logging itself
     import mlflow
     import mlflow.entities
     import mlflow.exceptions
