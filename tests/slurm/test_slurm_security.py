@@ -147,8 +147,9 @@ def test_the_workspace_is_streamed_not_held_in_memory(workspace: Path) -> None:
     """A 160 MiB workspace file reaches the login node while the laptop's torchx stays far
     below its size (the whole tar was held in memory: 329 MB for 300 MB)."""
     big = workspace / "weights.bin"
-    with open(big, "wb") as f:
-        f.truncate(160 << 20)
+    with open(big, "wb") as f:  # real data (not a hole): all of it crosses the connection
+        for _ in range(160):
+            f.write(b"\x01" * (1 << 20))
     _give(big)
     job_dir = f"runs/{workspace.name}-big"
     measure = (
@@ -164,6 +165,30 @@ def test_the_workspace_is_streamed_not_held_in_memory(workspace: Path) -> None:
     peak_mb = int(proc.stdout.split()[-1]) / 1024
     assert (laptop.LOGIN_HOME / job_dir / "weights.bin").stat().st_size == 160 << 20
     assert peak_mb < 120, f"torchx (or ssh) peaked at {peak_mb:.0f} MB for a 160 MiB workspace"
+
+
+def test_a_sparse_file_reaches_the_login_node_sparse(workspace: Path) -> None:
+    """A preallocated 1 GiB checkpoint with data only at its ends is neither sent nor
+    written at its full size on the cluster."""
+    sparse = workspace / "ckpt.bin"
+    with open(sparse, "wb") as f:
+        f.write(b"head")
+        f.seek(1 << 30)
+        f.write(b"tail")
+    _give(sparse)
+    job_dir = f"runs/{workspace.name}-sparse"
+    out = _torchx(
+        "run", "--wait", "-s", "slurm", "-cfg", f"ssh={laptop.LOGIN_NODE},job_dir=~/{job_dir}",
+        "utils.sh", "true", cwd=workspace,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    there = laptop.LOGIN_HOME / job_dir / "ckpt.bin"
+    assert there.stat().st_size == (1 << 30) + 4
+    assert there.stat().st_blocks * 512 < 1 << 20  # holes kept
+    with open(there, "rb") as f:
+        assert f.read(4) == b"head"
+        f.seek(1 << 30)
+        assert f.read() == b"tail"
 
 
 # -- what other users of the cluster can read or do -------------------------------------

@@ -106,7 +106,7 @@ def send_files(
                     tar.addfile(info, io.BytesIO(content))
                 if workspace is not None:
                     for name in sorted(os.listdir(workspace)):
-                        tar.add(os.path.join(workspace, name), arcname=name)
+                        _add_tree(tar, os.path.join(workspace, name), name)
         except BrokenPipeError:
             pass  # the far end stopped reading: its exit status and stderr say why
         finally:
@@ -117,6 +117,92 @@ def send_files(
         err = errors.read().decode("utf-8", "replace")
     commands.check_remote_result(via, argv[0], code, err)
     _check(code, err, f"copying the workspace into {job_dir}", via)
+
+
+def _add_tree(tar: Any, path: str, arcname: str) -> None:
+    """``tar.add`` of a workspace entry, except that a sparse file goes as GNU's sparse
+    format (PAX 1.0), which the login node's tar extracts with its holes: a preallocated
+    checkpoint is not sent, nor written there, at its full size."""
+    import stat
+
+    st = os.lstat(path)
+    if stat.S_ISDIR(st.st_mode):
+        tar.add(path, arcname=arcname, recursive=False)
+        for name in sorted(os.listdir(path)):
+            _add_tree(tar, os.path.join(path, name), f"{arcname}/{name}")
+        return
+    segments = _data_segments(path, st) if stat.S_ISREG(st.st_mode) else None
+    if segments is None:
+        tar.add(path, arcname=arcname, recursive=False)
+        return
+    info = tar.gettarinfo(path, arcname=arcname)
+    sparse_map = f"{len(segments)}\n" + "".join(f"{o}\n{n}\n" for o, n in segments)
+    head = sparse_map.encode().ljust(-(-len(sparse_map) // 512) * 512, b"\0")
+    info.name = f"{os.path.dirname(arcname) or '.'}/GNUSparseFile.0/{os.path.basename(arcname)}"
+    info.size = len(head) + sum(n for _, n in segments)
+    info.pax_headers = {
+        "GNU.sparse.major": "1",
+        "GNU.sparse.minor": "0",
+        "GNU.sparse.name": arcname,
+        "GNU.sparse.realsize": str(st.st_size),
+    }
+    with open(path, "rb") as f:
+        tar.addfile(info, _SparseReader(head, f, segments))
+
+
+def _data_segments(path: str, st: os.stat_result) -> list[tuple[int, int]] | None:
+    """``[(offset, length)]`` of a file's data, or None when it has no hole."""
+    if st.st_blocks * 512 >= st.st_size or not hasattr(os, "SEEK_DATA"):
+        return None
+    segments = []
+    with open(path, "rb") as f:
+        fd, offset = f.fileno(), 0
+        while offset < st.st_size:
+            try:
+                start = os.lseek(fd, offset, os.SEEK_DATA)
+            except OSError:  # no data after offset: the rest is a hole
+                break
+            end = os.lseek(fd, start, os.SEEK_HOLE)
+            segments.append((start, end - start))
+            offset = end
+    if not segments or segments[-1][0] + segments[-1][1] < st.st_size:
+        segments.append((st.st_size, 0))  # the file's length, for a file ending in a hole
+    return segments
+
+
+class _SparseReader:
+    """The data area of a sparse member: the map, then each data segment's bytes."""
+
+    def __init__(self, head: bytes, f: Any, segments: list[tuple[int, int]]) -> None:
+        self._head, self._f, self._segments = head, f, list(segments)
+
+    def read(self, size: int = -1) -> bytes:
+        """Up to ``size`` bytes, fewer only at the end (tarfile expects whole reads)."""
+        parts: list[bytes] = []
+        want = size if size >= 0 else 1 << 62
+        while want > 0:
+            piece = self._next(want)
+            if not piece:
+                break
+            parts.append(piece)
+            want -= len(piece)
+        return b"".join(parts)
+
+    def _next(self, size: int) -> bytes:
+        if self._head:
+            chunk, self._head = self._head[:size], self._head[size:]
+            return chunk
+        while self._segments and self._segments[0][1] == 0:
+            self._segments.pop(0)
+        if not self._segments:
+            return b""
+        offset, length = self._segments[0]
+        self._f.seek(offset)
+        data: bytes = self._f.read(min(size, length))
+        if not data:  # the file shrank meanwhile: zeros keep the member whole
+            data = bytes(min(size, length))
+        self._segments[0] = (offset + len(data), length - len(data))
+        return data
 
 
 def _read(via: SshTarget, path: str, offset: int) -> bytes:
