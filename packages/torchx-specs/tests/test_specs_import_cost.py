@@ -100,9 +100,10 @@ def test_lazy_names_resolve_on_first_use() -> None:
 
 
 def test_import_torchx_specs_adds_only_torchx_modules_to_dataclasses() -> None:
-    """design.md: beyond what ``dataclasses``/``typing``/``enum`` pull in, nothing."""
-    baseline = loaded_modules("import dataclasses, typing, enum")
-    after = loaded_modules("import dataclasses, typing, enum\nimport torchx.specs")
+    """design.md: beyond what ``dataclasses``/``typing``/``enum``/``threading`` (its locks)
+    pull in, nothing."""
+    baseline = loaded_modules("import dataclasses, typing, enum, threading")
+    after = loaded_modules("import dataclasses, typing, enum, threading\nimport torchx.specs")
     torchx = {"torchx", "__future__"}  # the latter: lazy annotations, a few lines
     foreign = sorted(n for n in after - baseline if n not in torchx and not n.startswith("torchx."))
     assert foreign == []

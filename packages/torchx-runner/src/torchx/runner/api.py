@@ -247,6 +247,16 @@ class Runner:
                 :class:`~torchx.specs.Workspace`); how it ships is the scheduler's
                 (an image build, a ``job_dir`` copy).
             parent_run_id: the tracker run this job's run descends from.
+
+        Returns:
+            The app handle, ``SCHEDULER://SESSION/APP_ID``.
+
+        Raises:
+            ComponentNotFoundException: no component of that name (or file:function).
+            ComponentArgumentError: an argument is unknown, missing or does not parse.
+            InvalidRunConfigException: a run option is missing or of the wrong type.
+            ValueError: the app or a run option is refused before anything is submitted
+                (the message names the fix).
         """
         with (
             log_event("run_component", scheduler, workspace=_str_or_none(workspace)) as ctx,
@@ -273,7 +283,27 @@ class Runner:
         workspace: Workspace | str | None = None,
         parent_run_id: str | None = None,
     ) -> AppDryRunInfo[Any]:
-        """What :meth:`run_component` would submit, without submitting it (see :meth:`dryrun`)."""
+        """What :meth:`run_component` would submit, without submitting it (see :meth:`dryrun`).
+
+        Args:
+            component: a registered name or ``path/to/file.py:function``.
+            component_args: the component's arguments, CLI-style or as a dict (an unknown
+                key is refused, with the nearest argument's name).
+            scheduler: the scheduler's name.
+            cfg: run options; ``.torchxconfig`` fills in what is not given.
+            workspace: local code to ship with the job.
+            parent_run_id: the tracker run this job's run would descend from.
+
+        Returns:
+            The rendered request; print it to see what would be submitted.
+
+        Raises:
+            ComponentNotFoundException: no component of that name (or file:function).
+            ComponentArgumentError: an argument is unknown, missing or does not parse.
+            InvalidRunConfigException: a run option is missing or of the wrong type.
+            ValueError: the app or a run option is refused before anything is submitted
+                (the message names the fix).
+        """
         from torchx.specs.builders import materialize_appdef
         from torchx.specs.finder import get_component
 
@@ -349,6 +379,13 @@ class Runner:
             workspace: local code to ship with the job (see :meth:`run_component`).
             parent_run_id: the tracker run this job's run descends from.
             dryrun: render the request instead of submitting it.
+
+        Returns:
+            The app handle, or with ``dryrun=True`` the rendered request.
+
+        Raises:
+            InvalidRunConfigException: a run option is missing or of the wrong type.
+            ValueError: the app or a run option is refused before anything is submitted.
         """
         with log_event(
             "run", scheduler, runcfg=_runcfg_json(cfg), workspace=_str_or_none(workspace)
@@ -372,6 +409,16 @@ class Runner:
         features TorchX does not expose. A dry run leaves workspaces unbuilt; they are
         built here and the request rendered again (edit a request only after
         ``dryrun(..., build_workspaces=True)``, which builds them at once).
+
+        Args:
+            dryrun_info: what :meth:`dryrun` returned.
+
+        Returns:
+            The app handle, ``SCHEDULER://SESSION/APP_ID``.
+
+        Raises:
+            ValueError: ``dryrun_info`` did not come from :meth:`dryrun`, or the
+                scheduler refused the request (the message names the fix).
         """
         scheduler = dryrun_info._scheduler
         if scheduler is None:
@@ -421,6 +468,15 @@ class Runner:
             workspace: local code to ship with the job (see :meth:`run_component`).
             parent_run_id: the tracker run this job's run would descend from.
             build_workspaces: build the workspaces now (images, ``job_dir`` copies).
+
+        Returns:
+            The rendered request (``info.request``), with the app it was made from
+            (``info.app``).
+
+        Raises:
+            InvalidRunConfigException: a run option is missing or of the wrong type.
+            ValueError: the app has no roles, a role no entrypoint, a refused env name,
+                a NUL byte or an absurd replica count.
         """
         if not app.roles:
             raise ValueError(
@@ -572,11 +628,32 @@ class Runner:
     # ------------------------------------------------------------------ schedulers
 
     def scheduler_run_opts(self, scheduler: str) -> runopts:
-        """The run options ``scheduler`` accepts (keys, types, defaults, help)."""
+        """The run options ``scheduler`` accepts (keys, types, defaults, help).
+
+        Args:
+            scheduler: the scheduler's name.
+
+        Returns:
+            Its :class:`~torchx.specs.runopts`.
+
+        Raises:
+            KeyError: no scheduler of that name is installed.
+        """
         return self._scheduler(scheduler).run_opts()
 
     def cfg_from_str(self, scheduler: str, *cfg_literal: str) -> Mapping[str, CfgVal]:
-        """Parses ``"k1=v1,k2=v2"`` run-config strings for ``scheduler``; later ones win."""
+        """Parses ``"k1=v1,k2=v2"`` run-config strings for ``scheduler``; later ones win.
+
+        Args:
+            scheduler: the scheduler's name.
+            cfg_literal: the strings, as ``-cfg`` takes them.
+
+        Returns:
+            The run options with their values typed.
+
+        Raises:
+            InvalidRunConfigException: a value does not parse as its option's type.
+        """
         opts = self.scheduler_run_opts(scheduler)
         cfg: dict[str, CfgVal] = {}
         for literal in cfg_literal:
@@ -584,7 +661,11 @@ class Runner:
         return cfg
 
     def scheduler_backends(self) -> list[str]:
-        """Names of the schedulers this runner can use, in registration order."""
+        """Names of the schedulers this runner can use, in registration order.
+
+        Returns:
+            The names (``local_cwd`` first when it is installed).
+        """
         return list(self._scheduler_factories)
 
     def _scheduler(self, scheduler: str) -> Scheduler[Any]:
@@ -605,7 +686,17 @@ class Runner:
     # ------------------------------------------------------------------ app handles
 
     def status(self, app_handle: AppHandle) -> AppStatus | None:
-        """The app's current status, or ``None`` if the scheduler does not know it."""
+        """The app's current status, or ``None`` if the scheduler does not know it.
+
+        Args:
+            app_handle: the app, as :meth:`run` returned it.
+
+        Returns:
+            Its :class:`~torchx.specs.AppStatus`, or ``None``.
+
+        Raises:
+            MalformedAppHandleException: the handle is not ``SCHEDULER://SESSION/APP_ID``.
+        """
         scheduler, backend, app_id = self._scheduler_app_id(app_handle)
         with log_event("status", backend, app_id):
             desc = scheduler.describe(app_id)
@@ -648,6 +739,9 @@ class Runner:
             app_handle: the app, as :meth:`run` returned it.
             wait_interval: the most seconds between two status reads.
             on_status: called with each status read while the app is not finished.
+
+        Returns:
+            The final status, or ``None`` if the scheduler does not know the app.
         """
         scheduler, backend, app_id = self._scheduler_app_id(app_handle)
         window = wait_interval
@@ -667,7 +761,12 @@ class Runner:
                 scheduler.wait_for_change(app_id, window)
 
     def cancel(self, app_handle: AppHandle) -> None:
-        """Asks the scheduler to stop the app if it is still running; returns at once."""
+        """Asks the scheduler to stop the app if it is still running; returns at once.
+
+        Args:
+            app_handle: the app, as :meth:`run` returned it. An app that has ended, or
+                that the scheduler does not know, is left as it is.
+        """
         scheduler, backend, app_id = self._scheduler_app_id(app_handle)
         with log_event("cancel", backend, app_id):
             app_status = self.status(app_handle)
@@ -684,7 +783,11 @@ class Runner:
         self.cancel(app_handle)
 
     def delete(self, app_handle: AppHandle) -> None:
-        """Removes the app from the scheduler (cancelling it first if it still runs)."""
+        """Removes the app from the scheduler (cancelling it first if it still runs).
+
+        Args:
+            app_handle: the app, as :meth:`run` returned it.
+        """
         scheduler, backend, app_id = self._scheduler_app_id(app_handle)
         with log_event("delete", backend, app_id):
             if self.status(app_handle) is not None:
@@ -696,6 +799,12 @@ class Runner:
 
         Apps launched by this runner return the submitted ``AppDef``; others are rebuilt
         from what the scheduler reports (the app id as name, its roles and metadata).
+
+        Args:
+            app_handle: the app, as :meth:`run` returned it.
+
+        Returns:
+            The :class:`~torchx.specs.AppDef`, or ``None``.
         """
         scheduler, backend, app_id = self._scheduler_app_id(app_handle)
         with log_event("describe", backend, app_id):
@@ -735,6 +844,12 @@ class Runner:
             until: the latest time of a line, where the scheduler keeps times.
             should_tail: follow the log until the replica ends.
             streams: stdout, stderr or both (``None``: combined).
+
+        Returns:
+            The lines, read as they are iterated.
+
+        Raises:
+            UnknownAppException: the scheduler does not know the app.
         """
         scheduler, backend, app_id = self._scheduler_app_id(app_handle)
         with log_event("log_lines", backend, app_id):
@@ -773,6 +888,9 @@ class Runner:
             scheduler: the scheduler's name.
             cfg: run options that narrow the listing (a namespace, a queue...).
             list_filter: which apps to keep (state, start time, name, count).
+
+        Returns:
+            One :class:`~torchx.schedulers.api.ListAppResponse` per app.
         """
         with log_event("list", scheduler):
             sched = self._scheduler(scheduler)
@@ -794,7 +912,16 @@ class Runner:
         """:meth:`list`, app by app as the backend answers: a scheduler whose backend
         pages (Kubernetes, AWS Batch) hands over each page's apps before asking for the
         next, in page order. ``list_filter`` with a ``limit`` needs every app first (it
-        keeps the newest)."""
+        keeps the newest).
+
+        Args:
+            scheduler: the scheduler's name.
+            cfg: run options that narrow the listing.
+            list_filter: which apps to keep.
+
+        Returns:
+            An iterator of :class:`~torchx.schedulers.api.ListAppResponse`.
+        """
         with log_event("list", scheduler):
             sched = self._scheduler(scheduler)
             if list_filter is not None and list_filter.limit is not None:
@@ -871,6 +998,15 @@ def get_runner(
         with get_runner() as runner:
             handle = runner.run_component("utils.echo", ["--msg", "hi"], "local_cwd")
             print(runner.wait(handle, wait_interval=1))
+
+    Args:
+        name: the session name (deprecated: ``"torchx"`` when not given).
+        component_defaults: ``{component: {argument: value}}`` defaults (what
+            ``[component:NAME]`` sections of ``.torchxconfig`` hold).
+        scheduler_params: keyword arguments of every scheduler factory.
+
+    Returns:
+        The runner; use it as a context manager so that its schedulers are closed.
     """
     if name:
         warnings.warn(
