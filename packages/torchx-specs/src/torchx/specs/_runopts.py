@@ -24,7 +24,14 @@ _FALSE_WORDS = ("false", "0", "no", "off")
 
 
 def get_type_name(tp: Any) -> str:
-    """A short printable name of an option type (``str``, ``list``, ``typing.List[str]``)."""
+    """A short printable name of an option type (``str``, ``list``, ``typing.List[str]``).
+
+    Args:
+        tp: the type.
+
+    Returns:
+        Its ``__name__``, or its ``str`` for a ``typing`` construct.
+    """
     if getattr(tp, "__module__", None) != "typing" and hasattr(tp, "__name__"):
         return str(tp.__name__)
     return str(tp)
@@ -51,14 +58,28 @@ class runopt:
 
     @property
     def is_type_list_of_str(self) -> bool:
+        """Whether the option holds a ``list[str]`` (``List[str]`` too)."""
         return _is_list_of_str(self.opt_type)
 
     @property
     def is_type_dict_of_str(self) -> bool:
+        """Whether the option holds a ``dict[str, str]`` (``Dict[str, str]`` too)."""
         return _is_dict_of_str(self.opt_type)
 
     def cast_to_type(self, value: str) -> CfgVal:
-        """Converts the string form of a value (as typed on the CLI) to the option type."""
+        """Converts the string form of a value (as typed on the CLI) to the option type.
+
+        Args:
+            value: the text: ``true``/``false`` (and ``1``/``0``, ``yes``/``no``,
+                ``on``/``off``) for a bool, ``a,b`` or ``a;b`` for a list, ``k:v,k2:v2``
+                for a dict.
+
+        Returns:
+            The typed value.
+
+        Raises:
+            ValueError: the text is not a value of the option's type.
+        """
         opt_type = self.opt_type
         if opt_type is None:
             raise ValueError(f"cannot cast {value!r}: this run option has no type")
@@ -120,7 +141,15 @@ class runopts:
 
     @staticmethod
     def is_type(obj: CfgVal, tp: Any) -> bool:
-        """``isinstance`` that understands ``list[str]``/``dict[str, str]`` option types."""
+        """``isinstance`` that understands ``list[str]``/``dict[str, str]`` option types.
+
+        Args:
+            obj: the value.
+            tp: the option type.
+
+        Returns:
+            Whether ``obj`` is a value of ``tp`` (a bool is no int, an int is a float).
+        """
         if _is_list_of_str(tp):
             return isinstance(obj, list) and all(isinstance(e, str) for e in obj)
         if _is_dict_of_str(tp):
@@ -148,7 +177,20 @@ class runopts:
         default: CfgVal = None,
         required: bool = False,
     ) -> None:
-        """Declares (or re-declares) an option."""
+        """Declares (or re-declares) an option.
+
+        Args:
+            cfg_key: the option's name.
+            type_: its type (``str``, ``int``, ``float``, ``bool``, ``list[str]``,
+                ``dict[str, str]``).
+            help: one line for ``torchx runopts``.
+            default: its value when not given.
+            required: whether it must be given (then it has no default).
+
+        Raises:
+            ValueError: a required option with a default.
+            TypeError: a default that is not of the option's type.
+        """
         if required and default is not None:
             raise ValueError(
                 f"Required option {cfg_key!r} must not have a default (given {default!r});"
@@ -161,7 +203,11 @@ class runopts:
         self._opts[cfg_key] = runopt(default, type_, required, help)
 
     def update(self, other: runopts) -> None:
-        """Adds every option of ``other`` (``other`` wins on a name clash)."""
+        """Adds every option of ``other`` (``other`` wins on a name clash).
+
+        Args:
+            other: the options to add.
+        """
         self._opts.update(other._opts)
 
     def _key_of(self, name: str) -> str | None:
@@ -171,7 +217,14 @@ class runopts:
         return snake if snake in self._opts else None
 
     def get(self, name: str) -> runopt | None:
-        """The option named ``name`` (or its camelCase spelling), else ``None``."""
+        """The option named ``name`` (or its camelCase spelling), else ``None``.
+
+        Args:
+            name: the option's name.
+
+        Returns:
+            The :class:`runopt`, or ``None``.
+        """
         key = self._key_of(name)
         return self._opts[key] if key is not None else None
 
@@ -180,6 +233,16 @@ class runopts:
 
         A camelCase key is renamed to its snake_case option. Defaults fill only ABSENT keys: an
         explicit ``None`` stays ``None``. Unknown keys pass through untouched.
+
+        Args:
+            cfg: the given options.
+
+        Returns:
+            A new dict: every option, given or defaulted.
+
+        Raises:
+            InvalidRunConfigException: a required option is missing, or a value is not
+                of its option's type.
         """
         resolved: dict[str, CfgVal] = dict(cfg)
         for key, opt in self._opts.items():
@@ -219,6 +282,15 @@ class runopts:
 
         Unknown keys are dropped with a warning; a camelCase key keeps its spelling (``resolve``
         renames it).
+
+        Args:
+            cfg_str: the text (``None`` or blank: no options).
+
+        Returns:
+            ``{option: typed value}``.
+
+        Raises:
+            ValueError: the text is not ``KEY=VALUE`` pairs, or a value does not parse.
         """
         if not cfg_str or not cfg_str.strip():
             return {}
@@ -241,7 +313,17 @@ class runopts:
         return result
 
     def cfg_from_json_repr(self, json_repr: str) -> dict[str, CfgVal]:
-        """Parses a JSON object of option values; unknown keys are dropped."""
+        """Parses a JSON object of option values; unknown keys are dropped.
+
+        Args:
+            json_repr: the JSON text of an object.
+
+        Returns:
+            ``{option: typed value}``.
+
+        Raises:
+            ValueError: the text is not a JSON object.
+        """
         import json
 
         raw = json.loads(json_repr)

@@ -41,12 +41,26 @@ _TERMINAL_STATES = frozenset({AppState.SUCCEEDED, AppState.FAILED, AppState.CANC
 
 
 def is_terminal(state: AppState) -> bool:
-    """True once the app can no longer change state (succeeded, failed or cancelled)."""
+    """True once the app can no longer change state (succeeded, failed or cancelled).
+
+    Args:
+        state: the app's state.
+
+    Returns:
+        Whether it is final.
+    """
     return state in _TERMINAL_STATES
 
 
 def is_started(state: AppState) -> bool:
-    """True once the app is running or has finished."""
+    """True once the app is running or has finished.
+
+    Args:
+        state: the app's state.
+
+    Returns:
+        Whether it has started.
+    """
     return state == AppState.RUNNING or is_terminal(state)
 
 
@@ -74,6 +88,7 @@ class RoleStatus:
     replicas: list[ReplicaStatus]
 
     def to_json(self) -> dict[str, Any]:
+        """The role's status as plain data: ``{"role": ..., "replicas": [...]}``."""
         return {"role": self.role, "replicas": [asdict(r) for r in self.replicas]}
 
 
@@ -205,10 +220,15 @@ class AppStatus:
     roles: list[RoleStatus] = field(default_factory=list)
 
     def is_terminal(self) -> bool:
+        """Whether the app can no longer change state (see :func:`is_terminal`)."""
         return is_terminal(self.state)
 
     def raise_for_status(self) -> None:
-        """Raises :class:`AppStatusError` unless the app succeeded."""
+        """Raises :class:`AppStatusError` unless the app succeeded.
+
+        Raises:
+            AppStatusError: the app is not ``SUCCEEDED`` (it carries this status).
+        """
         if self.state != AppState.SUCCEEDED:
             raise AppStatusError(self, f"job did not succeed: {self}")
 
@@ -218,6 +238,15 @@ class AppStatus:
         return [r for r in self.roles if r.role in filter_roles]
 
     def to_json(self, filter_roles: list[str] | None = None) -> dict[str, Any]:
+        """What ``torchx status --json`` prints.
+
+        Args:
+            filter_roles: only these roles' replicas (``None``: every role).
+
+        Returns:
+            ``state``, ``num_restarts``, ``roles``, ``msg``, ``structured_error_msg``
+            and ``url``, as plain data.
+        """
         return {
             "state": str(self.state),
             "num_restarts": self.num_restarts,
@@ -228,7 +257,14 @@ class AppStatus:
         }
 
     def format(self, filter_roles: list[str] | None = None) -> str:
-        """Human-readable status (what ``torchx status`` prints)."""
+        """Human-readable status (what ``torchx status`` prints).
+
+        Args:
+            filter_roles: only these roles' replicas (``None``: every role).
+
+        Returns:
+            The text, several lines.
+        """
         roles = "".join(
             _format_replica(replica)
             for role in self._roles(filter_roles)

@@ -204,6 +204,22 @@ def parse_args(
 
     Precedence: explicit ``cmpnt_args`` > ``config`` > ``cmpnt_defaults`` > the
     function's defaults.
+
+    Args:
+        cmpnt_fn: the component function.
+        cmpnt_args: its arguments as on the command line (``["--script", "t.py"]``).
+        cmpnt_defaults: defaults by argument name, as strings (``[component:NAME]``
+            sections of ``.torchxconfig``).
+        config: values by argument name (``--stdin``'s ``component_args``, a dict given
+            to ``Runner.run_component``); a name the component does not take is refused.
+        exit_on_error: print argparse's usage error and exit 2 instead of raising.
+
+    Returns:
+        ``argparse.Namespace`` of the raw values, by argument name.
+
+    Raises:
+        ComponentArgumentError: an argument is unknown, missing, repeated or does not
+            parse (a ``ValueError``; with ``exit_on_error`` the process exits instead).
     """
     import argparse
 
@@ -223,6 +239,22 @@ def component_args_from_str(
 
     ``bool`` takes ``true/false/1/0/yes/no/on/off``; ``list[T]`` takes ``a,b``;
     ``dict[K, V]`` takes ``k=v,k2=v2``; an empty string for a list or dict is ``None``.
+
+    Args:
+        cmpnt_fn: the component function.
+        cmpnt_args: its arguments as on the command line (``["--script", "t.py"]``).
+        cmpnt_defaults: defaults by argument name, as strings (``[component:NAME]``
+            sections of ``.torchxconfig``).
+        config: values by argument name (``--stdin``'s ``component_args``, a dict given
+            to ``Runner.run_component``); a name the component does not take is refused.
+        exit_on_error: print argparse's usage error and exit 2 instead of raising.
+
+    Returns:
+        The positional, ``*args`` and keyword-only values to call the function with.
+
+    Raises:
+        ComponentArgumentError: an argument is unknown, missing, repeated or does not
+            parse (a ``ValueError``; with ``exit_on_error`` the process exits instead).
     """
     fail, values, annotated = _parse(
         cmpnt_fn, cmpnt_args, cmpnt_args_defaults, config, exit_on_error
@@ -267,7 +299,25 @@ def materialize_appdef(
     *,
     exit_on_error: bool = False,
 ) -> AppDef:
-    """Calls the component with the parsed arguments and returns its ``AppDef``."""
+    """Calls the component with the parsed arguments and returns its ``AppDef``.
+
+    Args:
+        cmpnt_fn: the component function.
+        cmpnt_args: its arguments as on the command line (``["--script", "t.py"]``).
+        cmpnt_defaults: defaults by argument name, as strings (``[component:NAME]``
+            sections of ``.torchxconfig``).
+        config: values by argument name (``--stdin``'s ``component_args``, a dict given
+            to ``Runner.run_component``); a name the component does not take is refused.
+        exit_on_error: print argparse's usage error and exit 2 instead of raising.
+
+    Returns:
+        The app the component built.
+
+    Raises:
+        ComponentArgumentError: an argument is unknown, missing, repeated or does not
+            parse (a ``ValueError``; with ``exit_on_error`` the process exits instead).
+        TypeError: the component returned something other than an ``AppDef``.
+    """
     args = component_args_from_str(
         cmpnt_fn, cmpnt_args, cmpnt_defaults, config, exit_on_error=exit_on_error
     )

@@ -101,35 +101,89 @@ class TrackerBase(ABC):
         path: str,
         metadata: Mapping[str, object] | None = None,
     ) -> None:
-        """Records artifact ``name`` of run ``run_id``."""
+        """Records artifact ``name`` of run ``run_id``.
+
+        Args:
+            run_id: the run (its app handle).
+            name: the artifact's name within the run (a later call replaces it).
+            path: where the artifact is (a path or URL the backend can record).
+            metadata: extra key/values kept with it.
+        """
 
     @abstractmethod
     def artifacts(self, run_id: str) -> Mapping[str, TrackerArtifact]:
-        """The artifacts of a run, by name."""
+        """The artifacts of a run, by name.
+
+        Args:
+            run_id: the run (its app handle).
+
+        Returns:
+            ``{name: TrackerArtifact}`` (empty for a run with none).
+        """
 
     @abstractmethod
     def add_metadata(self, run_id: str, **kwargs: object) -> None:
-        """Records metadata key/values of a run."""
+        """Records metadata key/values of a run (a later value of a key replaces it).
+
+        Args:
+            run_id: the run (its app handle).
+            kwargs: the key/values.
+        """
 
     @abstractmethod
     def metadata(self, run_id: str) -> Mapping[str, object]:
-        """All metadata recorded for a run."""
+        """All metadata recorded for a run.
+
+        Args:
+            run_id: the run (its app handle).
+
+        Returns:
+            ``{key: value}`` (empty for a run with none).
+        """
 
     @abstractmethod
     def add_source(self, run_id: str, source_id: str, artifact_name: str | None = None) -> None:
-        """Records that ``run_id`` was derived from run ``source_id`` (or one artifact of it)."""
+        """Records that ``run_id`` was derived from run ``source_id`` (or one artifact of it).
+
+        Args:
+            run_id: the derived run.
+            source_id: the run it was derived from.
+            artifact_name: the source's artifact it was derived from, if one.
+        """
 
     @abstractmethod
     def sources(self, run_id: str, artifact_name: str | None = None) -> Iterable[TrackerSource]:
-        """The sources of a run, optionally only those through ``artifact_name``."""
+        """The sources of a run, optionally only those through ``artifact_name``.
+
+        Args:
+            run_id: the run.
+            artifact_name: keep only the sources recorded through this artifact.
+
+        Returns:
+            The :class:`TrackerSource` entries, in the order they were added.
+        """
 
     @abstractmethod
     def lineage(self, run_id: str) -> Lineage:
-        """The ancestry of a run."""
+        """The ancestry of a run.
+
+        Args:
+            run_id: the run.
+
+        Returns:
+            Its :class:`Lineage`: parents and descendants.
+        """
 
     @abstractmethod
     def run_ids(self, **kwargs: str) -> Iterable[str]:
-        """Run ids known to the backend, filtered by backend-specific ``kwargs``."""
+        """Run ids known to the backend, filtered by backend-specific ``kwargs``.
+
+        Args:
+            kwargs: filters the backend understands (e.g. ``parent_run_id``).
+
+        Returns:
+            The run ids.
+        """
 
     def app_finished(self, run_id: str, state: str) -> None:
         """Called by the launcher once the app of run ``run_id`` (its app handle) is in the
@@ -139,7 +193,14 @@ class TrackerBase(ABC):
 
 
 def tracker_config_env_var_name(entrypoint_key: str) -> str:
-    """``TORCHX_TRACKER_<NAME>_CONFIG``: the env var holding the config of tracker ``name``."""
+    """``TORCHX_TRACKER_<NAME>_CONFIG``: the env var holding the config of tracker ``name``.
+
+    Args:
+        entrypoint_key: the tracker's name (its entry point).
+
+    Returns:
+        The variable's name, the tracker's name upper-cased.
+    """
     return f"TORCHX_TRACKER_{entrypoint_key.upper()}_CONFIG"
 
 
