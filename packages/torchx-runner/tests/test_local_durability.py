@@ -160,7 +160,7 @@ def test_an_app_complete_on_disk_runs_even_if_its_launcher_dies(sched: LocalSche
     launched = python(
         """
         import os
-        from torchx.schedulers._local import supervisor as local_supervisor
+        from torchx.schedulers._local import launcher as local_launcher
         from torchx.schedulers.local_scheduler import create_scheduler
         from torchx.specs.api import AppDef, Role
 
@@ -168,7 +168,7 @@ def test_an_app_complete_on_disk_runs_even_if_its_launcher_dies(sched: LocalSche
             print(os.path.basename(handover.state_dir), flush=True)
             os._exit(0)
 
-        local_supervisor.Handover.go = die
+        local_launcher.Handover.go = die
         role = Role("sh", "img", entrypoint="sh", args=["-c", "echo ran"])
         create_scheduler("launcher").submit(AppDef("dies", [role]), {})
         """
@@ -361,9 +361,9 @@ def test_the_supervisor_adopts_orphaned_descendants(loader: str) -> None:
     out = python(
         f"""
         import os, time
-        from torchx.schedulers._local import supervise
+        from torchx.schedulers._local import supervisor
 
-        prctl = supervise.{loader}()
+        prctl = supervisor.{loader}()
         assert prctl is not None
         assert prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
         r, w = os.pipe()

@@ -752,13 +752,13 @@ def test_spawned_supervisor(sched: LocalScheduler, monkeypatch: pytest.MonkeyPat
 def test_threads_in_the_launcher_disable_forking() -> None:
     import threading
 
-    from torchx.schedulers._local import supervisor as local_supervisor
+    from torchx.schedulers._local import launcher as local_launcher
 
     release = threading.Event()
     t = threading.Thread(target=release.wait)
     t.start()
     try:
-        assert not local_supervisor.can_fork()
+        assert not local_launcher.can_fork()
     finally:
         release.set()
         t.join()
@@ -918,12 +918,12 @@ def test_a_supervisor_that_cannot_start_is_reported_at_the_first_look(
     """``schedule`` returns while the supervisor starts the replicas; if it cannot, the
     first look at the app says why, and the app is gone (as a failed ``schedule`` leaves
     nothing behind)."""
-    from torchx.schedulers._local import supervise
+    from torchx.schedulers._local import supervisor
 
     def cannot_start(self: object) -> None:
         raise RuntimeError("no replicas today")
 
-    monkeypatch.setattr(supervise.Supervisor, "take_over", cannot_start)  # the fork inherits it
+    monkeypatch.setattr(supervisor.Supervisor, "take_over", cannot_start)  # the fork inherits it
     app_id = run_app(sched, AppDef("nope", [sh_role("true")]))
     with pytest.raises(RuntimeError, match=r"(?s)exited before taking over the app.*no replicas"):
         sched.describe(app_id)
@@ -939,15 +939,15 @@ def test_a_cancel_while_the_supervisor_takes_the_app_over_is_not_lost(
 ) -> None:
     """A canceller writes the cancel file, then looks for the supervisor's pid in the state;
     a supervisor that checked for the file just before must see it after writing its pid."""
-    from torchx.schedulers._local import supervise
+    from torchx.schedulers._local import supervisor
 
-    start_all = supervise.Supervisor._start_all
+    start_all = supervisor.Supervisor._start_all
 
-    def start_then_a_cancel_arrives(self: supervise.Supervisor, reps: list[object]) -> None:
+    def start_then_a_cancel_arrives(self: supervisor.Supervisor, reps: list[object]) -> None:
         start_all(self, reps)  # type: ignore[arg-type]
         # a canceller, right now: the file exists, the state has no pid yet
         st.create_private_file(os.path.join(self.state_dir, st.CANCEL_FILE))
 
-    monkeypatch.setattr(supervise.Supervisor, "_start_all", start_then_a_cancel_arrives)
+    monkeypatch.setattr(supervisor.Supervisor, "_start_all", start_then_a_cancel_arrives)
     app_id = run_app(sched, AppDef("c", [sh_role("sleep 30")]))
     assert wait_terminal(sched, app_id) == AppState.CANCELLED

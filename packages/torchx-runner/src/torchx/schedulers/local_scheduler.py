@@ -2,7 +2,8 @@
 
 Apps outlive the process that launched them. ``schedule()`` writes the app's request and
 state under ``$TORCHX_HOME/local_cwd/<app_id>/`` and hands the app to a per-app supervisor
-process (see :mod:`torchx.schedulers._local.supervisor`) that starts, logs, reaps and
+process (see :mod:`torchx.schedulers._local.supervisor`, started by
+:mod:`torchx.schedulers._local.launcher`) that starts, logs, reaps and
 retries the replicas. Every other operation (``describe``, ``log_iter``, ``cancel``,
 ``delete``, ``list``, ``wait_for_change``) reads or signals that state, so it works from
 any process: ``torchx status`` in another terminal, a notebook restarted mid-run, ...
@@ -61,9 +62,9 @@ if TYPE_CHECKING:
     import signal
     from typing import Any
 
+    from torchx.schedulers._local.launcher import Handover
     from torchx.schedulers._local.popen import PopenProtocol
-    from torchx.schedulers._local.supervise import run_local_job
-    from torchx.schedulers._local.supervisor import Handover
+    from torchx.schedulers._local.supervisor import run_local_job
     from torchx.util.readiness import ReadinessCheck
 
 TORCHX_PLUGIN_API = 1
@@ -116,7 +117,7 @@ def __getattr__(name: str) -> object:
 
         return PopenProtocol
     if name == "run_local_job":
-        from torchx.schedulers._local.supervise import run_local_job
+        from torchx.schedulers._local.supervisor import run_local_job
 
         return run_local_job
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -674,7 +675,7 @@ class LocalScheduler(Scheduler[Opts]):
         import fcntl
 
         from torchx.schedulers._local import (
-            supervisor as local_supervisor,
+            launcher as local_launcher,
         )  # not on the dry-run path
 
         request = dryrun_info.request
@@ -698,7 +699,7 @@ class LocalScheduler(Scheduler[Opts]):
         self._settle_all(raise_failure=False)
         self._close_done_fds(only_ended=True)
 
-        method = local_supervisor.start_method()  # a bad setting fails before anything exists
+        method = local_launcher.start_method()  # a bad setting fails before anything exists
         # app ids are unique, so a pid-suffixed name cannot collide (no tempfile import,
         # which with shutil costs ~3 ms of every `torchx run`)
         tmp_dir: str | None = os.path.join(root, f".{app_id}.{os.getpid()}.tmp")
@@ -706,13 +707,13 @@ class LocalScheduler(Scheduler[Opts]):
         os.mkdir(tmp_dir, st.DIR_MODE)
         created_log_dir: str | None = None
         lock_fd = -1
-        handover: local_supervisor.Handover | None = None
+        handover: local_launcher.Handover | None = None
         try:
             lock_fd = st.open_lock(tmp_dir)
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
             # a forked supervisor starts here and gets ready while the app is checked,
             # described and written below
-            handover = local_supervisor.Handover(method, state_dir, tmp_dir, lock_fd=lock_fd)
+            handover = local_launcher.Handover(method, state_dir, tmp_dir, lock_fd=lock_fd)
             self._check_programs(request)
             for role in app.roles if app is not None else ():
                 problem = _mount_problem(role)
@@ -1132,9 +1133,9 @@ class LocalScheduler(Scheduler[Opts]):
                 if not only_ended or fd in ended or excess > 0:
                     excess -= 1
                     self._close_done_fd(app_id)
-        supervisor = sys.modules.get("torchx.schedulers._local.supervisor")
-        if supervisor is not None:  # only a process that launched has supervisors to reap
-            supervisor.reap_exited()
+        launcher = sys.modules.get("torchx.schedulers._local.launcher")
+        if launcher is not None:  # only a process that launched has launchers to reap
+            launcher.reap_exited()
 
     @staticmethod
     def _wait_pidfd(pid: int, ticks: int | None, timeout: float) -> bool:
