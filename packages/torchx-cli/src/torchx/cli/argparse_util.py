@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ArgOnceAction",
     "ArgumentParser",
+    "add_scheduler_options",
     "explicitly_given",
     "torchxconfig",
     "torchxconfig_list",
@@ -120,3 +121,31 @@ class torchxconfig_list(torchxconfig):
 
     def __init__(self, dest: str, option_strings: "Sequence[str]", **kwargs: "Any") -> None:
         super().__init__("list", dest, option_strings, **kwargs)
+
+
+def add_scheduler_options(
+    subparser: argparse.ArgumentParser, subcmd: str, purpose: str, default: "str | None"
+) -> None:
+    """The ``-s SCHEDULER`` and ``-cfg K=V,...`` options of ``torchx run`` and ``torchx
+    list``, declared once: each given at most once, ``-s`` defaulting to ``[cli:SUBCMD]
+    scheduler`` of ``.torchxconfig``."""
+    from torchx.cli._handles import installed_schedulers
+
+    names = installed_schedulers()
+    action = {"run": torchxconfig_run, "list": torchxconfig_list}[subcmd]
+    subparser.add_argument(
+        "-s",
+        "--scheduler",
+        type=str,
+        default=default,
+        action=action,
+        help=f"scheduler to {purpose}, one of: {', '.join(names) or '<none installed>'}"
+        f" (default: [cli:{subcmd}] scheduler in .torchxconfig, else local_cwd)",
+    )
+    subparser.add_argument(
+        "-cfg",
+        "--scheduler_args",
+        type=str,
+        action=ArgOnceAction,
+        help="scheduler run options as KEY=VALUE,KEY2=VALUE2 (see `torchx runopts`)",
+    )

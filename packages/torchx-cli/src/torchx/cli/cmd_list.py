@@ -7,7 +7,7 @@ benchmarks/bench_cli.py).
 
 import argparse
 
-from torchx.cli.argparse_util import ArgOnceAction, torchxconfig_list
+from torchx.cli.argparse_util import add_scheduler_options
 from torchx.cli.cmd_base import SubCommand
 
 TYPE_CHECKING = False
@@ -26,26 +26,9 @@ class CmdList(SubCommand):
     """``torchx list [-s SCHEDULER] [-cfg K=V,...] [--json]``."""
 
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
-        from torchx.cli._handles import installed_schedulers
         from torchx.cli.cmd_run import _default_scheduler
 
-        names = installed_schedulers()
-        subparser.add_argument(
-            "-s",
-            "--scheduler",
-            type=str,
-            default=_default_scheduler(),
-            action=torchxconfig_list,
-            help=f"scheduler to list, one of: {', '.join(names) or '<none installed>'}"
-            " (default: [cli:list] scheduler in .torchxconfig, else local_cwd)",
-        )
-        subparser.add_argument(
-            "-cfg",
-            "--scheduler_args",
-            type=str,
-            action=ArgOnceAction,
-            help="scheduler run options as KEY=VALUE,KEY2=VALUE2 (see `torchx runopts`)",
-        )
+        add_scheduler_options(subparser, "list", "list", _default_scheduler())
         subparser.add_argument(
             "--state",
             type=str,

@@ -262,8 +262,7 @@ class CmdRun(SubCommand):
     def add_arguments(self, subparser: "argparse.ArgumentParser") -> None:
         import argparse
 
-        from torchx.cli._handles import installed_schedulers
-        from torchx.cli.argparse_util import ArgOnceAction, torchxconfig_run
+        from torchx.cli.argparse_util import ArgOnceAction, add_scheduler_options, torchxconfig_run
 
         self._subparser = subparser
         subparser.usage = "torchx run [OPTIONS] COMPONENT [COMPONENT_ARGS...]"
@@ -275,23 +274,7 @@ class CmdRun(SubCommand):
             "  torchx run ./my_component.py:train --lr 0.1     # a component of your own\n"
             "  torchx run dist.ddp --help                       # a component's arguments"
         )
-        schedulers = installed_schedulers()
-        subparser.add_argument(
-            "-s",
-            "--scheduler",
-            type=str,
-            default=_default_scheduler(),
-            action=torchxconfig_run,
-            help=f"scheduler to run on, one of: {', '.join(schedulers) or '<none installed>'}"
-            " (default: [cli:run] scheduler in .torchxconfig, else local_cwd)",
-        )
-        subparser.add_argument(
-            "-cfg",
-            "--scheduler_args",
-            type=str,
-            action=ArgOnceAction,
-            help="scheduler run options as KEY=VALUE,KEY2=VALUE2 (see `torchx runopts`)",
-        )
+        add_scheduler_options(subparser, "run", "run on", _default_scheduler())
         subparser.add_argument(
             "--dryrun",
             action="store_true",
