@@ -282,3 +282,36 @@ def test_job_id_inside_the_job_is_the_handle(cli: Cli) -> None:
     assert run.returncode == 0, run.stderr
     handle = run.stdout.strip()
     assert f"id={handle}" in run.stderr  # the streamed log
+
+
+def test_a_failed_app_names_its_root_cause_in_status_and_log(cli: Cli) -> None:
+    """status --json's "failure", the text status' Root cause block, log --failed."""
+    component = cli.cwd / "two.py"
+    component.write_text(
+        "import sys\n"
+        "from torchx import specs\n"
+        "def main() -> specs.AppDef:\n"
+        "    ok = specs.Role('ok', image='.', entrypoint='sh', args=['-c', 'echo fine'])\n"
+        "    code = \"print('loading'); raise KeyError('missing shard 7')\"\n"
+        "    bad = specs.Role('bad', image='.', entrypoint=sys.executable, args=['-c', code])\n"
+        "    return specs.AppDef('two', roles=[ok, bad])\n"
+    )
+    run = cli.run("run", "-s", "local_cwd", f"{component}:main")
+    assert run.returncode == 1
+    handle = run.stdout.strip().splitlines()[0]
+    doc = json.loads(cli.run("status", "--json", handle).stdout)
+    failure = doc["failure"]
+    assert sorted(failure) == sorted(
+        ["role", "replica_id", "rank", "cause", "exit_code", "signal", "message", "traceback",
+         "log_tail", "time"]
+    )  # fmt: skip
+    assert (failure["role"], failure["cause"]) == ("bad", "exception")
+    assert failure["message"] == "KeyError: 'missing shard 7'"
+    text = cli.run("status", handle).stdout
+    assert "Root cause: bad[0]: a Python exception\n        KeyError: 'missing shard 7'" in text
+    logs = cli.run("log", "--failed", handle)
+    assert logs.returncode == 0, logs.stderr
+    assert "torchx: root cause: bad[0]: KeyError: 'missing shard 7'" in logs.stderr
+    assert "bad/0 loading" in logs.stdout and "ok/0" not in logs.stdout
+    ok = cli.run("run", "-s", "local_cwd", "utils.echo")
+    assert json.loads(cli.run("status", "--json", ok.stdout.split()[0]).stdout)["failure"] is None

@@ -133,6 +133,41 @@ def _all_replicas(
     return replicas
 
 
+def _failed_replicas(
+    runner: "Runner", app_handle: str, role_name: "str | None"
+) -> "list[tuple[str, int]]":
+    """The failed replicas of the app (of ``role_name``), the root cause first; the root
+    cause is said on stderr before the logs."""
+    from torchx.specs import AppState
+
+    status = runner.status(app_handle)
+    if status is None:
+        from torchx.cli._handles import missing_app_error
+
+        raise missing_app_error(app_handle)
+    replicas = [
+        (role.role, replica.id)
+        for role in status.roles
+        if role_name is None or role.role == role_name
+        for replica in sorted(role.replicas, key=lambda r: r.id)
+        if replica.state == AppState.FAILED
+    ]
+    root = status.failure
+    if root is not None and (root.role, root.replica_id) in replicas:
+        replicas.remove((root.role, root.replica_id))
+        replicas.insert(0, (root.role, root.replica_id))
+        rank = f", rank {root.rank}" if root.rank is not None else ""
+        what = root.message or root.cause
+        print(
+            f"torchx: root cause: {root.role}[{root.replica_id}]{rank}: {what}",
+            file=sys.stderr,
+            flush=True,
+        )
+    if not replicas:
+        print(f"torchx: {app_handle} has no failed replica ({status.state})", file=sys.stderr)
+    return replicas
+
+
 def get_logs(  # noqa: PLR0917 (positional order is the public API)
     file: "TextIO",
     identifier: str,
@@ -143,11 +178,13 @@ def get_logs(  # noqa: PLR0917 (positional order is the public API)
     *,
     since: "datetime | None" = None,
     until: "datetime | None" = None,
+    failed: bool = False,
 ) -> None:
     """Prints the log lines selected by ``identifier`` (see :py:data:`ID_FORMAT`) to ``file``.
 
     Without replica ids, waits until the app has started and prints every replica of the
     role (or of all roles). With ``should_tail``, follows the logs until the app ends.
+    With ``failed``, only the failed replicas', the root cause's first.
     """
     validate(identifier)
     if runner is None:
@@ -163,6 +200,7 @@ def get_logs(  # noqa: PLR0917 (positional order is the public API)
                 streams,
                 since=since,
                 until=until,
+                failed=failed,
             )
         return
 
@@ -177,7 +215,11 @@ def get_logs(  # noqa: PLR0917 (positional order is the public API)
     role_name = path[2] if len(path) > 2 else None
     app_handle = make_app_handle(scheduler, session_name, app_id)
 
-    if len(path) == 4 and role_name is not None:
+    if failed:
+        replicas = _failed_replicas(runner, app_handle, role_name)
+        if not replicas:
+            return
+    elif len(path) == 4 and role_name is not None:
         replicas = [(role_name, int(i)) for i in path[3].split(",") if i]
         if runner.status(app_handle) is None:
             from torchx.cli._handles import missing_app_error
@@ -269,6 +311,11 @@ class CmdLog(SubCommand):
             help="only lines logged before this time: ISO 8601 or an age like 15m, 2h",
         )
         subparser.add_argument(
+            "--failed",
+            action="store_true",
+            help="only the failed replicas' output, the root cause's first",
+        )
+        subparser.add_argument(
             "identifier",
             type=str,
             metavar=ID_FORMAT,
@@ -297,4 +344,5 @@ class CmdLog(SubCommand):
             streams=streams,
             since=since,
             until=until,
+            failed=args.failed,
         )

@@ -47,8 +47,9 @@ if TYPE_CHECKING:
     from typing import Any, Literal, TypeVar
 
     from torchx.schedulers import SchedulerFactory
-    from torchx.schedulers.api import ListAppResponse, Scheduler, Stream
+    from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler, Stream
     from torchx.schedulers.list_filter import ListFilter
+    from torchx.specs._failure import Failure
     from torchx.specs.api import Role
 
 __all__ = ["NONE", "Runner", "S", "get_configured_trackers", "get_runner"]
@@ -710,6 +711,7 @@ class Runner:
                 structured_error_msg=desc.structured_error_msg,
                 ui_url=desc.ui_url,
                 roles=desc.roles_statuses,
+                failure=_failure_of(desc),
             )
             if status.is_terminal():
                 from torchx.runner._trackers import finish_tracked_app
@@ -979,6 +981,24 @@ def _fill_event(ctx: log_event, dryrun_info: AppDryRunInfo[Any], handle: AppHand
     if app is not None and app.roles:
         event.app_image = app.roles[0].image
         event.app_metadata = _str_metadata(app.metadata)
+
+
+def _failure_of(desc: DescribeAppResponse) -> Failure | None:
+    """The root cause of a FAILED app: the scheduler's, else the first failed replica it
+    lists, with the scheduler's message and an ``unknown`` cause (nothing more is known)."""
+    from torchx.specs._status import AppState
+
+    if desc.state != AppState.FAILED:
+        return None
+    if desc.failure is not None:
+        return desc.failure
+    from torchx.specs._failure import Failure
+
+    for role in desc.roles_statuses:
+        for replica in sorted(role.replicas, key=lambda r: r.id):
+            if replica.state == AppState.FAILED:
+                return Failure(role=role.role, replica_id=replica.id, message=desc.msg or "")
+    return Failure(role="", replica_id=-1, message=desc.msg or "")
 
 
 def get_runner(

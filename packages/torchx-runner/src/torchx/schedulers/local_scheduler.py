@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from torchx.schedulers._local.launcher import Handover
     from torchx.schedulers._local.popen import PopenProtocol
     from torchx.schedulers._local.supervisor import run_local_job
+    from torchx.specs._failure import Failure
     from torchx.util.readiness import ReadinessCheck
 
 TORCHX_PLUGIN_API = 1
@@ -490,6 +491,42 @@ def _role_from_spec(spec: Mapping[str, Any]) -> Role:
         port_map=dict(spec.get("port_map") or {}),
         metadata=metadata if isinstance(metadata, dict) else {},
     )
+
+
+def _root_cause(request: dict[str, Any], state: dict[str, Any]) -> Failure | None:
+    """The first observed failure of a failed app: per failed replica its exit code or
+    signal, the end of its log (at most 64 KiB read: a traceback, torchrun's root cause
+    block) and its torchelastic error file, earliest first."""
+    from torchx.specs._failure import (
+        Failure,
+        from_error_file,
+        from_log_tail,
+        read_log_tail,
+        root_cause,
+    )
+    from torchx.util.signals import signal_name
+
+    failures = []
+    for role_doc, replicas in zip(request["roles"], state["roles"], strict=True):
+        for i, (params, rec) in enumerate(zip(role_doc["replicas"], replicas, strict=True)):
+            if rec["state"] != st.FAILED:
+                continue
+            failure = Failure(role=role_doc["name"], replica_id=i, time=rec.get("ended"))
+            code = rec.get("exit_code")
+            if isinstance(code, int) and code < 0:
+                failure.cause, failure.signal = "signal", signal_name(-code)
+                failure.message = f"killed by {failure.signal}"
+            elif isinstance(code, int):
+                failure.cause, failure.exit_code = "exit_code", code
+                failure.message = f"exited with code {code}"
+            log = params.get("combined") or params.get("stderr")
+            if log:
+                from_log_tail(failure, read_log_tail(log))
+            error_file = _read_error_file(params["env"].get(ENV_TORCHELASTIC_ERROR_FILE))
+            if error_file is not None:
+                from_error_file(failure, error_file)
+            failures.append(failure)
+    return root_cause(failures, [role["name"] for role in request["roles"]])
 
 
 def _read_error_file(path: str | None) -> str | None:
@@ -1035,9 +1072,10 @@ class LocalScheduler(Scheduler[Opts]):
                 roles.append(
                     Role(name=role_doc["name"], image="", num_replicas=len(role_doc["replicas"]))
                 )
+        app_state = AppState[state["state"]]
         return DescribeAppResponse(
             app_id=app_id,
-            state=AppState[state["state"]],
+            state=app_state,
             num_restarts=int(state.get("num_restarts", 0)),
             msg=state.get("msg") or NONE,
             structured_error_msg=earliest[1] if earliest else NONE,
@@ -1045,6 +1083,7 @@ class LocalScheduler(Scheduler[Opts]):
             metadata=dict(request.get("metadata") or {}),
             roles_statuses=roles_statuses,
             roles=roles,
+            failure=_root_cause(request, state) if app_state == AppState.FAILED else None,
         )
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from typing import Any, ClassVar, TypeAlias, TypeVar
 
     from torchx.schedulers.list_filter import ListFilter
+    from torchx.specs._failure import Failure
     from torchx.util.readiness import ReadinessCheck
     from torchx.workspace.api import WorkspaceMixin
 
@@ -95,6 +96,9 @@ class DescribeAppResponse:
     metadata: dict[str, str] = field(default_factory=dict)
     roles_statuses: list[RoleStatus] = field(default_factory=list)
     roles: list[Role] = field(default_factory=list)
+    failure: Failure | None = None
+    """The root cause of a FAILED app (:mod:`torchx.specs._failure`), where the scheduler
+    can say more than its state."""
 
 
 @dataclass

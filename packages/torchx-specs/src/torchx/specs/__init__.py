@@ -145,6 +145,7 @@ _LAZY: dict[str, tuple[str, str]] = {
         )
     },
     "CapabilityKey": ("torchx.specs.capabilities", "CapabilityKey"),
+    "Failure": ("torchx.specs._failure", "Failure"),
     "NA": ("torchx.specs.metadata_keys", "NA"),
     "TORCHX_CONTEXT_NAME": ("torchx.specs.metadata_keys", "TORCHX_CONTEXT_NAME"),
     "app_metadata": ("torchx.specs.metadata_keys", "app_metadata"),

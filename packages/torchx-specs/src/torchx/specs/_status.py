@@ -15,6 +15,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from torchx.specs._failure import Failure
+
 
 class AppState(int, Enum):
     """The state of an app (and of each replica: :data:`ReplicaState` is an alias)."""
@@ -186,6 +188,36 @@ def _format_timestamp(timestamp: object) -> str:
     return str(datetime.fromtimestamp(seconds))
 
 
+_CAUSE_WORDS = {
+    "exception": "a Python exception",
+    "exit_code": "exited with code {exit_code}",
+    "signal": "killed by {signal}",
+    "oom": "out of memory",
+    "time_limit": "hit its time limit",
+    "preempted": "preempted",
+    "node_failure": "its node failed",
+    "image_pull": "its image could not be pulled",
+    "rejected": "rejected by the scheduler",
+    "cancelled": "cancelled",
+    "unknown": "unknown",
+}
+
+
+def _format_failure(failure: Failure) -> str:
+    """The ``Root cause:`` block of ``torchx status`` (after the upstream layout)."""
+    rank = f", rank {failure.rank}" if failure.rank is not None else ""
+    words = _CAUSE_WORDS.get(failure.cause, failure.cause).format(
+        exit_code=failure.exit_code, signal=failure.signal
+    )
+    lines = [f"    Root cause: {failure.role}[{failure.replica_id}]{rank}: {words}"]
+    if failure.message:
+        lines.append(f"        {failure.message}")
+    if failure.log_tail:
+        lines.append("        last lines of its log:")
+        lines += [f"          | {line}" for line in failure.log_tail]
+    return "\n".join(lines) + "\n"
+
+
 def _format_replica(replica: ReplicaStatus) -> str:
     state = str(replica.state)
     raw = replica.structured_error_msg
@@ -218,6 +250,8 @@ class AppStatus:
     structured_error_msg: str = NONE
     ui_url: str | None = None
     roles: list[RoleStatus] = field(default_factory=list)
+    failure: Failure | None = None
+    """The root cause of a failed app (``None`` unless a replica failed)."""
 
     def is_terminal(self) -> bool:
         """Whether the app can no longer change state (see :func:`is_terminal`)."""
@@ -254,6 +288,7 @@ class AppStatus:
             "msg": self.msg,
             "structured_error_msg": self.structured_error_msg,
             "url": self.ui_url,
+            "failure": self.failure.to_json() if self.failure is not None else None,
         }
 
     def format(self, filter_roles: list[str] | None = None) -> str:
@@ -270,7 +305,7 @@ class AppStatus:
             for role in self._roles(filter_roles)
             for replica in sorted(role.replicas, key=lambda r: r.id)
         )
-        return _STATUS_TEMPLATE.format(
+        text = _STATUS_TEMPLATE.format(
             state=self.state,
             num_restarts=self.num_restarts,
             roles=roles,
@@ -278,6 +313,9 @@ class AppStatus:
             structured_error_msg=self.structured_error_msg,
             url=self.ui_url,
         )
+        if self.failure is not None:
+            text = text.rstrip(" ") + _format_failure(self.failure)
+        return text
 
     def __repr__(self) -> str:
         """YAML (or, without PyYAML, JSON) rendering with reply files decoded."""
@@ -301,6 +339,8 @@ class AppStatus:
                 return raw
 
         data = plain(asdict(self))
+        if self.failure is None:
+            data.pop("failure", None)  # the layout of an app without one stays upstream's
         data["structured_error_msg"] = decoded(self.structured_error_msg)
         for role in data["roles"]:
             for replica in role["replicas"]:

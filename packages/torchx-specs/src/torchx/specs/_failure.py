@@ -1,0 +1,227 @@
+"""Why an app failed: the root cause of a failed app, as every scheduler reports it.
+
+A failed app says which replica broke first and why (``torchx status``, ``--json``'s
+``"failure"``), instead of ``FAILED`` and an exit code to chase through every replica's
+log. The evidence, best first: the torchelastic error file a ``@record``-ed entrypoint
+writes (its exception, traceback and time); torchrun's "Root Cause (first observed
+failure)" block (the failed rank); the last Python traceback in the replica's log tail;
+the scheduler's own word (an OOM kill, a time limit, a preemption) and the exit code or
+signal. A scheduler turns what it knows into :class:`Failure` objects, one per failed
+replica, and :func:`root_cause` picks the first observed.
+"""
+
+from __future__ import annotations
+
+import os
+
+from torchx.util.lazy_dataclass import dataclass, field
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+__all__ = [
+    "CAUSES",
+    "LOG_TAIL_BYTES",
+    "LOG_TAIL_LINES",
+    "Failure",
+    "from_error_file",
+    "from_log_tail",
+    "read_log_tail",
+    "root_cause",
+]
+
+CAUSES = (
+    "exception",
+    "exit_code",
+    "signal",
+    "oom",
+    "time_limit",
+    "preempted",
+    "node_failure",
+    "image_pull",
+    "rejected",
+    "cancelled",
+    "unknown",
+)
+"""What can have ended a replica (``Failure.cause``)."""
+
+LOG_TAIL_BYTES = 64 << 10
+"""At most this much of a failed replica's log is read: a 1 GiB log costs what a small one
+does."""
+LOG_TAIL_LINES = 20
+"""The log lines a failure keeps (``Failure.log_tail``)."""
+
+
+@dataclass
+class Failure:
+    """The failure of one replica (``torchx status --json``'s ``"failure"``).
+
+    ``rank`` is the global rank of a torchrun/elastic worker that failed, when known;
+    ``cause`` one of :data:`CAUSES`; ``signal`` a name such as ``SIGKILL``; ``message``
+    one line (an exception's last line, the limit an OOM hit, the image and the
+    registry's answer); ``log_tail`` the replica's last output lines; ``time`` when it
+    failed (unix seconds), when known.
+    """
+
+    role: str
+    replica_id: int
+    cause: str = "unknown"
+    rank: int | None = None
+    exit_code: int | None = None
+    signal: str | None = None
+    message: str = ""
+    traceback: str | None = None
+    log_tail: list[str] = field(default_factory=list)
+    time: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The object ``--json`` prints, with exactly its documented keys."""
+        return {
+            "role": self.role,
+            "replica_id": self.replica_id,
+            "rank": self.rank,
+            "cause": self.cause,
+            "exit_code": self.exit_code,
+            "signal": self.signal,
+            "message": self.message,
+            "traceback": self.traceback,
+            "log_tail": list(self.log_tail[-LOG_TAIL_LINES:]),
+            "time": self.time,
+        }
+
+
+def root_cause(failures: Iterable[Failure], role_order: Iterable[str]) -> Failure | None:
+    """The first observed failure: the earliest by time (an unknown time counts last); a
+    tie goes to the lower role index, then the lower replica id.
+
+    Args:
+        failures: one per failed replica.
+        role_order: the app's role names, in order.
+
+    Returns:
+        The root cause, or ``None`` when nothing failed.
+    """
+    index = {name: i for i, name in enumerate(role_order)}
+    ordered = sorted(
+        failures,
+        key=lambda f: (
+            f.time is None,
+            f.time or 0.0,
+            index.get(f.role, len(index)),
+            f.replica_id,
+        ),
+    )
+    return ordered[0] if ordered else None
+
+
+def read_log_tail(path: str, max_bytes: int = LOG_TAIL_BYTES) -> str:
+    """The last ``max_bytes`` of the file at ``path`` (from a line start), ``""`` if none."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - max_bytes))
+            data = f.read(max_bytes)
+    except OSError:
+        return ""
+    if len(data) == max_bytes and b"\n" in data:  # cut mid-file: drop the partial line
+        data = data.split(b"\n", 1)[1]
+    return data.decode("utf-8", "replace")
+
+
+_TRACEBACK = "Traceback (most recent call last):"
+_ROOT_CAUSE = "Root Cause (first observed failure):"
+
+
+def from_log_tail(failure: Failure, tail: str) -> Failure:
+    """``failure`` with what the replica's log tail tells: the last lines, the last Python
+    traceback and its exception line (cause ``exception``), and from torchrun's root cause
+    block the failed rank."""
+    lines = tail.splitlines()
+    failure.log_tail = lines[-LOG_TAIL_LINES:]
+    rank = _torchrun_rank(lines)
+    if rank is not None and failure.rank is None:
+        failure.rank = rank
+    blocks = [b for b in _tracebacks(lines) if _LAUNCHER_ERROR not in b[-1]]
+    if blocks and failure.traceback is None:
+        block = blocks[-1]  # the last one the program itself raised
+        failure.traceback = "\n".join(block)
+        if block[-1].strip() and not block[-1].startswith((" ", "\t")):
+            failure.message = block[-1].strip()
+            failure.cause = "exception"
+    return failure
+
+
+_LAUNCHER_ERROR = "ChildFailedError"
+"""torchrun's own traceback after a worker failed: the worker's is the one to show."""
+
+
+def _tracebacks(lines: list[str]) -> list[list[str]]:
+    """Every Python traceback in ``lines``, each up to its exception's line; lines a
+    worker wrote under torchrun's ``--tee`` prefix (``[1]:``, ``[default0]:``) count as
+    that worker's, prefix dropped."""
+    blocks = []
+    for start, first in enumerate(lines):
+        prefix, line = _tee_prefix(first)
+        if line.strip() != _TRACEBACK:
+            continue
+        block = [line]
+        for raw in lines[start + 1 :]:
+            follow_prefix, follow = _tee_prefix(raw)
+            if follow_prefix != prefix:
+                continue  # another worker's line, interleaved
+            block.append(follow)
+            if follow and not follow.startswith((" ", "\t")):  # the exception's own line
+                break
+        blocks.append(block)
+    return blocks
+
+
+def _tee_prefix(line: str) -> tuple[str, str]:
+    """(torchrun's ``[LOCAL_RANK]:`` prefix or ``""``, the line without it)."""
+    if line.startswith("[") and "]:" in line[:32]:
+        end = line.index("]:")
+        return line[: end + 2], line[end + 2 :]
+    return "", line
+
+
+def _torchrun_rank(lines: list[str]) -> int | None:
+    """The global rank torchrun's "Root Cause (first observed failure)" block names."""
+    start = max((i for i, line in enumerate(lines) if _ROOT_CAUSE in line), default=-1)
+    if start < 0:
+        return None
+    for line in lines[start + 1 : start + 12]:
+        key, _, value = line.strip().partition(":")
+        if key.strip() == "rank":
+            first = value.strip().split(" ", 1)[0]
+            return int(first) if first.isascii() and first.isdigit() else None
+    return None
+
+
+def from_error_file(failure: Failure, text: str) -> Failure:
+    """``failure`` with what a torchelastic error file (``@record``) holds: the exception's
+    message and traceback and when it was raised (cause ``exception``)."""
+    import json
+
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return failure
+    message = doc.get("message") if isinstance(doc, dict) else None
+    if isinstance(message, dict):
+        text_message = message.get("message")
+        extra = message.get("extraInfo") or {}
+        if isinstance(text_message, str) and text_message.strip():
+            failure.message = text_message.strip().splitlines()[-1]
+            failure.cause = "exception"
+        callstack = extra.get("py_callstack") if isinstance(extra, dict) else None
+        if isinstance(callstack, str) and callstack.strip():
+            failure.traceback = callstack.rstrip()
+        stamp = extra.get("timestamp") if isinstance(extra, dict) else None
+        if isinstance(stamp, (int, str)) and str(stamp).isdigit():
+            failure.time = float(stamp)
+    elif isinstance(message, str) and message.strip():
+        failure.message = message.strip().splitlines()[-1]
+        failure.cause = "exception"
+    return failure
