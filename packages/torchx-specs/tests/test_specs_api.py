@@ -518,6 +518,7 @@ def test_app_status_to_json() -> None:
         "msg": "job failed",
         "structured_error_msg": "<NONE>",
         "url": "file:///tmp/x",
+        "failure": None,  # no scheduler said why: AppStatus made by hand
     }
     json.dumps(data)
     assert golden_status().to_json(filter_roles=["other"])["roles"] == []
