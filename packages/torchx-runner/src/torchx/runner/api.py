@@ -253,7 +253,7 @@ class Runner:
             The app handle, ``SCHEDULER://SESSION/APP_ID``.
 
         Raises:
-            ComponentNotFoundException: no component of that name (or file:function).
+            ComponentNotFoundException: no component of that name (nor ``file.py:function``).
             ComponentArgumentError: an argument is unknown, missing or does not parse.
             InvalidRunConfigException: a run option is missing or of the wrong type.
             ValueError: the app or a run option is refused before anything is submitted
@@ -299,7 +299,7 @@ class Runner:
             The rendered request; print it to see what would be submitted.
 
         Raises:
-            ComponentNotFoundException: no component of that name (or file:function).
+            ComponentNotFoundException: no component of that name (nor ``file.py:function``).
             ComponentArgumentError: an argument is unknown, missing or does not parse.
             InvalidRunConfigException: a run option is missing or of the wrong type.
             ValueError: the app or a run option is refused before anything is submitted
