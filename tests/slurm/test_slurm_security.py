@@ -184,7 +184,8 @@ def test_a_sparse_file_reaches_the_login_node_sparse(workspace: Path) -> None:
     assert out.returncode == 0, out.stderr
     there = laptop.LOGIN_HOME / job_dir / "ckpt.bin"
     assert there.stat().st_size == (1 << 30) + 4
-    assert there.stat().st_blocks * 512 < 1 << 20  # holes kept
+    # holes kept: a few MiB at most (the local copy writes data in 1 MiB chunks), not 1 GiB
+    assert there.stat().st_blocks * 512 < 8 << 20
     with open(there, "rb") as f:
         assert f.read(4) == b"head"
         f.seek(1 << 30)
