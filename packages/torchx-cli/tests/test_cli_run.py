@@ -459,3 +459,18 @@ def test_a_bad_value_in_torchxconfig_names_the_file_and_line(
     assert line.endswith(
         f"{cli.cwd / '.torchxconfig'}:2: [component:utils.echo] num_replicas = abc: expected int"
     )
+
+
+def test_a_component_file_runs_once_when_a_config_file_is_checked(cli: Cli) -> None:
+    """The config typo check must not load a file's component a second time."""
+    (cli.cwd / ".torchxconfig").write_text("[local_cwd]\nprepend_cwd = False\n")
+    counter = cli.cwd / "loads"
+    (cli.cwd / "comp.py").write_text(
+        f"open({str(counter)!r}, 'a').write('x')\n"
+        "from torchx import specs\n"
+        "def main() -> specs.AppDef:\n"
+        "    return specs.AppDef('c', [specs.Role('r', image='.', entrypoint='true')])\n"
+    )
+    proc = cli.run("run", "--dryrun", "-s", "local_cwd", "comp.py:main")
+    assert proc.returncode == 0, proc.stderr
+    assert counter.read_text() == "x"

@@ -201,6 +201,13 @@ def _check_config_files(component: str) -> None:
         return  # no file, no typo (and nothing more is imported on the run path)
     from torchx.runner.config_check import check_component_values, warn_typos
 
+    if ":" in component:  # a file's component: looking it up here would run the file twice
+        from torchx.cli._component_cache import load_component_names
+        from torchx.cli._handles import installed_schedulers
+
+        listed = [name for name, _ in load_component_names() or []]
+        warn_typos(installed_schedulers(), None, (), listed)
+        return
     try:
         from torchx.specs.finder import get_component
 
