@@ -282,7 +282,7 @@ def test_plain_component_arguments_read_as_argparse_would(fn: Any, args: list[st
 
     from torchx.specs import builders
     from torchx.specs._component_params import resolved_annotations
-    from torchx.util import fn_params
+    from torchx.util._startup import fn_params
 
     params = fn_params.parameters(fn)
     plain = builders._parse_plain(resolved_annotations(fn), params, list(args), {}, {})

@@ -3,13 +3,6 @@ that cut connections."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-from urllib.parse import parse_qs, urlsplit
-
-if TYPE_CHECKING:
-    from torchx_testsupport.k8s.injector import Fault
-    from torchx_testsupport.k8s.server import FakeKubernetes
-
 import datetime as dt
 import json
 import socket
@@ -17,12 +10,18 @@ import struct
 import time
 from http.server import BaseHTTPRequestHandler
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from torchx_testsupport.k8s.objects import (
     TOKEN,
     ApiError,
     matches,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from torchx_testsupport.k8s.injector import Fault
+    from torchx_testsupport.k8s.server import FakeKubernetes
 
 
 def _flag(query: dict[str, str], name: str) -> bool:

@@ -81,7 +81,7 @@ def is_user_error(exc: BaseException) -> bool:
 
 def report_exception(exc: BaseException, debug: bool) -> int:
     """Prints ``exc`` for the user and returns the exit code to use."""
-    from torchx.util.secrets import mask_text  # an error never shows a credential
+    from torchx.util._support.secrets import mask_text  # an error never shows a credential
 
     if debug:
         import traceback

@@ -37,7 +37,7 @@ class ArgumentParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose errors are one line: what is wrong and where to look."""
 
     def _get_formatter(self) -> argparse.HelpFormatter:
-        from torchx.util.terminal import help_width
+        from torchx.util._support.terminal import help_width
 
         # argparse makes a formatter for every add_argument and would import shutil (and
         # the compression modules it pulls in) for the width; this is the same width.
@@ -127,25 +127,8 @@ def add_scheduler_options(
     subparser: argparse.ArgumentParser, subcmd: str, purpose: str, default: "str | None"
 ) -> None:
     """The ``-s SCHEDULER`` and ``-cfg K=V,...`` options of ``torchx run`` and ``torchx
-    list``, declared once: each given at most once, ``-s`` defaulting to ``[cli:SUBCMD]
-    scheduler`` of ``.torchxconfig``."""
-    from torchx.cli._handles import installed_schedulers
+    list`` (:func:`torchx.cli._option_table.scheduler_options`): each given at most once,
+    ``-s`` defaulting to ``[cli:SUBCMD] scheduler`` of ``.torchxconfig``."""
+    from torchx.cli._option_table import add_options, scheduler_options
 
-    names = installed_schedulers()
-    action = {"run": torchxconfig_run, "list": torchxconfig_list}[subcmd]
-    subparser.add_argument(
-        "-s",
-        "--scheduler",
-        type=str,
-        default=default,
-        action=action,
-        help=f"scheduler to {purpose}, one of: {', '.join(names) or '<none installed>'}"
-        f" (default: [cli:{subcmd}] scheduler in .torchxconfig, else local_cwd)",
-    )
-    subparser.add_argument(
-        "-cfg",
-        "--scheduler_args",
-        type=str,
-        action=ArgOnceAction,
-        help="scheduler run options as KEY=VALUE,KEY2=VALUE2 (see `torchx runopts`)",
-    )
+    add_options(subparser, subcmd, scheduler_options(subcmd, purpose, lambda: default))

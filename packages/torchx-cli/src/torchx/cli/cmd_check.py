@@ -60,7 +60,7 @@ class _Target:
 def _scheduler_checks(name: str, cfg: "dict[str, Any]") -> "list[ReadinessCheck]":
     from torchx.runner import config
     from torchx.schedulers import get_scheduler_factories
-    from torchx.util.retry import outage_budget
+    from torchx.util._support.retry import outage_budget
 
     scheduler = get_scheduler_factories()[name](session_name="torchx")
     try:
@@ -73,7 +73,7 @@ def _scheduler_checks(name: str, cfg: "dict[str, Any]") -> "list[ReadinessCheck]
 
 def _tracker_checks(name: str, tracker_config: "str | None") -> "list[ReadinessCheck]":
     from torchx.tracker.api import check_tracker
-    from torchx.util.retry import outage_budget
+    from torchx.util._support.retry import outage_budget
 
     with outage_budget(0):
         return check_tracker(name, tracker_config)
@@ -165,13 +165,13 @@ class CmdCheck(SubCommand):
 
 def _install_checks() -> "list[ReadinessCheck]":
     """Which TorchX this is, and whether upstream's `torchx` overwrites it here."""
-    from torchx.util.provenance import upstream_torchx_version
+    from torchx.util._support.provenance import upstream_torchx_version
     from torchx.util.readiness import not_ready, ready
     from torchx.version import __version__
 
     upstream = upstream_torchx_version()
     if upstream is not None:
-        from torchx.util.provenance import command_owner
+        from torchx.util._support.provenance import command_owner
 
         owner = command_owner()
         command = {

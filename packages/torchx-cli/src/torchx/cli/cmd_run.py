@@ -13,11 +13,12 @@ benchmarks/bench_cli.py).
 import os
 import sys
 
-from torchx.cli._cli_defaults import ONCE_SEEN_ATTR, cli_config, explicitly_given
+from torchx.cli._cli_defaults import explicitly_given
 from torchx.cli._errors import EXIT_USAGE, CliError, usage_error
+from torchx.cli._option_table import Option, scheduler_options
 from torchx.cli.cmd_base import SubCommand
 from torchx.cli.cmd_builtins import CmdBuiltins
-from torchx.util.lazy_dataclass import dataclass, field, fields
+from torchx.util._startup.lazy_dataclass import dataclass, field, fields
 from torchx.util.log import get_logger
 
 TYPE_CHECKING = False
@@ -216,7 +217,7 @@ def _check_config_files(component: str) -> None:
         return
     from torchx.cli._component_cache import load_component_names
     from torchx.cli._handles import installed_schedulers
-    from torchx.util import fn_params
+    from torchx.util._startup import fn_params
     from torchx.util.types import get_argparse_param_type
 
     params = {p.name: p for p in fn_params.parameters(fn)}
@@ -269,7 +270,7 @@ class CmdRun(SubCommand):
     def add_arguments(self, subparser: "argparse.ArgumentParser") -> None:
         import argparse
 
-        from torchx.cli.argparse_util import ArgOnceAction, add_scheduler_options, torchxconfig_run
+        from torchx.cli._option_table import add_options
 
         self._subparser = subparser
         subparser.usage = "torchx run [OPTIONS] COMPONENT [COMPONENT_ARGS...]"
@@ -281,58 +282,7 @@ class CmdRun(SubCommand):
             "  torchx run ./my_component.py:train --lr 0.1     # a component of your own\n"
             "  torchx run dist.ddp --help                       # a component's arguments"
         )
-        add_scheduler_options(subparser, "run", "run on", _default_scheduler())
-        subparser.add_argument(
-            "--dryrun",
-            action="store_true",
-            default=False,
-            help="print the app and the scheduler request without submitting",
-        )
-        subparser.add_argument(
-            "--wait",
-            action="store_true",
-            default=False,
-            help="wait for the app to finish, streaming its logs; exit 1 unless it succeeds",
-        )
-        subparser.add_argument(
-            "--log",
-            action="store_true",
-            default=False,
-            help="stream the app's logs until it finishes (implies --wait)",
-        )
-        subparser.add_argument(
-            "--workspace",
-            default=os.getcwd(),
-            action=torchxconfig_run,
-            help="local workspace to build into the image ('' to disable; default: the"
-            " current directory or [cli:run] workspace)",
-        )
-        subparser.add_argument(  # upstream's alias, for Buck users: works, never shown
-            "--buck-target",
-            dest="workspace",
-            default=argparse.SUPPRESS,
-            action=torchxconfig_run,
-            help=argparse.SUPPRESS,
-        )
-        subparser.add_argument(
-            "--parent_run_id",
-            type=str,
-            action=ArgOnceAction,
-            help="tracker run id this run belongs to (groups runs for experiment tracking)",
-        )
-        subparser.add_argument(
-            "--tee_logs",
-            action="store_true",
-            default=False,
-            help="when streaming logs, print them stripped as `role/replica line`",
-        )
-        subparser.add_argument(
-            "--stdin",
-            action="store_true",
-            default=False,
-            help="read the run arguments as a JSON object from stdin (TorchXRunArgs fields);"
-            " only --dryrun may be combined with it (and other flags at their defaults)",
-        )
+        add_options(subparser, "run", RUN_OPTIONS)
         subparser.add_argument(
             "component_name_and_args",
             nargs=argparse.REMAINDER,
@@ -342,37 +292,13 @@ class CmdRun(SubCommand):
         )
 
     def parse_plain(self, words: "list[str]") -> "dict[str, object] | None":
-        """``torchx run [OPTIONS] [COMPONENT [ARGS...]]`` read without argparse when every
-        option is one of :data:`_PLAIN_FLAGS` / :data:`_PLAIN_OPTIONS`, spelled out, and
-        the defaults are this class's own (a subclass adding options goes to argparse)."""
+        """``torchx run [OPTIONS] [COMPONENT [ARGS...]]`` read without argparse when it is a
+        plain line of :data:`RUN_OPTIONS` (a subclass adding options goes to argparse)."""
         if type(self).add_arguments is not CmdRun.add_arguments:
             return None
-        from torchx.util.plain_args import split_options
+        from torchx.cli._option_table import read_plain
 
-        split = split_options(words, _PLAIN_FLAGS, _PLAIN_OPTIONS)
-        if split is None:
-            return None
-        given, component_name_and_args = split
-        configured = cli_config("run")
-        values: dict[str, object] = {
-            "scheduler": (
-                configured["scheduler"] if "scheduler" in configured else _default_scheduler()
-            ),
-            "scheduler_args": None,
-            "dryrun": False,
-            "wait": False,
-            "log": False,
-            "workspace": configured["workspace"] if "workspace" in configured else os.getcwd(),
-            "parent_run_id": None,
-            "tee_logs": False,
-            "stdin": False,
-            **given,
-            "component_name_and_args": component_name_and_args,
-        }
-        once = {dest for dest in given if dest in _PLAIN_OPTIONS.values()}
-        if once:
-            values[ONCE_SEEN_ATTR] = once
-        return values
+        return read_plain(words, "run", RUN_OPTIONS, "component_name_and_args")
 
     @property
     def subparser(self) -> "argparse.ArgumentParser":
@@ -543,18 +469,57 @@ class CmdRun(SubCommand):
 
 _FOREGROUND_SCHEDULERS = ("local_cwd", "local")
 
-# `torchx run` options that CmdRun.parse_plain reads (spelling -> dest); any other goes to
-# argparse (`--stdin`, `--help`, abbreviations).
-_PLAIN_FLAGS = {"--dryrun": "dryrun", "--wait": "wait", "--log": "log", "--tee_logs": "tee_logs"}
-_PLAIN_OPTIONS = {
-    "-s": "scheduler",
-    "--scheduler": "scheduler",
-    "-cfg": "scheduler_args",
-    "--scheduler_args": "scheduler_args",
-    "--workspace": "workspace",
-    "--buck-target": "workspace",
-    "--parent_run_id": "parent_run_id",
-}
+RUN_OPTIONS = [
+    *scheduler_options("run", "run on", _default_scheduler),
+    Option(
+        ("--dryrun",),
+        "dryrun",
+        "print the app and the scheduler request without submitting",
+        flag=True,
+    ),
+    Option(
+        ("--wait",),
+        "wait",
+        "wait for the app to finish, streaming its logs; exit 1 unless it succeeds",
+        flag=True,
+    ),
+    Option(
+        ("--log",),
+        "log",
+        "stream the app's logs until it finishes (implies --wait)",
+        flag=True,
+    ),
+    Option(
+        ("--workspace",),
+        "workspace",
+        "local workspace to build into the image ('' to disable; default: the"
+        " current directory or [cli:run] workspace)",
+        default=os.getcwd,
+        configured=True,
+    ),
+    # upstream's alias, for Buck users: works, never shown
+    Option(("--buck-target",), "workspace", configured=True, hidden=True),
+    Option(
+        ("--parent_run_id",),
+        "parent_run_id",
+        "tracker run id this run belongs to (groups runs for experiment tracking)",
+    ),
+    Option(
+        ("--tee_logs",),
+        "tee_logs",
+        "when streaming logs, print them stripped as `role/replica line`",
+        flag=True,
+    ),
+    Option(
+        ("--stdin",),
+        "stdin",
+        "read the run arguments as a JSON object from stdin (TorchXRunArgs fields);"
+        " only --dryrun may be combined with it (and other flags at their defaults)",
+        flag=True,
+        plain=False,
+    ),
+]
+"""``torchx run``'s options, read by argparse and by :meth:`CmdRun.parse_plain`."""
 
 
 def _config_origin(message: str, scheduler: str, cfg: "dict[str, CfgVal]") -> "str | None":
@@ -573,7 +538,7 @@ def _config_origin(message: str, scheduler: str, cfg: "dict[str, CfgVal]") -> "s
 def _print_dryrun(info: "AppDryRunInfo[Any]") -> None:
     import json
 
-    from torchx.util.lazy_dataclass import asdict
+    from torchx.util._startup.lazy_dataclass import asdict
 
     app = info.app
     # JSON, not pprint: pprint imports dataclasses and inspect (see docs/design.md).

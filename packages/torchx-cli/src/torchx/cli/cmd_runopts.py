@@ -74,7 +74,7 @@ class CmdRunopts(SubCommand):
 
     def run(self, args: "argparse.Namespace") -> None:
         from torchx.cli._handles import check_scheduler, installed_schedulers
-        from torchx.util import disk_cache
+        from torchx.util._startup import disk_cache
 
         names = [check_scheduler(args.scheduler)] if args.scheduler else installed_schedulers()
         # Every scheduler's module (and its run options) is imported to answer: the

@@ -140,7 +140,7 @@ _LOG_LEVEL_HELP = (
 
 
 def _version_string() -> str:
-    from torchx.util.provenance import version_line
+    from torchx.util._support.provenance import version_line
 
     return version_line()
 
@@ -355,7 +355,7 @@ def _plain_warnings() -> None:
     import warnings
 
     def show(message: "Warning | str", category: type, *_: object, **__: object) -> None:
-        from torchx.util.secrets import mask_text
+        from torchx.util._support.secrets import mask_text
 
         text = mask_text(" ".join(str(message).split()))
         print(f"torchx: warning: {text}", file=sys.stderr, flush=True)

@@ -36,9 +36,9 @@ from torchx.specs.api import (
     parse_app_handle,
     runopts,
 )
-from torchx.util.host_checks import is_real_submit, real_submit
+from torchx.util._startup.static_typing import overload
+from torchx.util._support.host_checks import is_real_submit, real_submit
 from torchx.util.log import get_logger
-from torchx.util.static_typing import overload
 from torchx.util.strings import carried_env, check_env_names
 
 TYPE_CHECKING = False
@@ -133,7 +133,7 @@ def _copy_app(app: AppDef) -> AppDef:
     Overrides hold callables/awaitables that may not be copyable, and resolving one must
     happen at most once, so the copy keeps the very same dict.
     """
-    from torchx.util.lazy_dataclass import deep_copy
+    from torchx.util._startup.lazy_dataclass import deep_copy
 
     memo: dict[int, Any] = {}
     for role in app.roles:
@@ -749,7 +749,7 @@ class Runner:
         window = wait_interval
         if scheduler.has_event_source:
             window = max(wait_interval, _EVENT_WAIT_S)
-        from torchx.util.retry import outage_budget
+        from torchx.util._support.retry import outage_budget
 
         # a wait lasts as long as the app: an outage of the scheduler's service (a restart
         # of its controller, a dropped connection) is ridden out, up to TORCHX_OUTAGE_S
@@ -937,8 +937,8 @@ class Runner:
 
 class _PatientLog:
     """A followed log whose every read rides out outages of the scheduler's service
-    (:func:`torchx.util.retry.within_outage_budget`), whether read as lines or, where the scheduler
-    offers them (log files), as ``raw_chunks()``."""
+    (:func:`torchx.util._support.retry.within_outage_budget`), whether read as lines or,
+    where the scheduler offers them (log files), as ``raw_chunks()``."""
 
     def __init__(self, lines: Iterable[str]) -> None:
         self._lines = lines
@@ -948,7 +948,7 @@ class _PatientLog:
 
     @staticmethod
     def _within_outage_budget(items: Iterable[T]) -> Iterator[T]:
-        from torchx.util.retry import within_outage_budget
+        from torchx.util._support.retry import within_outage_budget
 
         return within_outage_budget(iter(items))
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 
-from torchx.util.config_files import ConfigError, display_path, find_config_files
+from torchx.util._support.config_files import ConfigError, display_path, find_config_files
 from torchx.util.log import get_logger
 
 __all__ = ["Located", "check_component_values", "locate", "warn_typos"]

@@ -51,10 +51,10 @@ from torchx.specs.api import (
     runopts,
 )
 from torchx.specs.replica_macros import ReplicaMacros
-from torchx.util.host_checks import host_problem
-from torchx.util.lazy_dataclass import asdict, dataclass, field
+from torchx.util._startup.lazy_dataclass import asdict, dataclass, field
+from torchx.util._support.host_checks import host_problem
+from torchx.util._support.programs import find_program, script_of
 from torchx.util.log import get_logger
-from torchx.util.programs import find_program, script_of
 from torchx.util.strings import check_file_name
 
 TYPE_CHECKING = False
@@ -504,7 +504,7 @@ def _root_cause(request: dict[str, Any], state: dict[str, Any]) -> Failure | Non
         read_log_tail,
         root_cause,
     )
-    from torchx.util.signals import signal_name
+    from torchx.util._support.signals import signal_name
 
     failures = []
     for role_doc, replicas in zip(request["roles"], state["roles"], strict=True):
@@ -1354,7 +1354,7 @@ def _create_log_files(paths: list[str]) -> None:
 
 
 def _with_env(role: Role, env: dict[str, str]) -> Role:
-    from torchx.util.lazy_dataclass import shallow_copy
+    from torchx.util._startup.lazy_dataclass import shallow_copy
 
     clone = shallow_copy(role)
     clone.env = env

@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from torchx.schedulers._aws_batch import clients, jobdef, logs
 from torchx.schedulers._aws_batch import state as _state
@@ -65,11 +65,12 @@ from torchx.specs.api import (
     is_terminal,
     runopts,
 )
-from torchx.util.lazy_dataclass import asdict, dataclass, field
-from torchx.util.user import current_user
+from torchx.util._startup.lazy_dataclass import asdict, dataclass, field
+from torchx.util._support.user import current_user
 from torchx.version import __version__
 from torchx.workspace.docker_workspace import DockerWorkspaceMixin
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import docker
 

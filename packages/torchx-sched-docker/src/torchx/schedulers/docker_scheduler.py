@@ -28,7 +28,7 @@ import os
 import re
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from torchx.schedulers._docker import engine as docker_engine
 from torchx.schedulers._docker import logs, retry
@@ -62,9 +62,9 @@ from torchx.specs.api import (
     runopts,
 )
 from torchx.specs.replica_macros import ReplicaMacros
-from torchx.util.lazy_dataclass import dataclass, field
+from torchx.util._startup.lazy_dataclass import dataclass, field
+from torchx.util._support.signals import signal_name
 from torchx.util.log import get_logger
-from torchx.util.signals import signal_name
 from torchx.version import __version__, get_torchx_image
 from torchx.workspace.docker_workspace import (
     DockerWorkspaceMixin,
@@ -73,6 +73,7 @@ from torchx.workspace.docker_workspace import (
     local_image_id,
 )
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import docker
 

@@ -34,12 +34,11 @@ import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from torchx.schedulers._kubernetes import client as _client
 from torchx.schedulers._kubernetes import render as _render
 from torchx.schedulers._kubernetes import status as _status
-from torchx.schedulers._kubernetes import yaml_writer
 from torchx.schedulers._kubernetes.render import (
     ANNOTATION_ISTIO_SIDECAR,
     LABEL_APP_NAME,
@@ -71,14 +70,16 @@ from torchx.schedulers.api import (
     with_full_job_id,
 )
 from torchx.specs.api import AppDef, AppDryRunInfo, AppState, CfgVal, Role, runopts
+from torchx.util._startup import yaml_writer
+from torchx.util._startup.lazy_dataclass import dataclass, field
+from torchx.util._support.host_checks import is_real_submit
+from torchx.util._support.retry import in_thread
 from torchx.util.colors import BLUE, ENDC
-from torchx.util.host_checks import is_real_submit
-from torchx.util.lazy_dataclass import dataclass, field
 from torchx.util.log import get_logger
-from torchx.util.retry import in_thread
 from torchx.util.strings import normalize_str
 from torchx.workspace.docker_workspace import DockerWorkspaceMixin
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
 

@@ -33,7 +33,7 @@ import shlex
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from torchx.schedulers._ray import client as jobs_api
 from torchx.schedulers._ray import describe as _describe
@@ -56,10 +56,11 @@ from torchx.specs.api import (
     RoleStatus,
     runopts,
 )
+from torchx.util._support.retry import in_thread
 from torchx.util.log import get_logger
-from torchx.util.retry import in_thread
 from torchx.workspace.api import WorkspaceMixin
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from torchx.schedulers.list_filter import ListFilter
     from torchx.util.readiness import ReadinessCheck

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from torchx.schedulers._slurm import commands, parse, records
 from torchx.schedulers._slurm import describe as _describe
@@ -48,6 +48,7 @@ from torchx.specs.api import AppDef, AppDryRunInfo, AppState, CfgVal, Role, macr
 from torchx.util.log import get_logger
 from torchx.workspace.dir_workspace import DirWorkspaceMixin, job_dir_exists
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from torchx.schedulers._slurm.request import (
         SBATCH_GROUP_OPTIONS,
@@ -406,8 +407,8 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
             Opts,
             SlurmBatchRequest,
         )
-        from torchx.util.host_checks import host_problem
-        from torchx.util.programs import find_program
+        from torchx.util._support.host_checks import host_problem
+        from torchx.util._support.programs import find_program
 
         via = _via(cfg)
         if via is not None:

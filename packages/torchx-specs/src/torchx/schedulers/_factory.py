@@ -6,8 +6,9 @@ line's path does not import; ``torchx.schedulers.SchedulerFactory`` loads it on 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from torchx.schedulers.api import Scheduler
 

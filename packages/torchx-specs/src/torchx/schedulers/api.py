@@ -32,8 +32,15 @@ from torchx.specs.api import (
     macros,
     runopts,
 )
-from torchx.util.lazy_dataclass import MISSING, Field, dataclass, field, fields, shallow_copy
-from torchx.util.static_typing import GenericBase
+from torchx.util._startup.lazy_dataclass import (
+    MISSING,
+    Field,
+    dataclass,
+    field,
+    fields,
+    shallow_copy,
+)
+from torchx.util._startup.static_typing import GenericBase
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -209,7 +216,7 @@ class Scheduler(abc.ABC, GenericBase[T]):
             cfg: run options (see ``run_opts``).
             workspace: local code to build into the app first (workspace schedulers).
         """
-        from torchx.util.host_checks import real_submit
+        from torchx.util._support.host_checks import real_submit
 
         with real_submit():
             return self._submit(app, cfg, workspace)

@@ -17,8 +17,8 @@ from torchx.specs._component_params import (
     resolved_annotations,
 )
 from torchx.specs._help_format import TorchXArgumentHelpFormatter
-from torchx.util import fn_params
-from torchx.util.fn_params import EMPTY
+from torchx.util._startup import fn_params
+from torchx.util._startup.fn_params import EMPTY
 from torchx.util.types import get_argparse_param_type
 
 __all__ = ["ComponentArgumentParser", "create_args_parser"]

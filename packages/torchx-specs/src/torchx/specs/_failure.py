@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-from torchx.util.lazy_dataclass import dataclass, field
+from torchx.util._startup.lazy_dataclass import dataclass, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ Imports inside functions are deliberate: ``import torchx.specs`` stays close to 
 
 import os
 
-from torchx.util import disk_cache
+from torchx.util._startup import disk_cache
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

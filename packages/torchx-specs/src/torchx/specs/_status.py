@@ -9,7 +9,7 @@ from __future__ import annotations
 from enum import Enum
 
 from torchx.specs._common import NONE
-from torchx.util.lazy_dataclass import asdict, dataclass, field
+from torchx.util._startup.lazy_dataclass import asdict, dataclass, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

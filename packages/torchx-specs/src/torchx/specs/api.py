@@ -2,7 +2,7 @@
 
 Everything here is plain data plus small helpers; schedulers turn an :class:`AppDef` into
 their native request. Importing this module imports neither ``dataclasses`` nor ``inspect``
-(see :mod:`torchx.util.lazy_dataclass`).
+(see :mod:`torchx.util._startup.lazy_dataclass`).
 
 Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
 (packages/torchx-specs/tests/test_specs_import_cost.py).
@@ -34,8 +34,8 @@ from torchx.specs._common import (
 )
 from torchx.specs._runopts import CfgVal, get_type_name, runopt, runopts
 from torchx.specs._workspace_spec import Workspace
-from torchx.util.lazy_dataclass import asdict, dataclass, deep_copy, field
-from torchx.util.static_typing import GenericBase
+from torchx.util._startup.lazy_dataclass import asdict, dataclass, deep_copy, field
+from torchx.util._startup.static_typing import GenericBase
 
 # `typing` (with the `re`, `warnings` and `contextlib` it imports) is a quarter of this
 # package's import: it is needed here for the type checker only
@@ -483,7 +483,7 @@ class macros:
 
         def substitute(self, arg: str) -> str:
             """Substitutes the macros in ``arg``; unknown ``${...}`` are left as they are."""
-            from torchx.specs._template import MacroTemplate
+            from torchx.util._startup.macro_template import MacroTemplate
 
             return MacroTemplate(arg).safe_substitute(self.to_dict())
 

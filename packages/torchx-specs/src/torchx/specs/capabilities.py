@@ -7,10 +7,11 @@ code may index directly.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Generic, TypeVar, overload
+from typing import Generic, TypeVar, overload
 
-from torchx.util.lazy_dataclass import dataclass
+from torchx.util._startup.lazy_dataclass import dataclass
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from torchx.specs.api import Resource
 

@@ -34,8 +34,8 @@ import sys
 from collections.abc import Callable, Sequence
 from types import FunctionType, ModuleType
 
+from torchx.util._startup.lazy_dataclass import dataclass
 from torchx.util.io import read_conf_file
-from torchx.util.lazy_dataclass import dataclass
 from torchx.util.log import get_logger
 
 TYPE_CHECKING = False

@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 
 from torchx.settings import ENV_TORCHX_JOB_ID, ENV_TORCHX_PARENT_RUN_ID, ENV_TORCHX_TRACKERS
-from torchx.util.lazy_dataclass import dataclass
+from torchx.util._startup.lazy_dataclass import dataclass
 from torchx.util.log import get_logger
 from torchx.util.readiness import ReadinessCheck
 

@@ -8,8 +8,9 @@ from torchx._namespace import extend_path
 
 __path__ = extend_path(__path__, __name__)
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from torchx.specs import Workspace
     from torchx.workspace.api import WorkspaceMixin, walk_workspace

@@ -33,7 +33,7 @@ import sys
 import tarfile
 import tempfile
 from collections.abc import Iterator, Mapping
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 from torchx.schedulers._shared import labels
 from torchx.specs.api import AppDef, CfgVal, Role, runopts
@@ -48,6 +48,7 @@ from torchx.workspace.api import (
 )
 from torchx.workspace.dir_workspace import copy_workspace, is_url
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import docker
 

@@ -18,7 +18,7 @@ import time
 from enum import Enum
 from types import TracebackType
 
-from torchx.util.lazy_dataclass import asdict, dataclass
+from torchx.util._startup.lazy_dataclass import asdict, dataclass
 from torchx.util.log import get_logger
 
 TYPE_CHECKING = False

@@ -152,14 +152,10 @@ class Handover:
             if self.method == "spawn":
                 self._spawn()
             else:
-                import marshal  # built in: plain data, no json on either side
+                from torchx.util._startup import go_pipe
 
-                from torchx.util.atomic import write_all
-
-                # the supervisor reads as we write: no pipe size limit
-                write_all(self._go_w, marshal.dumps((request, state)))
-                os.close(self._go_w)  # end-of-file on "go": take over
-                self._go_w = -1
+                go_w, self._go_w = self._go_w, -1
+                go_pipe.send(go_w, request, state)
         except BaseException:
             self.abort()
             raise

@@ -7,7 +7,7 @@ import os
 import shutil
 import subprocess
 
-from torchx.util.home import torchx_home
+from torchx.util._support.home import torchx_home
 from torchx.util.readiness import ReadinessCheck, not_ready, probe, ready, write_problem
 
 

@@ -20,9 +20,10 @@ import time
 
 from torchx.schedulers._local import state as st
 from torchx.settings import ENV_TORCHX_ATTEMPT
-from torchx.util.atomic import write_all
-from torchx.util.programs import find_program
-from torchx.util.signals import signal_name
+from torchx.util._startup import go_pipe
+from torchx.util._support.atomic import write_all
+from torchx.util._support.programs import find_program
+from torchx.util._support.signals import signal_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -179,7 +180,7 @@ def supervise(state_dir: str, lock_fd: int, ready_fd: int, *, go_r: int = -1) ->
     supervisor = Supervisor(state_dir, lock_fd, ready_fd)
     request: dict[str, Any] | None = None
     if go_r >= 0:
-        sent = _await_go(go_r)
+        sent = go_pipe.receive(go_r)
         if sent is not None:
             request, state = sent
             supervisor.load(request, state)
@@ -198,26 +199,6 @@ def supervise(state_dir: str, lock_fd: int, ready_fd: int, *, go_r: int = -1) ->
         supervisor.abort(f"the local_cwd supervisor crashed: {type(e).__name__}: {e}")
         return 1
     return 0
-
-
-def _await_go(go_r: int) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """Blocks until the launcher closes "go"; the ``(request, state)`` it sent, if any."""
-    import marshal
-
-    chunks = []
-    while True:
-        chunk = os.read(go_r, 1 << 16)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(go_r)
-    if not chunks:
-        return None
-    try:
-        request, state = marshal.loads(b"".join(chunks))  # noqa: S302 (our launcher, a private pipe)
-    except (EOFError, ValueError, TypeError):  # cut short: the launcher died mid-way
-        return None
-    return request, state
 
 
 # ---------------------------------------------------------------------------------------------

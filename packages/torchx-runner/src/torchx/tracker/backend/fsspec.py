@@ -20,11 +20,12 @@ import os
 import posixpath
 import time
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from torchx.tracker.api import RunLineage, TrackerArtifact, TrackerBase, TrackerSource
 from torchx.util.readiness import not_configured, not_ready, probe, ready, write_problem
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 

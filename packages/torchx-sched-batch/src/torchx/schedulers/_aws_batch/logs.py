@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from torchx.schedulers._aws_batch.clients import AWSBatchError, api_call
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
 

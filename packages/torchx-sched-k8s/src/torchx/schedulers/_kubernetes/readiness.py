@@ -6,7 +6,7 @@ and Kueue with the LocalQueues of the namespace."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from torchx.schedulers._kubernetes.client import (
     KubernetesConfigError,
@@ -18,6 +18,7 @@ from torchx.schedulers._kubernetes.client import (
 )
 from torchx.util.readiness import ReadinessCheck, not_configured, not_ready, ready
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
 

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from torchx.specs.api import AppState
-from torchx.util.lazy_dataclass import dataclass
+from torchx.util._startup.lazy_dataclass import dataclass
 
 EVENT_PREFIX = "[torchx] "
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from torchx.schedulers._slurm.parse import SlurmJob, base_state, split_job_name
 from torchx.schedulers.api import DescribeAppResponse
 from torchx.specs import ReplicaStatus, RoleStatus
 from torchx.specs.api import NONE, AppState, Resource, Role
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from torchx.schedulers._slurm.records import JobRecord
     from torchx.specs import ReplicaStatus, RoleStatus

@@ -16,7 +16,7 @@ from torchx.schedulers.api import HELP_KEY, StructuredOpts
 from torchx.settings import ENV_TORCHX_ATTEMPT
 from torchx.specs.api import CfgVal, Resource, Role
 from torchx.specs.replica_macros import ReplicaMacros
-from torchx.util.lazy_dataclass import dataclass, field
+from torchx.util._startup.lazy_dataclass import dataclass, field
 from torchx.util.strings import escape_unprintable
 from torchx.version import __version__
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from torchx.tracker.mlflow import _sdk as sdk
 from torchx.util.log import get_logger
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from mlflow import MlflowClient
     from mlflow.entities import Run

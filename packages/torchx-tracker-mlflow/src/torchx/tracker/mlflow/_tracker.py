@@ -24,7 +24,7 @@ import os
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from torchx.tracker.api import RunLineage, TrackerArtifact, TrackerBase, TrackerSource
@@ -44,10 +44,11 @@ from torchx.tracker.mlflow._errors import (
 from torchx.tracker.mlflow._params import flatten_params
 from torchx.tracker.mlflow._pending import keep, taken
 from torchx.tracker.mlflow._runs import find_runs, get_or_create_run, iter_runs
-from torchx.util.lazy_dataclass import dataclass
+from torchx.util._startup.lazy_dataclass import dataclass
+from torchx.util._support.retry import retry_call
 from torchx.util.log import get_logger
-from torchx.util.retry import retry_call
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from mlflow import MlflowClient
     from mlflow.entities import Experiment, Run

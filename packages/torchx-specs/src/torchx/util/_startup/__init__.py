@@ -1,0 +1,1 @@
+"""The start-up room (docstring written below)."""
