@@ -29,7 +29,7 @@ import yaml
 from _harness import bench_env, compile_sources, interleaved, verdict
 from torchx_testsupport.k8s.cluster import ADMIN, STATE, create_torchx_jobs
 
-from torchx.schedulers._kubernetes.render import LABEL_KIND, LABEL_MANAGED_BY, MANAGED_BY
+from torchx.schedulers._kubernetes.request import LABEL_KIND, LABEL_MANAGED_BY, MANAGED_BY
 
 OURS = Path(sys.executable).parent
 # the scheduler's own label selectors (an earlier hand-written copy had drifted)

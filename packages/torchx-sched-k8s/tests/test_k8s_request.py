@@ -8,7 +8,7 @@ import logging
 import pytest
 import yaml
 
-from torchx.schedulers._kubernetes.render import COUNT_ATTEMPTS, SpecError
+from torchx.schedulers._kubernetes.request import COUNT_ATTEMPTS, SpecError
 from torchx.schedulers.kubernetes_scheduler import (
     KubernetesJob,
     KubernetesOpts,

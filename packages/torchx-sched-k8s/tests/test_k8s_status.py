@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from torchx.schedulers._kubernetes.render import ANNOTATION_IMAGE_PULL_TIMEOUT
+from torchx.schedulers._kubernetes.request import ANNOTATION_IMAGE_PULL_TIMEOUT
 from torchx.schedulers._kubernetes.status import image_pull_failure
 
 

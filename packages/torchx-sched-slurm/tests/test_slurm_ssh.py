@@ -141,7 +141,8 @@ class TestRequest:
     def test_logs_are_relative_to_the_job_dir_on_the_cluster(self, sched: SlurmScheduler) -> None:
         cfg = {"ssh": "alice@login1:2222", "job_dir": "~/runs/r1"}
         req = sched.submit_dryrun(AppDef("app", [_role()]), cfg).request
-        assert req.ssh == "alice@login1:2222" and req.job_dir == "runs/r1"
+        assert req.via is not None and req.via.spec == "alice@login1:2222"
+        assert req.job_dir == "runs/r1"
         script = req.materialize()
         assert "--output=slurm-%j.out" in script
         assert 'srun --output=slurm-"$SLURM_JOB_ID"-trainer-0.out' in script

@@ -63,7 +63,7 @@ def test_second_lookup_skips_parsing_and_edits_are_seen(tmp_path: Path) -> None:
 
     assert _lookup(site, home, f"{module}.comp") == ("ok", True)  # linted: ast parsed
     assert _lookup(site, home, f"{module}.comp") == ("ok", False)  # verdict from the cache
-    (cache,) = (home / "cache").glob("component-lint-*.marshal")
+    (cache,) = (home / "cache").glob("lint-*.marshal")
     assert stat.S_IMODE(cache.stat().st_mode) == 0o600
 
     source.write_text(textwrap.dedent(INVALID))  # a new size: the cached verdict is stale

@@ -157,7 +157,7 @@ def create_torchx_jobs(namespace: str, *, volcano: int = 0, batch: int = 0, firs
 
     from kubernetes import client, config
 
-    from torchx.schedulers._kubernetes.render import (
+    from torchx.schedulers._kubernetes.request import (
         LABEL_INSTANCE,
         LABEL_KIND,
         LABEL_MANAGED_BY,

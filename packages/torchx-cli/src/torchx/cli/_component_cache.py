@@ -45,7 +45,7 @@ def _key() -> "tuple[Any, ...]":
 
 def load_component_names() -> "list[tuple[str, str]] | None":
     """The cached ``(name, purpose)`` pairs, or ``None`` when there is no valid entry."""
-    if disk_cache.cache_disabled():
+    if disk_cache.cache_disabled(_CACHE_NAME):
         return None
     listing = disk_cache.read_checked(_CACHE_NAME, _key())
     return [(str(n), str(p)) for n, p in listing] if listing is not None else None
@@ -83,6 +83,6 @@ def _directories(root: str) -> "Iterable[str]":
 def store_component_names(listing: "list[tuple[str, str]]") -> None:
     """Caches ``(name, purpose)`` pairs computed by the finder in this process (best
     effort)."""
-    if disk_cache.cache_disabled():
+    if disk_cache.cache_disabled(_CACHE_NAME):
         return
     disk_cache.write_checked(_CACHE_NAME, _key(), _watched_paths(), tuple(map(tuple, listing)))

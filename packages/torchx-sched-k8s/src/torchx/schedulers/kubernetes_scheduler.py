@@ -21,7 +21,7 @@ workload) and ``delete``. Credentials: the pod's service account when running in
 cluster, else the kubeconfig (``KUBECONFIG``; context from ``TORCHX_KUBE_CONTEXT`` or the
 current one).
 
-Requests are rendered as plain JSON dicts (see :mod:`torchx.schedulers._kubernetes.render`);
+Requests are rendered as plain JSON dicts (see :mod:`torchx.schedulers._kubernetes.request`);
 the ``kubernetes`` client is imported only to talk to the cluster. With no cluster
 configured, ``--dryrun`` skips the server-side validation with a note unless
 ``validate_spec=True`` asks for it.
@@ -31,15 +31,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from torchx.schedulers._kubernetes import client as _client
-from torchx.schedulers._kubernetes import render as _render
+from torchx.schedulers._kubernetes import request as _request
 from torchx.schedulers._kubernetes import status as _status
-from torchx.schedulers._kubernetes.render import (
+from torchx.schedulers._kubernetes.request import (
     ANNOTATION_ISTIO_SIDECAR,
     LABEL_APP_NAME,
     LABEL_INSTANCE,
@@ -55,25 +53,22 @@ from torchx.schedulers._kubernetes.render import (
     RESERVED_MEMMB,
     RESERVED_MILLICPU,
     RETRY_POLICIES,
+    KubernetesOpts,
+    Opts,
     pod_labels,
 )
 from torchx.schedulers._kubernetes.status import JOB_STATE, TASK_STATE
-from torchx.schedulers._shared import log_resume
 from torchx.schedulers.api import (
-    HELP_KEY,
     DescribeAppResponse,
     ListAppResponse,
     LogQuery,
     Scheduler,
-    StructuredOpts,
-    whole_lines,
     with_full_job_id,
 )
 from torchx.specs.api import AppDef, AppDryRunInfo, AppState, CfgVal, Role, runopts
 from torchx.util._startup import yaml_writer
-from torchx.util._startup.lazy_dataclass import dataclass, field
+from torchx.util._startup.lazy_dataclass import dataclass
 from torchx.util._support.host_checks import is_real_submit
-from torchx.util._support.retry import in_thread
 from torchx.util.colors import BLUE, ENDC
 from torchx.util.log import get_logger
 from torchx.util.strings import normalize_str
@@ -81,7 +76,6 @@ from torchx.workspace.docker_workspace import DockerWorkspaceMixin
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from datetime import datetime
 
     import docker
     from kubernetes.client import ApiClient, V1Pod
@@ -134,116 +128,9 @@ LABEL_UNIQUE_NAME = LABEL_INSTANCE
 JOB_TYPES = ("volcano", "batch", "jobset")
 _VOLCANO_GROUP, _VOLCANO_VERSION, _VOLCANO_PLURAL = "batch.volcano.sh", "v1alpha1", "jobs"
 _VOLCANO = (_VOLCANO_GROUP, _VOLCANO_VERSION, _VOLCANO_PLURAL)
-_JOBSET = (_render.JOBSET_GROUP, _render.JOBSET_VERSION, _render.JOBSET_PLURAL)
-_KUEUE = (_render.KUEUE_GROUP, _render.KUEUE_VERSION)
+_JOBSET = (_request.JOBSET_GROUP, _request.JOBSET_VERSION, _request.JOBSET_PLURAL)
+_KUEUE = (_request.KUEUE_GROUP, _request.KUEUE_VERSION)
 _POLL_S = 5.0  # between two describes where the API server refuses watches
-_RESUME_SLACK_S = 2  # seconds asked for before a resume point, for clocks and rounding
-_RESUME_IDLE_S = 0.2  # before asking again when a stream ended with nothing new
-_TIMESTAMP = re.compile(rb"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d+)?Z?")
-
-
-@dataclass
-class Opts(StructuredOpts):
-    """Run options of ``kubernetes`` (the workspace adds ``quiet`` and ``build_args``)."""
-
-    queue: str | None = field(
-        default=None,
-        metadata={
-            HELP_KEY: "Volcano queue to schedule job in (required with job_type=volcano;"
-            " job_type=batch or jobset: the Kueue LocalQueue, label"
-            " kueue.x-k8s.io/queue-name, none or - for no Kueue)"
-        },
-    )
-    namespace: str = field(
-        default="default", metadata={HELP_KEY: "Kubernetes namespace to schedule job in"}
-    )
-    service_account: str | None = field(
-        default=None, metadata={HELP_KEY: "service account of the pods (serviceAccountName)"}
-    )
-    priority_class: str | None = field(
-        default=None,
-        metadata={
-            HELP_KEY: "priority class of the job: the pods' priorityClassName, or with a Kueue"
-            " queue the Kueue WorkloadPriorityClass (label kueue.x-k8s.io/priority-class)"
-        },
-    )
-    validate_spec: bool | None = field(
-        default=None,
-        metadata={
-            HELP_KEY: "check the objects with a server-side dry run before submitting and on"
-            " --dryrun, and that pod names fit 63 characters; default: when a cluster is"
-            " configured (else skipped with a note); True requires it"
-        },
-    )
-    reserved_millicpu: int = field(
-        default=RESERVED_MILLICPU,
-        metadata={HELP_KEY: "CPU (millicores) left out of each pod's request for system daemons"},
-    )
-    reserved_memmb: int = field(
-        default=RESERVED_MEMMB,
-        metadata={HELP_KEY: "memory (MB) left out of each pod's request for system daemons"},
-    )
-    efa_device_count: int | None = field(
-        default=None,
-        metadata={
-            HELP_KEY: "EFA devices per pod (vpc.amazonaws.com/efa): unset keeps the resource's,"
-            " 0 removes them, N sets N"
-        },
-    )
-    job_type: str = field(
-        default="volcano",
-        metadata={
-            HELP_KEY: "volcano (a Volcano Job, gang-scheduled), batch (per role an Indexed"
-            " batch/v1 Job + headless Service; no Volcano needed, autoscalers work) or jobset"
-            " (one JobSet, a replicated Job per role; needs JobSet)"
-        },
-    )
-    node_selector: dict[str, str] | None = field(
-        default=None, metadata={HELP_KEY: "node labels the pods must match, KEY:VALUE pairs"}
-    )
-    tolerations: list[str] | None = field(
-        default=None,
-        metadata={
-            HELP_KEY: "taints the pods tolerate: KEY[=VALUE][:EFFECT] entries"
-            " (e.g. nvidia.com/gpu:NoSchedule); * tolerates every taint"
-        },
-    )
-    image_pull_secrets: list[str] | None = field(
-        default=None, metadata={HELP_KEY: "secrets with registry credentials to pull the images"}
-    )
-    secret_mounts: dict[str, str] | None = field(
-        default=None,
-        metadata={HELP_KEY: "secrets mounted read-only into every pod, SECRET:/mount/path pairs"},
-    )
-    labels: dict[str, str] | None = field(
-        default=None, metadata={HELP_KEY: "extra labels of the job and its pods, KEY:VALUE pairs"}
-    )
-    annotations: dict[str, str] | None = field(
-        default=None,
-        metadata={HELP_KEY: "extra annotations of the job and its pods, KEY:VALUE pairs"},
-    )
-    image_repo: str | None = field(
-        default=None,
-        metadata={HELP_KEY: "the image repository to push workspace images to"},
-    )
-    image_pull_timeout: int = field(
-        default=_render.IMAGE_PULL_TIMEOUT_S,
-        metadata={
-            HELP_KEY: "seconds a pod may fail to pull its image (ErrImagePull, ImagePullBackOff)"
-            " before the app is FAILED with the image and the reason; 0: wait without end"
-        },
-    )
-    cluster_domain: str = field(
-        default=_render.CLUSTER_DOMAIN,
-        metadata={
-            HELP_KEY: "the cluster's DNS domain (kubelet clusterDomain); job_type=batch names"
-            " rank 0 by its fully qualified name in it"
-        },
-    )
-
-
-KubernetesOpts = Opts
-"""Compat name of :class:`Opts` (the options were a TypedDict called ``KubernetesOpts``)."""
 
 
 @dataclass
@@ -287,7 +174,7 @@ def app_to_resource(  # noqa: PLR0917 (upstream's positional signature)
     efa_device_count: int | None = None,
 ) -> dict[str, Any]:
     """The Volcano Job (a JSON dict) for ``app`` under a newly generated name."""
-    options = _render.RenderOptions(
+    options = Opts(
         queue=queue,
         service_account=service_account,
         priority_class=priority_class,
@@ -295,7 +182,8 @@ def app_to_resource(  # noqa: PLR0917 (upstream's positional signature)
         reserved_memmb=reserved_memmb,
         efa_device_count=efa_device_count,
     )
-    return _render.volcano_job(app, _render.unique_app_id(app.name), options)
+    options.check()
+    return _request.volcano_job(app, _request.unique_app_id(app.name), options)
 
 
 def role_to_pod(  # noqa: PLR0917 (upstream's positional signature)
@@ -307,20 +195,21 @@ def role_to_pod(  # noqa: PLR0917 (upstream's positional signature)
     efa_device_count: int | None = None,
 ) -> V1Pod:
     """The pod of one replica of ``role`` as a client ``V1Pod`` (imports ``kubernetes``)."""
-    options = _render.RenderOptions(
+    options = Opts(
         service_account=service_account,
         reserved_millicpu=reserved_millicpu,
         reserved_memmb=reserved_memmb,
         efa_device_count=efa_device_count,
     )
-    parts = _render._RoleParts(role, options)
-    env = [_render._env_entry(k, v) for k, v in role.env.items()]
+    options.check()
+    parts = _request._RoleParts(role, options)
+    env = [_request._env_entry(k, v) for k, v in role.env.items()]
     env.append({"name": "TORCHX_IMAGE", "value": role.image})
     body = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"annotations": dict(parts.annotations)},
-        "spec": _render.pod_spec(name, role.image, [role.entrypoint, *role.args], env, parts),
+        "spec": _request.pod_spec(name, role.image, [role.entrypoint, *role.args], env, parts),
     }
     pod: V1Pod = _to_model(body, "V1Pod")
     return pod
@@ -412,27 +301,27 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         opts = Opts.from_cfg(cfg)
         if opts.queue is not None and not isinstance(opts.queue, str):
             raise TypeError(f"run option `queue` must be a string, got {opts.queue!r}")
-        _render.check_namespace(opts.namespace)
+        _request.check_namespace(opts.namespace)
         if opts.job_type not in JOB_TYPES:
-            raise _render.SpecError(
+            raise _request.SpecError(
                 f"unknown job_type {opts.job_type!r}; use -cfg job_type=volcano (Volcano Job),"
                 " job_type=batch (Indexed batch/v1 Jobs, no Volcano needed) or job_type=jobset"
                 " (a JobSet)"
             )
         images_to_push = self.dryrun_push_images(app, cfg)
-        render = _render.RenderOptions.from_opts(opts)
-        app_id = _render.unique_app_id(app.name)
+        opts.check()
+        app_id = _request.unique_app_id(app.name)
         # $TORCHX_JOB_ID is the handle `run` prints
         app = with_full_job_id(app, _status.app_id_of(opts.namespace, opts.job_type, app_id))
         if opts.job_type == "volcano":
-            resource = _render.volcano_job(app, app_id, render)
+            resource = _request.volcano_job(app, app_id, opts)
         elif opts.job_type == "jobset":
-            resource = _render.jobset(app, app_id, render)
+            resource = _request.jobset(app, app_id, opts)
         else:
             resource = {
                 "apiVersion": "v1",
                 "kind": "List",
-                "items": _render.batch_objects(app, app_id, render),
+                "items": _request.batch_objects(app, app_id, opts),
             }
         job = KubernetesJob(images_to_push, resource, opts.namespace)
         self._validate_on_server(job, opts.validate_spec)
@@ -524,7 +413,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         """A Kueue LocalQueue the app names must exist before anything is created: Kueue
         would hold the app without end (one line instead, naming the queues there are)."""
         first = resource["items"][-1] if resource.get("kind") == "List" else resource
-        queue = _status.labels_of(first).get(_render.LABEL_KUEUE_QUEUE)
+        queue = _status.labels_of(first).get(_request.LABEL_KUEUE_QUEUE)
         if not queue:
             return
         custom = self._custom()
@@ -575,7 +464,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     def _kueue_reason(self, ns: str, objects: list[dict[str, Any]]) -> str:
         """Why Kueue holds the app (its workloads' conditions), or ``""`` when it does not."""
         queue = next(
-            (q for o in objects if (q := _status.labels_of(o).get(_render.LABEL_KUEUE_QUEUE))), ""
+            (q for o in objects if (q := _status.labels_of(o).get(_request.LABEL_KUEUE_QUEUE))), ""
         )
         uids = [str(o["metadata"].get("uid")) for o in objects if o["metadata"].get("uid")]
         if not queue or not uids:
@@ -684,7 +573,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             if jobset is None:
                 return None
             self._remember_version(app_id, jobset)
-            pods = self._pods(ns, f"{_render.LABEL_JOBSET_NAME}={name}")
+            pods = self._pods(ns, f"{_request.LABEL_JOBSET_NAME}={name}")
             kueue = ""
             if _status.jobset_app_state(jobset) == AppState.PENDING:
                 kueue = self._kueue_reason(ns, [jobset])
@@ -780,8 +669,8 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
 
     def _rows(self, cfg: Mapping[str, CfgVal] | None) -> Iterator[ListAppResponse]:
         ns = str((cfg or {}).get("namespace") or self._default_namespace())
-        _render.check_namespace(ns)
-        selector = f"{LABEL_MANAGED_BY}={_render.MANAGED_BY}"
+        _request.check_namespace(ns)
+        selector = f"{LABEL_MANAGED_BY}={_request.MANAGED_BY}"
         custom = self._custom()
         volcano = _pages(
             custom.list_namespaced_custom_object,
@@ -861,7 +750,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             jobset = self._jobset(ns, name)
             if jobset is None:
                 return
-            if _status.labels_of(jobset).get(_render.LABEL_KUEUE_QUEUE):
+            if _status.labels_of(jobset).get(_request.LABEL_KUEUE_QUEUE):
                 self._delete_existing(app_id)
                 return
             custom = self._custom()
@@ -890,7 +779,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             return
         batch = self._batch()
         jobs = self._batch_jobs(ns, f"{LABEL_INSTANCE}={name}")
-        if any(_status.labels_of(job).get(_render.LABEL_KUEUE_QUEUE) for job in jobs):
+        if any(_status.labels_of(job).get(_request.LABEL_KUEUE_QUEUE) for job in jobs):
             self._delete_existing(app_id)
             return
         for job in jobs:
@@ -960,11 +849,13 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                 pod = None
         else:
             if job_type == "jobset":
-                rjob = _render.jobset_replicated_job(role_name)
-                selector = f"{_render.LABEL_JOBSET_NAME}={name},{_render.LABEL_JOBSET_RJOB}={rjob}"
+                rjob = _request.jobset_replicated_job(role_name)
+                selector = (
+                    f"{_request.LABEL_JOBSET_NAME}={name},{_request.LABEL_JOBSET_RJOB}={rjob}"
+                )
             else:
-                selector = f"job-name={_render.batch_job_name(name, role_name)}"
-            pods = self._pods(ns, f"{selector},{_render.LABEL_COMPLETION_INDEX}={k}")
+                selector = f"job-name={_request.batch_job_name(name, role_name)}"
+            pods = self._pods(ns, f"{selector},{_request.LABEL_COMPLETION_INDEX}={k}")
             pod = _status.newest_pod(pods) if pods else None
         if pod is None:
             raise ValueError(
@@ -974,156 +865,13 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         return ns, pod
 
     def _log_lines(self, query: LogQuery) -> Iterable[str]:
-        """Lines (timestamped by Kubernetes) of every container of replica ``k``.
+        """Lines (timestamped by Kubernetes) of every container of replica ``k``
+        (:func:`torchx.schedulers._kubernetes.logs.replica_lines`)."""
+        from torchx.schedulers._kubernetes import logs
 
-        Lines of containers other than the first are prefixed with ``[container]``.
-        ``follow`` follows the log until the containers end, keeping line breaks.
-        """
-        if query.stream != "combined":
-            raise ValueError(
-                "kubernetes keeps one combined log per container; use streams=combined"
-                " (the default) instead of stdout/stderr"
-            )
+        logs.check_stream(query.stream)
         ns, pod = self._replica_pod(query.app_id, query.role_name, query.k)
-        pod_name = pod["metadata"]["name"]
-        containers = [c["name"] for c in (pod.get("spec") or {}).get("containers") or ()]
-        kw: dict[str, Any] = {"timestamps": True, "follow": query.follow}
-        since = query.since
-        if since is not None:
-            import datetime as dt
-
-            now = dt.datetime.now(dt.timezone.utc)
-            start = since if since.tzinfo else since.astimezone()
-            kw["since_seconds"] = max(1, math.ceil((now - start).total_seconds()))
-        sources = [
-            self._container_lines(ns, pod_name, c, i > 0, kw, query.until)
-            for i, c in enumerate(containers)
-        ]
-        return _merge(sources) if query.follow and len(sources) > 1 else _chain(sources)
-
-    def _container_lines(  # noqa: PLR0917
-        self,
-        ns: str,
-        pod_name: str,
-        container: str,
-        prefixed: bool,
-        kw: dict[str, Any],
-        until: datetime | None,
-    ) -> Iterator[str]:
-        """One container's lines; a followed log whose stream breaks or ends while the
-        container runs (an API server or kubelet restart, a dropped connection) is asked
-        for again from where it stood (:mod:`torchx.schedulers._shared.log_resume`), so no line is
-        lost or repeated. A line cut by the break is not given out: it comes again whole."""
-        import time
-
-        core = self._core()
-        prefix = f"[{container}] " if prefixed else ""
-        limit = None
-        if until is not None:
-            limit = (until if until.tzinfo else until.astimezone()).strftime("%Y-%m-%dT%H:%M:%S")
-        point = log_resume.ResumePoint()
-        following = bool(kw.get("follow"))
-        node_ahead_s = 0.0  # how far the node's clock seems ahead of ours (its stamps)
-        while True:
-            ask = dict(kw, follow=following)
-            since = point.resume()
-            if since is not None:
-                # sinceSeconds counts back from the node's clock: ask from a little earlier
-                # than the resume second; what comes before it is refused by the point
-                back = time.time() - since + max(0.0, node_ahead_s) + _RESUME_SLACK_S
-                ask["since_seconds"] = max(1, math.ceil(back))
-            response = _client.call(
-                functools.partial(
-                    core.read_namespaced_pod_log,
-                    pod_name,
-                    ns,
-                    container=container,
-                    _preload_content=False,
-                    **ask,
-                ),
-                f"reading the log of {pod_name}/{container}",
-                ns,
-            )
-            broke = got_any = False
-            try:
-                for raw in whole_lines(_client.iter_chunks(response)):
-                    if following and not raw.endswith(b"\n"):
-                        break  # the stream ended inside a line: read it again whole
-                    stamp = _TIMESTAMP.match(raw)
-                    if limit is not None and stamp and stamp.group(1).decode() > limit:
-                        response.close()
-                        return
-                    parsed = log_resume.parse_stamp(stamp.group(0)) if stamp else None
-                    if not point.fresh(parsed):
-                        continue
-                    if parsed is not None and following:
-                        node_ahead_s = max(
-                            node_ahead_s, log_resume.stamp_seconds(parsed) - time.time()
-                        )
-                    point.given(parsed)
-                    got_any = True
-                    yield prefix + raw.decode("utf-8", errors="replace")
-            except Exception as e:
-                if not following or not _client.stream_broke(e):
-                    raise
-                broke = True
-            if not following:
-                return
-            # the server ends a followed log when the container ends, but a restart of the
-            # API server or kubelet, or a proxy, ends it too: ask the pod which it was
-            try:
-                if self._container_ended(ns, pod_name, container):
-                    following = False  # one last read of what came while it was away
-            except _client.KubernetesApiError as e:
-                if e.status == 404:
-                    return  # the pod is gone, and its log with it
-                raise
-            if not broke and not got_any and following:
-                time.sleep(_RESUME_IDLE_S)
-
-    def _container_ended(self, ns: str, pod_name: str, container: str) -> bool:
-        pod = _client.read_json(
-            self._core().read_namespaced_pod, f"reading pod {pod_name!r}", ns, pod_name, ns
-        )
-        status = pod.get("status") or {}
-        if status.get("phase") in ("Succeeded", "Failed"):
-            return True
-        for found in status.get("containerStatuses") or ():
-            if found.get("name") == container:
-                return "terminated" in (found.get("state") or {})
-        return False
-
-
-def _chain(sources: list[Iterator[str]]) -> Iterator[str]:
-    for source in sources:
-        yield from source
-
-
-def _merge(sources: list[Iterator[str]]) -> Iterator[str]:
-    """Lines of several followed logs, in the order they arrive (one thread per log)."""
-    import queue
-
-    lines: queue.Queue[tuple[int, str | BaseException | None]] = queue.Queue(maxsize=1024)
-
-    def pump(i: int, source: Iterator[str]) -> None:
-        try:
-            for line in source:
-                lines.put((i, line))
-        except BaseException as e:  # handed to the reader, which re-raises it
-            lines.put((i, e))
-        lines.put((i, None))
-
-    for i, source in enumerate(sources):
-        in_thread(pump, i, source)  # with the reader's outage budget
-    open_count = len(sources)
-    while open_count:
-        _, item = lines.get()
-        if item is None:
-            open_count -= 1
-        elif isinstance(item, BaseException):
-            raise item
-        else:
-            yield item
+        return logs.replica_lines(self._core(), ns, pod, query)
 
 
 LIST_PAGE = 500

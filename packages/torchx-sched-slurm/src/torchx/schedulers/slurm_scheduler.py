@@ -31,7 +31,7 @@ from typing import Any
 
 from torchx.schedulers._slurm import commands, parse, records
 from torchx.schedulers._slurm import describe as _describe
-from torchx.schedulers._slurm.commands import SlurmCommandError, SlurmNotFoundError
+from torchx.schedulers._slurm.commands import SlurmCommandError, SlurmNotFoundError, version
 from torchx.schedulers._slurm.describe import (
     SLURM_STATES,
     appstate_from_slurm_state,
@@ -57,7 +57,6 @@ if TYPE_CHECKING:
         SlurmBatchRequest,
         SlurmOpts,
         SlurmReplicaRequest,
-        version,
     )
     from torchx.schedulers._slurm.ssh import SshTarget
     from torchx.schedulers.list_filter import ListFilter
@@ -271,7 +270,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
 
     def __init__(self, session_name: str) -> None:
         super().__init__("slurm", session_name)
-        self._partition_memory: dict[str | None, dict[str, int]] = {}
+        self._partition_memory: dict[SshTarget | None, dict[str, int]] = {}
         self._staged: dict[str, str] = {}  # remote job dir -> local copy of its workspace
 
     def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
@@ -367,15 +366,11 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
     def _validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal]) -> None:
         """Roles need no resource: Slurm's defaults apply."""
 
-    def _nomem(self, partition: str | None, ssh: str | None = None) -> bool:
+    def _nomem(self, partition: str | None, via: SshTarget | None) -> bool:
         """Whether to leave ``--mem`` out: partitions reporting <= 1000 MB (ParallelCluster)."""
-        if ssh not in self._partition_memory:
-            from torchx.schedulers._slurm import (
-                request,
-            )  # submit-only: not on `torchx status`'s path
-
-            self._partition_memory[ssh] = request.partition_memory(ssh)
-        mem = self._partition_memory[ssh].get(partition or "*")
+        if via not in self._partition_memory:
+            self._partition_memory[via] = commands.partition_memory(via)
+        mem = self._partition_memory[via].get(partition or "*")
         return mem is not None and mem <= 1000
 
     def _submit_dryrun(
@@ -396,16 +391,19 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
         self._staged.clear()
 
     def _request(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[SlurmBatchRequest]:
+        """Checks the run options, the host and the cluster, then assembles the request
+        (:func:`torchx.schedulers._slurm.request.assemble`)."""
         # submit-only: not on `torchx status`'s path (bench_slurm)
         import secrets
 
         from torchx.schedulers._slurm import containers, oci, validate
-        from torchx.schedulers._slurm import request as _request
         from torchx.schedulers._slurm.request import (
+            GPUS_PER_NODE_SINCE,
             SBATCH_GROUP_OPTIONS,
             SBATCH_JOB_OPTIONS,
             Opts,
-            SlurmBatchRequest,
+            assemble,
+            safe_name,
         )
         from torchx.util._support.host_checks import host_problem
         from torchx.util._support.programs import find_program
@@ -437,95 +435,47 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
             job_dir = os.path.abspath(os.path.expanduser(opts.job_dir)) if opts.job_dir else None
             workdir = job_dir or os.getcwd()
             validate.check_log_dir(workdir)
+            if job_dir is None or os.path.isdir(job_dir):
+                for role in app.roles:
+                    validate.check_role_files(
+                        role, workdir, opts.strict_entrypoint, in_container=mode != "none"
+                    )
         else:
             # on the login node: `~/x` and `x` are in the home there; the logs are written
             # relative to the job's directory (sbatch --chdir), which sbatch resolves there
             job_dir = _remote_job_dir(opts.job_dir) if opts.job_dir else None
             workdir = ""
-            validate.check_remote(via.spec, mode, job_dir)
+            validate.check_remote(via, mode, job_dir)
             # $TORCHX_JOB_ID is the handle `run` prints, login node included
             app = with_full_job_id(app, f"{macros.app_id}@{via.spec}")
         needs_memory = any(role.resource.memMB > 0 for role in app.roles)
-        nomem = self._nomem(opts.partition, opts.ssh) if needs_memory else False
-
-        cmd = ["sbatch", "--parsable"]
-        for key in SBATCH_JOB_OPTIONS:
-            value = opts.get(key)
-            if value is not None:
-                cmd.append(f"--{key}={value}")
-
-        app_label = _request.safe_name(app.name) or "app"
-        missing = oci.missing_tools() if mode == "oci" else []
-        if missing:
+        nomem = self._nomem(opts.partition, via) if needs_memory else False
+        needs_gpus = any(role.resource.gpu > 0 for role in app.roles)
+        gpus_per_node = needs_gpus and commands.version(via) >= GPUS_PER_NODE_SINCE
+        if mode == "oci" and (missing := oci.missing_tools()):
             host_problem(oci.OciError(oci.missing_tools_message(missing)))
         bundles_dir = ""
         if mode == "oci":  # one directory of bundles per job, beside its logs
+            app_label = safe_name(app.name) or "app"
             bundles_dir = os.path.join(
                 workdir, oci.BUNDLES_DIR, f"{app_label}-{secrets.token_hex(4)}"
             )
-        bundles: list[oci.RoleBundle] = []
-        replicas: dict[str, SlurmReplicaRequest] = {}
-        roles: dict[str, int] = {}
-        for role in app.roles:
-            if mode != "none":
-                containers.check_mounts(role, mode)
-            if via is None and (job_dir is None or os.path.isdir(job_dir)):
-                validate.check_role_files(
-                    role, workdir, opts.strict_entrypoint, in_container=mode != "none"
-                )
-            roles[role.name] = role.num_replicas
-            role_label = _request.safe_name(role.name) or "role"
-            if "=" in role.entrypoint:
-                raise ValueError(
-                    f"entrypoint {role.entrypoint!r} of role {role.name!r} contains '=';"
-                    " give the program's path without '=' (arguments go in Role.args)"
-                )
-            container_opts: dict[str, str] = {}
-            if mode == "pyxis":
-                container_opts = containers.pyxis_srun_opts(role, job_dir or workdir)
-            elif mode == "oci":
-                bundle = oci.RoleBundle(
-                    role=role.name,
-                    image=role.image,
-                    path=os.path.join(bundles_dir, role_label),
-                    workdir=workdir,
-                    mounts=list(role.mounts),
-                    gpus=role.resource.gpu > 0,
-                )
-                bundles.append(bundle)
-                container_opts = containers.oci_srun_opts(bundle.path)
-            template = _request.RoleTemplate(
-                role, _request.group_opts(opts, role.resource, nomem), workdir, container_opts
-            )
-            # every macro (base_img_root too), as the other schedulers substitute them;
-            # inside a container the image is the root
-            shared = macros.Values(
-                img_root=role.image if mode == "none" else "",
-                app_id=_request.APP_ID_MARK,
-                replica_id="",
-                rank0_env=_request.RANK0_ENV,
-            ).to_dict()
-            for i in range(role.num_replicas):
-                name = f"{role_label}-{i}"
-                values = {**shared, "replica_id": str(i)}
-                replicas[name] = template.for_replica(name, f"{app_label}:{name}", values)
-        request = SlurmBatchRequest(
-            cmd=cmd,
-            replicas=replicas,
+        cache = opts.container_cache
+        request = assemble(
+            app,
+            opts,
+            via=via,
             job_dir=job_dir,
-            max_retries=min(role.max_retries for role in app.roles),
-            log_dir=workdir,
-            app_name=app.name,
-            roles=roles,
+            workdir=workdir,
+            mode=mode,
+            nomem=nomem,
+            gpus_per_node=gpus_per_node,
             warning_lead_s=lead_s if opts.requeue else None,
-            bundles=bundles,
-            ssh=via.spec if via is not None else None,
+            bundles_dir=bundles_dir,
             container_cache=(
-                os.path.abspath(os.path.expanduser(opts.container_cache))
-                if opts.container_cache
-                else oci.default_cache()
+                os.path.abspath(os.path.expanduser(cache)) if cache else oci.default_cache()
             )
-            if bundles
+            if mode == "oci"
             else None,
         )
         return AppDryRunInfo(request, repr)
@@ -538,7 +488,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
         import shutil
 
         req = dryrun_info.request
-        if req.ssh is not None:
+        if req.via is not None:
             return self._schedule_remote(req)
         created = self.created_job_dirs()
         job_dir = os.path.abspath(req.job_dir) if req.job_dir is not None else None
@@ -600,9 +550,9 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
         import shutil
 
         from torchx.schedulers._slurm import remote
-        from torchx.schedulers._slurm.ssh import SshTarget
 
-        via = SshTarget.parse(str(req.ssh))
+        via = req.via
+        assert via is not None
         staged = self._staged.pop(req.job_dir, None) if req.job_dir is not None else None
         token = secrets.token_hex(16)
         script = req.materialize().encode("utf-8", "surrogateescape")
@@ -646,7 +596,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
             session=self.session_name,
             app_name=req.app_name,
             log_dir=req.log_dir if log_dir is None else log_dir,
-            job_dir=req.job_dir if job_dir is None and req.ssh is None else job_dir,
+            job_dir=req.job_dir if job_dir is None and req.via is None else job_dir,
             roles=list(req.roles.items()),
         )
         try:

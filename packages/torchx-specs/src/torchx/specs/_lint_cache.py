@@ -9,8 +9,6 @@ Imports inside functions are deliberate: ``import torchx.specs`` stays close to 
 (packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
-import os
-
 from torchx.util._startup import disk_cache
 
 TYPE_CHECKING = False
@@ -53,21 +51,20 @@ def lint(
     ``compute`` lints the file (default validators only); its answer is cached until the
     file changes.
     """
-    if disk_cache.cache_disabled():
+    if disk_cache.cache_disabled("lint"):
         return compute()
-    try:
-        st = os.stat(path)
-    except OSError:
+    stamp = disk_cache.file_stamp(path)
+    if stamp is None:
         return compute()
-    cache_file = disk_cache.cache_file("component-lint")
+    cache_file = disk_cache.cache_file("lint")
     table = _table(cache_file)
     entry = table.get(path)
-    known = entry[2] if entry and entry[:2] == (st.st_mtime_ns, st.st_size) else {}
+    known = entry[2] if entry and entry[:2] == stamp else {}
     if all(name in known for name in functions):
         return {name: list(known[name]) for name in functions}
     verdicts = compute()
     table.pop(path, None)
-    table[path] = (st.st_mtime_ns, st.st_size, {**known, **verdicts})
+    table[path] = (*stamp, {**known, **verdicts})
     while len(table) > _MAX_FILES:
         del table[next(iter(table))]
     disk_cache.write(cache_file, (_header(), table))

@@ -41,7 +41,8 @@ ENV_NO_ENTRYPOINT_CACHE = disk_cache.ENV_NO_CACHE
 """Set to ``1`` to scan ``importlib.metadata`` every time instead of using the cache."""
 
 _CACHED_GROUP_PREFIX = "torchx"
-_CACHE_FORMAT = 1  # bump when the layout of the cached data changes
+_CACHE_FORMAT = 2  # bump when the layout of the cached data changes
+_CACHE_NAME = "entrypoints"
 
 # (group, name, value, dist, version) rows of every cached group, plus the distributions.
 _Row = tuple[str, str, str, str, str]
@@ -174,41 +175,20 @@ class _DeferredLoad:
 
 
 def _cache_key() -> "tuple[Any, ...]":
-    """Everything the visible set of distributions depends on.
+    """Everything the visible set of distributions depends on, besides the contents of
+    the import path's directories (watched by their stamps).
 
     ``sys.path[0]`` (the script's directory, or the working directory for ``python -m``)
     is left out: it never holds installed distributions, and keying on it would miss the
     cache on every new working directory and whenever a file is written next to the
     script (``/tmp`` changes all the time).
     """
-    path = tuple(p for p in sys.path[1:] if isinstance(p, str))
-    stamps = []
-    for entry in path:
-        try:
-            stamps.append((entry, os.stat(entry or ".").st_mtime_ns))
-        except OSError:
-            continue
-    return (_CACHE_FORMAT, sys.version, sys.executable, path, tuple(stamps))
+    path = tuple(p or "." for p in sys.path[1:] if isinstance(p, str))
+    return (_CACHE_FORMAT, sys.version, sys.executable, path)
 
 
-def _cache_file() -> str:
-    return disk_cache.cache_file("entrypoints")
-
-
-def _read_cache(path: str, key: "tuple[Any, ...]") -> "_ScanResult | None":
-    stored = disk_cache.read(path)
-    if not (isinstance(stored, tuple) and len(stored) == 2 and stored[0] == key):
-        return None
-    data = stored[1]
-    if not (isinstance(data, tuple) and len(data) == 2):
-        return None
-    result: _ScanResult = data
-    return result
-
-
-def _write_cache(path: str, key: "tuple[Any, ...]", data: "_ScanResult") -> None:
-    # A read-only home must never break discovery: the scan result is still used.
-    disk_cache.write(path, (key, data))
+def _valid(data: object) -> bool:
+    return isinstance(data, tuple) and len(data) == 2
 
 
 def _normalize_dist_name(name: str) -> str:
@@ -253,29 +233,26 @@ def _scan(
 
 def _scan_result() -> "_ScanResult":
     key = _cache_key()
-    if _memo.get("key") == key:
+    path = key[3]
+    stamps = tuple(disk_cache.file_stamp(entry) for entry in path)
+    if _memo.get("key") == (key, stamps):
         result: _ScanResult = _memo["data"]
         return result
-    use_cache = not disk_cache.cache_disabled()
-    data = None
-    path = ""
-    if use_cache:
-        path = _cache_file()
-        data = _read_cache(path, key)
-    if data is None:
+    data = disk_cache.read_checked(_CACHE_NAME, key)
+    if not _valid(data):
         data = _scan()
-        if use_cache:
-            _write_cache(path, key, data)
-    _memo["key"] = key
+        # a read-only home must never break discovery: the scan result is still used
+        disk_cache.write_checked(_CACHE_NAME, key, path, data)
+    _memo["key"] = (key, stamps)
     _memo["data"] = data
-    return data
+    return data  # type: ignore[no-any-return]
 
 
 def invalidate_cache() -> None:
     """Forgets the scan result, in memory and on disk (the next lookup rescans)."""
     _memo.clear()
     try:  # noqa: SIM105 (contextlib costs start-up time)
-        os.unlink(_cache_file())
+        os.unlink(disk_cache.cache_file(_CACHE_NAME))
     except OSError:
         pass
 

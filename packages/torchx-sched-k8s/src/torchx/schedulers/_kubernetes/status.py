@@ -11,7 +11,7 @@ import datetime as dt
 from collections.abc import Iterable
 from typing import Any
 
-from torchx.schedulers._kubernetes.render import (
+from torchx.schedulers._kubernetes.request import (
     ANNOTATION_IMAGE_PULL_TIMEOUT,
     ANNOTATIONS_ATTEMPT,
     COUNT_ATTEMPTS,

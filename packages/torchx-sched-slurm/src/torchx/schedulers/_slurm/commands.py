@@ -239,6 +239,61 @@ def _spawn_raw(
     return os.waitstatus_to_exitcode(status), b"".join(chunks[out_r]), b"".join(chunks[err_r])
 
 
+_VERSION: dict[SshTarget | None, tuple[int, int]] = {}
+
+
+def version(via: SshTarget | None = None) -> tuple[int, int]:
+    """(major, minor) of the Slurm on this host, or on login node ``via`` (``sinfo
+    --version``), asked once per process.
+
+    Without a usable ``sinfo`` (e.g. a dry run off-cluster) assumes 24.05 and warns.
+    """
+    if via in _VERSION:
+        return _VERSION[via]
+    found = (24, 5)
+    try:
+        code, out, _ = run_once(["sinfo", "--version"], via=via)
+        words = out.split()
+        if code == 0 and len(words) >= 2:
+            major, minor = words[1].split(".")[:2]
+            found = (int(major), int(minor))
+        else:
+            raise ValueError(out)
+    except (SlurmCommandError, ValueError, OSError):
+        import warnings
+
+        warnings.warn(
+            "could not read the Slurm version with `sinfo --version`; assuming 24.05",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    _VERSION[via] = found
+    return found
+
+
+def partition_memory(via: SshTarget | None = None) -> dict[str, int]:
+    """``{partition: RealMemory MB}`` from ``sinfo`` (``"*"`` maps the default partition)."""
+    try:
+        code, out, _ = run_once(
+            ["sinfo", "--format", "%P,%m", "--noconvert", "--noheader"], via=via
+        )
+    except SlurmCommandError:
+        return {}
+    if code != 0:
+        return {}
+    memory: dict[str, int] = {}
+    for line in out.splitlines():
+        name, _, mem = line.strip().partition(",")
+        digits = mem.rstrip("+M")
+        if not name or not digits.isdigit():
+            continue
+        if name.endswith("*"):
+            name = name[:-1]
+            memory.setdefault("*", int(digits))
+        memory[name] = min(memory.get(name, int(digits)), int(digits))
+    return memory
+
+
 def first_error_line(stderr: str) -> str:
     """The most telling line of a Slurm error (``sbatch: error: ...`` lines first)."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from torchx.schedulers._slurm.commands import SlurmCommandError, run_once
 from torchx.schedulers.api import HELP_KEY, StructuredOpts
 from torchx.settings import ENV_TORCHX_ATTEMPT
-from torchx.specs.api import CfgVal, Resource, Role
+from torchx.specs.api import AppDef, CfgVal, Resource, Role
 from torchx.specs.replica_macros import ReplicaMacros
 from torchx.util._startup.lazy_dataclass import dataclass, field
 from torchx.util.strings import escape_unprintable
@@ -32,7 +31,6 @@ __all__ = [
     "SlurmBatchRequest",
     "SlurmOpts",
     "SlurmReplicaRequest",
-    "version",
 ]
 
 SBATCH_JOB_OPTIONS = ("account", "comment", "mail-user", "mail-type")
@@ -43,71 +41,10 @@ SBATCH_GROUP_OPTIONS = ("partition", "time", "constraint", "qos")
 
 RANK0_ENV = "SLURM_JOB_NODELIST_HET_GROUP_0"
 _JOB_ID = '"$SLURM_JOB_ID"'
+GPUS_PER_NODE_SINCE = (24, 11)
+"""The Slurm version from which a het component asks for GPUs per node, not per task."""
 APP_ID_MARK = "\0app_id\0"
 """Stands for the job id in a request until the script is written."""
-
-
-_VERSION: dict[str | None, tuple[int, int]] = {}
-
-
-def version(ssh: str | None = None) -> tuple[int, int]:
-    """(major, minor) of the Slurm on this host, or on login node ``ssh`` (``sinfo
-    --version``), asked once per process.
-
-    Without a usable ``sinfo`` (e.g. a dry run off-cluster) assumes 24.05 and warns.
-    """
-    if ssh in _VERSION:
-        return _VERSION[ssh]
-    found = (24, 5)
-    try:
-        code, out, _ = run_once(["sinfo", "--version"], via=_target(ssh))
-        words = out.split()
-        if code == 0 and len(words) >= 2:
-            major, minor = words[1].split(".")[:2]
-            found = (int(major), int(minor))
-        else:
-            raise ValueError(out)
-    except (SlurmCommandError, ValueError, OSError):
-        import warnings
-
-        warnings.warn(
-            "could not read the Slurm version with `sinfo --version`; assuming 24.05",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-    _VERSION[ssh] = found
-    return found
-
-
-def _target(ssh: str | None) -> SshTarget | None:
-    if ssh is None:
-        return None
-    from torchx.schedulers._slurm.ssh import SshTarget
-
-    return SshTarget.parse(ssh)
-
-
-def partition_memory(ssh: str | None = None) -> dict[str, int]:
-    """``{partition: RealMemory MB}`` from ``sinfo`` (``"*"`` maps the default partition)."""
-    try:
-        code, out, _ = run_once(
-            ["sinfo", "--format", "%P,%m", "--noconvert", "--noheader"], via=_target(ssh)
-        )
-    except SlurmCommandError:
-        return {}
-    if code != 0:
-        return {}
-    memory: dict[str, int] = {}
-    for line in out.splitlines():
-        name, _, mem = line.strip().partition(",")
-        digits = mem.rstrip("+M")
-        if not name or not digits.isdigit():
-            continue
-        if name.endswith("*"):
-            name = name[:-1]
-            memory.setdefault("*", int(digits))
-        memory[name] = min(memory.get(name, int(digits)), int(digits))
-    return memory
 
 
 @dataclass
@@ -276,7 +213,15 @@ class SlurmReplicaRequest:
         log_dir: str = "",
     ) -> SlurmReplicaRequest:
         """The request of replica ``name`` (``<role>-<i>``) of an already-substituted role."""
-        sbatch_opts = group_opts(Opts.from_cfg(cfg), role.resource, nomem)
+        opts = Opts.from_cfg(cfg)
+        gpus_per_node = False
+        if role.resource.gpu > 0:
+            from torchx.schedulers._slurm.commands import version
+            from torchx.schedulers._slurm.ssh import SshTarget
+
+            via = SshTarget.parse(opts.ssh) if opts.ssh else None
+            gpus_per_node = version(via) >= GPUS_PER_NODE_SINCE
+        sbatch_opts = group_opts(opts, role.resource, nomem, gpus_per_node)
         return cls(
             name=name,
             entrypoint=role.entrypoint,
@@ -343,8 +288,11 @@ _LOAD_ENV = 'f="$1" && shift && . "$f" && exec "$@"'
 the role's command (the other words)."""
 
 
-def group_opts(opts: Opts, resource: Resource, nomem: bool) -> dict[str, str | None]:
-    """The ``#SBATCH`` options of one het component (in upstream's order)."""
+def group_opts(
+    opts: Opts, resource: Resource, nomem: bool, gpus_per_node: bool
+) -> dict[str, str | None]:
+    """The ``#SBATCH`` options of one het component (in upstream's order); GPUs as
+    ``--gpus-per-node`` where the cluster's Slurm takes it (``GPUS_PER_NODE_SINCE``)."""
     group: dict[str, str | None] = {"requeue" if opts.requeue else "no-requeue": None}
     for key in SBATCH_GROUP_OPTIONS:
         value = opts.get(key)
@@ -352,12 +300,12 @@ def group_opts(opts: Opts, resource: Resource, nomem: bool) -> dict[str, str | N
             group[key] = str(value)
     if opts.signal is not None:
         group["signal"] = opts.signal  # every het component: each is its own Slurm job
-    _resource_opts(group, resource, nomem, opts.ssh)
+    _resource_opts(group, resource, nomem, gpus_per_node)
     return group
 
 
 def _resource_opts(
-    opts: dict[str, str | None], resource: Resource, nomem: bool, ssh: str | None = None
+    opts: dict[str, str | None], resource: Resource, nomem: bool, gpus_per_node: bool
 ) -> None:
     opts.setdefault("ntasks-per-node", "1")
     if resource.cpu > 0:
@@ -365,7 +313,7 @@ def _resource_opts(
     if resource.memMB > 0 and not nomem:
         opts.setdefault("mem", str(int(resource.memMB)))
     if resource.gpu > 0:
-        if version(ssh) >= (24, 11):
+        if gpus_per_node:
             opts.setdefault("gpus-per-node", str(resource.gpu))
         else:
             opts.setdefault("gpus-per-task", str(resource.gpu))
@@ -407,7 +355,7 @@ class SlurmBatchRequest:
     warning_lead_s: int | None = None
     bundles: list[RoleBundle] = field(default_factory=list)
     container_cache: str | None = None
-    ssh: str | None = None
+    via: SshTarget | None = None
     """The login node (``ssh`` run option) the job is submitted through, if any."""
 
     def materialize(self) -> str:
@@ -575,3 +523,91 @@ class RoleTemplate:
             sbatch_opts=dict(self.sbatch_opts),
             env=env,
         )
+
+
+def assemble(
+    app: AppDef,
+    opts: Opts,
+    *,
+    via: SshTarget | None,
+    job_dir: str | None,
+    workdir: str,
+    mode: str,
+    nomem: bool,
+    gpus_per_node: bool,
+    warning_lead_s: int | None,
+    bundles_dir: str,
+    container_cache: str | None,
+) -> SlurmBatchRequest:
+    """The request for ``app``: its ``sbatch`` command and one het component per replica.
+
+    Pure: every check against the host or the cluster happened before (the scheduler's
+    ``_submit_dryrun``); ``workdir`` is where the logs go, ``mode`` the container mode,
+    ``bundles_dir`` where ``container=oci`` bundles are made ("" otherwise);
+    ``gpus_per_node`` whether the cluster's Slurm takes ``--gpus-per-node``.
+    """
+    from torchx.schedulers._slurm import containers
+    from torchx.schedulers._slurm.oci import RoleBundle
+    from torchx.specs.api import macros
+
+    cmd = ["sbatch", "--parsable"]
+    for key in SBATCH_JOB_OPTIONS:
+        value = opts.get(key)
+        if value is not None:
+            cmd.append(f"--{key}={value}")
+    app_label = safe_name(app.name) or "app"
+    bundles: list[RoleBundle] = []
+    replicas: dict[str, SlurmReplicaRequest] = {}
+    roles: dict[str, int] = {}
+    for role in app.roles:
+        if mode != "none":
+            containers.check_mounts(role, mode)
+        if "=" in role.entrypoint:
+            raise ValueError(
+                f"entrypoint {role.entrypoint!r} of role {role.name!r} contains '=';"
+                " give the program's path without '=' (arguments go in Role.args)"
+            )
+        roles[role.name] = role.num_replicas
+        role_label = safe_name(role.name) or "role"
+        container_opts: dict[str, str] = {}
+        if mode == "pyxis":
+            container_opts = containers.pyxis_srun_opts(role, job_dir or workdir)
+        elif mode == "oci":
+            bundle = RoleBundle(
+                role=role.name,
+                image=role.image,
+                path=f"{bundles_dir}/{role_label}",
+                workdir=workdir,
+                mounts=list(role.mounts),
+                gpus=role.resource.gpu > 0,
+            )
+            bundles.append(bundle)
+            container_opts = containers.oci_srun_opts(bundle.path)
+        template = RoleTemplate(
+            role, group_opts(opts, role.resource, nomem, gpus_per_node), workdir, container_opts
+        )
+        # every macro (base_img_root too), as the other schedulers substitute them;
+        # inside a container the image is the root
+        shared = macros.Values(
+            img_root=role.image if mode == "none" else "",
+            app_id=APP_ID_MARK,
+            replica_id="",
+            rank0_env=RANK0_ENV,
+        ).to_dict()
+        for i in range(role.num_replicas):
+            name = f"{role_label}-{i}"
+            values = {**shared, "replica_id": str(i)}
+            replicas[name] = template.for_replica(name, f"{app_label}:{name}", values)
+    return SlurmBatchRequest(
+        cmd=cmd,
+        replicas=replicas,
+        job_dir=job_dir,
+        max_retries=min(role.max_retries for role in app.roles),
+        log_dir=workdir,
+        app_name=app.name,
+        roles=roles,
+        warning_lead_s=warning_lead_s,
+        bundles=bundles,
+        via=via,
+        container_cache=container_cache if bundles else None,
+    )

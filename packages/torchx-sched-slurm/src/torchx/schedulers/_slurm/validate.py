@@ -14,6 +14,10 @@ from torchx.util._support.host_checks import host_problem
 from torchx.util._support.programs import find_program, script_of
 from torchx.util.log import get_logger
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from torchx.schedulers._slurm.ssh import SshTarget
+
 __all__ = [
     "check_comment",
     "check_job_dir",
@@ -153,13 +157,13 @@ def check_signal(value: str) -> int:
     return int(lead) if lead else 60
 
 
-def check_remote(ssh: str, container: str, job_dir: str | None) -> None:
+def check_remote(via: SshTarget, container: str, job_dir: str | None) -> None:
     """What a submission through a login node cannot do: containers made on this host
     (``oci``), and a pyxis mount of a job dir whose path is not known here."""
     if container == "oci":
         raise ValueError(
             f"container=oci unpacks the image on the submitting host, which the nodes behind"
-            f" ssh={ssh} cannot read; use -cfg container=pyxis, or submit on the login node"
+            f" ssh={via.spec} cannot read; use -cfg container=pyxis, or submit on the login node"
         )
     if container == "pyxis" and (job_dir is None or not os.path.isabs(job_dir)):
         raise ValueError(

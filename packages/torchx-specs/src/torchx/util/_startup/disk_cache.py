@@ -1,11 +1,18 @@
 """Small private caches under ``$TORCHX_HOME/cache/`` that make start-up cheap.
 
-Entry-point discovery, the CLI's component list and run options, and the component
-linter each keep the
-answer to an expensive question in one ``marshal`` file per interpreter, stored with
-private permissions. ``marshal`` because it is built in and loads in microseconds; a
-cache is only ever a shortcut, so an unreadable, foreign or stale file is a miss and a
-read-only home just means no cache. ``TORCHX_NO_ENTRYPOINT_CACHE=1`` turns them all off.
+Four questions are expensive and their answers rarely change: which plugins are installed
+(``entrypoints``), which components there are (``components``, for ``torchx builtins``),
+the run options of every scheduler (``runopts``) and the linter's verdict on a component
+file (``lint``). Each keeps its answer in one ``marshal`` file per interpreter, with
+private permissions, and all follow one rule: an answer is stored with a key (the code
+that answers: versions, interpreter, import path) and the stamps (mtime, size) of the
+files and directories it was read from, and is used while the key is equal and no stamp
+has changed (a path that was missing must still be missing). ``marshal`` because it is
+built in and loads in microseconds; a cache is only ever a shortcut, so an unreadable,
+foreign or stale file is a miss and a read-only home just means no cache.
+
+``TORCHX_NO_ENTRYPOINT_CACHE=1`` turns them all off; a comma-separated list of the names
+above turns off those (benchmarks/bench_cli.py measures each cache so).
 
 Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
 (packages/torchx-specs/tests/test_specs_import_cost.py).
@@ -33,13 +40,20 @@ __all__ = [
 ]
 
 ENV_NO_CACHE = "TORCHX_NO_ENTRYPOINT_CACHE"
+_FAMILIES = frozenset({"entrypoints", "components", "runopts", "lint"})
 """Set to ``1`` to compute everything every time instead of using the caches."""
 
 
-def cache_disabled() -> bool:
-    """True when ``$TORCHX_NO_ENTRYPOINT_CACHE`` asks for no caching."""
+def cache_disabled(name: str = "") -> bool:
+    """True when ``$TORCHX_NO_ENTRYPOINT_CACHE`` turns off every cache, or the one called
+    ``name`` (its family: ``runopts-slurm`` is ``runopts``)."""
     value = os.environ.get(ENV_NO_CACHE, "").strip().lower()
-    return value not in ("", "0", "false", "no")
+    if value in ("", "0", "false", "no"):
+        return False
+    names = {part.strip() for part in value.split(",")}
+    if names.isdisjoint(_FAMILIES):
+        return True  # 1, true, yes, or anything else: all off
+    return name.partition("-")[0] in names
 
 
 def interpreter_tag() -> str:
@@ -94,7 +108,7 @@ def file_stamp(path: str) -> "tuple[int, int] | None":
 def read_checked(name: str, key: "Any") -> "Any":
     """The value :func:`write_checked` stored as ``name`` for ``key``, while none of the
     files it was computed from has changed; None otherwise, or when caching is off."""
-    if cache_disabled():
+    if cache_disabled(name):
         return None
     stored = read(cache_file(name))
     if not (isinstance(stored, tuple) and len(stored) == 3) or stored[0] != key:
@@ -108,11 +122,8 @@ def read_checked(name: str, key: "Any") -> "Any":
 def write_checked(name: str, key: "Any", paths: "Iterable[str]", value: "Any") -> None:
     """Stores ``value`` as ``name`` for ``key`` with the stamps of ``paths`` (the files
     and directories it was computed from); best effort."""
-    if cache_disabled():
+    if cache_disabled(name):
         return
-    watched = []
-    for path in sorted(set(paths)):
-        stamp = file_stamp(path)
-        if stamp is not None:
-            watched.append((path, stamp))
-    write(cache_file(name), (key, tuple(watched), value))
+    # a path that is missing now is watched too: the answer is stale once it appears
+    watched = tuple((path, file_stamp(path)) for path in sorted(set(paths)))
+    write(cache_file(name), (key, watched, value))

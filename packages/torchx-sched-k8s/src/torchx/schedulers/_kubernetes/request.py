@@ -22,10 +22,10 @@ it for a single replica (e.g. in ``Role.pre_proc``).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import Any
 
 from torchx.schedulers._shared import labels
+from torchx.schedulers.api import HELP_KEY, StructuredOpts
 from torchx.schedulers.ids import make_unique
 from torchx.settings import ENV_TORCHX_ATTEMPT
 from torchx.specs.api import (
@@ -38,6 +38,7 @@ from torchx.specs.api import (
 )
 from torchx.specs.overlays import apply_overlay, get_overlay
 from torchx.specs.replica_macros import ReplicaMacros
+from torchx.util._startup.lazy_dataclass import dataclass, field
 from torchx.util.strings import normalize_str
 from torchx.version import __version__
 
@@ -60,7 +61,8 @@ __all__ = [
     "RESERVED_MEMMB",
     "RESERVED_MILLICPU",
     "RETRY_POLICIES",
-    "RenderOptions",
+    "KubernetesOpts",
+    "Opts",
     "SpecError",
     "batch_objects",
     "check_namespace",
@@ -162,89 +164,132 @@ class SpecError(ValueError):
     """The app cannot be expressed as valid Kubernetes objects (the message says why)."""
 
 
-class RenderOptions:
-    """The run options that shape the objects (a plain class: built once per dry run).
+@dataclass
+class Opts(StructuredOpts):
+    """Run options of ``kubernetes`` (the workspace adds ``quiet`` and ``build_args``)."""
 
-    ``namespace`` and ``job_type`` are not among them: they pick where and which objects
-    are made, which the scheduler decides.
-    """
-
-    __slots__ = (
-        "annotations",
-        "cluster_domain",
-        "efa_device_count",
-        "image_pull_secrets",
-        "image_pull_timeout",
-        "labels",
-        "node_selector",
-        "priority_class",
-        "queue",
-        "reserved_memmb",
-        "reserved_millicpu",
-        "secret_mounts",
-        "service_account",
-        "tolerations",
+    queue: str | None = field(
+        default=None,
+        metadata={
+            HELP_KEY: "Volcano queue to schedule job in (required with job_type=volcano;"
+            " job_type=batch or jobset: the Kueue LocalQueue, label"
+            " kueue.x-k8s.io/queue-name, none or - for no Kueue)"
+        },
+    )
+    namespace: str = field(
+        default="default", metadata={HELP_KEY: "Kubernetes namespace to schedule job in"}
+    )
+    service_account: str | None = field(
+        default=None, metadata={HELP_KEY: "service account of the pods (serviceAccountName)"}
+    )
+    priority_class: str | None = field(
+        default=None,
+        metadata={
+            HELP_KEY: "priority class of the job: the pods' priorityClassName, or with a Kueue"
+            " queue the Kueue WorkloadPriorityClass (label kueue.x-k8s.io/priority-class)"
+        },
+    )
+    validate_spec: bool | None = field(
+        default=None,
+        metadata={
+            HELP_KEY: "check the objects with a server-side dry run before submitting and on"
+            " --dryrun, and that pod names fit 63 characters; default: when a cluster is"
+            " configured (else skipped with a note); True requires it"
+        },
+    )
+    reserved_millicpu: int = field(
+        default=RESERVED_MILLICPU,
+        metadata={HELP_KEY: "CPU (millicores) left out of each pod's request for system daemons"},
+    )
+    reserved_memmb: int = field(
+        default=RESERVED_MEMMB,
+        metadata={HELP_KEY: "memory (MB) left out of each pod's request for system daemons"},
+    )
+    efa_device_count: int | None = field(
+        default=None,
+        metadata={
+            HELP_KEY: "EFA devices per pod (vpc.amazonaws.com/efa): unset keeps the resource's,"
+            " 0 removes them, N sets N"
+        },
+    )
+    job_type: str = field(
+        default="volcano",
+        metadata={
+            HELP_KEY: "volcano (a Volcano Job, gang-scheduled), batch (per role an Indexed"
+            " batch/v1 Job + headless Service; no Volcano needed, autoscalers work) or jobset"
+            " (one JobSet, a replicated Job per role; needs JobSet)"
+        },
+    )
+    node_selector: dict[str, str] | None = field(
+        default=None, metadata={HELP_KEY: "node labels the pods must match, KEY:VALUE pairs"}
+    )
+    tolerations: list[str] | None = field(
+        default=None,
+        metadata={
+            HELP_KEY: "taints the pods tolerate: KEY[=VALUE][:EFFECT] entries"
+            " (e.g. nvidia.com/gpu:NoSchedule); * tolerates every taint"
+        },
+    )
+    image_pull_secrets: list[str] | None = field(
+        default=None, metadata={HELP_KEY: "secrets with registry credentials to pull the images"}
+    )
+    secret_mounts: dict[str, str] | None = field(
+        default=None,
+        metadata={HELP_KEY: "secrets mounted read-only into every pod, SECRET:/mount/path pairs"},
+    )
+    labels: dict[str, str] | None = field(
+        default=None, metadata={HELP_KEY: "extra labels of the job and its pods, KEY:VALUE pairs"}
+    )
+    annotations: dict[str, str] | None = field(
+        default=None,
+        metadata={HELP_KEY: "extra annotations of the job and its pods, KEY:VALUE pairs"},
+    )
+    image_repo: str | None = field(
+        default=None,
+        metadata={HELP_KEY: "the image repository to push workspace images to"},
+    )
+    image_pull_timeout: int = field(
+        default=IMAGE_PULL_TIMEOUT_S,
+        metadata={
+            HELP_KEY: "seconds a pod may fail to pull its image (ErrImagePull, ImagePullBackOff)"
+            " before the app is FAILED with the image and the reason; 0: wait without end"
+        },
+    )
+    cluster_domain: str = field(
+        default=CLUSTER_DOMAIN,
+        metadata={
+            HELP_KEY: "the cluster's DNS domain (kubelet clusterDomain); job_type=batch names"
+            " rank 0 by its fully qualified name in it"
+        },
     )
 
-    def __init__(
-        self,
-        *,
-        queue: str | None = None,
-        service_account: str | None = None,
-        priority_class: str | None = None,
-        reserved_millicpu: int = RESERVED_MILLICPU,
-        reserved_memmb: int = RESERVED_MEMMB,
-        efa_device_count: int | None = None,
-        node_selector: Mapping[str, str] | None = None,
-        tolerations: list[str] | None = None,
-        image_pull_secrets: list[str] | None = None,
-        secret_mounts: Mapping[str, str] | None = None,
-        labels: Mapping[str, str] | None = None,
-        annotations: Mapping[str, str] | None = None,
-        image_pull_timeout: int = IMAGE_PULL_TIMEOUT_S,
-        cluster_domain: str = CLUSTER_DOMAIN,
-    ) -> None:
-        self.queue = queue
-        check_dns_label(cluster_domain, "cluster_domain", limit=253, dots=True)
-        self.cluster_domain = cluster_domain
-        self.service_account = service_account
-        self.priority_class = priority_class
-        self.reserved_millicpu = reserved_millicpu
-        self.reserved_memmb = reserved_memmb
-        self.efa_device_count = efa_device_count
-        self.node_selector = dict(node_selector or {})
-        self.tolerations = [parse_toleration(t) for t in tolerations or ()]
-        self.image_pull_secrets = list(image_pull_secrets or ())
-        self.secret_mounts = dict(secret_mounts or {})
-        self.labels = dict(labels or {})
-        self.annotations = dict(annotations or {})
-        if not isinstance(image_pull_timeout, int) or image_pull_timeout < 0:
+    def check(self) -> None:
+        """Raises :class:`SpecError` for an option the objects cannot carry (a bad label,
+        key, domain, secret mount or timeout)."""
+        check_dns_label(self.cluster_domain, "cluster_domain", limit=253, dots=True)
+        for toleration in self.tolerations or ():
+            parse_toleration(toleration)
+        timeout = self.image_pull_timeout
+        if not isinstance(timeout, int) or timeout < 0:
             raise SpecError(
-                f"invalid image_pull_timeout {image_pull_timeout!r}: use whole seconds, 0 to"
+                f"invalid image_pull_timeout {timeout!r}: use whole seconds, 0 to"
                 " wait for a pull without end"
             )
-        self.image_pull_timeout = image_pull_timeout
-        for key, value in self.labels.items():
+        for key, value in (self.labels or {}).items():
             check_label(key, value)
-        for key in (*self.node_selector, *self.annotations):
+        for key in (*(self.node_selector or {}), *(self.annotations or {})):
             if not _LABEL_KEY.match(key) or len(key.rpartition("/")[2]) > MAX_NAME:
                 raise SpecError(
                     f"invalid key {key!r} in node_selector/annotations: use [prefix/]name with"
                     " letters, digits, '-', '_' and '.' (name at most 63 characters)"
                 )
-        for secret, path in self.secret_mounts.items():
+        for secret, path in (self.secret_mounts or {}).items():
             check_dns_label(secret, "secret name in secret_mounts", limit=253, dots=True)
             if not path.startswith("/"):
                 raise SpecError(
                     f"secret_mounts: mount path {path!r} of secret {secret!r} must be absolute;"
                     " write -cfg secret_mounts=SECRET:/abs/path"
                 )
-
-    @classmethod
-    def from_opts(cls, opts: object) -> RenderOptions:
-        """From the scheduler's run options (``kubernetes_scheduler.Opts``): the options
-        of the same names."""
-        return cls(**{name: getattr(opts, name) for name in cls.__slots__})
 
 
 # -- names and labels -------------------------------------------------------------------
@@ -345,7 +390,7 @@ def pod_labels(
 # -- pod spec ----------------------------------------------------------------------------
 
 
-def _resources(role: Role, opts: RenderOptions) -> dict[str, dict[str, str]]:
+def _resources(role: Role, opts: Opts) -> dict[str, dict[str, str]]:
     resource = role.resource
     limits: dict[str, str] = {}
     requests: dict[str, str] = {}
@@ -375,7 +420,7 @@ def _resources(role: Role, opts: RenderOptions) -> dict[str, dict[str, str]]:
     return result
 
 
-def _volumes(role: Role, opts: RenderOptions) -> tuple[list[Any], list[Any], bool]:
+def _volumes(role: Role, opts: Opts) -> tuple[list[Any], list[Any], bool]:
     volumes: list[dict[str, Any]] = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
     mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}]  # noqa: S108
     privileged = False
@@ -394,7 +439,7 @@ def _volumes(role: Role, opts: RenderOptions) -> tuple[list[Any], list[Any], boo
             privileged = True
         else:
             raise TypeError(f"unknown mount type {type(mount).__name__} in role {role.name!r}")
-    for i, (secret, path) in enumerate(opts.secret_mounts.items()):
+    for i, (secret, path) in enumerate((opts.secret_mounts or {}).items()):
         name = f"secret-{i}"
         volumes.append({"name": name, "secret": {"secretName": secret}})
         mounts.append({"name": name, "mountPath": path, "readOnly": True})
@@ -406,7 +451,7 @@ class _RoleParts:
 
     __slots__ = ("annotations", "container_tail", "spec_base")
 
-    def __init__(self, role: Role, opts: RenderOptions) -> None:
+    def __init__(self, role: Role, opts: Opts) -> None:
         volumes, volume_mounts, privileged = _volumes(role, opts)
         tail: dict[str, Any] = {}
         if role.port_map:
@@ -423,16 +468,16 @@ class _RoleParts:
         itype = role.resource.capabilities.get(LABEL_INSTANCE_TYPE)
         if itype is not None:
             node_selector[LABEL_INSTANCE_TYPE] = str(itype)
-        node_selector.update(opts.node_selector)
+        node_selector.update(opts.node_selector or {})
         if node_selector:
             spec["nodeSelector"] = node_selector
         if opts.tolerations:
-            spec["tolerations"] = opts.tolerations
+            spec["tolerations"] = [parse_toleration(t) for t in opts.tolerations]
         if opts.image_pull_secrets:
             spec["imagePullSecrets"] = [{"name": s} for s in opts.image_pull_secrets]
         spec["volumes"] = volumes
         self.spec_base = spec
-        self.annotations = {ANNOTATION_ISTIO_SIDECAR: "false", **opts.annotations}
+        self.annotations = {ANNOTATION_ISTIO_SIDECAR: "false", **(opts.annotations or {})}
         if opts.image_pull_timeout != IMAGE_PULL_TIMEOUT_S:  # the default goes unsaid
             self.annotations[ANNOTATION_IMAGE_PULL_TIMEOUT] = str(opts.image_pull_timeout)
 
@@ -499,7 +544,7 @@ def _check_pod_names(app_id: str, task_names: list[str]) -> None:
             )
 
 
-def volcano_job(app: AppDef, app_id: str, opts: RenderOptions) -> dict[str, Any]:
+def volcano_job(app: AppDef, app_id: str, opts: Opts) -> dict[str, Any]:
     """The Volcano Job of ``app``: one task (one pod) per replica, role-major order."""
     if not opts.queue:
         raise SpecError(
@@ -517,7 +562,7 @@ def volcano_job(app: AppDef, app_id: str, opts: RenderOptions) -> dict[str, Any]
         LABEL_INSTANCE: app_id,
         LABEL_KUBE_APP_NAME: sanitize_label_value(app.name),
         LABEL_KIND: "volcano",
-        **opts.labels,
+        **(opts.labels or {}),
     }
     tasks: list[dict[str, Any]] = []
     for role_idx, role in enumerate(roles):
@@ -526,7 +571,7 @@ def volcano_job(app: AppDef, app_id: str, opts: RenderOptions) -> dict[str, Any]
         subst = ReplicaMacros(role.args, role.env)
         overlay = _role_overlay(role)
         base_labels = pod_labels(app, role_idx, role, None, app_id)
-        base_labels.update(opts.labels)
+        base_labels.update(opts.labels or {})
         image_env = {"name": "TORCHX_IMAGE", "value": role.image}
         # Volcano gives a restarted job's pods the job's new version (0 first)
         attempt_env = {
@@ -596,7 +641,7 @@ def volcano_job(app: AppDef, app_id: str, opts: RenderOptions) -> dict[str, Any]
     }
 
 
-def _annotations(opts: RenderOptions) -> dict[str, Any]:
+def _annotations(opts: Opts) -> dict[str, Any]:
     return {"annotations": dict(opts.annotations)} if opts.annotations else {}
 
 
@@ -605,7 +650,7 @@ def batch_job_name(app_id: str, role_name: str) -> str:
     return normalize_str(f"{app_id}-{role_name}")
 
 
-def kueue_labels(opts: RenderOptions) -> dict[str, str]:
+def kueue_labels(opts: Opts) -> dict[str, str]:
     """The labels that put a batch Job or a JobSet in Kueue's LocalQueue ``opts.queue``
     (and its WorkloadPriorityClass ``opts.priority_class``); none for ``queue=-``."""
     if not queued(opts):
@@ -619,7 +664,7 @@ def kueue_labels(opts: RenderOptions) -> dict[str, str]:
     return labels
 
 
-def queued(opts: RenderOptions) -> bool:
+def queued(opts: Opts) -> bool:
     """Whether a batch Job or JobSet goes through Kueue (a LocalQueue is named)."""
     return bool(opts.queue) and opts.queue != "-"
 
@@ -628,7 +673,7 @@ def _indexed_pod(
     app: AppDef,
     app_id: str,
     role_idx: int,
-    opts: RenderOptions,
+    opts: Opts,
     *,
     job_type: str,
     rank0_host: str,
@@ -660,7 +705,7 @@ def _indexed_pod(
     ]
     labels = pod_labels(app, role_idx, role, None, app_id)
     labels[LABEL_KIND] = job_type
-    labels.update(opts.labels)
+    labels.update(opts.labels or {})
     spec = pod_spec(normalize_str(role.name) or "main", role.image,
                     [*COUNT_ATTEMPTS, role.entrypoint, *args], env, parts=parts)  # fmt: skip
     pod: dict[str, Any] = {"metadata": {"annotations": parts.annotations}, "spec": spec}
@@ -715,7 +760,7 @@ def _check_hostname(hostname: str) -> None:
         )
 
 
-def batch_objects(app: AppDef, app_id: str, opts: RenderOptions) -> list[dict[str, Any]]:
+def batch_objects(app: AppDef, app_id: str, opts: Opts) -> list[dict[str, Any]]:
     """Per role a headless Service and an Indexed Job (``job_type=batch``), in that order."""
     roles = app.roles
     job0 = batch_job_name(app_id, roles[0].name)
@@ -760,7 +805,7 @@ def jobset_replicated_job(role_name: str) -> str:
     return normalize_str(role_name) or "role"
 
 
-def jobset(app: AppDef, app_id: str, opts: RenderOptions) -> dict[str, Any]:
+def jobset(app: AppDef, app_id: str, opts: Opts) -> dict[str, Any]:
     """One JobSet (``jobset.x-k8s.io/v1alpha2``, ``job_type=jobset``) for ``app``: per role
     a replicated Job (one Indexed Job, a pod per replica). JobSet makes the headless Service
     (named after the app) that gives each pod its hostname ``<app>-<role>-0-<replica>``.
@@ -794,7 +839,7 @@ def jobset(app: AppDef, app_id: str, opts: RenderOptions) -> dict[str, Any]:
         LABEL_KUBE_APP_NAME: sanitize_label_value(app.name),
         LABEL_APP_NAME: sanitize_label_value(app.name),
         LABEL_KIND: "jobset",
-        **opts.labels,
+        **(opts.labels or {}),
         **kueue_labels(opts),
     }
     spec: dict[str, Any] = {
@@ -820,3 +865,7 @@ def jobset(app: AppDef, app_id: str, opts: RenderOptions) -> dict[str, Any]:
         "metadata": {"name": app_id, "labels": labels, **_annotations(opts)},
         "spec": spec,
     }
+
+
+KubernetesOpts = Opts
+"""Compat name of :class:`Opts` (the options were a TypedDict called ``KubernetesOpts``)."""
