@@ -76,7 +76,6 @@ from torchx.workspace.docker_workspace import DockerWorkspaceMixin
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-
     import docker
     from kubernetes.client import ApiClient, V1Pod
 
