@@ -25,9 +25,13 @@ def _problems(path: Path) -> list[str]:
     guarded = False
     defined = False
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module == "typing":
-            if any(alias.name == "TYPE_CHECKING" for alias in node.names):
-                problems.append(f"line {node.lineno}: TYPE_CHECKING imported from typing")
+        names = [alias.name for alias in getattr(node, "names", ())]
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module == "typing"
+            and "TYPE_CHECKING" in names
+        ):
+            problems.append(f"line {node.lineno}: TYPE_CHECKING imported from typing")
         if isinstance(node, ast.Attribute) and node.attr == "TYPE_CHECKING":
             problems.append(f"line {node.lineno}: typing.TYPE_CHECKING")
         if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
