@@ -25,7 +25,7 @@ def _problems(path: Path) -> list[str]:
     guarded = False
     defined = False
     for node in ast.walk(tree):
-        names = [alias.name for alias in getattr(node, "names", ())]
+        names = [a.name for a in node.names] if isinstance(node, ast.ImportFrom) else []
         if (
             isinstance(node, ast.ImportFrom)
             and node.module == "typing"
