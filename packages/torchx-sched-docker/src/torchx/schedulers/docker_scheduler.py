@@ -427,6 +427,8 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             shared = None if subst.per_replica else subst.apply(mapping)
             image = role.image
             entrypoint, role_name = role.entrypoint, role.name
+            # the command is the same for every replica unless a macro differs per replica
+            shared_command = json.dumps([entrypoint, *shared[0]]) if shared else None
             name_prefix = _container_name_prefix(app_id, role_name)
             privileged = bool(opts.privileged)
             for replica_id in range(role.num_replicas):
@@ -450,7 +452,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                         labels.APP_NAME: app.name,
                         LABEL_ROLE_NAME: role_name,
                         LABEL_REPLICA_ID: rid,
-                        labels.COMMAND: json.dumps([entrypoint, *args]),
+                        labels.COMMAND: shared_command or json.dumps([entrypoint, *args]),
                     },
                     "network": NETWORK,
                     "privileged": privileged,
