@@ -303,8 +303,8 @@ def test_fast_commands_parse_as_argparse_would() -> None:
     for name in sorted(BUILTINS):
         cmd = cli_main._load_builtin(name)
         if isinstance(cmd, AppHandleSubCommand):
-            assert name in HANDLE_COMMANDS, f"{name} should list its OPTION_DEFAULTS"
-        if vars(type(cmd)).get("OPTION_DEFAULTS") is None:
+            assert name in HANDLE_COMMANDS, f"{name} should declare its OPTIONS"
+        if vars(type(cmd)).get("OPTIONS") is None:
             continue
         checked.append(name)
         argv = [name, *(f"local_cwd://torchx/{dest}-123" for dest in type(cmd).POSITIONALS)]

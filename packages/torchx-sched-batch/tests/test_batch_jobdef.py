@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from torchx import specs
-from torchx.schedulers._aws_batch import jobdef as jd
+from torchx.schedulers._aws_batch import request as jd
 from torchx.schedulers.aws_batch_scheduler import (
     AWSBatchOpts,
     Opts,

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any
 
-__all__ = ["Option", "add_options", "read_plain", "scheduler_options"]
+__all__ = ["Option", "add_options", "defaults", "read_plain", "scheduler_options"]
 
 
 class Option:
@@ -27,10 +27,22 @@ class Option:
     ``configured`` takes the default from ``[cli:<subcmd>]`` of ``.torchxconfig`` (by
     ``dest``). ``hidden`` options work but are not shown in help and add no default of
     their own (an alias of another row's ``dest``). ``plain`` is False for an option the
-    plain reader leaves to argparse.
+    plain reader leaves to argparse. ``once`` refuses an option given twice (else the last
+    one wins, argparse's ``store``).
     """
 
-    __slots__ = ("configured", "default", "dest", "flag", "help", "hidden", "plain", "spellings")
+    __slots__ = (
+        "configured",
+        "default",
+        "dest",
+        "flag",
+        "help",
+        "hidden",
+        "metavar",
+        "once",
+        "plain",
+        "spellings",
+    )
 
     def __init__(
         self,
@@ -43,6 +55,8 @@ class Option:
         configured: bool = False,
         hidden: bool = False,
         plain: bool = True,
+        once: bool = True,
+        metavar: str | None = None,
     ) -> None:
         self.spellings = spellings
         self.dest = dest
@@ -52,6 +66,8 @@ class Option:
         self.configured = configured
         self.hidden = hidden
         self.plain = plain
+        self.once = once
+        self.metavar = metavar
 
     def default_value(self) -> object:
         return self.default() if callable(self.default) else self.default
@@ -88,20 +104,30 @@ def add_options(parser: argparse.ArgumentParser, subcmd: str, options: Sequence[
 
     from torchx.cli.argparse_util import ArgOnceAction, torchxconfig_list, torchxconfig_run
 
-    configured_action = {"run": torchxconfig_run, "list": torchxconfig_list}[subcmd]
+    configured_actions = {"run": torchxconfig_run, "list": torchxconfig_list}
     for option in options:
         kwargs: dict[str, Any] = {"dest": option.dest}
         if option.flag:
             kwargs.update(action="store_true", default=option.default_value())
         else:
-            kwargs["action"] = configured_action if option.configured else ArgOnceAction
+            if option.configured:
+                kwargs["action"] = configured_actions[subcmd]
+            elif option.once:
+                kwargs["action"] = ArgOnceAction
             kwargs["type"] = str
+            if option.metavar:
+                kwargs["metavar"] = option.metavar
             kwargs["default"] = argparse.SUPPRESS if option.hidden else option.default_value()
         if option.hidden:
             kwargs["help"] = argparse.SUPPRESS
         else:
             kwargs["help"] = option.help() if callable(option.help) else option.help
         parser.add_argument(*option.spellings, **kwargs)
+
+
+def defaults(options: Sequence[Option]) -> dict[str, object]:
+    """``{dest: default}`` of ``options``, as argparse sets them before reading a line."""
+    return {option.dest: option.default_value() for option in options if not option.hidden}
 
 
 def read_plain(

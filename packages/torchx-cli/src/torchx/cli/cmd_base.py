@@ -13,9 +13,10 @@ import abc
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Mapping
+    from collections.abc import Sequence
     from typing import ClassVar, NoReturn
 
+    from torchx.cli._option_table import Option
     from torchx.runner import Runner
 
 __all__ = ["AppHandleSubCommand", "SubCommand"]
@@ -26,13 +27,14 @@ class SubCommand(abc.ABC):
 
     A command line that :py:meth:`parse_plain` reads is answered without importing
     argparse: by default ``torchx <name> POSITIONALS...`` with no option, when the
-    subcommand's own class lists the default of every option it adds in
-    :py:attr:`OPTION_DEFAULTS` (``None`` there, or not restated by a subclass: always
-    parse) and its positional arguments, in order, in :py:attr:`POSITIONALS`.
+    subcommand's own class declares its options in :py:attr:`OPTIONS` (``None`` there, or
+    not restated by a subclass: always parse) and its positional arguments, in order, in
+    :py:attr:`POSITIONALS`.
     """
 
-    OPTION_DEFAULTS: "ClassVar[Mapping[str, object] | None]" = None
-    """``{dest: default}`` of the options :py:meth:`add_arguments` adds."""
+    OPTIONS: "ClassVar[Sequence[Option] | None]" = None
+    """The options :py:meth:`add_arguments` adds (:func:`torchx.cli._option_table.add_options`),
+    declared once for argparse and the plain reader."""
     POSITIONALS: "ClassVar[tuple[str, ...]]" = ()
     """The ``dest`` of each positional argument :py:meth:`add_arguments` adds, in order."""
 
@@ -43,13 +45,15 @@ class SubCommand(abc.ABC):
     def parse_plain(self, words: "list[str]") -> "dict[str, object] | None":
         """``{dest: value}``, as argparse would parse ``torchx <name> WORDS...``, when the
         words are in a form this class reads itself; ``None`` lets argparse parse them."""
-        defaults = vars(type(self)).get("OPTION_DEFAULTS")
+        options = vars(type(self)).get("OPTIONS")
         positionals = type(self).POSITIONALS
-        if defaults is None or len(words) != len(positionals):
+        if options is None or len(words) != len(positionals):
             return None
         if any(word.startswith("-") for word in words):
             return None
-        return {**dict(zip(positionals, words, strict=True)), **defaults}
+        from torchx.cli._option_table import defaults
+
+        return {**dict(zip(positionals, words, strict=True)), **defaults(options)}
 
     @abc.abstractmethod
     def run(self, args: "argparse.Namespace") -> None:
@@ -63,7 +67,7 @@ class AppHandleSubCommand(SubCommand):
     :py:meth:`run_with_runner` inside ``with get_runner()`` and closes the runner after.
 
     ``torchx <name> APP_HANDLE`` with no option is what scripts poll with: a subclass
-    that lists its options' defaults in :py:attr:`OPTION_DEFAULTS` is answered without
+    that declares its options in :py:attr:`OPTIONS` is answered without
     argparse (see :py:class:`SubCommand`).
     """
 

@@ -7,6 +7,7 @@ benchmarks/bench_cli.py).
 
 import sys
 
+from torchx.cli._option_table import Option, add_options
 from torchx.cli.cmd_base import SubCommand
 
 TYPE_CHECKING = False
@@ -25,15 +26,18 @@ class CmdBuiltins(SubCommand):
     sources are unchanged; a component module that fails to import is reported on stderr.
     """
 
-    OPTION_DEFAULTS = {"print": None}  # `torchx builtins` alone needs no argparse
+    OPTIONS = (  # `torchx builtins` alone needs no argparse
+        Option(
+            ("--print",),
+            "print",
+            "print the source of component NAME (e.g. dist.ddp)",
+            once=False,
+            metavar="NAME",
+        ),
+    )
 
     def add_arguments(self, subparser: "argparse.ArgumentParser") -> None:
-        subparser.add_argument(
-            "--print",
-            type=str,
-            metavar="NAME",
-            help="print the source of component NAME (e.g. dist.ddp)",
-        )
+        add_options(subparser, "builtins", self.OPTIONS)
 
     def _builtins(self) -> "dict[str, _Component]":
         from torchx.specs.finder import get_components

@@ -19,7 +19,7 @@ class CmdCancel(AppHandleSubCommand):
     is still an error.
     """
 
-    OPTION_DEFAULTS = {}
+    OPTIONS = ()  # none: `torchx cancel HANDLE` needs no argparse
 
     def run_with_runner(self, args: "argparse.Namespace", runner: "Runner") -> None:
         if runner.status(args.app_handle) is None:

@@ -19,7 +19,7 @@ class CmdDelete(AppHandleSubCommand):
     scheduler is still an error.
     """
 
-    OPTION_DEFAULTS = {}
+    OPTIONS = ()  # none: `torchx delete HANDLE` needs no argparse
 
     def run_with_runner(self, args: "argparse.Namespace", runner: "Runner") -> None:
         if runner.status(args.app_handle) is None:

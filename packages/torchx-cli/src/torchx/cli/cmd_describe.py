@@ -5,6 +5,7 @@ Imports inside functions are deliberate: a command loads only what its own path 
 benchmarks/bench_cli.py).
 """
 
+from torchx.cli._option_table import Option, add_options
 from torchx.cli.cmd_base import AppHandleSubCommand
 
 TYPE_CHECKING = False
@@ -33,19 +34,22 @@ class CmdDescribe(AppHandleSubCommand):
     ``--show-secrets`` is given: terminals and CI logs are read by others.
     """
 
-    OPTION_DEFAULTS = {"json": False, "show_secrets": False}
-
-    def add_arguments(self, subparser: "argparse.ArgumentParser") -> None:
-        super().add_arguments(subparser)
-        subparser.add_argument("--json", action="store_true", help="print the AppDef as JSON")
-        subparser.add_argument(
-            "--show-secrets",
-            action="store_true",
-            help="print env values in clear; by default a value whose name looks secret"
+    OPTIONS = (
+        Option(("--json",), "json", "print the AppDef as JSON", flag=True),
+        Option(
+            ("--show-secrets",),
+            "show_secrets",
+            "print env values in clear; by default a value whose name looks secret"
             " (*SECRET*, *TOKEN*, *PASSWORD*, *KEY*, *_PASS, *_PAT, *_AUTH, *_CREDS, ...) is"
             " shown as ****, and credentials inside any value (URL user-info, ?access_token=,"
             " known token shapes) are masked",
-        )
+            flag=True,
+        ),
+    )
+
+    def add_arguments(self, subparser: "argparse.ArgumentParser") -> None:
+        super().add_arguments(subparser)
+        add_options(subparser, "describe", self.OPTIONS)
 
     def run_with_runner(self, args: "argparse.Namespace", runner: "Runner") -> None:
         app = runner.describe(args.app_handle)

@@ -10,6 +10,7 @@ benchmarks/bench_cli.py).
 
 import sys
 
+from torchx.cli._option_table import Option, add_options
 from torchx.cli.cmd_base import SubCommand
 
 TYPE_CHECKING = False
@@ -47,9 +48,14 @@ class CmdRunopts(SubCommand):
             nargs="?",
             help="scheduler to show (default: every installed one)",
         )
-        subparser.add_argument("--json", action="store_true", help="print the options as JSON")
+        add_options(subparser, "runopts", self.OPTIONS)
 
-    OPTION_DEFAULTS = {"scheduler": None, "json": False}  # `torchx runopts`: no argparse
+    # `torchx runopts` alone needs no argparse (the scheduler positional defaults to None)
+    OPTIONS = (Option(("--json",), "json", "print the options as JSON", flag=True),)
+
+    def parse_plain(self, words: "list[str]") -> "dict[str, object] | None":
+        values = super().parse_plain(words)
+        return None if values is None else {"scheduler": None, **values}
 
     def _load(self, names: "list[str]", one: bool) -> "dict[str, tuple[str, Any] | str]":
         """Per scheduler: (its options as text, as JSON), or why it could not be loaded."""

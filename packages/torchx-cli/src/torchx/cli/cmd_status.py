@@ -5,6 +5,7 @@ Imports inside functions are deliberate: a command loads only what its own path 
 benchmarks/bench_cli.py).
 """
 
+from torchx.cli._option_table import Option, add_options
 from torchx.cli.cmd_base import AppHandleSubCommand
 
 TYPE_CHECKING = False
@@ -19,17 +20,20 @@ __all__ = ["CmdStatus", "parse_list_arg"]
 class CmdStatus(AppHandleSubCommand):
     """``torchx status APP_HANDLE [--roles a,b] [--json]``."""
 
-    OPTION_DEFAULTS = {"roles": "", "json": False}
+    OPTIONS = (
+        Option(
+            ("--roles",),
+            "roles",
+            "comma-separated roles to show (default: all)",
+            default="",
+            once=False,
+        ),
+        Option(("--json",), "json", "print the status as JSON", flag=True),
+    )
 
     def add_arguments(self, subparser: "argparse.ArgumentParser") -> None:
         super().add_arguments(subparser)
-        subparser.add_argument(
-            "--roles",
-            type=str,
-            default="",
-            help="comma-separated roles to show (default: all)",
-        )
-        subparser.add_argument("--json", action="store_true", help="print the status as JSON")
+        add_options(subparser, "status", self.OPTIONS)
 
     def run_with_runner(self, args: "argparse.Namespace", runner: "Runner") -> None:
         status = runner.status(args.app_handle)

@@ -24,15 +24,20 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 
 from torchx.schedulers._local import state as st
+from torchx.schedulers._local.request import (
+    LocalOpts,
+    Opts,
+    PopenRequest,
+    ReplicaParam,
+    format_request,
+)
 from torchx.schedulers._shared import log_files as _log_files
 from torchx.schedulers._shared.log_files import LogIterator
 from torchx.schedulers.api import (
-    HELP_KEY,
     DescribeAppResponse,
     ListAppResponse,
     LogQuery,
     Scheduler,
-    StructuredOpts,
 )
 from torchx.schedulers.ids import make_unique
 from torchx.specs.api import (
@@ -51,7 +56,6 @@ from torchx.specs.api import (
     runopts,
 )
 from torchx.specs.replica_macros import ReplicaMacros
-from torchx.util._startup.lazy_dataclass import asdict, dataclass, field
 from torchx.util._support.host_checks import host_problem
 from torchx.util._support.programs import find_program, script_of
 from torchx.util.log import get_logger
@@ -135,36 +139,6 @@ _MAX_DONE_FDS = 64
 """Ready pipes kept open by one scheduler; waits on older apps use the pidfd instead."""
 
 
-@dataclass
-class Opts(StructuredOpts):
-    """Run options of ``local_cwd``."""
-
-    # Help lives in field metadata (not attribute docstrings) so building the runopts never
-    # reads this module's source: it is on the path of every `torchx run`.
-    log_dir: str | None = field(
-        default=None,
-        metadata={
-            HELP_KEY: "dir for the replicas' logs"
-            " (default: the app's dir under $TORCHX_HOME/local_cwd)"
-        },
-    )
-    prepend_cwd: bool = field(
-        default=False,
-        metadata={HELP_KEY: "put the working dir before (True) or after (False) the PATH entries"},
-    )
-    auto_set_cuda_visible_devices: bool = field(
-        default=False,
-        metadata={
-            HELP_KEY: "give each GPU replica its own share of this host's GPUs"
-            " in CUDA_VISIBLE_DEVICES"
-        },
-    )
-
-
-LocalOpts = Opts
-"""Compat name of :class:`Opts` (the options were a TypedDict called ``LocalOpts``)."""
-
-
 class SignalException(Exception):
     """Compat: a termination signal turned into an exception (``sigval`` is the signal).
 
@@ -175,39 +149,6 @@ class SignalException(Exception):
     def __init__(self, msg: str, sigval: signal.Signals) -> None:
         super().__init__(msg)
         self.sigval = sigval
-
-
-@dataclass
-class ReplicaParam:
-    """How one replica is started: argv, extra environment, log files and working dir."""
-
-    args: list[str]
-    env: dict[str, str]
-    stdout: str | None = None
-    stderr: str | None = None
-    combined: str | None = None
-    cwd: str | None = None
-
-
-@dataclass
-class PopenRequest:
-    """The ``local_cwd`` request: every replica of every role, ready to be started.
-
-    ``role_params[role][i]`` and ``role_log_dirs[role][i]`` belong to replica ``i`` (the
-    node index, not a rank).
-    """
-
-    app_id: str
-    log_dir: str
-    role_params: dict[str, list[ReplicaParam]]
-    role_log_dirs: dict[str, list[str]]
-
-
-def _format_request(request: PopenRequest) -> str:
-    """The request as indented JSON (``pprint`` would import ``dataclasses`` and ``inspect``)."""
-    import json
-
-    return json.dumps(asdict(request), indent=2, default=str)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -602,7 +543,7 @@ class LocalScheduler(Scheduler[Opts]):
     # -- dry run ---------------------------------------------------------------------------
 
     def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[PopenRequest]:
-        return AppDryRunInfo(self._to_popen_request(app, cfg), _format_request)
+        return AppDryRunInfo(self._to_popen_request(app, cfg), format_request)
 
     def _app_log_dir(self, app_id: str, opts: Opts) -> str:
         if opts.log_dir:

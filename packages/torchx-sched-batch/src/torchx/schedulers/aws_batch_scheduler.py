@@ -23,11 +23,11 @@ import it.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from torchx.schedulers._aws_batch import clients, jobdef, logs
+from torchx.schedulers._aws_batch import clients, logs
+from torchx.schedulers._aws_batch import request as jobdef
 from torchx.schedulers._aws_batch import state as _state
 from torchx.schedulers._aws_batch.clients import (
     AWSBatchError,
@@ -35,25 +35,26 @@ from torchx.schedulers._aws_batch.clients import (
     AWSRegionError,
     BatchQueueError,
 )
-from torchx.schedulers._aws_batch.jobdef import (
+from torchx.schedulers._aws_batch.logs import to_datetime, to_millis_since_epoch
+from torchx.schedulers._aws_batch.request import (
     DEFAULT_ROLE_NAME,
     ENV_TORCHX_ROLE_IDX,
     ENV_TORCHX_ROLE_NAME,
+    AWSBatchOpts,
+    BatchJob,
+    Opts,
     ResourceType,
     parse_ulimits,
     resource_from_resource_requirements,
     resource_requirements_from_resource,
 )
-from torchx.schedulers._aws_batch.logs import to_datetime, to_millis_since_epoch
 from torchx.schedulers._aws_batch.state import CANCEL_REASON, JOB_STATE
 from torchx.schedulers._shared import labels
 from torchx.schedulers.api import (
-    HELP_KEY,
     DescribeAppResponse,
     ListAppResponse,
     LogQuery,
     Scheduler,
-    StructuredOpts,
     with_full_job_id,
 )
 from torchx.specs.api import (
@@ -65,7 +66,6 @@ from torchx.specs.api import (
     is_terminal,
     runopts,
 )
-from torchx.util._startup.lazy_dataclass import asdict, dataclass, field
 from torchx.util._support.user import current_user
 from torchx.version import __version__
 from torchx.workspace.docker_workspace import DockerWorkspaceMixin
@@ -114,72 +114,6 @@ _LIST_PAGE = 100
 """Job summaries per ListJobs call (at most 100 per DescribeJobs call follow them)."""
 _DESCRIBE_BATCH = 100
 """DescribeJobs takes at most 100 job ids per call."""
-
-
-@dataclass
-class Opts(StructuredOpts):
-    """Run options of ``aws_batch`` (the workspace adds ``image_repo``, ``quiet``,
-    ``build_args``)."""
-
-    queue: str = field(metadata={HELP_KEY: "the AWS Batch job queue to submit to"})
-    user: str = field(
-        default=current_user(),
-        metadata={HELP_KEY: "the user recorded in the job's torchx.pytorch.org/user tag"},
-    )
-    privileged: bool = field(
-        default=False,
-        metadata={HELP_KEY: "run the containers privileged (needed for EFA devices)"},
-    )
-    share_id: str | None = field(
-        default=None,
-        metadata={
-            HELP_KEY: "fair-share identifier; required by (and only allowed on) queues with a"
-            " scheduling policy"
-        },
-    )
-    priority: int = field(
-        default=0,
-        metadata={HELP_KEY: "scheduling priority 0-9999 within the share (needs share_id)"},
-    )
-    job_role_arn: str | None = field(
-        default=None,
-        metadata={HELP_KEY: "IAM role the job's containers assume (AWS API access)"},
-    )
-    execution_role_arn: str | None = field(
-        default=None,
-        metadata={HELP_KEY: "IAM role the container agent uses (image pulls, logs)"},
-    )
-    ulimits: list[str] | None = field(
-        default=None,
-        metadata={
-            HELP_KEY: "container ulimits as name:soft:hard items (-1: unlimited), e.g."
-            " nofile:65536:65536,memlock:-1:-1"
-        },
-    )
-
-
-AWSBatchOpts = Opts
-"""Compat name of :class:`Opts` (upstream's options were a TypedDict ``AWSBatchOpts``)."""
-
-
-@dataclass
-class BatchJob:
-    """The request of ``aws_batch``: the job definition to register and the job to submit.
-
-    ``str()`` is JSON (which is also valid YAML): the same document upstream printed.
-    """
-
-    name: str
-    queue: str
-    share_id: str | None
-    job_def: dict[str, Any]
-    images_to_push: dict[str, tuple[str, str]]
-
-    def __str__(self) -> str:
-        return json.dumps(asdict(self), indent=2, default=str)
-
-    def __repr__(self) -> str:
-        return str(self)
 
 
 def _split_app_id(app_id: str) -> tuple[str, str]:

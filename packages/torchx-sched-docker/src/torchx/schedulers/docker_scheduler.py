@@ -22,7 +22,6 @@ The ``docker`` SDK is imported only when the daemon is contacted: ``--dryrun`` d
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import os
 import re
@@ -32,40 +31,45 @@ from typing import Any
 
 from torchx.schedulers._docker import engine as docker_engine
 from torchx.schedulers._docker import logs, retry
+from torchx.schedulers._docker.request import (
+    _COUNT_ATTEMPTS,
+    LABEL_APP_ID,
+    LABEL_CANCELLED,
+    LABEL_REPLICA_ID,
+    LABEL_RESTARTABLE,
+    LABEL_ROLE_NAME,
+    LABEL_VERSION,
+    NETWORK,
+    DockerContainer,
+    DockerJob,
+    DockerOpts,
+    Opts,
+    _container_name,
+    assemble,
+)
 from torchx.schedulers._shared import labels
 from torchx.schedulers.api import (
-    HELP_KEY,
     DescribeAppResponse,
     ListAppResponse,
     LogQuery,
     Scheduler,
-    StructuredOpts,
     whole_lines,
 )
-from torchx.schedulers.devices import get_device_mounts
-from torchx.schedulers.ids import make_unique
-from torchx.settings import ENV_TORCHX_ATTEMPT, ENV_TORCHX_IMAGE
 from torchx.specs.api import (
     NONE,
     AppDef,
     AppDryRunInfo,
     AppState,
-    BindMount,
     CfgVal,
-    DeviceMount,
     ReplicaStatus,
     Role,
     RoleStatus,
-    VolumeMount,
     is_terminal,
-    macros,
     runopts,
 )
-from torchx.specs.replica_macros import ReplicaMacros
-from torchx.util._startup.lazy_dataclass import dataclass, field
 from torchx.util._support.signals import signal_name
 from torchx.util.log import get_logger
-from torchx.version import __version__, get_torchx_image
+from torchx.version import get_torchx_image
 from torchx.workspace.docker_workspace import (
     DockerWorkspaceMixin,
     connect_docker,
@@ -104,17 +108,6 @@ __all__ = [
 log = get_logger(__name__)
 
 SCHEDULER_NAME = "local_docker"
-NETWORK = "torchx"
-RANK0_ENV = "TORCHX_RANK0_HOST"
-
-LABEL_VERSION = labels.VERSION
-LABEL_APP_ID = labels.APP_ID
-LABEL_ROLE_NAME = labels.ROLE_NAME
-LABEL_REPLICA_ID = labels.REPLICA_ID
-LABEL_CANCELLED = labels.CANCELLED
-LABEL_RESTARTABLE = f"{labels.DOMAIN}/restartable"
-"""On a container Docker may restart (``max_retries``): its state is inspected, not listed,
-to count the restarts of one that ended well."""
 
 CONTAINER_STATE: dict[str, AppState] = {
     "created": AppState.SUBMITTED,
@@ -127,8 +120,6 @@ CONTAINER_STATE: dict[str, AppState] = {
 """Docker container states (other than ``exited``) as replica states."""
 
 _STOP_TIMEOUT_S = 10
-_ENV_NAME = re.compile(r"^[^=\0]+$")
-_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_.-]")
 _EXITED = re.compile(r"^Exited \((-?\d+)\)")
 
 
@@ -136,81 +127,8 @@ class ContainerStartError(RuntimeError):
     """A container of the app could not be created or started (none is left behind)."""
 
 
-@dataclass
-class Opts(StructuredOpts):
-    """Run options of ``local_docker`` (the workspace adds ``image_repo``, ``quiet``,
-    ``build_args``)."""
-
-    copy_env: list[str] | None = field(
-        default=None,
-        metadata={
-            HELP_KEY: "glob patterns of launcher env vars to copy into the containers"
-            " (e.g. 'AWS_*,WANDB_API_KEY'); the role's env wins"
-        },
-    )
-    env: dict[str, str] | None = field(
-        default=None,
-        metadata={
-            HELP_KEY: "env vars to set in the containers, KEY:VALUE pairs separated by ','"
-            " or ';' (applied over copy_env; the role's env wins)"
-        },
-    )
-    privileged: bool = field(
-        default=False, metadata={HELP_KEY: "run the containers in privileged mode"}
-    )
-
-
-DockerOpts = Opts
-"""Compat name of :class:`Opts` (the options were a TypedDict called ``DockerOpts``)."""
-
-
 _SIGNAL_EXITS = frozenset({128 + 9, 128 + 15})  # SIGKILL, SIGTERM (through docker-init)
 _KILL_LOOKBACK_S = 7 * 24 * 3600  # the daemon keeps only its latest events anyway
-
-
-_COUNT_ATTEMPTS = [
-    "/bin/sh",
-    "-c",
-    "n=$(cat /tmp/.torchx-attempt 2>/dev/null || echo -1); n=$((n + 1));"
-    f' echo "$n" >/tmp/.torchx-attempt 2>/dev/null; export {ENV_TORCHX_ATTEMPT}="$n"; exec "$@"',
-    "torchx-attempt",
-]
-"""Prefix of a restartable replica's command: Docker restarts a container in place with the
-same environment, so the attempt is counted in a file of the container's own filesystem
-(which a restart keeps) and exported before the replica's program replaces the shell.
-Used only where the image has ``/bin/sh``: in one without a shell (distroless, scratch)
-the role's command runs as given, and ``$TORCHX_ATTEMPT`` stays 0 across restarts."""
-
-
-@dataclass
-class DockerContainer:
-    """One container to start: image, command and the ``containers.create`` keyword args.
-
-    ``kwargs`` hold plain data in the docker SDK's high-level names (``name``,
-    ``environment``, ``labels``, ``mounts`` as Engine API dicts, ...); a role's
-    ``pre_proc`` may edit them.
-    """
-
-    image: str
-    command: list[str]
-    kwargs: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class DockerJob:
-    """The request of ``local_docker``: the app id and one container per replica."""
-
-    app_id: str
-    containers: list[DockerContainer]
-
-    def __str__(self) -> str:
-        docs = [
-            {"image": c.image, "command": c.command, "kwargs": c.kwargs} for c in self.containers
-        ]
-        return json.dumps(docs, indent=2, default=str)
-
-    def __repr__(self) -> str:
-        return str(self)
 
 
 def has_docker() -> bool:
@@ -277,71 +195,6 @@ def _role_of(role_name: str, summary: dict[str, Any], num_replicas: int) -> Role
     return role
 
 
-def _container_name_prefix(app_id: str, role_name: str) -> str:
-    """``<app_id[-30:]>-<role[:30]>``, made a valid start of a container name/hostname."""
-    return _NAME_CHARS.sub("-", f"{app_id[-30:]}-{role_name[:30]}").lstrip("_.-") or "torchx"
-
-
-def _container_name(app_id: str, role_name: str, replica_id: int) -> str:
-    """``<app_id[-30:]>-<role[:30]>-<replica>``: a valid container name and hostname."""
-    return f"{_container_name_prefix(app_id, role_name)}-{replica_id}"
-
-
-def _app_id_for(name: str) -> str:
-
-    base = _NAME_CHARS.sub("-", name).strip("_.-")[:40] or "app"
-    return make_unique(base)
-
-
-def _mount_dicts(
-    mounts: Iterable[BindMount | VolumeMount | DeviceMount],
-) -> tuple[list[dict[str, Any]], list[str]]:
-    binds: list[dict[str, Any]] = []
-    devices: list[str] = []
-    for mount in mounts:
-        if isinstance(mount, BindMount):
-            binds.append(
-                {
-                    "Target": mount.dst_path,
-                    "Source": mount.src_path,
-                    "Type": "bind",
-                    "ReadOnly": mount.read_only,
-                }
-            )
-        elif isinstance(mount, VolumeMount):
-            binds.append(
-                {
-                    "Target": mount.dst_path,
-                    "Source": mount.src,
-                    "Type": "volume",
-                    "ReadOnly": mount.read_only,
-                }
-            )
-        else:
-            devices.append(f"{mount.src_path}:{mount.dst_path}:{mount.permissions}")
-    return binds, devices
-
-
-def _check_env_names(env: Mapping[str, str], where: str) -> None:
-    for key in env:
-        if not _ENV_NAME.match(key):
-            raise ValueError(
-                f"invalid env var name {key!r} in {where}; names must be non-empty and"
-                " contain no '='"
-            )
-
-
-def _base_env(opts: Opts) -> dict[str, str]:
-    env: dict[str, str] = {}
-    if opts.copy_env:
-        for pattern in opts.copy_env:
-            env.update({k: v for k, v in os.environ.items() if fnmatch.fnmatchcase(k, pattern)})
-    if opts.env:  # a dict[str, str]: runopts.resolve has checked the type
-        _check_env_names(opts.env, "the `env` run option")
-        env.update(opts.env)
-    return env
-
-
 class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     """Runs apps as containers on the Docker host of ``DOCKER_HOST`` (default: local)."""
 
@@ -390,83 +243,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     # -- dry run ---------------------------------------------------------------------------
 
     def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[DockerJob]:
-
-        opts = Opts.from_cfg(cfg)
-        base_env = _base_env(opts)
-        app_id = _app_id_for(app.name)
-        rank0_host = _container_name(app_id, app.roles[0].name, 0)
-        containers: list[DockerContainer] = []
-        for role in app.roles:
-            _check_env_names(role.env, f"the env of role `{role.name}`")
-            resource = role.resource
-            binds, devices = _mount_dicts(
-                [*role.mounts, *get_device_mounts(resource.devices)]
-                if resource.devices
-                else role.mounts
-            )
-            role_env = {**base_env, **role.env}
-            host_limits: dict[str, Any] = {}
-            if resource.memMB >= 0:
-                host_limits["mem_limit"] = f"{int(resource.memMB)}m"
-                host_limits["shm_size"] = f"{int(resource.memMB)}m"
-            if resource.cpu >= 0:
-                host_limits["nano_cpus"] = int(resource.cpu * 1e9)
-            if resource.gpu > 0:
-                host_limits["device_requests"] = [
-                    {"count": resource.gpu, "capabilities": [["compute", "utility"]]}
-                ]
-            if role.max_retries > 0:
-                host_limits["restart_policy"] = {
-                    "Name": "on-failure",
-                    "MaximumRetryCount": role.max_retries,
-                }
-            subst = ReplicaMacros(role.args, role_env)
-            mapping = macros.Values(
-                img_root="", app_id=app_id, replica_id="0", rank0_env=RANK0_ENV
-            ).to_dict()
-            shared = None if subst.per_replica else subst.apply(mapping)
-            image = role.image
-            entrypoint, role_name = role.entrypoint, role.name
-            # the command is the same for every replica unless a macro differs per replica
-            shared_command = json.dumps([entrypoint, *shared[0]]) if shared else None
-            name_prefix = _container_name_prefix(app_id, role_name)
-            privileged = bool(opts.privileged)
-            for replica_id in range(role.num_replicas):
-                rid = str(replica_id)
-                name = f"{name_prefix}-{rid}"
-                if shared is None:
-                    mapping["replica_id"] = rid
-                    args, env = subst.apply(mapping)
-                else:
-                    args, env = shared[0], dict(shared[1])
-                env[RANK0_ENV] = rank0_host
-                env[ENV_TORCHX_IMAGE] = image
-                env[ENV_TORCHX_ATTEMPT] = "0"
-                kwargs: dict[str, Any] = {
-                    "name": name,
-                    "hostname": name,
-                    "environment": env,
-                    "labels": {
-                        LABEL_VERSION: __version__,
-                        LABEL_APP_ID: app_id,
-                        labels.APP_NAME: app.name,
-                        LABEL_ROLE_NAME: role_name,
-                        LABEL_REPLICA_ID: rid,
-                        labels.COMMAND: shared_command or json.dumps([entrypoint, *args]),
-                    },
-                    "network": NETWORK,
-                    "privileged": privileged,
-                    "init": True,
-                    "mounts": [dict(b) for b in binds],
-                    "devices": list(devices),
-                    **host_limits,
-                }
-                command = [entrypoint, *args]
-                if role.max_retries > 0:  # Docker restarts it in place: count in the container
-                    command = [*_COUNT_ATTEMPTS, *command]
-                    kwargs["labels"][LABEL_RESTARTABLE] = "1"
-                containers.append(DockerContainer(image, command, kwargs))
-        return AppDryRunInfo(DockerJob(app_id=app_id, containers=containers), str)
+        return AppDryRunInfo(assemble(app, Opts.from_cfg(cfg)), str)
 
     # -- submit ----------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from torchx.schedulers._aws_batch.jobdef import (
+from torchx.schedulers._aws_batch.request import (
     DEFAULT_ROLE_NAME,
     ENV_TORCHX_ROLE_NAME,
     parse_target_nodes,

@@ -1,4 +1,5 @@
-"""Turns an ``AppDef`` into an AWS Batch multi-node job definition (pure data, no boto3).
+"""The ``aws_batch`` request: run options, and an ``AppDef`` as a multi-node job definition
+(pure data, no boto3).
 
 One node range per role, never one per replica: Batch limits a job definition to five node
 ranges (upstream TorchX issue #700), so a role of any size is one ``"start:end"`` range and
@@ -15,11 +16,13 @@ properties; what differs per node is resolved on the node:
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from enum import Enum
 from typing import Any
 
+from torchx.schedulers.api import HELP_KEY, StructuredOpts
 from torchx.schedulers.devices import get_device_mounts
 from torchx.schedulers.ids import make_unique
 from torchx.settings import (
@@ -38,6 +41,8 @@ from torchx.specs.api import (
     macros,
 )
 from torchx.specs.named_resources_aws import K8S_ITYPE
+from torchx.util._startup.lazy_dataclass import asdict, dataclass, field
+from torchx.util._support.user import current_user
 from torchx.util.strings import carried_env, is_shell_name
 
 __all__ = [
@@ -48,6 +53,9 @@ __all__ = [
     "MAX_NODE_RANGES",
     "MAX_RETRY_ATTEMPTS",
     "RANK0_ENV",
+    "AWSBatchOpts",
+    "BatchJob",
+    "Opts",
     "ResourceType",
     "check_role_count",
     "job_name_for",
@@ -347,3 +355,69 @@ def node_ranges(
         ranges.append(node_range(role, idx, next_node, app_id, container_extra))
         next_node += role.num_replicas
     return next_node, ranges
+
+
+@dataclass
+class Opts(StructuredOpts):
+    """Run options of ``aws_batch`` (the workspace adds ``image_repo``, ``quiet``,
+    ``build_args``)."""
+
+    queue: str = field(metadata={HELP_KEY: "the AWS Batch job queue to submit to"})
+    user: str = field(
+        default=current_user(),
+        metadata={HELP_KEY: "the user recorded in the job's torchx.pytorch.org/user tag"},
+    )
+    privileged: bool = field(
+        default=False,
+        metadata={HELP_KEY: "run the containers privileged (needed for EFA devices)"},
+    )
+    share_id: str | None = field(
+        default=None,
+        metadata={
+            HELP_KEY: "fair-share identifier; required by (and only allowed on) queues with a"
+            " scheduling policy"
+        },
+    )
+    priority: int = field(
+        default=0,
+        metadata={HELP_KEY: "scheduling priority 0-9999 within the share (needs share_id)"},
+    )
+    job_role_arn: str | None = field(
+        default=None,
+        metadata={HELP_KEY: "IAM role the job's containers assume (AWS API access)"},
+    )
+    execution_role_arn: str | None = field(
+        default=None,
+        metadata={HELP_KEY: "IAM role the container agent uses (image pulls, logs)"},
+    )
+    ulimits: list[str] | None = field(
+        default=None,
+        metadata={
+            HELP_KEY: "container ulimits as name:soft:hard items (-1: unlimited), e.g."
+            " nofile:65536:65536,memlock:-1:-1"
+        },
+    )
+
+
+AWSBatchOpts = Opts
+"""Compat name of :class:`Opts` (upstream's options were a TypedDict ``AWSBatchOpts``)."""
+
+
+@dataclass
+class BatchJob:
+    """The request of ``aws_batch``: the job definition to register and the job to submit.
+
+    ``str()`` is JSON (which is also valid YAML): the same document upstream printed.
+    """
+
+    name: str
+    queue: str
+    share_id: str | None
+    job_def: dict[str, Any]
+    images_to_push: dict[str, tuple[str, str]]
+
+    def __str__(self) -> str:
+        return json.dumps(asdict(self), indent=2, default=str)
+
+    def __repr__(self) -> str:
+        return str(self)
