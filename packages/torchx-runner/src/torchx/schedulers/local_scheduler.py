@@ -441,11 +441,11 @@ def _root_cause(request: dict[str, Any], state: dict[str, Any]) -> Failure | Non
     from torchx.specs._failure import (
         Failure,
         from_error_file,
+        from_exit_status,
         from_log_tail,
         read_log_tail,
         root_cause,
     )
-    from torchx.util._support.signals import signal_name
 
     failures = []
     for role_doc, replicas in zip(request["roles"], state["roles"], strict=True):
@@ -454,12 +454,7 @@ def _root_cause(request: dict[str, Any], state: dict[str, Any]) -> Failure | Non
                 continue
             failure = Failure(role=role_doc["name"], replica_id=i, time=rec.get("ended"))
             code = rec.get("exit_code")
-            if isinstance(code, int) and code < 0:
-                failure.cause, failure.signal = "signal", signal_name(-code)
-                failure.message = f"killed by {failure.signal}"
-            elif isinstance(code, int):
-                failure.cause, failure.exit_code = "exit_code", code
-                failure.message = f"exited with code {code}"
+            from_exit_status(failure, code if isinstance(code, int) else None)
             log = params.get("combined") or params.get("stderr")
             if log:
                 from_log_tail(failure, read_log_tail(log))

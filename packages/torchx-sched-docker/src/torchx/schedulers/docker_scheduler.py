@@ -81,6 +81,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import docker
 
+    from torchx.specs._failure import Failure
     from torchx.util.readiness import ReadinessCheck
 
 TORCHX_PLUGIN_API = 1
@@ -423,6 +424,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         roles_statuses: list[RoleStatus] = []
         states: list[AppState] = []
         errors: list[str] = []
+        failed: list[tuple[str, int, dict[str, Any]]] = []
         restarts = 0
         for role_name, replicas in by_role.items():
             replicas.sort(key=lambda r: r[0])
@@ -434,6 +436,8 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                 name = str((summary.get("Names") or ["/"])[0]).lstrip("/")
                 if error:
                     errors.append(f"{role_name}/{rid}: {error}")
+                if state == AppState.FAILED:
+                    failed.append((role_name, rid, summary))
                 statuses.append(
                     ReplicaStatus(
                         id=rid,
@@ -458,7 +462,26 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             msg="; ".join(errors) if errors and state != AppState.CANCELLED else NONE,
             roles_statuses=roles_statuses,
             roles=roles,
+            failure=self._root_cause(failed, list(by_role)) if state == AppState.FAILED else None,
         )
+
+    def _root_cause(
+        self, failed: list[tuple[str, int, dict[str, Any]]], role_order: list[str]
+    ) -> Failure | None:
+        """The first observed failure among the failed replicas' containers."""
+        from torchx.schedulers._docker.failure import replica_failure
+        from torchx.specs._failure import root_cause
+
+        failures = []
+        for role_name, rid, summary in failed:
+            info = self._api.inspect_container(summary["Id"])
+            code = int((info.get("State") or {}).get("ExitCode", -1))
+            outside = ""
+            if code in _SIGNAL_EXITS and not (info.get("State") or {}).get("OOMKilled"):
+                stopped = self._stopped_from_outside(str(summary["Id"]), code)
+                outside = stopped if "stopped from outside" in stopped else ""
+            failures.append(replica_failure(self._api, role_name, rid, info, outside))
+        return root_cause(failures, role_order)
 
     def _app_state(
         self, app_id: str, states: list[AppState], cancelled: set[str] | None = None

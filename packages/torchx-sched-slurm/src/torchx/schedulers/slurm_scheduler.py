@@ -674,6 +674,10 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
             interruption = last_interruption(job_id, log_dir, via, restarts)
         response = _describe.describe_rows(job_id, rows, record, interruption)
         response.app_id = app_id
+        if response.state == AppState.FAILED:  # why: one more sacct, the failed logs' tails
+            from torchx.schedulers._slurm.failure import root_failure
+
+            response.failure = root_failure(job_id, rows, record, via)
         if via is not None and record is not None and record.log_dir:
             response.ui_url = f"sftp://{via.spec}{record.log_dir}"  # on the cluster, not here
         return response

@@ -27,6 +27,7 @@ __all__ = [
     "LOG_TAIL_LINES",
     "Failure",
     "from_error_file",
+    "from_exit_status",
     "from_log_tail",
     "read_log_tail",
     "root_cause",
@@ -94,7 +95,8 @@ class Failure:
 
 def root_cause(failures: Iterable[Failure], role_order: Iterable[str]) -> Failure | None:
     """The first observed failure: the earliest by time (an unknown time counts last); a
-    tie goes to the lower role index, then the lower replica id.
+    tie goes to a replica that failed on its own before one stopped because another
+    failed (cause ``cancelled``), then to the lower role index, then the lower replica id.
 
     Args:
         failures: one per failed replica.
@@ -109,11 +111,36 @@ def root_cause(failures: Iterable[Failure], role_order: Iterable[str]) -> Failur
         key=lambda f: (
             f.time is None,
             f.time or 0.0,
+            f.cause == "cancelled",
             index.get(f.role, len(index)),
             f.replica_id,
         ),
     )
     return ordered[0] if ordered else None
+
+
+def from_exit_status(
+    failure: Failure, exit_code: int | None, signal: int = 0, *, signal_exits: bool = False
+) -> Failure:
+    """``failure`` with how the process ended: killed by ``signal`` (a number; cause
+    ``signal``), else exited with ``exit_code`` (cause ``exit_code``). ``signal_exits``: an exit
+    code of 128 + N, as a shell or a container's init reports death by signal N, is that
+    signal (a negative code, as :mod:`subprocess` reports it, always is)."""
+    from torchx.util._support.signals import signal_name
+
+    if not signal and exit_code is not None:
+        if exit_code < 0:
+            signal = -exit_code
+        elif signal_exits and 128 < exit_code <= 128 + 64:
+            signal = exit_code - 128
+    if signal:
+        failure.cause, failure.signal = "signal", signal_name(signal)
+        failure.exit_code = exit_code if exit_code is not None and exit_code > 0 else None
+        failure.message = f"killed by {failure.signal}"
+    elif exit_code is not None:
+        failure.cause, failure.exit_code = "exit_code", exit_code
+        failure.message = f"exited with code {exit_code}"
+    return failure
 
 
 def read_log_tail(path: str, max_bytes: int = LOG_TAIL_BYTES) -> str:

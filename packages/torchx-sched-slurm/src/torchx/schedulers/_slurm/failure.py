@@ -1,0 +1,230 @@
+"""Why a Slurm job failed: per replica, Slurm's own word (``sacct``'s State and ExitCode of
+the replica's het component and of its ``srun`` step) and the end of its log files.
+
+A het job ends as a whole: when one replica's program fails, ``srun`` stops the others,
+whose steps read CANCELLED (signal 15 or 9). Those are listed as ``cancelled`` and never
+blamed; the replica whose own step FAILED (or ran out of memory, or whose node failed) is.
+Asked only for a FAILED app: one ``sacct`` call and a bounded read of each failed
+replica's logs (64 KiB, over ssh with ``tail -c``).
+"""
+
+from __future__ import annotations
+
+import os
+
+from torchx.schedulers._slurm import commands
+from torchx.schedulers._slurm.parse import _exit_status, base_state, split_job_name
+from torchx.specs._failure import (
+    LOG_TAIL_BYTES,
+    Failure,
+    from_exit_status,
+    from_log_tail,
+    read_log_tail,
+    root_cause,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from torchx.schedulers._slurm.parse import SlurmJob
+    from torchx.schedulers._slurm.records import JobRecord
+    from torchx.schedulers._slurm.ssh import SshTarget
+
+__all__ = ["StepEnd", "parse_steps", "root_failure"]
+
+_NOT_ENDED = frozenset({"", "PENDING", "RUNNING", "COMPLETING", "SUSPENDED"})
+_ACCOUNTING_LAG_S = 10.0
+"""How long a FAILED job's steps may still read as running in accounting (slurmdbd)."""
+_COLLATERAL = frozenset({"CANCELLED", "KILLED"})
+"""Step states of a replica stopped because another one failed (or the job ended)."""
+
+
+class StepEnd:
+    """How a replica's ``srun`` step (``<job>+<offset>.<n>``) ended, from ``sacct``."""
+
+    __slots__ = ("end", "exit_code", "signal", "state")
+
+    def __init__(self, state: str, exit_code: int | None, signal: int, end: float | None) -> None:
+        self.state = state
+        self.exit_code = exit_code
+        self.signal = signal
+        self.end = end
+
+
+def parse_steps(text: str, components: dict[str, int]) -> dict[int, StepEnd]:
+    """``{het offset: its last srun step}`` from ``sacct --parsable2
+    --format=JobIDRaw,State,ExitCode,End``; ``components`` maps each component's own job id
+    to its het offset (``batch``/``extern`` steps and other jobs are left out).
+
+    Steps are matched by their raw ids (``427.0``): right after a het job ends, accounting
+    may not yet know that job 427 is component 1 of het job 426.
+    """
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines or "JobIDRaw" not in lines[0]:
+        return {}
+    header = lines[0].split("|")
+    steps: dict[int, tuple[int, StepEnd]] = {}
+    for line in lines[1:]:
+        values = dict(zip(header, line.split("|"), strict=False))
+        component, dot, step = values.get("JobIDRaw", "").partition(".")
+        if not dot or not step.isdigit() or component not in components:
+            continue
+        index = components[component]
+        code, signal = _exit_status(values.get("ExitCode", ""))
+        ended = StepEnd(base_state(values.get("State", "")), code, signal, _time(values.get("End")))
+        if index not in steps or int(step) >= steps[index][0]:
+            steps[index] = (int(step), ended)
+    return {index: ended for index, (_, ended) in steps.items()}
+
+
+def _time(value: str | None) -> float | None:
+    """Unix seconds of a Slurm time (``2026-11-29T04:25:43``, the cluster's local time)."""
+    import time
+
+    try:
+        return time.mktime(time.strptime((value or "").strip(), "%Y-%m-%dT%H:%M:%S"))
+    except ValueError:
+        return None
+
+
+def root_failure(
+    job_id: str,
+    rows: list[SlurmJob],
+    record: JobRecord | None,
+    via: SshTarget | None,
+) -> Failure | None:
+    """The first observed failure of failed job ``job_id`` (``rows``: its het components)."""
+    steps = _steps({row.job_id: row.het_offset for row in rows}, via)
+    names: list[tuple[str, int]] = []
+    if record is not None:
+        for name, count in record.roles:
+            names += [(name, i) for i in range(count)]
+    failures: list[tuple[Failure, SlurmJob]] = []
+    for row in rows:
+        if row.het_offset < len(names):
+            role, replica = names[row.het_offset]
+        else:
+            parsed = split_job_name(row.name)
+            role, replica = (parsed[1], parsed[2]) if parsed else (row.name or "job", 0)
+        step = steps.get(row.het_offset)
+        failure = _replica_failure(role, replica, row, step)
+        if failure is not None:
+            failures.append((failure, row))
+    # srun stops the other replicas with SIGTERM when one fails: those are not blamed
+    own = [f for f, _ in failures if not _stopped(f)]
+    for failure, row in failures:
+        if own and _stopped(failure):
+            failure.cause = "cancelled"
+            failure.message = "stopped because another replica failed"
+        elif failure.cause != "cancelled":
+            log_dir = (record.log_dir if record is not None else "") or row.workdir
+            _with_logs(failure, job_id, log_dir, via)
+    order = [name for name, _ in (record.roles if record is not None else [])]
+    return root_cause([f for f, _ in failures], order)
+
+
+def _steps(components: dict[str, int], via: SshTarget | None) -> dict[int, StepEnd]:
+    """The job's steps from accounting, which learns how they ended a moment after the
+    controller does: while a step still reads as running, it is asked again (at most
+    :data:`_ACCOUNTING_LAG_S`)."""
+    import time
+
+    deadline = time.monotonic() + _ACCOUNTING_LAG_S
+    while True:
+        try:
+            code, out, _ = commands.run_once(
+                [
+                    "sacct",
+                    "--parsable2",
+                    "--format=JobIDRaw,State,ExitCode,End",
+                    "-j",
+                    ",".join(components),
+                ],
+                via=via,
+            )
+        except commands.SlurmCommandError:
+            return {}
+        steps = parse_steps(out, components) if code == 0 else {}
+        ends = [step.end for step in steps.values() if step.end is not None]
+        # a step missing while the others just ended is late, not absent (one that never
+        # started, in a job that failed before srun, costs this wait once per status)
+        missing = len(steps) < len(components) and all(time.time() - e < 60 for e in ends)
+        behind = missing or any(step.state in _NOT_ENDED for step in steps.values())
+        if not behind or time.monotonic() > deadline:
+            return steps
+        time.sleep(0.25)
+
+
+def _replica_failure(
+    role: str, replica: int, row: SlurmJob, step: StepEnd | None
+) -> Failure | None:
+    """The failure of one replica, or None when it did not fail."""
+    state = row.state
+    step_state = step.state if step is not None else ""
+    failure = Failure(role=role, replica_id=replica, time=step.end if step else None)
+    host = row.hosts[0] if row.hosts else "its node"
+    if "OUT_OF_MEMORY" in (state, step_state):
+        limit = f" of {row.mem_mb} MB" if row.mem_mb else ""
+        failure.cause = "oom"
+        failure.message = f"out of memory: over its limit{limit} (raise the role's memMB)"
+    elif state in ("TIMEOUT", "DEADLINE"):
+        failure.cause = "time_limit"
+        failure.message = "reached the job's time limit (the `time` run option) and was stopped"
+    elif state == "NODE_FAIL" and step is not None and _reported(step):
+        # its step was stopped and said so: its node lived, another replica's did not
+        failure.cause = "cancelled"
+        failure.message = "stopped because another replica's node failed"
+    elif state in ("NODE_FAIL", "BOOT_FAIL"):
+        failure.cause = "node_failure"
+        failure.message = f"node {host} failed under the job (Slurm state {state})"
+    elif state == "PREEMPTED":
+        failure.cause = "preempted"
+        failure.message = "preempted by a job of higher priority"
+    elif step is not None and step_state not in ("", "COMPLETED"):
+        from_exit_status(failure, step.exit_code, step.signal)
+    elif state == "FAILED":
+        from_exit_status(failure, row.exit_code, row.signal, signal_exits=True)
+    else:
+        return None
+    if failure.cause in ("oom", "time_limit", "node_failure", "preempted") and step is not None:
+        failure.exit_code = step.exit_code or None
+    return failure
+
+
+def _stopped(failure: Failure) -> bool:
+    """Ended by the SIGTERM ``srun`` (or ``scancel``) sends, not by its own failure."""
+    return failure.cause == "cancelled" or (
+        failure.cause == "signal" and failure.signal == "SIGTERM"
+    )
+
+
+def _reported(step: StepEnd) -> bool:
+    """Whether the step's node reported how it ended (a dead node never does)."""
+    return step.state in _COLLATERAL and (step.exit_code is not None or step.signal != 0)
+
+
+def _with_logs(failure: Failure, job_id: str, log_dir: str, via: SshTarget | None) -> None:
+    """Adds the replica's log tail: stderr (where a traceback goes), else stdout."""
+    from torchx.schedulers._slurm.request import safe_name
+
+    base = os.path.join(log_dir or ".", f"slurm-{job_id}-{safe_name(failure.role)}")
+    keep = failure.cause, failure.message
+    for suffix in ("err", "out"):
+        tail = _tail(f"{base}-{failure.replica_id}.{suffix}", via)
+        if tail.strip():
+            from_log_tail(failure, tail)
+            break
+    if keep[0] in ("oom", "time_limit", "node_failure", "preempted"):
+        failure.cause, failure.message = keep  # Slurm's word names the cause
+
+
+def _tail(path: str, via: SshTarget | None) -> str:
+    if via is None:
+        return read_log_tail(path)
+    try:
+        code, out, _ = commands.run_once(["tail", "-c", str(LOG_TAIL_BYTES), path], via=via)
+    except commands.SlurmCommandError:
+        return ""
+    if code != 0:
+        return ""
+    lines = out.split("\n", 1)
+    return lines[1] if len(out.encode()) >= LOG_TAIL_BYTES and len(lines) > 1 else out

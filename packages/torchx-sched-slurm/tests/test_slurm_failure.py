@@ -1,0 +1,69 @@
+"""Slurm's word on a failed replica, read from sacct (the causes the test cluster cannot
+produce are checked here on sacct's text; tests/slurm/test_slurm_failure.py runs the
+others on a real cluster)."""
+
+from __future__ import annotations
+
+import pytest
+
+from torchx.schedulers._slurm.failure import _replica_failure, parse_steps
+from torchx.schedulers._slurm.parse import SlurmJob
+
+SACCT = """JobIDRaw|State|ExitCode|End
+7|OUT_OF_MEMORY|0:125|2026-11-29T04:25:43
+7.batch|OUT_OF_MEMORY|0:125|2026-11-29T04:25:43
+7.0|OUT_OF_MEMORY|0:125|2026-11-29T04:25:43
+8|FAILED|0:0|2026-11-29T04:25:44
+8.0|CANCELLED|0:15|2026-11-29T04:25:44
+8.extern|COMPLETED|0:0|2026-11-29T04:25:44
+9.0|FAILED|3:0|Unknown
+"""
+
+
+HET = {"7": 0, "8": 1}
+"""Het job 7: component 0 is job 7, component 1 job 8 (steps are matched by raw ids)."""
+
+
+def _row(offset: int, state: str, mem_mb: int | None = None) -> SlurmJob:
+    row = SlurmJob(f"7+{offset}")
+    row.het_leader, row.het_offset, row.state, row.mem_mb = "7", offset, state, mem_mb
+    row.hosts = ["n3"]
+    return row
+
+
+def test_steps_of_one_job_by_het_offset() -> None:
+    steps = parse_steps(SACCT, HET)
+    assert sorted(steps) == [0, 1]
+    assert (steps[0].state, steps[0].exit_code, steps[0].signal) == ("OUT_OF_MEMORY", 0, 125)
+    assert steps[1].state == "CANCELLED" and steps[1].signal == 15
+    assert steps[1].end is not None and steps[1].end - steps[0].end == 1
+    assert parse_steps(SACCT, {"9": 0})[0].end is None  # "Unknown"
+    assert parse_steps("not sacct output", HET) == {}
+
+
+@pytest.mark.parametrize(
+    ("state", "step_state", "cause", "words"),
+    [
+        ("OUT_OF_MEMORY", "OUT_OF_MEMORY", "oom", "limit of 512 MB"),
+        ("FAILED", "OUT_OF_MEMORY", "oom", "raise the role's memMB"),
+        ("TIMEOUT", "CANCELLED", "time_limit", "time limit"),
+        ("PREEMPTED", "CANCELLED", "preempted", "preempted"),
+        ("NODE_FAIL", "CANCELLED", "node_failure", "node n3 failed"),
+    ],
+)
+def test_slurms_own_causes(state: str, step_state: str, cause: str, words: str) -> None:
+    steps = parse_steps(SACCT.replace("OUT_OF_MEMORY|0:125", f"{step_state}|"), HET)
+    failure = _replica_failure("train", 0, _row(0, state, mem_mb=512), steps[0])
+    assert failure is not None and failure.cause == cause
+    assert words in failure.message
+
+
+def test_a_survivor_of_another_replicas_node_failure_is_not_blamed() -> None:
+    steps = parse_steps(SACCT, HET)  # 8.0 reported CANCELLED by SIGTERM: its node lived
+    failure = _replica_failure("train", 1, _row(1, "NODE_FAIL"), steps[1])
+    assert failure is not None and failure.cause == "cancelled"
+
+
+def test_a_completed_replica_did_not_fail() -> None:
+    steps = parse_steps(SACCT.replace("8.0|CANCELLED|0:15", "8.0|COMPLETED|0:0"), HET)
+    assert _replica_failure("train", 1, _row(1, "COMPLETED"), steps[1]) is None
