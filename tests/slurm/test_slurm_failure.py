@@ -140,14 +140,13 @@ def test_a_succeeded_job_has_no_failure(runner: Any) -> None:
 def test_the_cli_names_the_root_cause(runner: Any) -> None:
     """``status --json`` has the documented keys; text status and ``log --failed`` put the
     root cause first."""
-    script = (
-        'if [ "$REPLICA" = 1 ]; then python3 -c "raise ValueError(\'bad shard\')"; fi; sleep 120'
-    )
+    script = 'if [ "$REPLICA" = 1 ]; then python3 -c "raise ValueError(\'bad shard\')"; exit 1; fi; sleep 300'
     handle = runner.run(_app(script, replicas=2), "slurm")
     _final(runner, handle)
     cli = [sys.executable, "-m", "torchx.cli.main"]
     shown = subprocess.run([*cli, "status", "--json", handle], capture_output=True, text=True)
     failure = json.loads(shown.stdout)["failure"]
+    assert failure is not None, shown.stdout
     assert set(failure) == {
         "role", "replica_id", "rank", "cause", "exit_code", "signal", "message",
         "traceback", "log_tail", "time",
