@@ -140,7 +140,8 @@ def test_a_succeeded_job_has_no_failure(runner: Any) -> None:
 def test_the_cli_names_the_root_cause(runner: Any) -> None:
     """``status --json`` has the documented keys; text status and ``log --failed`` put the
     root cause first."""
-    script = 'if [ "$REPLICA" = 1 ]; then python3 -c "raise ValueError(\'bad shard\')"; exit 1; fi; sleep 300'
+    fail = """python3 -c "raise ValueError('bad shard')"; exit 1"""
+    script = f'if [ "$REPLICA" = 1 ]; then {fail}; fi; sleep 300'
     handle = runner.run(_app(script, replicas=2), "slurm")
     _final(runner, handle)
     cli = [sys.executable, "-m", "torchx.cli.main"]
