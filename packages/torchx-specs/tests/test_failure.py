@@ -75,6 +75,22 @@ def test_the_last_traceback_of_the_tail_names_the_exception() -> None:
     assert failure.traceback.splitlines()[1] == '  File "train.py", line 3, in <module>'
 
 
+def test_pytorch_rank_prefixes_inside_torchruns_tee_prefix() -> None:
+    tail = "\n".join(
+        [
+            "[0]:[rank1]: Traceback (most recent call last):",
+            '[0]:[rank1]:   File "/train/train.py", line 4, in <module>',
+            "[0]:[rank1]:     raise ValueError('rank one broke')",
+            "[0]:[rank1]: ValueError: rank one broke",
+            "Traceback (most recent call last):",
+            "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        ]
+    )
+    failure = from_log_tail(Failure("trainer", 1), tail)
+    assert (failure.cause, failure.message) == ("exception", "ValueError: rank one broke")
+    assert failure.traceback.splitlines()[2] == "    raise ValueError('rank one broke')"
+
+
 def test_an_error_file_gives_message_traceback_and_time() -> None:
     doc = {
         "message": {

@@ -206,11 +206,16 @@ def _tracebacks(lines: list[str]) -> list[list[str]]:
 
 
 def _tee_prefix(line: str) -> tuple[str, str]:
-    """(torchrun's ``[LOCAL_RANK]:`` prefix or ``""``, the line without it)."""
-    if line.startswith("[") and "]:" in line[:32]:
-        end = line.index("]:")
-        return line[: end + 2], line[end + 2 :]
-    return "", line
+    """(the prefixes a launcher put before the line, the line without them): torchrun's
+    ``--tee`` ``[LOCAL_RANK]:`` and PyTorch's ``[rankN]: `` (one space after it), either
+    or both."""
+    prefix = ""
+    while line.startswith("[") and "]:" in line[:32]:
+        end = line.index("]:") + 2
+        if line.startswith("[rank") and line[end : end + 1] == " ":
+            end += 1
+        prefix, line = prefix + line[:end], line[end:]
+    return prefix, line
 
 
 def _torchrun_rank(lines: list[str]) -> int | None:

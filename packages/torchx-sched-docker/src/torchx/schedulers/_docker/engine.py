@@ -270,9 +270,11 @@ class EngineClient:
         since: Any = None,
         until: Any = None,
         timestamps: bool = False,
+        tail: int | str = "all",
     ) -> Iterator[bytes]:
         """The container's output as the payloads of Docker's multiplexed frames (each
-        entry prefixed with its RFC 3339 time and a space with ``timestamps``)."""
+        entry prefixed with its RFC 3339 time and a space with ``timestamps``); ``tail``:
+        only the last so many lines (the daemon reads them from the end of its log)."""
         del stream  # always streamed
         conn, response = self._request(
             "GET",
@@ -282,6 +284,7 @@ class EngineClient:
                 "stderr": stderr,
                 "follow": follow,
                 "timestamps": timestamps,
+                "tail": tail,
                 "since": unix_time(since),
                 "until": unix_time(until),
             },

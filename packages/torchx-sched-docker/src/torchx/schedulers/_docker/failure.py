@@ -46,14 +46,13 @@ def replica_failure(
 
 
 def _tail(api: Any, container_id: str) -> str:
+    from torchx.schedulers._docker.engine import EngineError
+
     try:
-        data = api.logs(container_id, stdout=True, stderr=True, tail=_TAIL_LINES)
-    except Exception:
+        data = b"".join(api.logs(container_id, stdout=True, stderr=True, tail=_TAIL_LINES))
+    except (EngineError, OSError):  # a log the daemon cannot give: no tail, still a cause
         return ""
-    if isinstance(data, bytes):
-        data = data[-LOG_TAIL_BYTES:]
-        return data.decode("utf-8", "replace")
-    return ""
+    return data[-LOG_TAIL_BYTES:].decode("utf-8", "replace")
 
 
 def _unix(value: object) -> float | None:
