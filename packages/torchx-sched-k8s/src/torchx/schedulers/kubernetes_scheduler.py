@@ -35,8 +35,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from torchx.schedulers._kubernetes import client as _client
+from torchx.schedulers._kubernetes import failure as _failure
+from torchx.schedulers._kubernetes import logs as _logs
 from torchx.schedulers._kubernetes import request as _request
 from torchx.schedulers._kubernetes import status as _status
+from torchx.schedulers._kubernetes.failure import ANNOTATION_FAILURE
 from torchx.schedulers._kubernetes.request import (
     ANNOTATION_ISTIO_SIDECAR,
     LABEL_APP_NAME,
@@ -80,6 +83,7 @@ if TYPE_CHECKING:
     from kubernetes.client import ApiClient, V1Pod
 
     from torchx.schedulers.list_filter import ListFilter
+    from torchx.specs._failure import Failure
     from torchx.util.readiness import ReadinessCheck
 
 TORCHX_PLUGIN_API = 1
@@ -557,34 +561,118 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         return self._custom_object(ns, _JOBSET, name, "JobSet")
 
     def describe(self, app_id: str) -> DescribeAppResponse | None:
-        """The app's state in two API calls (its job(s) and its pods), or None if gone."""
+        """The app's state in two API calls (its job(s) and its pods), or None if gone; for
+        a failed app one more, the end of its root cause's log. An app TorchX finds
+        failed itself (an image it cannot pull) is stopped: it holds nothing after."""
         ns, job_type, name = _parse_app_id(app_id)
+
+        def tail(pod: dict[str, Any]) -> str:
+            return _logs.failed_tail(self._core(), ns, pod)
+
         if job_type == "volcano":
             job = self._volcano_job(ns, name)
             if job is None:
                 return None
             self._remember_version(app_id, job)
-            return _status.describe_volcano(
-                app_id, ns, job, self._pods(ns, f"{LABEL_INSTANCE}={name}")
-            )
-        if job_type == "jobset":
+            objects = [job]
+            pods = self._pods(ns, f"{LABEL_INSTANCE}={name}")
+            response = _status.describe_volcano(app_id, ns, job, pods, tail=tail)
+        elif job_type == "jobset":
             jobset = self._jobset(ns, name)
             if jobset is None:
                 return None
             self._remember_version(app_id, jobset)
+            objects = [jobset]
             pods = self._pods(ns, f"{_request.LABEL_JOBSET_NAME}={name}")
             kueue = ""
             if _status.jobset_app_state(jobset) == AppState.PENDING:
                 kueue = self._kueue_reason(ns, [jobset])
-            return _status.describe_jobset(app_id, ns, jobset, pods, kueue)
-        jobs = self._batch_jobs(ns, f"{LABEL_INSTANCE}={name}", app_id)
-        if not jobs:
-            return None
-        pods = self._pods(ns, f"{LABEL_INSTANCE}={name}")
-        kueue = ""
-        if _status.batch_app_state(jobs) == AppState.PENDING:
-            kueue = self._kueue_reason(ns, jobs)
-        return _status.describe_batch(app_id, ns, jobs, pods, kueue)
+            response = _status.describe_jobset(app_id, ns, jobset, pods, kueue, tail=tail)
+        else:
+            objects = self._batch_jobs(ns, f"{LABEL_INSTANCE}={name}", app_id)
+            if not objects:
+                return None
+            pods = self._pods(ns, f"{LABEL_INSTANCE}={name}")
+            kueue = ""
+            if _status.batch_app_state(objects) == AppState.PENDING:
+                kueue = self._kueue_reason(ns, objects)
+            response = _status.describe_batch(app_id, ns, objects, pods, kueue, tail=tail)
+        failure = response.failure
+        ended = any(_failure.failure_of_annotation(o) is not None for o in objects)
+        if failure is not None and failure.cause == "image_pull" and not ended:
+            self._end_failed(app_id, objects, failure)
+        return response
+
+    def _end_failed(self, app_id: str, objects: list[dict[str, Any]], failure: Failure) -> None:
+        """Ends an app TorchX found failed: the failure is written on its objects (for
+        ``describe``), then they are stopped as ``cancel`` stops them (Volcano: aborted;
+        Jobs and JobSets: suspended, their pods deleted by their controllers) or, queued in
+        Kueue, their workloads deactivated (Kueue then stops them and never requeues)."""
+        ns, job_type, name = _parse_app_id(app_id)
+        note = {
+            "metadata": {
+                "annotations": {ANNOTATION_FAILURE: _failure.failure_to_annotation(failure)}
+            }
+        }
+        queued = any(_status.labels_of(o).get(_request.LABEL_KUEUE_QUEUE) for o in objects)
+        stop: dict[str, Any] = {} if queued else {"spec": {"suspend": True}}
+        custom = self._custom()
+        if job_type == "jobset":
+            _client.call(
+                lambda: custom.patch_namespaced_custom_object(
+                    *_JOBSET[:2], ns, _JOBSET[2], name, {**note, **stop}
+                ),
+                f"ending JobSet {name!r} (it failed)",
+                ns,
+            )
+        elif job_type == "volcano":
+            _client.call(
+                lambda: custom.patch_namespaced_custom_object(
+                    _VOLCANO_GROUP, _VOLCANO_VERSION, ns, _VOLCANO_PLURAL, name, note
+                ),
+                f"marking Volcano job {name!r} failed",
+                ns,
+            )
+            self._cancel_existing(app_id)  # aborts it
+        else:
+            batch = self._batch()
+            for job in objects:
+                job_name = job["metadata"]["name"]
+                _client.call(
+                    functools.partial(batch.patch_namespaced_job, job_name, ns, {**note, **stop}),
+                    f"ending Job {job_name!r} (it failed)",
+                    ns,
+                )
+        if queued:
+            self._deactivate_workloads(ns, objects)
+
+    def _deactivate_workloads(self, ns: str, objects: list[dict[str, Any]]) -> None:
+        """Sets ``spec.active: false`` on the Kueue workloads of ``objects``."""
+        uids = [str(o["metadata"].get("uid")) for o in objects if o["metadata"].get("uid")]
+        custom = self._custom()
+        found = _client.read_json(
+            custom.list_namespaced_custom_object,
+            "listing Kueue workloads",
+            ns,
+            *_KUEUE,
+            ns,
+            "workloads",
+            label_selector=f"kueue.x-k8s.io/job-uid in ({','.join(uids)})",
+        )
+        for workload in found.get("items") or ():
+            wl_name = workload["metadata"]["name"]
+            _client.call(
+                functools.partial(
+                    custom.patch_namespaced_custom_object,
+                    *_KUEUE,
+                    ns,
+                    "workloads",
+                    wl_name,
+                    {"spec": {"active": False}},
+                ),
+                f"deactivating Kueue workload {wl_name!r}",
+                ns,
+            )
 
     def wait_for_change(self, app_id: str, timeout: float) -> None:
         """Returns at the first change of the app's job(s), or after ``timeout`` seconds.
@@ -866,11 +954,9 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     def _log_lines(self, query: LogQuery) -> Iterable[str]:
         """Lines (timestamped by Kubernetes) of every container of replica ``k``
         (:func:`torchx.schedulers._kubernetes.logs.replica_lines`)."""
-        from torchx.schedulers._kubernetes import logs
-
-        logs.check_stream(query.stream)
+        _logs.check_stream(query.stream)
         ns, pod = self._replica_pod(query.app_id, query.role_name, query.k)
-        return logs.replica_lines(self._core(), ns, pod, query)
+        return _logs.replica_lines(self._core(), ns, pod, query)
 
 
 LIST_PAGE = 500

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from torchx.schedulers.api import LogQuery
 
-__all__ = ["check_stream", "replica_lines"]
+__all__ = ["check_stream", "failed_tail", "replica_lines"]
 
 _RESUME_SLACK_S = 2  # seconds asked for before a resume point, for clocks and rounding
 _RESUME_IDLE_S = 0.2  # before asking again when a stream ended with nothing new
@@ -34,6 +34,39 @@ def check_stream(stream: str) -> None:
             "kubernetes keeps one combined log per container; use streams=combined"
             " (the default) instead of stdout/stderr"
         )
+
+
+def failed_tail(core: Any, ns: str, pod: dict[str, Any]) -> str:
+    """The end of a failed pod's log (its first failed container's, else its first
+    container's): the last lines, at most 64 KiB, read from the end by the kubelet."""
+    from torchx.specs._failure import LOG_TAIL_BYTES
+
+    statuses = (pod.get("status") or {}).get("containerStatuses") or ()
+    failed = [
+        c.get("name")
+        for c in statuses
+        if ((c.get("state") or {}).get("terminated") or {}).get("exitCode") not in (0, None)
+    ]
+    names = failed or [c.get("name") for c in (pod.get("spec") or {}).get("containers") or ()]
+    if not names:
+        return ""
+    name = str((pod.get("metadata") or {}).get("name"))
+    try:
+        text = _client.call(
+            functools.partial(
+                core.read_namespaced_pod_log,
+                name,
+                ns,
+                container=names[0],
+                tail_lines=400,
+                limit_bytes=LOG_TAIL_BYTES,
+            ),
+            f"reading the end of the log of {name}",
+            ns,
+        )
+    except _client.KubernetesApiError:  # no log (never started, or gone): no tail
+        return ""
+    return text if isinstance(text, str) else ""
 
 
 def replica_lines(core: Any, ns: str, pod: dict[str, Any], query: LogQuery) -> Iterator[str]:

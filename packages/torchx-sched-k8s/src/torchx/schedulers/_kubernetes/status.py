@@ -8,9 +8,14 @@ pods. Pods say which replicas run, where, and why a pending one is not scheduled
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
+from torchx.schedulers._kubernetes.failure import (
+    failure_of_annotation,
+    job_failure,
+    pod_failure,
+)
 from torchx.schedulers._kubernetes.request import (
     ANNOTATION_IMAGE_PULL_TIMEOUT,
     ANNOTATIONS_ATTEMPT,
@@ -26,6 +31,7 @@ from torchx.schedulers._kubernetes.request import (
     LABEL_ROLE_NAME,
 )
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse
+from torchx.specs._failure import Failure, from_log_tail, root_cause
 from torchx.specs.api import NONE, AppState, ReplicaStatus, Role, RoleStatus, is_terminal
 
 __all__ = [
@@ -72,6 +78,12 @@ TASK_STATE: dict[str, AppState] = {
 """Volcano task / pod phase -> replica state."""
 
 _QUIET_WAITING = frozenset({"ContainerCreating", "PodInitializing"})
+_OWN_WORD = frozenset({"oom", "time_limit", "preempted", "node_failure"})
+"""Causes Kubernetes names itself: a traceback in the log does not replace them."""
+
+LogTail = Callable[[dict[str, Any]], str]
+"""Reads the end of a failed pod's log (the scheduler's API call)."""
+
 _PULL_FAILED = frozenset({"ErrImagePull", "ImagePullBackOff"})
 _NEVER_PULLS = frozenset({"InvalidImageName", "ErrImageNeverPull"})  # no retry can help
 
@@ -225,6 +237,8 @@ class _Replicas:
         self.any_running = False
         self.image_failed = False  # a pod cannot pull its image: the app fails
         self.restarting: list[tuple[str, str]] = []
+        self.failures: list[Failure] = []
+        self.pods: dict[tuple[str, int], dict[str, Any]] = {}  # of each failure
 
     def status(
         self, role: str, rid: int, pod: dict[str, Any] | None, default: AppState
@@ -240,6 +254,9 @@ class _Replicas:
                 state, error = AppState.FAILED, pull
                 self.failed.append((name, pull))
                 self.image_failed = True
+                self._failed(
+                    Failure(role=role, replica_id=rid, cause="image_pull", message=pull), pod
+                )
             elif state == AppState.PENDING:
                 reason = pending_reason(pod)
                 if reason:
@@ -249,6 +266,7 @@ class _Replicas:
                 if reason:
                     error = reason
                     self.failed.append((name, reason))
+                self._failed(pod_failure(role, rid, pod), pod)
             elif state == AppState.RUNNING and (restarting := restart_reason(pod)):
                 # a container restarted in place (CrashLoopBackOff) in a running pod
                 self.any_running = True
@@ -264,6 +282,26 @@ class _Replicas:
             hostname=_hostname(pod, self.namespace),
             structured_error_msg=error,
         )
+
+    def _failed(self, failure: Failure, pod: dict[str, Any]) -> None:
+        self.failures.append(failure)
+        self.pods[(failure.role, failure.replica_id)] = pod
+
+    def root_cause(
+        self, roles: list[str], extra: Iterable[Failure | None] = (), tail: LogTail | None = None
+    ) -> Failure | None:
+        """The first observed failure (``extra``: the Jobs' own, used when no pod failed),
+        with the log tail of its pod when ``tail`` reads it."""
+        root = root_cause(self.failures, roles) or root_cause(
+            [f for f in extra if f is not None], roles
+        )
+        pod = self.pods.get((root.role, root.replica_id)) if root is not None else None
+        if root is not None and pod is not None and tail is not None and root.cause != "image_pull":
+            keep = (root.cause, root.message) if root.cause in _OWN_WORD else None
+            from_log_tail(root, tail(pod))
+            if keep is not None:
+                root.cause, root.message = keep  # Kubernetes' word names the cause
+        return root
 
     def message(self, state: AppState) -> str:
         if state == AppState.FAILED and self.failed:
@@ -309,9 +347,14 @@ def _fill_role(role: Role, containers: list[dict[str, Any]] | None) -> None:
 
 
 def describe_volcano(
-    app_id: str, namespace: str, job: dict[str, Any], pods: list[dict[str, Any]]
+    app_id: str,
+    namespace: str,
+    job: dict[str, Any],
+    pods: list[dict[str, Any]],
+    tail: LogTail | None = None,
 ) -> DescribeAppResponse:
-    """The app's state from its Volcano Job and its pods."""
+    """The app's state from its Volcano Job and its pods (``tail`` reads the end of the
+    root cause's log)."""
     state = volcano_app_state(job)
     by_replica: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for item in pods:
@@ -337,7 +380,7 @@ def describe_volcano(
     if collect.image_failed and not is_terminal(state):
         state = AppState.FAILED
     restarts = int((job.get("status") or {}).get("retryCount") or 0)
-    return DescribeAppResponse(
+    response = DescribeAppResponse(
         app_id=app_id,
         state=state,
         num_restarts=restarts,
@@ -345,6 +388,7 @@ def describe_volcano(
         roles_statuses=[RoleStatus(name, statuses) for name, (_, statuses) in roles.items()],
         roles=[role for role, _ in roles.values()],
     )
+    return _with_failure(response, [job], collect, list(roles), tail=tail)
 
 
 def _condition(job: dict[str, Any], kind: str) -> dict[str, Any] | None:
@@ -398,9 +442,12 @@ def describe_batch(
     jobs: list[dict[str, Any]],
     pods: list[dict[str, Any]],
     kueue: str = "",
+    *,
+    tail: LogTail | None = None,
 ) -> DescribeAppResponse:
     """The app's state from its role Jobs (``job_type=batch``) and their pods; ``kueue``
-    says why Kueue holds it (:func:`kueue_reason`), shown while it is pending."""
+    says why Kueue holds it (:func:`kueue_reason`), shown while it is pending; ``tail``
+    reads the end of the root cause's log."""
     jobs = sorted(jobs, key=lambda j: int(labels_of(j).get(LABEL_ROLE_INDEX, "0") or 0))
     by_replica: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for pod in pods:
@@ -446,7 +493,7 @@ def describe_batch(
         message = "cancelled: the Jobs are suspended (resume with kubectl patch ... suspend=false)"
     elif state == AppState.PENDING and kueue:
         message = kueue if message == NONE else f"{kueue}; {message}"
-    return DescribeAppResponse(
+    response = DescribeAppResponse(
         app_id=app_id,
         state=state,
         num_restarts=restarts,
@@ -454,6 +501,9 @@ def describe_batch(
         roles_statuses=roles_statuses,
         roles=roles,
     )
+    names = [role.name for role in roles]
+    extra = [job_failure(labels_of(j).get(LABEL_ROLE_NAME, ""), j) for j in jobs]
+    return _with_failure(response, jobs, collect, names, extra=extra, tail=tail)
 
 
 def jobset_app_state(jobset: dict[str, Any], any_running: bool | None = None) -> AppState:
@@ -479,9 +529,12 @@ def describe_jobset(
     jobset: dict[str, Any],
     pods: list[dict[str, Any]],
     kueue: str = "",
+    *,
+    tail: LogTail | None = None,
 ) -> DescribeAppResponse:
     """The app's state from its JobSet (``job_type=jobset``) and its pods: a role per
-    replicated Job, replica ``k`` the pod of completion index ``k``."""
+    replicated Job, replica ``k`` the pod of completion index ``k`` (``tail`` reads the
+    end of the root cause's log)."""
     by_replica: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for pod in pods:
         key = (labels_of(pod).get(LABEL_JOBSET_RJOB, ""), _completion_index(pod))
@@ -519,7 +572,7 @@ def describe_jobset(
         message = "cancelled: the JobSet is suspended (resume with kubectl patch ... suspend=false)"
     elif state == AppState.PENDING and kueue:
         message = kueue if message == NONE else f"{kueue}; {message}"
-    return DescribeAppResponse(
+    response = DescribeAppResponse(
         app_id=app_id,
         state=state,
         num_restarts=int((jobset.get("status") or {}).get("restarts") or 0),
@@ -527,6 +580,36 @@ def describe_jobset(
         roles_statuses=roles_statuses,
         roles=roles,
     )
+    return _with_failure(response, [jobset], collect, [r.name for r in roles], tail=tail)
+
+
+def _with_failure(
+    response: DescribeAppResponse,
+    objects: list[dict[str, Any]],
+    collect: _Replicas,
+    roles: list[str],
+    *,
+    extra: Iterable[Failure | None] = (),
+    tail: LogTail | None,
+) -> DescribeAppResponse:
+    """``response`` with its root cause: the failure TorchX wrote on the app's objects when
+    it ended the app itself (then the app is FAILED, whatever its pods say), else the
+    first failure observed among its pods and Jobs."""
+    written = next((f for o in objects if (f := failure_of_annotation(o)) is not None), None)
+    if written is not None:
+        response.state = AppState.FAILED
+        response.msg = f"{written.role}[{written.replica_id}]: {written.message}"
+        response.failure = written
+        for role in response.roles_statuses:
+            for replica in role.replicas:
+                if (role.role, replica.id) == (written.role, written.replica_id):
+                    replica.state = AppState.FAILED
+                elif not is_terminal(replica.state):
+                    replica.state = AppState.CANCELLED  # stopped with the app
+        return response
+    if response.state == AppState.FAILED:
+        response.failure = collect.root_cause(roles, extra, tail)
+    return response
 
 
 def kueue_reason(workloads: list[dict[str, Any]], queue: str, cluster_queue: str | None) -> str:
