@@ -91,6 +91,22 @@ def test_pytorch_rank_prefixes_inside_torchruns_tee_prefix() -> None:
     assert failure.traceback.splitlines()[2] == "    raise ValueError('rank one broke')"
 
 
+def test_a_traceback_whose_indentation_a_log_service_stripped() -> None:
+    tail = "\n".join(
+        [
+            "Traceback (most recent call last):",
+            'File "train.py", line 9, in <module>',
+            "main()",
+            'File "train.py", line 5, in main',
+            "raise",
+            "KeyError: 'lr'",
+        ]
+    )
+    failure = from_log_tail(Failure("trainer", 0), tail)
+    assert (failure.cause, failure.message) == ("exception", "KeyError: 'lr'")
+    assert len(failure.traceback.splitlines()) == 6
+
+
 def test_an_error_file_gives_message_traceback_and_time() -> None:
     doc = {
         "message": {

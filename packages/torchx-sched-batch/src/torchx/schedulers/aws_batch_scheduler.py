@@ -396,7 +396,12 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         found = self._job_and_nodes(app_id)
         if found is None:
             return None
-        return _state.describe_response(app_id, *found)
+        return _state.describe_response(app_id, *found, tail=self._failed_tail)
+
+    def _failed_tail(self, job: Mapping[str, Any]) -> str:
+        """The end of a failed (node) job's CloudWatch stream (its last events, 64 KiB)."""
+        stream = _state.log_stream_of(job)
+        return logs.tail(self._log_client, stream) if stream else ""
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         """TorchX's jobs (by tag, every status) in every queue, or in the ``queue`` of

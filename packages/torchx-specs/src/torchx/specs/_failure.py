@@ -174,7 +174,7 @@ def from_log_tail(failure: Failure, tail: str) -> Failure:
     if blocks and failure.traceback is None:
         block = blocks[-1]  # the last one the program itself raised
         failure.traceback = "\n".join(block)
-        if block[-1].strip() and not block[-1].startswith((" ", "\t")):
+        if _exception_line(block[-1]):
             failure.message = block[-1].strip()
             failure.cause = "exception"
     return failure
@@ -199,10 +199,23 @@ def _tracebacks(lines: list[str]) -> list[list[str]]:
             if follow_prefix != prefix:
                 continue  # another worker's line, interleaved
             block.append(follow)
-            if follow and not follow.startswith((" ", "\t")):  # the exception's own line
+            if _exception_line(follow):
                 break
         blocks.append(block)
     return blocks
+
+
+def _exception_line(line: str) -> bool:
+    """Whether ``line`` ends a traceback: ``Name: message`` or ``Name`` (a dotted name),
+    not indented. A log that lost its indentation (some log services strip it) still
+    has its frames (``File "..."``) and source lines told apart from it."""
+    if not line or line.startswith((" ", "\t")) or line.startswith('File "'):
+        return False
+    import keyword
+
+    name = line.split(":", 1)[0].strip()
+    parts = name.split(".")
+    return bool(name) and all(p.isidentifier() and not keyword.iskeyword(p) for p in parts)
 
 
 def _tee_prefix(line: str) -> tuple[str, str]:

@@ -18,7 +18,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
 
-__all__ = ["LOG_GROUP", "iter_log_events", "to_datetime", "to_millis_since_epoch"]
+__all__ = ["LOG_GROUP", "iter_log_events", "tail", "to_datetime", "to_millis_since_epoch"]
 
 LOG_GROUP = "/aws/batch/job"
 _PAGE_LIMIT = 10_000
@@ -65,6 +65,29 @@ def _read_stream(
             return [], token, False  # not written yet (or already expired)
         raise
     return list(page.get("events") or []), page.get("nextForwardToken"), True
+
+
+def tail(logs: Any, stream: str, events: int = 400) -> str:
+    """The last ``events`` messages of ``stream``, at most 64 KiB (read from the end: one
+    GetLogEvents call), ``""`` when the stream is not there."""
+    from torchx.specs._failure import LOG_TAIL_BYTES
+
+    try:
+        page = api_call(
+            f"read the end of log stream {stream}",
+            logs.get_log_events,
+            logGroupName=LOG_GROUP,
+            logStreamName=stream,
+            limit=events,
+            startFromHead=False,
+        )
+    except AWSBatchError:
+        return ""
+    text = "".join(
+        m if m.endswith("\n") else m + "\n"
+        for m in (str(e.get("message", "")) for e in page.get("events") or ())
+    )
+    return text[-LOG_TAIL_BYTES:]
 
 
 def iter_log_events(

@@ -8,7 +8,7 @@ start, or on emulators without node jobs) every replica shows the parent's state
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from torchx.schedulers._aws_batch.request import (
@@ -19,6 +19,7 @@ from torchx.schedulers._aws_batch.request import (
     role_command,
 )
 from torchx.schedulers.api import DescribeAppResponse
+from torchx.specs._failure import Failure
 from torchx.specs.api import NONE, AppState, ReplicaStatus, Role, RoleStatus
 
 __all__ = [
@@ -111,6 +112,43 @@ def failure_message(job: Mapping[str, Any]) -> str:
     return message
 
 
+def node_failure(role: str, replica_id: int, job: Mapping[str, Any]) -> Failure:
+    """The failure of one failed (node) job: Batch's ``statusReason`` and the container's
+    ``reason`` name an OOM kill, an image that cannot be pulled or a lost host; otherwise
+    the exit code (128 + N: signal N) says how the container ended."""
+    from torchx.specs._failure import from_exit_status
+
+    container = _last_container(job)
+    stopped = job.get("stoppedAt")
+    failure = Failure(
+        role=role,
+        replica_id=replica_id,
+        time=float(stopped) / 1000 if isinstance(stopped, (int, float)) else None,
+    )
+    code = container.get("exitCode", (job.get("container") or {}).get("exitCode"))
+    from_exit_status(failure, code if isinstance(code, int) else None, signal_exits=True)
+    words = failure_message(job)
+    if "OutOfMemoryError" in words:
+        failure.cause = "oom"
+        memory = next(
+            (
+                r.get("value")
+                for r in (job.get("container") or {}).get("resourceRequirements") or ()
+                if r.get("type") == "MEMORY"
+            ),
+            None,
+        )
+        limit = f" (limit {memory} MiB; raise the role's memMB)" if memory else ""
+        failure.message = f"out of memory: {words}{limit}"
+    elif "CannotPull" in words:
+        failure.cause, failure.message = "image_pull", words
+    elif "Host EC2" in words and "terminated" in words:
+        failure.cause, failure.message = "node_failure", words
+    elif words and failure.cause == "unknown":
+        failure.message = words
+    return failure
+
+
 def _env(container: Mapping[str, Any]) -> dict[str, str]:
     return {str(e["name"]): str(e.get("value", "")) for e in container.get("environment") or []}
 
@@ -125,9 +163,13 @@ def _node_host(node: Mapping[str, Any]) -> str:
 
 
 def describe_response(
-    app_id: str, job: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]]
+    app_id: str,
+    job: Mapping[str, Any],
+    nodes: Sequence[Mapping[str, Any]],
+    tail: Callable[[Mapping[str, Any]], str] | None = None,
 ) -> DescribeAppResponse:
-    """The app of the multi-node ``job``; ``nodes`` are its node jobs Batch reported."""
+    """The app of the multi-node ``job``; ``nodes`` are its node jobs Batch reported;
+    ``tail`` reads the end of a failed (node) job's log, for the root cause."""
     state = app_state(job)
     by_index: dict[int, Mapping[str, Any]] = {}
     for node in nodes:
@@ -140,6 +182,7 @@ def describe_response(
     num_nodes = int(properties.get("numNodes") or 0)
     roles: list[Role] = []
     roles_statuses: list[RoleStatus] = []
+    failed: list[tuple[Failure, Mapping[str, Any]]] = []
     for node_range in properties.get("nodeRangeProperties") or []:
         container = node_range.get("container") or {}
         env = _env(container)
@@ -165,6 +208,8 @@ def describe_response(
                 replicas.append(ReplicaStatus(replica_id, state, name, ""))
                 continue
             error = failure_message(node_job) if node_job.get("status") == "FAILED" else ""
+            if error:
+                failed.append((node_failure(name, replica_id, node_job), node_job))
             replicas.append(
                 ReplicaStatus(
                     replica_id,
@@ -176,6 +221,11 @@ def describe_response(
             )
         roles_statuses.append(RoleStatus(name, replicas))
     attempts = job.get("attempts") or []
+    failure = None
+    if state == AppState.FAILED:
+        if not failed and roles:  # no node jobs reported (emulators): the job is the main node's
+            failed.append((node_failure(roles[0].name, 0, job), job))
+        failure = _root_cause(failed, [role.name for role in roles], tail)
     return DescribeAppResponse(
         app_id=app_id,
         state=state,
@@ -185,4 +235,27 @@ def describe_response(
         metadata={str(k): str(v) for k, v in (job.get("tags") or {}).items()},
         roles_statuses=roles_statuses,
         roles=roles,
+        failure=failure,
     )
+
+
+_BATCH_WORD = frozenset({"oom", "image_pull", "node_failure"})
+"""Causes Batch names itself: a traceback in the log does not replace them."""
+
+
+def _root_cause(
+    failed: list[tuple[Failure, Mapping[str, Any]]],
+    roles: list[str],
+    tail: Callable[[Mapping[str, Any]], str] | None,
+) -> Failure | None:
+    from torchx.specs._failure import from_log_tail, root_cause
+
+    root = root_cause([f for f, _ in failed], roles)
+    if root is None or tail is None:
+        return root
+    job = next(j for f, j in failed if f is root)
+    keep = (root.cause, root.message) if root.cause in _BATCH_WORD else None
+    from_log_tail(root, tail(job))
+    if keep is not None:
+        root.cause, root.message = keep
+    return root
