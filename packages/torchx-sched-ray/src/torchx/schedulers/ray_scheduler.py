@@ -46,6 +46,7 @@ from torchx.schedulers.api import (
     Scheduler,
 )
 from torchx.schedulers.ids import make_unique
+from torchx.specs._failure import LOG_TAIL_BYTES, from_log_tail, root_cause
 from torchx.specs.api import (
     AppDef,
     AppDryRunInfo,
@@ -77,6 +78,7 @@ RayOpts = Opts
 
 _FOLLOW_POLL_S = 1.0
 _UNREAD_GRACE_S = 15.0
+_TAIL_LINES = 400  # of a failed replica's log, for its root cause
 _TERMINAL = (AppState.SUCCEEDED, AppState.FAILED, AppState.CANCELLED)
 _STAMP = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
 """The UTC time the driver's replica actor puts before each line it copies."""
@@ -276,6 +278,12 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
             ]
             role_statuses.append(RoleStatus(role_name, statuses))
         restarts = sum(1 for e in found_events if e.get("event") == "restarted")
+        failure = None
+        if state == AppState.FAILED:
+            failure = root_cause(_describe.failures(job, found_events, infos), list(roles))
+            info = infos.get((failure.role, failure.replica_id)) if failure else None
+            if failure is not None and info is not None:
+                from_log_tail(failure, self._failed_tail(client, info))
         return DescribeAppResponse(
             app_id=app_id,
             state=state,
@@ -285,7 +293,21 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
             metadata=metadata,
             roles_statuses=role_statuses,
             roles=[Role(name=r, image="", num_replicas=n) for r, n in roles.items()],
+            failure=failure,
         )
+
+    def _failed_tail(self, client: jobs_api.RayJobsClient, info: _describe.ReplicaInfo) -> str:
+        """The end of a failed replica's last attempt: its stderr (a traceback), else its
+        stdout; the last lines only, as Ray's log API reads them from the end."""
+        attempts = list(zip(info.actor_ids or [], info.log_files or [], strict=False))
+        if not attempts:
+            return ""
+        actor_id, files = attempts[-1]
+        for suffix in ("err", "out"):
+            entries = self._actor_lines(client, actor_id, suffix, files, lines=_TAIL_LINES)
+            if entries:
+                return "".join(text for _, text in entries)[-LOG_TAIL_BYTES:]
+        return ""
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         """TorchX's jobs on the cluster (those whose metadata carry a TorchX app id)."""
@@ -417,7 +439,12 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
         return info, info.state in _TERMINAL or state in _TERMINAL
 
     def _actor_lines(
-        self, client: jobs_api.RayJobsClient, actor_id: str, suffix: str, files: Mapping[str, str]
+        self,
+        client: jobs_api.RayJobsClient,
+        actor_id: str,
+        suffix: str,
+        files: Mapping[str, str],
+        lines: int = -1,
     ) -> _Entries | None:
         """``(time stamp, line)`` of what the replica wrote to one stream; None while the
         file cannot be read (not written yet, or the node's agent does not answer).
@@ -427,9 +454,9 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
         replica's: the rest is Ray's own (the worker's headers, its exit tracebacks)."""
         try:
             if files.get("node_id") and files.get(suffix):
-                raw = client.node_log(files["node_id"], files[suffix])
+                raw = client.node_log(files["node_id"], files[suffix], lines)
             else:
-                raw = client.actor_log(actor_id, suffix)
+                raw = client.actor_log(actor_id, suffix, lines)
         except jobs_api.RayApiError as e:
             if e.status in (404, 500):
                 return None

@@ -392,13 +392,15 @@ class RayJobsClient:
 
     # -- replica logs ----------------------------------------------------------------------
 
-    def actor_log(self, actor_id: str, suffix: str) -> bytes:
-        """The whole ``out`` or ``err`` log file of an actor (its worker process)."""
-        query = urlencode({"actor_id": actor_id, "suffix": suffix, "lines": -1})
+    def actor_log(self, actor_id: str, suffix: str, lines: int = -1) -> bytes:
+        """The ``out`` or ``err`` log file of an actor (its worker process): whole, or its
+        last ``lines`` lines."""
+        query = urlencode({"actor_id": actor_id, "suffix": suffix, "lines": lines})
         return self._request("GET", f"/api/v0/logs/file?{query}")
 
-    def node_log(self, node_id: str, filename: str) -> bytes:
-        """The whole log file ``filename`` of node ``node_id`` (there after its actor).
+    def node_log(self, node_id: str, filename: str, lines: int = -1) -> bytes:
+        """The log file ``filename`` of node ``node_id`` (there after its actor): whole, or
+        its last ``lines`` lines.
 
         Ray's log monitor moves the files of a worker that has ended into the logs'
         ``old/`` directory, at a time of its own choosing (the two files of one worker
@@ -408,19 +410,19 @@ class RayJobsClient:
         an empty answer is checked against ``old/`` as well."""
         found: bytes | None = None  # None: not found where it was
         try:
-            found = self._node_file(node_id, filename)
+            found = self._node_file(node_id, filename, lines)
         except RayApiError as e:
             if e.status not in (404, 500):
                 raise
         if found:
             return found
         try:
-            return self._node_file(node_id, f"old/{filename}")
+            return self._node_file(node_id, f"old/{filename}", lines)
         except RayApiError as e:
             if found is None or e.status not in (404, 500):
                 raise
             return found  # an empty file, not moved
 
-    def _node_file(self, node_id: str, filename: str) -> bytes:
-        query = urlencode({"node_id": node_id, "filename": filename, "lines": -1})
+    def _node_file(self, node_id: str, filename: str, lines: int = -1) -> bytes:
+        query = urlencode({"node_id": node_id, "filename": filename, "lines": lines})
         return self._request("GET", f"/api/v0/logs/file?{query}")

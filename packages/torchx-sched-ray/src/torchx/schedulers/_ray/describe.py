@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from torchx.specs._failure import Failure
 from torchx.specs.api import AppState
 from torchx.util._startup.lazy_dataclass import dataclass
 
@@ -149,3 +150,51 @@ def _bundles(bundles: list[dict[str, Any]]) -> str:
 def _num(value: Any) -> str:
     number = float(value)
     return str(int(number)) if number == int(number) else f"{number:g}"
+
+
+def failures(
+    job: dict[str, Any], found: list[dict[str, Any]], infos: dict[tuple[str, int], ReplicaInfo]
+) -> list[Failure]:
+    """One failure per failed replica of a FAILED job: its exit code (a negative one: the
+    signal that killed it) and when the driver saw it exit; a replica the job ended under
+    carries Ray's word for the job (its ``message`` and ``error_type``). A job that failed
+    before any replica ran (resources that never became free, a runtime env that could not
+    be set up) is blamed on the first replica."""
+    from torchx.specs._failure import from_exit_status
+
+    exited = {
+        (str(e.get("role")), int(e.get("replica", -1))): e.get("t")
+        for e in found
+        if e.get("event") == "exited"
+    }
+    ray_word = " ".join(str(job.get("message") or "").split())
+    error_type = str(job.get("error_type") or "")
+    result = []
+    for key, info in sorted(infos.items()):
+        if info.state != AppState.FAILED:
+            continue
+        when = exited.get(key)
+        failure = Failure(
+            role=key[0],
+            replica_id=key[1],
+            time=float(when) if isinstance(when, (int, float)) else None,
+        )
+        if info.exit_code is not None:
+            from_exit_status(failure, info.exit_code)
+        else:
+            failure.cause = "node_failure" if "NODE" in error_type.upper() else "unknown"
+            failure.message = (
+                f"the job ended under it: {error_type or 'FAILED'}: {ray_word}".rstrip(": ")
+            )
+        result.append(failure)
+    if not result and infos:
+        role, replica = min(infos)
+        unplaceable = next((e for e in found if e.get("event") == "unplaceable"), None)
+        failure = Failure(role=role, replica_id=replica)
+        if unplaceable is not None:
+            failure.cause = "rejected"
+            failure.message = "resources never became free: " + _needs(unplaceable)
+        else:
+            failure.message = f"{error_type or 'FAILED'}: {ray_word}".rstrip(": ")
+        result.append(failure)
+    return result
