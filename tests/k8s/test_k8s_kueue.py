@@ -292,3 +292,77 @@ def test_a_cluster_without_kueue_or_jobset_is_one_line_each(tmp_path: Path) -> N
         assert check.returncode != 0
         assert "not installed (no jobset.x-k8s.io API), and job_type=jobset" in check.stdout
         assert "not installed (no kueue.x-k8s.io API), and queue=lq asks for it" in check.stdout
+
+
+ABSENT = "127.0.0.1:5000/torchx-test/absent:1"  # the local registry has no such image
+
+
+def _no_pods_left(kube: Any, namespace: str) -> None:
+    deadline = time.monotonic() + 60
+    while pods := kube.core.list_namespaced_pod(namespace).items:
+        assert time.monotonic() < deadline, [p.metadata.name for p in pods]
+        time.sleep(0.5)
+
+
+def test_an_unpullable_image_queued_in_kueue_ends_with_its_workload_deactivated(
+    sched: KubernetesScheduler, namespace: str, queue: SimpleNamespace, kube: Any
+) -> None:
+    """TorchX fails the app after image_pull_timeout and deactivates its workload: Kueue
+    stops the Job (its pods go, the quota is free) and never requeues it."""
+    app_id = sched.submit(sh("true", image=ABSENT), queued(namespace, image_pull_timeout=5))
+    status = until(sched, app_id, finished)
+    assert status.state == AppState.FAILED and status.failure is not None, status.msg
+    assert status.failure.cause == "image_pull"
+    _no_pods_left(kube, namespace)
+    assert [w["spec"].get("active") for w in workloads(kube, namespace)] == [False]
+    again = sched.describe(app_id)
+    assert again is not None and again.state == AppState.FAILED and ABSENT in again.msg
+    fine = sched.submit(sh("echo scheduled"), queued(namespace))
+    assert until(sched, fine, finished).state == AppState.SUCCEEDED  # the quota is free
+
+
+def test_an_unpullable_image_in_a_jobset_ends_with_the_jobset_suspended(
+    sched: KubernetesScheduler, namespace: str, kube: Any
+) -> None:
+    cfg = {"queue": "-", "job_type": "jobset", "namespace": namespace, "image_pull_timeout": 5}
+    app_id = sched.submit(sh("true", image=ABSENT, replicas=2), cfg)
+    status = until(sched, app_id, finished)
+    assert status.state == AppState.FAILED and status.failure is not None, status.msg
+    assert status.failure.cause == "image_pull"
+    _no_pods_left(kube, namespace)
+    (jobset,) = kube.custom.list_namespaced_custom_object(
+        "jobset.x-k8s.io", "v1alpha2", namespace, "jobsets"
+    )["items"]
+    assert jobset["spec"]["suspend"] is True
+    assert sched.describe(app_id).state == AppState.FAILED
+
+
+def test_a_workload_kueue_deactivates_fails_the_app_as_rejected(
+    sched: KubernetesScheduler, namespace: str, queue: SimpleNamespace, kube: Any
+) -> None:
+    """Kueue deactivates a workload an admission check rejected, or one evicted more often
+    than waitForPodsReady allows; it then stays suspended for ever. Deactivated here as
+    Kueue does (spec.active: false) while it waits for quota."""
+    running = sched.submit(sh("sleep 120"), queued(namespace))
+    until(sched, running, lambda s: s.state == AppState.RUNNING)
+    waiting = sched.submit(sh("echo never"), queued(namespace))
+    until(sched, waiting, lambda s: "insufficient unused quota" in s.msg, 60)
+    name = waiting.rpartition(":")[2]
+    uids = {
+        j.metadata.uid
+        for j in kube.batch.list_namespaced_job(
+            namespace, label_selector=f"app.kubernetes.io/instance={name}"
+        ).items
+    }
+    (workload,) = [
+        w for w in workloads(kube, namespace)
+        if w["metadata"]["labels"].get("kueue.x-k8s.io/job-uid") in uids
+    ]  # fmt: skip
+    kube.custom.patch_namespaced_custom_object(
+        *KUEUE, namespace, "workloads", workload["metadata"]["name"], {"spec": {"active": False}}
+    )
+    status = until(sched, waiting, finished, 60)
+    assert status.state == AppState.FAILED and status.failure is not None, status.msg
+    assert status.failure.cause == "rejected"
+    assert workload["metadata"]["name"] in status.failure.message
+    sched.cancel(running)

@@ -466,12 +466,16 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
 
     def _kueue_reason(self, ns: str, objects: list[dict[str, Any]]) -> str:
         """Why Kueue holds the app (its workloads' conditions), or ``""`` when it does not."""
+        return self._kueue(ns, objects)[0]
+
+    def _kueue(self, ns: str, objects: list[dict[str, Any]]) -> tuple[str, Failure | None]:
+        """(why Kueue holds the app, or ``""``; its rejection of the app, if it rejected it)."""
         queue = next(
             (q for o in objects if (q := _status.labels_of(o).get(_request.LABEL_KUEUE_QUEUE))), ""
         )
         uids = [str(o["metadata"].get("uid")) for o in objects if o["metadata"].get("uid")]
         if not queue or not uids:
-            return ""
+            return "", None
         custom = self._custom()
         try:
             found = _client.read_json(
@@ -485,9 +489,12 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             )
         except _client.KubernetesApiError as e:  # no right to read them: say what is known
             log.debug("cannot read the Kueue workloads of the app (%s)", e)
-            return f"queued in LocalQueue {queue!r}"
+            return f"queued in LocalQueue {queue!r}", None
+        items = list(found.get("items") or ())
+        role = _status.labels_of(objects[0]).get(LABEL_ROLE_NAME, "")
+        rejected = _status.kueue_rejection(items, role)
         cluster_queue = self._local_queues(ns).get(queue) or None
-        return _status.kueue_reason(list(found.get("items") or ()), queue, cluster_queue)
+        return _status.kueue_reason(items, queue, cluster_queue), rejected
 
     def _remove_created(self, ns: str, created: list[tuple[str, str]]) -> None:
         core, batch = self._core(), self._batch()
@@ -574,7 +581,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             if job is None:
                 return None
             self._remember_version(app_id, job)
-            objects = [job]
+            objects, rejected = [job], None
             pods = self._pods(ns, f"{LABEL_INSTANCE}={name}")
             response = _status.describe_volcano(app_id, ns, job, pods, tail=tail)
         elif job_type == "jobset":
@@ -584,19 +591,24 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             self._remember_version(app_id, jobset)
             objects = [jobset]
             pods = self._pods(ns, f"{_request.LABEL_JOBSET_NAME}={name}")
-            kueue = ""
+            kueue, rejected = "", None
             if _status.jobset_app_state(jobset) == AppState.PENDING:
-                kueue = self._kueue_reason(ns, [jobset])
+                kueue, rejected = self._kueue(ns, [jobset])
             response = _status.describe_jobset(app_id, ns, jobset, pods, kueue, tail=tail)
         else:
             objects = self._batch_jobs(ns, f"{LABEL_INSTANCE}={name}", app_id)
             if not objects:
                 return None
             pods = self._pods(ns, f"{LABEL_INSTANCE}={name}")
-            kueue = ""
+            kueue, rejected = "", None
             if _status.batch_app_state(objects) == AppState.PENDING:
-                kueue = self._kueue_reason(ns, objects)
+                kueue, rejected = self._kueue(ns, objects)
             response = _status.describe_batch(app_id, ns, objects, pods, kueue, tail=tail)
+        if rejected is not None and response.state == AppState.PENDING:
+            if not rejected.role and response.roles:
+                rejected.role = response.roles[0].name
+            response.state, response.failure = AppState.FAILED, rejected
+            response.msg = rejected.message
         failure = response.failure
         ended = any(_failure.failure_of_annotation(o) is not None for o in objects)
         if failure is not None and failure.cause == "image_pull" and not ended:

@@ -612,6 +612,27 @@ def _with_failure(
     return response
 
 
+def kueue_rejection(workloads: list[dict[str, Any]], role: str) -> Failure | None:
+    """Kueue's refusal of the app, as its failure (cause ``rejected``), or None: a workload
+    Kueue deactivated (``spec.active: false``: an admission check rejected it, or it was
+    evicted more often than ``waitForPodsReady`` allows) stays queued and suspended for
+    ever unless someone reactivates it."""
+    for workload in workloads:
+        if (workload.get("spec") or {}).get("active", True) is not False:
+            continue
+        evicted = _condition(workload, "Evicted") or {}
+        why = str(evicted.get("message") or "its workload was deactivated")
+        reason = str(evicted.get("reason") or "Deactivated")
+        name = (workload.get("metadata") or {}).get("name")
+        return Failure(
+            role=role,
+            replica_id=0,
+            cause="rejected",
+            message=f"rejected by Kueue ({reason}): {why} (workload {name})",
+        )
+    return None
+
+
 def kueue_reason(workloads: list[dict[str, Any]], queue: str, cluster_queue: str | None) -> str:
     """Why Kueue holds the app, in its own words, or ``""`` once every workload is admitted:
     ``queued in LocalQueue q (ClusterQueue cq): <why no quota>``, after an eviction or a
