@@ -519,6 +519,8 @@ def test_app_status_to_json() -> None:
         "structured_error_msg": "<NONE>",
         "url": "file:///tmp/x",
         "failure": None,  # no scheduler said why: AppStatus made by hand
+        "waiting": None,
+        "timeline": [],
     }
     json.dumps(data)
     assert golden_status().to_json(filter_roles=["other"])["roles"] == []

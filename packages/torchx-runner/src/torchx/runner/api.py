@@ -31,6 +31,7 @@ from torchx.specs.api import (
     UnknownAppException,
     UnknownSchedulerException,
     Workspace,
+    is_started,
     macros,
     make_app_handle,
     parse_app_handle,
@@ -712,6 +713,8 @@ class Runner:
                 ui_url=desc.ui_url,
                 roles=desc.roles_statuses,
                 failure=_failure_of(desc),
+                waiting=desc.waiting if not is_started(desc.state) else None,
+                timeline=list(desc.timeline),
             )
             if status.is_terminal():
                 from torchx.runner._trackers import finish_tracked_app

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
     from torchx.schedulers.list_filter import ListFilter
     from torchx.specs._failure import Failure
+    from torchx.specs._timeline import Phase, Waiting
     from torchx.util.readiness import ReadinessCheck
     from torchx.workspace.api import WorkspaceMixin
 
@@ -106,6 +107,11 @@ class DescribeAppResponse:
     failure: Failure | None = None
     """The root cause of a FAILED app (:mod:`torchx.specs._failure`), where the scheduler
     can say more than its state."""
+    waiting: Waiting | None = None
+    """Why the app waits, while it waits, where the scheduler says
+    (:mod:`torchx.specs._timeline`)."""
+    timeline: list[Phase] = field(default_factory=list)
+    """The phases the app went through, in order, as far as the scheduler knows them."""
 
 
 @dataclass

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from torchx.specs._failure import Failure
+    from torchx.specs._timeline import Phase, Waiting
 
 
 class AppState(int, Enum):
@@ -252,6 +253,10 @@ class AppStatus:
     roles: list[RoleStatus] = field(default_factory=list)
     failure: Failure | None = None
     """The root cause of a failed app (``None`` unless a replica failed)."""
+    waiting: Waiting | None = None
+    """Why the app waits (``None`` once it runs, or when the scheduler does not say)."""
+    timeline: list[Phase] = field(default_factory=list)
+    """The phases the app went through, in order (:mod:`torchx.specs._timeline`)."""
 
     def is_terminal(self) -> bool:
         """Whether the app can no longer change state (see :func:`is_terminal`)."""
@@ -289,6 +294,8 @@ class AppStatus:
             "structured_error_msg": self.structured_error_msg,
             "url": self.ui_url,
             "failure": self.failure.to_json() if self.failure is not None else None,
+            "waiting": self.waiting.to_json() if self.waiting is not None else None,
+            "timeline": [phase.to_json() for phase in self.timeline],
         }
 
     def format(self, filter_roles: list[str] | None = None) -> str:
@@ -313,9 +320,24 @@ class AppStatus:
             structured_error_msg=self.structured_error_msg,
             url=self.ui_url,
         )
+        lines = self._timing_lines()
+        if lines:
+            text = text.rstrip(" ") + "".join(f"\n    {line}" for line in lines)
         if self.failure is not None:
             text = text.rstrip(" ") + _format_failure(self.failure)
         return text
+
+    def _timing_lines(self) -> list[str]:
+        """``Waiting 2m13s: ...`` while the app waits; ``Started after 41s: ...`` once it
+        has run."""
+        from torchx.specs._timeline import startup_line, waiting_line
+
+        if self.waiting is not None:
+            import time
+
+            return [waiting_line(self.waiting, time.time())]
+        started = startup_line(self.timeline) if self.timeline else None
+        return [started] if started else []
 
     def __repr__(self) -> str:
         """YAML (or, without PyYAML, JSON) rendering with reply files decoded."""
@@ -339,8 +361,9 @@ class AppStatus:
                 return raw
 
         data = plain(asdict(self))
-        if self.failure is None:
-            data.pop("failure", None)  # the layout of an app without one stays upstream's
+        for key in ("failure", "waiting", "timeline"):
+            if not data.get(key):
+                data.pop(key, None)  # the layout of an app without them stays upstream's
         data["structured_error_msg"] = decoded(self.structured_error_msg)
         for role in data["roles"]:
             for replica in role["replicas"]:
