@@ -47,6 +47,21 @@ class TestSqueueText:
         desc = describe_rows("163", rows, None)
         assert desc.state == AppState.RUNNING
         assert [len(r.replicas) for r in desc.roles_statuses] == [2]
+        # Slurm's Submit and Start: queued 38 s; running (its End is the limit, not an end)
+        assert [(p.phase, p.end - p.start if p.end else None) for p in desc.timeline] == [
+            ("submitted", 0.0),
+            ("queued", 38.0),
+            ("running", None),
+        ]
+        assert desc.waiting is None
+
+    def test_a_pending_job_says_why_it_waits(self) -> None:
+        by_id = {r.job_id: r for r in parse_squeue_text(fixture("squeue-22.05.txt"))}
+        desc = describe_rows("165", [by_id["165"]], None)
+        assert desc.state == AppState.PENDING and desc.waiting is not None
+        assert desc.waiting.phase == "queued" and desc.waiting.since == by_id["165"].submit
+        assert desc.waiting.reason.startswith("JobHeldUser")
+        assert [p.phase for p in desc.timeline] == ["submitted", "queued"]
 
     def test_states_reasons_exit_codes_and_resources(self) -> None:
         by_id = {r.job_id: r for r in parse_squeue_text(fixture("squeue-22.05.txt"))}

@@ -647,7 +647,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
                     "sacct",
                     "--parsable2",
                     "--allocations",
-                    "--format=JobID,JobName%256,State,ExitCode,NodeList,Reason,WorkDir",
+                    "--format=JobID,JobName%256,State,ExitCode,NodeList,Reason,WorkDir,Submit,Eligible,Start,End",
                     "-j",
                     job_id,
                 ],

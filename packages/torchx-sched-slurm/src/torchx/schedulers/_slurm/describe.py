@@ -8,12 +8,13 @@ from typing import Any
 from torchx.schedulers._slurm.parse import SlurmJob, base_state, split_job_name
 from torchx.schedulers.api import DescribeAppResponse
 from torchx.specs import ReplicaStatus, RoleStatus
-from torchx.specs.api import NONE, AppState, Resource, Role
+from torchx.specs.api import NONE, AppState, Resource, Role, is_terminal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from torchx.schedulers._slurm.records import JobRecord
     from torchx.specs import ReplicaStatus, RoleStatus
+    from torchx.specs._timeline import Phase, Waiting
 
 __all__ = [
     "SLURM_STATES",
@@ -219,6 +220,7 @@ def describe_rows(
             )
         )
     log_dir = record.log_dir if record is not None else None
+    phases, waiting = _timing(state, rows, interruption)
     return DescribeAppResponse(
         app_id=job_id,
         state=state,
@@ -227,4 +229,41 @@ def describe_rows(
         ui_url=f"file://{log_dir}" if log_dir else None,
         roles_statuses=roles_statuses,
         roles=roles,
+        waiting=waiting,
+        timeline=phases,
     )
+
+
+def _timing(
+    state: AppState, rows: list[SlurmJob], interruption: str | None
+) -> tuple[list[Phase], Waiting | None]:
+    """The job's phases from Slurm's Submit, Start and End times (the earliest submit and
+    start, the latest end of its het components), and why it waits while it does: its
+    pending reason in Slurm's word and what that means."""
+    from torchx.specs._timeline import Waiting, timeline
+
+    def first(values: list[float | None]) -> float | None:
+        known = [v for v in values if v is not None]
+        return min(known) if known else None
+
+    submitted = first([r.submit for r in rows])
+    started = first([r.start for r in rows]) if state != AppState.PENDING else None
+    ended = max((r.end for r in rows if r.end is not None), default=None)
+    ended = ended if is_terminal(state) else None
+    reasons = [r.reason for r in rows if r.reason]
+    reason = explain_reason(reasons[0]) if reasons and reasons[0] != "None" else ""
+    attempt = max(r.restarts for r in rows)
+    queued_detail = reason or None
+    marks: list[tuple[str, float | None, str | None]] = [("submitted", submitted, None)]
+    if attempt and interruption:
+        marks.append(
+            ("requeued", submitted, f"attempt {attempt}; the last one ended: {interruption}")
+        )
+    if started is None or submitted is None or started > submitted:
+        marks.append(("queued", submitted, queued_detail))
+    marks += [("running", started, None), ("finished", ended, None)]
+    phases = timeline(marks, ended=ended)
+    waiting = None
+    if state in (AppState.PENDING, AppState.SUBMITTED):
+        waiting = Waiting(phase="queued", reason=reason, since=submitted)
+    return phases, waiting

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 
 from torchx.schedulers._slurm import commands
-from torchx.schedulers._slurm.parse import _exit_status, base_state, split_job_name
+from torchx.schedulers._slurm.parse import _exit_status, base_state, slurm_time, split_job_name
 from torchx.specs._failure import (
     LOG_TAIL_BYTES,
     Failure,
@@ -70,20 +70,12 @@ def parse_steps(text: str, components: dict[str, int]) -> dict[int, StepEnd]:
             continue
         index = components[component]
         code, signal = _exit_status(values.get("ExitCode", ""))
-        ended = StepEnd(base_state(values.get("State", "")), code, signal, _time(values.get("End")))
+        ended = StepEnd(
+            base_state(values.get("State", "")), code, signal, slurm_time(values.get("End"))
+        )
         if index not in steps or int(step) >= steps[index][0]:
             steps[index] = (int(step), ended)
     return {index: ended for index, (_, ended) in steps.items()}
-
-
-def _time(value: str | None) -> float | None:
-    """Unix seconds of a Slurm time (``2026-11-29T04:25:43``, the cluster's local time)."""
-    import time
-
-    try:
-        return time.mktime(time.strptime((value or "").strip(), "%Y-%m-%dT%H:%M:%S"))
-    except ValueError:
-        return None
 
 
 def root_failure(

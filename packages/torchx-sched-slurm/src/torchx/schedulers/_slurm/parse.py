@@ -66,6 +66,8 @@ class SlurmJob:
         "_name",
         "command",
         "cpus",
+        "eligible",
+        "end",
         "exit_code",
         "het_leader",
         "het_offset",
@@ -75,7 +77,9 @@ class SlurmJob:
         "reason",
         "restarts",
         "signal",
+        "start",
         "state",
+        "submit",
         "workdir",
     )
 
@@ -94,6 +98,10 @@ class SlurmJob:
         self.mem_mb: int | None = None
         self.workdir = ""
         self.command = ""
+        self.submit: float | None = None
+        self.eligible: float | None = None
+        self.start: float | None = None
+        self.end: float | None = None
 
     @property
     def name(self) -> str:
@@ -344,6 +352,13 @@ def parse_sacct_text(text: str, leader: str | None = None) -> list[SlurmJob]:
         row.exit_code, row.signal = _exit_status(values.get("ExitCode", ""))
         row.hosts = _host_list(values.get("NodeList", ""))
         row.workdir = values.get("WorkDir", "")
+        _times(
+            row,
+            values.get("Submit"),
+            values.get("Eligible"),
+            values.get("Start"),
+            values.get("End"),
+        )
         rows.append(row)
     return rows
 
@@ -402,6 +417,10 @@ SQUEUE_FIELDS = (
     "MinMemory",
     "Command",
     "WorkDir",
+    "SubmitTime",
+    "EligibleTime",
+    "StartTime",
+    "EndTime",
     "Name",
 )
 SQUEUE_FORMAT = ",".join(f"{name}:|" for name in SQUEUE_FIELDS)
@@ -435,7 +454,7 @@ def parse_squeue_text(text: str, leader: str | None = None) -> list[SlurmJob]:
         if len(parts) < len(SQUEUE_FIELDS) or not parts[0].strip().isdigit():
             continue
         job_id, het, offset, state, reason, nodes, restarts, exit_code = parts[:8]
-        cpus, memory, command, workdir, name = parts[8:]
+        cpus, memory, command, workdir, submit, eligible, start, end, name = parts[8:]
         row = SlurmJob(job_id.strip())
         if het.strip().isdigit() and het.strip() != "0":
             row.het_leader = het.strip()
@@ -453,9 +472,31 @@ def parse_squeue_text(text: str, leader: str | None = None) -> list[SlurmJob]:
         row.mem_mb = _memory_mb(memory)
         row.command = "" if command.strip() == "(null)" else command.strip()
         row.workdir = workdir.strip()
+        _times(row, submit, eligible, start, end)
         row.name = name.rstrip("|").strip()
         rows.append(row)
     return rows
+
+
+def slurm_time(value: Any) -> float | None:
+    """Unix seconds of a Slurm time (``2026-11-29T04:25:43``, the cluster's local time;
+    ``Unknown``, ``N/A`` and ``None`` are None)."""
+    import time
+
+    text = value.strip() if isinstance(value, str) else ""
+    if not _SUBMIT_TIME_SHAPE.match(text):
+        return None
+    return time.mktime(time.strptime(text, _SUBMIT_TIME))
+
+
+def _times(row: SlurmJob, submit: Any, eligible: Any, start: Any, end: Any) -> None:
+    """The row's Submit, Eligible, Start and End times; a job that has not started has an
+    estimated Start and End (or none): those are left out."""
+    row.submit, row.eligible = slurm_time(submit), slurm_time(eligible)
+    if row.state not in ("PENDING", ""):
+        row.start, row.end = slurm_time(start), slurm_time(end)
+        if row.state in ("RUNNING", "CONFIGURING", "SUSPENDED", "COMPLETING"):
+            row.end = None  # the limit it would reach, not its end
 
 
 _SUBMIT_TIME = "%Y-%m-%dT%H:%M:%S"
