@@ -113,3 +113,17 @@ def test_the_failed_rank_of_torchrun_is_named(runner: Any, tmp_path: Path) -> No
     failure = status.failure.to_json()
     assert failure["rank"] == 1, failure
     assert failure["message"] == "ValueError: rank one broke", failure
+
+
+def test_the_timeline_of_an_app_in_order(runner: Any) -> None:
+    """local_cwd queues nothing: submitted, starting (the supervisor starts the replicas),
+    running from the first replica's start, finished when the last ended."""
+    status = _wait(runner, AppDef("timed", [_sh("a", "sleep 0.3", replicas=2)]))
+    assert status.state == AppState.SUCCEEDED
+    phases = status.timeline
+    assert [p.phase for p in phases] == ["submitted", "starting", "running", "finished"]
+    for before, after in zip(phases, phases[1:], strict=False):
+        assert before.end is not None and before.end <= after.start + 1e-6
+    assert phases[2].end - phases[2].start >= 0.3
+    assert status.waiting is None
+    assert "Started after 0s: starting 0s" in status.format()

@@ -52,6 +52,7 @@ from torchx.specs.api import (
     RetryPolicy,
     Role,
     RoleStatus,
+    is_terminal,
     macros,
     runopts,
 )
@@ -70,6 +71,7 @@ if TYPE_CHECKING:
     from torchx.schedulers._local.popen import PopenProtocol
     from torchx.schedulers._local.supervisor import run_local_job
     from torchx.specs._failure import Failure
+    from torchx.specs._timeline import Phase
     from torchx.util.readiness import ReadinessCheck
 
 TORCHX_PLUGIN_API = 1
@@ -463,6 +465,27 @@ def _root_cause(request: dict[str, Any], state: dict[str, Any]) -> Failure | Non
                 from_error_file(failure, error_file)
             failures.append(failure)
     return root_cause(failures, [role["name"] for role in request["roles"]])
+
+
+def _timeline(request: dict[str, Any], state: dict[str, Any], app_state: AppState) -> list[Phase]:
+    """``submitted`` when the request was made, ``starting`` while the supervisor starts the
+    replicas, ``running`` from the first replica's start, ``finished`` when the last ended
+    (local_cwd queues nothing: an app starts at once)."""
+    from torchx.specs._timeline import timeline
+
+    starts = [r.get("started") for role in state["roles"] for r in role]
+    known = [float(s) for s in starts if isinstance(s, (int, float))]
+    ended = state.get("ended") if is_terminal(app_state) else None
+    created = request.get("created")
+    return timeline(
+        [
+            ("submitted", float(created) if created else None, None),
+            ("starting", float(created) if created and known else None, None),
+            ("running", min(known) if known else None, None),
+            ("finished", float(ended) if ended else None, None),
+        ],
+        ended=float(ended) if ended else None,
+    )
 
 
 def _read_error_file(path: str | None) -> str | None:
@@ -1020,6 +1043,7 @@ class LocalScheduler(Scheduler[Opts]):
             roles_statuses=roles_statuses,
             roles=roles,
             failure=_root_cause(request, state) if app_state == AppState.FAILED else None,
+            timeline=_timeline(request, state, app_state),
         )
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:

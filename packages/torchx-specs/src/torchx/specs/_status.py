@@ -322,7 +322,7 @@ class AppStatus:
         )
         lines = self._timing_lines()
         if lines:
-            text = text.rstrip(" ") + "".join(f"\n    {line}" for line in lines)
+            text = text.rstrip(" ") + "".join(f"    {line}\n" for line in lines)
         if self.failure is not None:
             text = text.rstrip(" ") + _format_failure(self.failure)
         return text
