@@ -366,3 +366,26 @@ def test_a_workload_kueue_deactivates_fails_the_app_as_rejected(
     assert status.failure.cause == "rejected"
     assert workload["metadata"]["name"] in status.failure.message
     sched.cancel(running)
+
+
+def test_a_queued_app_says_why_it_waits_and_where_its_time_went(
+    sched: KubernetesScheduler, namespace: str, queue: SimpleNamespace
+) -> None:
+    """Behind a running app on a 1-CPU ClusterQueue: waiting says Kueue's reason; once run,
+    the timeline has queued until Kueue admitted it, then its pod starting and running."""
+    first = sched.submit(sh("sleep 4"), queued(namespace))
+    until(sched, first, lambda s: s.state == AppState.RUNNING)
+    second = sched.submit(sh("echo second"), queued(namespace))
+    waiting = until(
+        sched,
+        second,
+        lambda s: s.waiting is not None and "insufficient unused quota" in s.waiting.reason,
+        60,
+    )
+    assert waiting.waiting is not None and waiting.waiting.phase == "queued"
+    done = until(sched, second, finished)
+    assert done.state == AppState.SUCCEEDED and done.waiting is None
+    phases = [p.phase for p in done.timeline]
+    assert phases == ["submitted", "queued", "admitted", "starting", "running", "finished"]
+    queued_for = done.timeline[1].end - done.timeline[1].start
+    assert queued_for >= 1, done.timeline  # it waited for the first app's quota

@@ -26,6 +26,7 @@ __all__ = [
     "failure_to_annotation",
     "job_failure",
     "pod_failure",
+    "unix_time",
 ]
 
 ANNOTATION_FAILURE = "torchx.pytorch.org/failure"
@@ -35,7 +36,8 @@ _PREEMPTED = frozenset({"PreemptionByScheduler", "EvictionByEvictionAPI", "Termi
 _NODE_LOST = frozenset({"DeletionByTaintManager", "DeletionByPodGC"})
 
 
-def _unix(stamp: object) -> float | None:
+def unix_time(stamp: object) -> float | None:
+    """Unix seconds of an API server time (``2026-11-29T04:25:43Z``), None if none."""
     if not isinstance(stamp, str) or not stamp:
         return None
     try:
@@ -60,7 +62,7 @@ def pod_failure(role: str, replica_id: int, pod: dict[str, Any]) -> Failure:
     for container in status.get("containerStatuses") or ():
         done = (container.get("state") or {}).get("terminated") or {}
         if done and done.get("exitCode") not in (0, None):
-            ended.append((_unix(done.get("finishedAt")) or float("inf"), container, done))
+            ended.append((unix_time(done.get("finishedAt")) or float("inf"), container, done))
     if ended:
         when, container, done = min(ended, key=lambda e: e[0])
         failure.time = None if when == float("inf") else when
@@ -101,7 +103,7 @@ def pod_failure(role: str, replica_id: int, pod: dict[str, Any]) -> Failure:
         if why in _PREEMPTED or why in _NODE_LOST:
             failure.cause = "node_failure" if why in _NODE_LOST else "preempted"
             failure.message = f"{why}: {disruption.get('message') or ''}".rstrip(": ")
-            failure.time = failure.time or _unix(disruption.get("lastTransitionTime"))
+            failure.time = failure.time or unix_time(disruption.get("lastTransitionTime"))
     if not failure.message:
         failure.message = reason or "the pod failed"
     return failure
@@ -119,7 +121,7 @@ def job_failure(role: str, job: dict[str, Any]) -> Failure | None:
                 replica_id=0,
                 cause="time_limit",
                 message=str(condition.get("message") or "the Job ran past its deadline"),
-                time=_unix(condition.get("lastTransitionTime")),
+                time=unix_time(condition.get("lastTransitionTime")),
             )
     return None
 

@@ -15,6 +15,7 @@ from torchx.schedulers._kubernetes.failure import (
     failure_of_annotation,
     job_failure,
     pod_failure,
+    unix_time,
 )
 from torchx.schedulers._kubernetes.request import (
     ANNOTATION_IMAGE_PULL_TIMEOUT,
@@ -32,6 +33,7 @@ from torchx.schedulers._kubernetes.request import (
 )
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse
 from torchx.specs._failure import Failure, from_log_tail, root_cause
+from torchx.specs._timeline import Phase, Waiting
 from torchx.specs.api import NONE, AppState, ReplicaStatus, Role, RoleStatus, is_terminal
 
 __all__ = [
@@ -239,6 +241,10 @@ class _Replicas:
         self.restarting: list[tuple[str, str]] = []
         self.failures: list[Failure] = []
         self.pods: dict[tuple[str, int], dict[str, Any]] = {}  # of each failure
+        self.scheduled: list[float] = []  # when each pod was bound to a node
+        self.started: list[float] = []  # when each pod's first container started
+        self.finished: list[float] = []  # when each pod's last container ended
+        self.pulling: list[str] = []  # images pods wait for
 
     def status(
         self, role: str, rid: int, pod: dict[str, Any] | None, default: AppState
@@ -250,6 +256,7 @@ class _Replicas:
             phase = str((pod.get("status") or {}).get("phase") or "Pending")
             state = TASK_STATE.get(phase, AppState.UNKNOWN)
             name = str((pod.get("metadata") or {}).get("name"))
+            self._times(pod)
             if state == AppState.PENDING and (pull := image_pull_failure(pod)):
                 state, error = AppState.FAILED, pull
                 self.failed.append((name, pull))
@@ -282,6 +289,75 @@ class _Replicas:
             hostname=_hostname(pod, self.namespace),
             structured_error_msg=error,
         )
+
+    def _times(self, pod: dict[str, Any]) -> None:
+        status = pod.get("status") or {}
+        for condition in status.get("conditions") or ():
+            if condition.get("type") == "PodScheduled" and condition.get("status") == "True":
+                if (when := unix_time(condition.get("lastTransitionTime"))) is not None:
+                    self.scheduled.append(when)
+        starts, ends = [], []
+        for container in status.get("containerStatuses") or ():
+            state = container.get("state") or {}
+            for key in ("running", "terminated"):
+                if (when := unix_time((state.get(key) or {}).get("startedAt"))) is not None:
+                    starts.append(when)
+            if (when := unix_time((state.get("terminated") or {}).get("finishedAt"))) is not None:
+                ends.append(when)
+            waiting = str((state.get("waiting") or {}).get("reason") or "")
+            if waiting in _PULL_FAILED:
+                self.pulling.append(f"{container.get('image')} ({waiting})")
+        if starts:
+            self.started.append(min(starts))
+        if ends and len(ends) == len(status.get("containerStatuses") or ()):
+            self.finished.append(max(ends))
+
+    def timing(
+        self, state: AppState, objects: list[dict[str, Any]], message: str
+    ) -> tuple[list[Phase], Waiting | None]:
+        """The app's phases from its objects' creation, Kueue's admission (the Jobs'
+        ``startTime``, set when Kueue lets them go), its pods' scheduling and containers'
+        start and end; and why it waits, while it does (``message``: Kueue's or the
+        scheduler's words, as ``describe`` says them)."""
+        from torchx.specs._timeline import Waiting, timeline
+
+        created = [
+            t
+            for o in objects
+            if (t := unix_time((o.get("metadata") or {}).get("creationTimestamp")))
+        ]
+        submitted = min(created) if created else None
+        queued_in_kueue = any(labels_of(o).get(LABEL_KUEUE_QUEUE) for o in objects)
+        admitted = None
+        if queued_in_kueue:
+            starts = [
+                t for o in objects if (t := unix_time((o.get("status") or {}).get("startTime")))
+            ]
+            admitted = min(starts) if starts else None
+        scheduled = min(self.scheduled) if self.scheduled else None
+        started = min(self.started) if self.started else None
+        ended = max(self.finished) if self.finished and is_terminal(state) else None
+        marks: list[tuple[str, float | None, str | None]] = [
+            ("submitted", submitted, None),
+            ("queued", submitted, None),
+            ("admitted", admitted, None),
+            (
+                "pulling_image" if self.pulling else "starting",
+                scheduled,
+                ", ".join(self.pulling) or None,
+            ),
+            ("running", started, None),
+            ("finished", ended, None),
+        ]
+        phases = timeline(marks, ended=ended)
+        waiting = None
+        if not is_terminal(state) and started is None:
+            reason = "" if message == NONE else message
+            if scheduled is None:
+                waiting = Waiting(phase="queued", reason=reason, since=submitted)
+            else:
+                waiting = Waiting(phase="starting", reason=reason, since=scheduled)
+        return phases, waiting
 
     def _failed(self, failure: Failure, pod: dict[str, Any]) -> None:
         self.failures.append(failure)
@@ -595,6 +671,7 @@ def _with_failure(
     """``response`` with its root cause: the failure TorchX wrote on the app's objects when
     it ended the app itself (then the app is FAILED, whatever its pods say), else the
     first failure observed among its pods and Jobs."""
+    response.timeline, response.waiting = collect.timing(response.state, objects, response.msg)
     written = next((f for o in objects if (f := failure_of_annotation(o)) is not None), None)
     if written is not None:
         response.state = AppState.FAILED
