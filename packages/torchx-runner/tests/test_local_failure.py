@@ -5,6 +5,7 @@ cause block (the failed rank), the first observed failure among replicas."""
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
 import sys
 import textwrap
@@ -122,7 +123,7 @@ def test_the_timeline_of_an_app_in_order(runner: Any) -> None:
     assert status.state == AppState.SUCCEEDED
     phases = status.timeline
     assert [p.phase for p in phases] == ["submitted", "starting", "running", "finished"]
-    for before, after in zip(phases, phases[1:], strict=False):
+    for before, after in itertools.pairwise(phases):
         assert before.end is not None and before.end <= after.start + 1e-6
     assert phases[2].end - phases[2].start >= 0.3
     assert status.waiting is None

@@ -293,9 +293,10 @@ class _Replicas:
     def _times(self, pod: dict[str, Any]) -> None:
         status = pod.get("status") or {}
         for condition in status.get("conditions") or ():
-            if condition.get("type") == "PodScheduled" and condition.get("status") == "True":
-                if (when := unix_time(condition.get("lastTransitionTime"))) is not None:
-                    self.scheduled.append(when)
+            bound = condition.get("type") == "PodScheduled" and condition.get("status") == "True"
+            when = unix_time(condition.get("lastTransitionTime")) if bound else None
+            if when is not None:
+                self.scheduled.append(when)
         starts, ends = [], []
         for container in status.get("containerStatuses") or ():
             state = container.get("state") or {}
