@@ -102,3 +102,26 @@ def test_a_succeeded_app_has_no_failure(runner: Any) -> None:
     handle = runner.run(specs.AppDef(name="fine", roles=[_role("echo fine")]), SCHED, {})
     status = runner.wait(handle, wait_interval=0.5)
     assert (status.state, status.failure) == (AppState.SUCCEEDED, None)
+
+
+def test_the_timeline_has_the_image_pull_and_the_start(runner: Any, docker_client: Any) -> None:
+    """An image not on the host is pulled from the local registry first: the timeline
+    says so, then the containers starting, running and finished."""
+    from torchx_testsupport.docker import REGISTRY
+
+    image = f"{REGISTRY}/torchx-test/python:3.11-r2"
+    docker_client.images.get(IMAGE).tag(image)
+    docker_client.images.push(image)
+    docker_client.images.remove(image)
+    role = specs.Role(name="sh", image=image, entrypoint="sh", args=["-c", "sleep 1"])
+    app = specs.AppDef(name="pulled", roles=[role])
+    handle = runner.run(app, SCHED, {})
+    status = runner.wait(handle, wait_interval=0.5)
+    assert status.state == AppState.SUCCEEDED, status
+    phases = [p.phase for p in status.timeline]
+    assert phases == ["submitted", "pulling_image", "starting", "running", "finished"]
+    pulling = status.timeline[1]
+    assert pulling.detail == image and pulling.end >= pulling.start
+    running = status.timeline[3]
+    assert running.end - running.start >= 0.5  # it slept a second (Created: whole seconds)
+    assert status.format().count("Started after") == 1

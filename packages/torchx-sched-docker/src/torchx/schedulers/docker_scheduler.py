@@ -31,13 +31,16 @@ from typing import Any
 
 from torchx.schedulers._docker import engine as docker_engine
 from torchx.schedulers._docker import logs, retry
+from torchx.schedulers._docker import timing as _timing
 from torchx.schedulers._docker.request import (
     _COUNT_ATTEMPTS,
     LABEL_APP_ID,
     LABEL_CANCELLED,
+    LABEL_PULLED,
     LABEL_REPLICA_ID,
     LABEL_RESTARTABLE,
     LABEL_ROLE_NAME,
+    LABEL_SUBMITTED,
     LABEL_VERSION,
     NETWORK,
     DockerContainer,
@@ -251,8 +254,17 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     def schedule(self, dryrun_info: AppDryRunInfo[DockerJob]) -> str:
         request = dryrun_info.request
         api = self._api
+        submitted = time.time()
+        pulled: list[str] = []
         for image in dict.fromkeys(c.image for c in request.containers):
-            self._ensure_image(image)
+            if self._ensure_image(image):
+                pulled.append(image)
+        # the daemon keeps the app's state: when it was submitted and what was pulled for it
+        marks = {LABEL_SUBMITTED: f"{submitted:.3f}"}
+        if pulled:
+            marks[LABEL_PULLED] = f"{time.time():.3f} {' '.join(pulled)}"
+        for container in request.containers:
+            container.kwargs.setdefault("labels", {}).update(marks)
         shells: dict[str, bool] = {}
         for container in request.containers:
             if container.command[: len(_COUNT_ATTEMPTS)] != _COUNT_ATTEMPTS:
@@ -289,10 +301,13 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     def _image_api(self) -> Any:
         return self._api
 
-    def _ensure_image(self, image: str) -> None:
-        """Pulls ``image`` (through the SDK) only when the daemon does not have it."""
+    def _ensure_image(self, image: str) -> bool:
+        """Pulls ``image`` (through the SDK) only when the daemon does not have it; whether
+        it pulled it."""
         if local_image_id(self._api, image) is None:
             ensure_image(self._docker_client, image)
+            return True
+        return False
 
     def _has_shell(self, image: str) -> bool:
         """Whether ``image`` has ``/bin/sh``: looked for in a container made (never started)
@@ -463,6 +478,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             roles_statuses=roles_statuses,
             roles=roles,
             failure=self._root_cause(failed, list(by_role)) if state == AppState.FAILED else None,
+            timeline=_timing.timeline_of(summaries, state),
         )
 
     def _root_cause(

@@ -25,9 +25,11 @@ from torchx.version import __version__
 __all__ = [
     "LABEL_APP_ID",
     "LABEL_CANCELLED",
+    "LABEL_PULLED",
     "LABEL_REPLICA_ID",
     "LABEL_RESTARTABLE",
     "LABEL_ROLE_NAME",
+    "LABEL_SUBMITTED",
     "LABEL_VERSION",
     "NETWORK",
     "RANK0_ENV",
@@ -50,6 +52,10 @@ LABEL_RESTARTABLE = f"{labels.DOMAIN}/restartable"
 """On a container Docker may restart (``max_retries``): its state is inspected, not listed,
 to count the restarts of one that ended well."""
 
+LABEL_SUBMITTED = f"{labels.DOMAIN}/submitted"
+"""When ``schedule`` began (unix seconds): the start of the app's timeline."""
+LABEL_PULLED = f"{labels.DOMAIN}/pulled"
+"""``<unix seconds> <image>...``: when ``schedule`` finished pulling the images it pulled."""
 _ENV_NAME = re.compile(r"^[^=\0]+$")
 _NAME_CHARS = re.compile(r"[^a-zA-Z0-9_.-]")
 

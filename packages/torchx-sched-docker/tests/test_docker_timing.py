@@ -1,0 +1,46 @@
+"""local_docker's timeline from the daemon's container list (no extra call)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from torchx.schedulers._docker.timing import _seconds_ago, timeline_of
+from torchx.specs import AppState
+
+
+@pytest.mark.parametrize(
+    ("status", "seconds"),
+    [
+        ("Exited (0) Less than a second ago", 1.0),
+        ("Exited (0) 5 seconds ago", 5.0),
+        ("Exited (137) About a minute ago", 60.0),
+        ("Exited (1) 3 hours ago", 10800.0),
+        ("Up 3 seconds", None),
+    ],
+)
+def test_how_long_ago_a_container_exited(status: str, seconds: float | None) -> None:
+    assert _seconds_ago(status) == seconds
+
+
+def test_phases_from_labels_created_and_status() -> None:
+    now = time.time()
+    summary = {
+        "Created": int(now) - 8,
+        "Status": "Exited (0) 2 seconds ago",
+        "Labels": {
+            "torchx.pytorch.org/submitted": f"{now - 10:.3f}",
+            "torchx.pytorch.org/pulled": f"{now - 9:.3f} reg/img:1",
+        },
+    }
+    phases = timeline_of([summary], AppState.SUCCEEDED)
+    assert [p.phase for p in phases] == [
+        "submitted",
+        "pulling_image",
+        "starting",
+        "running",
+        "finished",
+    ]
+    assert phases[1].detail == "reg/img:1"
+    assert phases[3].end == pytest.approx(now - 2, abs=1)
