@@ -60,3 +60,7 @@ def test_an_exit_code_and_a_signal(batch_queue: str, tmp_path: Path) -> None:
 def test_a_succeeded_job_has_no_failure(batch_queue: str, tmp_path: Path) -> None:
     status = _status_after_run(batch_queue, "echo fine", tmp_path)
     assert (status["state"], status["failure"]) == ("SUCCEEDED", None)
+    # moto records createdAt, startedAt and stoppedAt as Batch does: the timeline's ends
+    phases = [p["phase"] for p in status["timeline"]]
+    assert phases[0] == "submitted" and phases[-2:] == ["running", "finished"], phases
+    assert status["waiting"] is None

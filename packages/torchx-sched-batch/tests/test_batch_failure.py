@@ -48,3 +48,30 @@ def test_batch_reasons_name_the_cause(
     assert (failure.role, failure.replica_id, failure.cause) == ("trainer", 1, cause)
     assert words in failure.message
     assert failure.time == pytest.approx(1795926343.123)
+
+
+def test_a_runnable_job_says_it_waits_for_compute_and_why() -> None:
+    from torchx.schedulers._aws_batch.state import timing
+    from torchx.specs import AppState
+
+    job = {
+        "status": "RUNNABLE",
+        "statusReason": "MISCONFIGURATION:JOB_RESOURCE_REQUIREMENT - no instance type fits",
+        "createdAt": 1795926000000,
+    }
+    phases, waiting = timing(job, AppState.PENDING)
+    assert waiting is not None and waiting.phase == "queued" and waiting.since == 1795926000.0
+    assert waiting.reason.startswith("RUNNABLE: it waits for compute resources")
+    assert "no instance type fits" in waiting.reason
+    assert [p.phase for p in phases] == ["submitted", "queued"]
+    done, none = timing(
+        {**job, "status": "SUCCEEDED", "startedAt": 1795926030000, "stoppedAt": 1795926040000},
+        AppState.SUCCEEDED,
+    )
+    assert none is None
+    assert [(p.phase, p.start, p.end) for p in done] == [
+        ("submitted", 1795926000.0, 1795926000.0),
+        ("queued", 1795926000.0, 1795926030.0),
+        ("running", 1795926030.0, 1795926040.0),
+        ("finished", 1795926040.0, 1795926040.0),
+    ]

@@ -20,7 +20,8 @@ from torchx.schedulers._aws_batch.request import (
 )
 from torchx.schedulers.api import DescribeAppResponse
 from torchx.specs._failure import Failure
-from torchx.specs.api import NONE, AppState, ReplicaStatus, Role, RoleStatus
+from torchx.specs._timeline import Phase, Waiting
+from torchx.specs.api import NONE, AppState, ReplicaStatus, Role, RoleStatus, is_terminal
 
 __all__ = [
     "CANCEL_REASON",
@@ -226,6 +227,7 @@ def describe_response(
         if not failed and roles:  # no node jobs reported (emulators): the job is the main node's
             failed.append((node_failure(roles[0].name, 0, job), job))
         failure = _root_cause(failed, [role.name for role in roles], tail)
+    phases, waiting = timing(job, state)
     return DescribeAppResponse(
         app_id=app_id,
         state=state,
@@ -236,7 +238,46 @@ def describe_response(
         roles_statuses=roles_statuses,
         roles=roles,
         failure=failure,
+        waiting=waiting,
+        timeline=phases,
     )
+
+
+_WAITING = {
+    "SUBMITTED": "submitted: Batch has not evaluated the job yet",
+    "PENDING": "pending: it waits for a job it depends on",
+    "RUNNABLE": "runnable: it waits for compute resources in its queue's environments",
+    "STARTING": "starting: its container is being made (image pull, start)",
+}
+
+
+def timing(job: Mapping[str, Any], state: AppState) -> tuple[list[Phase], Waiting | None]:
+    """The job's phases from Batch's ``createdAt``, ``startedAt`` and ``stoppedAt``, and
+    why it waits while it does: its status (``RUNNABLE``...) and ``statusReason``."""
+    from torchx.specs._timeline import Waiting, timeline
+
+    def seconds(key: str) -> float | None:
+        value = job.get(key)
+        return float(value) / 1000 if isinstance(value, (int, float)) else None
+
+    created, started, stopped = seconds("createdAt"), seconds("startedAt"), seconds("stoppedAt")
+    status = str(job.get("status") or "")
+    reason = " ".join(str(job.get("statusReason") or "").split())
+    phases = timeline(
+        [
+            ("submitted", created, None),
+            ("queued", created, reason or None),
+            ("running", started, None),
+            ("finished", stopped if is_terminal(state) else None, None),
+        ],
+        ended=stopped if is_terminal(state) else None,
+    )
+    waiting = None
+    if status in _WAITING:
+        words = _WAITING[status] + (f" ({reason})" if reason else "")
+        phase = "starting" if status == "STARTING" else "queued"
+        waiting = Waiting(phase=phase, reason=f"{status}: {words.split(': ', 1)[1]}", since=created)
+    return phases, waiting
 
 
 _BATCH_WORD = frozenset({"oom", "image_pull", "node_failure"})
