@@ -63,3 +63,29 @@ def test_a_succeeded_app_has_no_failure(runner: Any) -> None:
     handle = runner.run(_sh("echo fine"), "ray")
     status = runner.wait(handle, wait_interval=0.5)
     assert (status.state, status.failure) == (AppState.SUCCEEDED, None)
+
+
+def test_waiting_says_what_it_waits_for_and_the_timeline_is_in_order(runner: Any) -> None:
+    """An app that asks for more CPUs than the cluster has waits (queued, with what it
+    needs) until its placement times out; an app that runs goes submitted, starting,
+    queued (its placement group), running, finished."""
+    handle = runner.run(_sh("true", cpu=64), "ray", cfg={"placement_timeout_s": 20})
+
+    def queued() -> Any:
+        status = runner.status(handle)
+        return status if status.waiting is not None and status.waiting.phase == "queued" else None
+
+    import time
+
+    deadline = time.monotonic() + WAIT_S
+    while (waiting := queued()) is None:
+        assert time.monotonic() < deadline, runner.status(handle)
+        time.sleep(0.5)
+    assert "64" in waiting.waiting.reason, waiting.waiting
+    runner.cancel(handle)
+    ran = runner.wait(runner.run(_sh("echo ran"), "ray"), wait_interval=0.5)
+    phases = [p.phase for p in ran.timeline]
+    assert phases == ["submitted", "starting", "queued", "running", "finished"], ran.timeline
+    starts = [p.start for p in ran.timeline]
+    assert starts == sorted(starts)
+    assert ran.waiting is None

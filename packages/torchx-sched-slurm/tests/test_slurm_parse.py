@@ -312,11 +312,13 @@ def test_squeue_list_rows_recorded_from_22_05() -> None:
         ("221", "221", 0, "COMPLETED", "sh:sh-0"),
         ("222", "222", 0, "COMPLETED", "train:trainer-0"),
         ("223", "222", 1, "COMPLETED", "train:trainer-1"),
+        ("224", "224", 0, "PENDING", "wait:wait-0"),
     ]
+    assert [r.reason for r in rows] == ["", "", "", "", "Priority"]  # why 224 waits
     groups = leaders(rows)
-    assert sorted(groups) == ["220", "221", "222"] and len(groups["222"]) == 2
+    assert sorted(groups) == ["220", "221", "222", "224"] and len(groups["222"]) == 2
     import time
 
     submitted = time.mktime(time.strptime("2026-11-25T17:01:00", "%Y-%m-%dT%H:%M:%S"))
     later = [r.job_id for r in parse_squeue_list(fixture("squeue-list-22.05.txt"), submitted)]
-    assert later == ["222", "223"], "only the jobs submitted since then"
+    assert later == ["222", "223", "224"], "only the jobs submitted since then"

@@ -14,11 +14,20 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from torchx.schedulers.list_filter import ListFilter
 
-__all__ = ["APP_NAME_HEADER", "HANDLE_HEADER", "NAME_HEADER", "STATUS_HEADER", "CmdList"]
+__all__ = [
+    "APP_NAME_HEADER",
+    "HANDLE_HEADER",
+    "NAME_HEADER",
+    "STATUS_HEADER",
+    "WAITING_HEADER",
+    "CmdList",
+]
 
 HANDLE_HEADER = "APP HANDLE"
 APP_NAME_HEADER = "APP NAME"
 STATUS_HEADER = "APP STATUS"
+WAITING_HEADER = "WAITING FOR"
+"""The column of why an app waits, shown when one does."""
 NAME_HEADER = APP_NAME_HEADER  # upstream's name for it
 
 
@@ -78,6 +87,7 @@ class CmdList(SubCommand):
                         "app_id": app.app_id,
                         "name": app.name,
                         "state": str(app.state),
+                        "waiting": app.waiting or None,
                     }
                     for app in runner.list_iter(scheduler, cfg=cfg, list_filter=list_filter)
                 )
@@ -86,7 +96,12 @@ class CmdList(SubCommand):
         from torchx.cli._table import format_table
 
         rows = [[app.app_handle, app.name, str(app.state)] for app in apps]
-        print(format_table(rows, [HANDLE_HEADER, APP_NAME_HEADER, STATUS_HEADER]))
+        headers = [HANDLE_HEADER, APP_NAME_HEADER, STATUS_HEADER]
+        if any(app.waiting for app in apps):  # else upstream's three columns
+            headers.append(WAITING_HEADER)
+            for row, app in zip(rows, apps, strict=True):
+                row.append(app.waiting)
+        print(format_table(rows, headers))
 
 
 def _list_filter(args: argparse.Namespace) -> "ListFilter | None":

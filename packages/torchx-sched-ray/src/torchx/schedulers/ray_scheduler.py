@@ -278,6 +278,7 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
             ]
             role_statuses.append(RoleStatus(role_name, statuses))
         restarts = sum(1 for e in found_events if e.get("event") == "restarted")
+        phases, waiting = _describe.timing(job, found_events, state, message)
         failure = None
         if state == AppState.FAILED:
             failure = root_cause(_describe.failures(job, found_events, infos), list(roles))
@@ -294,6 +295,8 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
             roles_statuses=role_statuses,
             roles=[Role(name=r, image="", num_replicas=n) for r, n in roles.items()],
             failure=failure,
+            timeline=phases,
+            waiting=waiting,
         )
 
     def _failed_tail(self, client: jobs_api.RayJobsClient, info: _describe.ReplicaInfo) -> str:

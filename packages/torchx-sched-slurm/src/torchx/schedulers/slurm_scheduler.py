@@ -753,11 +753,15 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
         for leader in sorted(groups, key=_job_order):
             group = groups[leader]
             parsed = parse.split_job_name(group[0].name)
+            state = _describe.app_state(group)
+            reason = next((r.reason for r in group if r.reason), "")
+            waiting = _describe.explain_reason(reason) if state == AppState.PENDING else ""
             result.append(
                 ListAppResponse(
                     app_id=_app_id(leader, via),
-                    state=_describe.app_state(group),
+                    state=state,
                     name=(parsed[0] or parsed[1]) if parsed else group[0].name,
+                    waiting=waiting or ("queued" if state == AppState.PENDING else ""),
                 )
             )
         return result

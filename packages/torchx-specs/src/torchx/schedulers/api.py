@@ -122,6 +122,9 @@ class ListAppResponse:
     state: AppState
     app_handle: str = "<NOT_SET>"
     name: str = ""
+    waiting: str = ""
+    """Why the app waits, while it does and where the listing already says it (no extra
+    call per app): e.g. Slurm's pending reason."""
 
     def __hash__(self) -> int:
         return hash((self.app_id, self.app_handle, self.state))

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from torchx.specs._failure import Failure
+from torchx.specs._timeline import Phase, Waiting
 from torchx.specs.api import AppState
 from torchx.util._startup.lazy_dataclass import dataclass
 
@@ -198,3 +199,45 @@ def failures(
             failure.message = f"{error_type or 'FAILED'}: {ray_word}".rstrip(": ")
         result.append(failure)
     return result
+
+
+def timing(
+    job: dict[str, Any], found: list[dict[str, Any]], state: AppState, message: str
+) -> tuple[list[Phase], Waiting | None]:
+    """The app's phases from Ray's job times and the driver's events: ``submitted`` (the
+    job's start), ``starting`` (Ray sets up its runtime env and starts the driver),
+    ``queued`` (the driver waits for its placement group), ``running`` (the first replica
+    runs), ``finished`` (the job's end); and why it waits, while it does."""
+    from torchx.specs._timeline import Waiting, timeline
+
+    def stamp(event: dict[str, Any] | None) -> float | None:
+        value = (event or {}).get("t")
+        return float(value) if isinstance(value, (int, float)) else None
+
+    def ms(key: str) -> float | None:
+        value = job.get(key)
+        return float(value) / 1000 if isinstance(value, (int, float)) and value else None
+
+    submitted = ms("start_time")
+    ended = (
+        ms("end_time")
+        if state in (AppState.SUCCEEDED, AppState.FAILED, AppState.CANCELLED)
+        else None
+    )
+    queued = stamp(next((e for e in found if e.get("event") in ("waiting", "pending")), None))
+    running = stamp(next((e for e in found if e.get("event") == "running"), None))
+    phases = timeline(
+        [
+            ("submitted", submitted, None),
+            ("starting", submitted, None),
+            ("queued", queued, None),
+            ("running", running, None),
+            ("finished", ended, None),
+        ],
+        ended=ended,
+    )
+    waiting = None
+    if state == AppState.PENDING:
+        phase = "queued" if queued is not None else "starting"
+        waiting = Waiting(phase=phase, reason=message, since=queued or submitted)
+    return phases, waiting

@@ -503,7 +503,15 @@ _SUBMIT_TIME = "%Y-%m-%dT%H:%M:%S"
 _SUBMIT_TIME_SHAPE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$")
 """A submit time squeue printed (else ``Unknown`` or ``N/A``: such jobs are kept)."""
 
-SQUEUE_LIST_FIELDS = ("JobID", "HetJobID", "HetJobOffset", "State", "SubmitTime", "Name")
+SQUEUE_LIST_FIELDS = (
+    "JobID",
+    "HetJobID",
+    "HetJobOffset",
+    "State",
+    "SubmitTime",
+    "Reason",
+    "Name",
+)
 SQUEUE_LIST_FORMAT = ",".join(f"{name}:|" for name in SQUEUE_LIST_FIELDS)
 """``squeue -O`` format of ``list``: only what a listing shows (the name last)."""
 
@@ -525,7 +533,7 @@ def parse_squeue_list(text: str, since: float | None = None) -> list[SlurmJob]:
         parts = line.split("|", len(SQUEUE_LIST_FIELDS) - 1)
         if len(parts) < len(SQUEUE_LIST_FIELDS) or not parts[0].strip().isdigit():
             continue
-        job_id, het, offset, state, submitted, name = parts
+        job_id, het, offset, state, submitted, reason, name = parts
         if cutoff is not None:
             when = submitted.strip()
             if _SUBMIT_TIME_SHAPE.match(when) and when < cutoff:
@@ -535,6 +543,7 @@ def parse_squeue_list(text: str, since: float | None = None) -> list[SlurmJob]:
             row.het_leader = het.strip()
             row.het_offset = _number(offset) or 0
         row.state = base_state(state)
+        row.reason = _reason(reason)
         row.name = name.rstrip("|").strip()
         rows.append(row)
     return rows
