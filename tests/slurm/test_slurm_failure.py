@@ -158,3 +158,50 @@ def test_the_cli_names_the_root_cause(runner: Any) -> None:
     log = subprocess.run([*cli, "log", "--failed", handle], capture_output=True, text=True)
     assert log.stderr.splitlines()[0].startswith("torchx: root cause: train[1]"), log.stderr
     assert "ValueError: bad shard" in log.stdout
+
+
+def test_a_job_behind_a_full_cluster_says_why_it_waits_then_where_its_time_went(
+    runner: Any,
+) -> None:
+    """Every node held by another job: the app waits (Resources, or Priority behind an
+    older one); once the holder is cancelled it runs, and its timeline has queued ending
+    where running starts."""
+    nodes = subprocess.run(
+        ["sinfo", "-h", "-o", "%D"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    holder = subprocess.run(
+        ["sbatch", "--parsable", "--exclusive", f"--nodes={sum(map(int, nodes))}",
+         "--output=/dev/null", "--wrap", "sleep 300"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    try:
+        _until(
+            "the holder running",
+            lambda: (
+                subprocess.run(
+                    ["squeue", "-h", "-j", holder, "-o", "%T"], capture_output=True, text=True
+                ).stdout.strip()
+                == "RUNNING"
+            ),
+        )
+        handle = runner.run(_app("echo ran"), "slurm")
+
+        def waiting() -> Any:
+            status = runner.status(handle)
+            reason = status.waiting.reason if status.waiting is not None else ""
+            return status if reason.startswith(("Resources", "Priority")) else None
+
+        status = _until(f"{handle} waiting with its reason", waiting, 60)
+        assert status.waiting.phase == "queued" and status.waiting.since is not None
+        assert "Waiting " in status.format()
+        rows = {r.app_handle: r for r in runner.list("slurm")}
+        assert rows[handle].waiting.startswith(("Resources", "Priority"))
+    finally:
+        subprocess.run(["scancel", holder], check=False)
+    final = _final(runner, handle)
+    assert final.state == AppState.SUCCEEDED
+    phases = {p.phase: p for p in final.timeline}
+    assert list(phases) == ["submitted", "queued", "running", "finished"], final.timeline
+    assert phases["queued"].end == phases["running"].start
+    assert phases["queued"].end - phases["queued"].start >= 1
+    assert final.waiting is None and "Started after" in final.format()

@@ -755,7 +755,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
             parsed = parse.split_job_name(group[0].name)
             state = _describe.app_state(group)
             reason = next((r.reason for r in group if r.reason), "")
-            waiting = _describe.explain_reason(reason) if state == AppState.PENDING else ""
+            waiting = _describe.reason_words(reason) if state == AppState.PENDING else ""
             result.append(
                 ListAppResponse(
                     app_id=_app_id(leader, via),

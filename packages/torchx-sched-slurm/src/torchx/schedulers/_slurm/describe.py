@@ -127,6 +127,15 @@ def explain_reason(reason: str) -> str:
     return f"{reason} ({explanation})" if explanation else reason
 
 
+def reason_words(reason: str) -> str:
+    """``Resources: waiting for nodes to become free``: Slurm's reason, then what it means
+    (as ``waiting`` and ``torchx list`` say it)."""
+    explained = explain_reason(reason)
+    if explained.endswith(")") and explained.startswith(f"{reason} ("):
+        return f"{reason}: {explained[len(reason) + 2 : -1]}"
+    return explained
+
+
 _REQUEUE_WAIT = (
     "a requeued job waits before it may start again: slurm.conf AuthInfo"
     " cred_expire, 120 s by default"
@@ -251,7 +260,7 @@ def _timing(
     ended = max((r.end for r in rows if r.end is not None), default=None)
     ended = ended if is_terminal(state) else None
     reasons = [r.reason for r in rows if r.reason]
-    reason = explain_reason(reasons[0]) if reasons and reasons[0] != "None" else ""
+    reason = reason_words(reasons[0]) if reasons and reasons[0] != "None" else ""
     attempt = max(r.restarts for r in rows)
     queued_detail = reason or None
     marks: list[tuple[str, float | None, str | None]] = [("submitted", submitted, None)]
