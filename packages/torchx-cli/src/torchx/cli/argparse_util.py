@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 __all__ = [
     "ArgOnceAction",
     "ArgumentParser",
-    "add_scheduler_options",
     "explicitly_given",
     "torchxconfig",
     "torchxconfig_list",
@@ -121,14 +120,3 @@ class torchxconfig_list(torchxconfig):
 
     def __init__(self, dest: str, option_strings: "Sequence[str]", **kwargs: "Any") -> None:
         super().__init__("list", dest, option_strings, **kwargs)
-
-
-def add_scheduler_options(
-    subparser: argparse.ArgumentParser, subcmd: str, purpose: str, default: "str | None"
-) -> None:
-    """The ``-s SCHEDULER`` and ``-cfg K=V,...`` options of ``torchx run`` and ``torchx
-    list`` (:func:`torchx.cli._option_table.scheduler_options`): each given at most once,
-    ``-s`` defaulting to ``[cli:SUBCMD] scheduler`` of ``.torchxconfig``."""
-    from torchx.cli._option_table import add_options, scheduler_options
-
-    add_options(subparser, subcmd, scheduler_options(subcmd, purpose, lambda: default))

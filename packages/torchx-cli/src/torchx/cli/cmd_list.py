@@ -7,7 +7,7 @@ benchmarks/bench_cli.py).
 
 import argparse
 
-from torchx.cli.argparse_util import add_scheduler_options
+from torchx.cli._option_table import add_options, scheduler_options
 from torchx.cli.cmd_base import SubCommand
 
 TYPE_CHECKING = False
@@ -37,7 +37,7 @@ class CmdList(SubCommand):
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
         from torchx.cli.cmd_run import _default_scheduler
 
-        add_scheduler_options(subparser, "list", "list", _default_scheduler())
+        add_options(subparser, "list", scheduler_options("list", "list", _default_scheduler))
         subparser.add_argument(
             "--state",
             type=str,

@@ -46,13 +46,14 @@ def replica_failure(
 
 
 def _tail(api: Any, container_id: str) -> str:
-    from torchx.schedulers._docker.engine import EngineError
-
+    """The last lines of the container's log, through TorchX's engine client (frames) or
+    the docker SDK's ``APIClient`` (bytes) alike."""
     try:
-        data = b"".join(api.logs(container_id, stdout=True, stderr=True, tail=_TAIL_LINES))
-    except (EngineError, OSError):  # a log the daemon cannot give: no tail, still a cause
+        data = api.logs(container_id, stdout=True, stderr=True, tail=_TAIL_LINES)
+        raw = data if isinstance(data, bytes) else b"".join(data)
+    except Exception:
         return ""
-    return data[-LOG_TAIL_BYTES:].decode("utf-8", "replace")
+    return raw[-LOG_TAIL_BYTES:].decode("utf-8", "replace")
 
 
 def _unix(value: object) -> float | None:
