@@ -187,9 +187,12 @@ def test_a_job_behind_a_full_cluster_says_why_it_waits_then_where_its_time_went(
         handle = runner.run(_app("echo ran"), "slurm")
 
         def waiting() -> Any:
+            """Waiting with its reason, for two seconds at least (Slurm's times are whole
+            seconds: the queued phase is then measurable)."""
             status = runner.status(handle)
             reason = status.waiting.reason if status.waiting is not None else ""
-            return status if reason.startswith(("Resources", "Priority")) else None
+            long = status.waiting is not None and time.time() - status.waiting.since >= 2
+            return status if reason.startswith(("Resources", "Priority")) and long else None
 
         status = _until(f"{handle} waiting with its reason", waiting, 60)
         assert status.waiting.phase == "queued" and status.waiting.since is not None
