@@ -67,3 +67,12 @@ def test_a_survivor_of_another_replicas_node_failure_is_not_blamed() -> None:
 def test_a_completed_replica_did_not_fail() -> None:
     steps = parse_steps(SACCT.replace("8.0|CANCELLED|0:15", "8.0|COMPLETED|0:0"), HET)
     assert _replica_failure("train", 1, _row(1, "COMPLETED"), steps[1]) is None
+
+
+def test_a_step_that_ended_without_an_error_of_its_own_was_stopped() -> None:
+    steps = parse_steps(SACCT.replace("8.0|CANCELLED|0:15", "8.0|FAILED|0:0"), HET)
+    failure = _replica_failure("train", 1, _row(1, "FAILED"), steps[1])
+    assert failure is not None and failure.cause == "cancelled"
+    node = parse_steps(SACCT.replace("8.0|CANCELLED|0:15", "8.0|NODE_FAIL|"), HET)
+    failure = _replica_failure("train", 1, _row(1, "FAILED"), node[1])
+    assert failure is not None and failure.cause == "node_failure"

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = ["StepEnd", "parse_steps", "root_failure"]
 
+_NODE_FAILURE_NOTE = "DUE TO NODE FAILURE"
 _NOT_ENDED = frozenset({"", "PENDING", "RUNNING", "COMPLETING", "SUSPENDED"})
 _ACCOUNTING_LAG_S = 10.0
 """How long a FAILED job's steps may still read as running in accounting (slurmdbd)."""
@@ -110,6 +111,14 @@ def root_failure(
         elif failure.cause != "cancelled":
             log_dir = (record.log_dir if record is not None else "") or row.workdir
             _with_logs(failure, job_id, log_dir, via)
+    # slurmstepd writes "CANCELLED ... DUE TO NODE FAILURE" into the log of a replica whose
+    # node lived: another replica's node died (a dead node writes nothing)
+    node_failures = [f for f, _ in failures if f.cause == "node_failure"]
+    survivors = [f for f in node_failures if any(_NODE_FAILURE_NOTE in line for line in f.log_tail)]
+    if survivors and len(survivors) < len(node_failures):
+        for failure in survivors:
+            failure.cause = "cancelled"
+            failure.message = "stopped because another replica's node failed"
     order = [name for name, _ in (record.roles if record is not None else [])]
     return root_cause([f for f, _ in failures], order)
 
@@ -171,8 +180,15 @@ def _replica_failure(
     elif state == "PREEMPTED":
         failure.cause = "preempted"
         failure.message = "preempted by a job of higher priority"
+    elif step_state == "NODE_FAIL":
+        failure.cause = "node_failure"
+        failure.message = f"node {host} failed under the job (Slurm state NODE_FAIL)"
     elif step is not None and step_state not in ("", "COMPLETED"):
         from_exit_status(failure, step.exit_code, step.signal)
+        if failure.cause == "exit_code" and not failure.exit_code:
+            # ended without an error of its own: Slurm stopped it (another replica's failure)
+            failure.cause = "cancelled"
+            failure.message = "stopped by Slurm after another replica failed"
     elif state == "FAILED":
         from_exit_status(failure, row.exit_code, row.signal, signal_exits=True)
     else:
