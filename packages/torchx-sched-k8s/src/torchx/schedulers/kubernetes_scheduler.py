@@ -464,33 +464,18 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             for q in found.get("items") or ()
         }
 
-    def _kueue_reason(self, ns: str, objects: list[dict[str, Any]]) -> str:
-        """Why Kueue holds the app (its workloads' conditions), or ``""`` when it does not."""
-        return self._kueue(ns, objects)[0]
-
     def _kueue(self, ns: str, objects: list[dict[str, Any]]) -> tuple[str, Failure | None]:
         """(why Kueue holds the app, or ``""``; its rejection of the app, if it rejected it)."""
         queue = next(
             (q for o in objects if (q := _status.labels_of(o).get(_request.LABEL_KUEUE_QUEUE))), ""
         )
-        uids = [str(o["metadata"].get("uid")) for o in objects if o["metadata"].get("uid")]
-        if not queue or not uids:
+        if not queue or not any(o["metadata"].get("uid") for o in objects):
             return "", None
-        custom = self._custom()
         try:
-            found = _client.read_json(
-                custom.list_namespaced_custom_object,
-                "listing Kueue workloads",
-                ns,
-                *_KUEUE,
-                ns,
-                "workloads",
-                label_selector=f"kueue.x-k8s.io/job-uid in ({','.join(uids)})",
-            )
+            items = self._workloads(ns, objects)
         except _client.KubernetesApiError as e:  # no right to read them: say what is known
             log.debug("cannot read the Kueue workloads of the app (%s)", e)
             return f"queued in LocalQueue {queue!r}", None
-        items = list(found.get("items") or ())
         role = _status.labels_of(objects[0]).get(LABEL_ROLE_NAME, "")
         rejected = _status.kueue_rejection(items, role)
         cluster_queue = self._local_queues(ns).get(queue) or None
@@ -658,12 +643,11 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         if queued:
             self._deactivate_workloads(ns, objects)
 
-    def _deactivate_workloads(self, ns: str, objects: list[dict[str, Any]]) -> None:
-        """Sets ``spec.active: false`` on the Kueue workloads of ``objects``."""
+    def _workloads(self, ns: str, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The Kueue workloads of ``objects`` (by their uids), in one list call."""
         uids = [str(o["metadata"].get("uid")) for o in objects if o["metadata"].get("uid")]
-        custom = self._custom()
         found = _client.read_json(
-            custom.list_namespaced_custom_object,
+            self._custom().list_namespaced_custom_object,
             "listing Kueue workloads",
             ns,
             *_KUEUE,
@@ -671,7 +655,12 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             "workloads",
             label_selector=f"kueue.x-k8s.io/job-uid in ({','.join(uids)})",
         )
-        for workload in found.get("items") or ():
+        return list(found.get("items") or ())
+
+    def _deactivate_workloads(self, ns: str, objects: list[dict[str, Any]]) -> None:
+        """Sets ``spec.active: false`` on the Kueue workloads of ``objects``."""
+        custom = self._custom()
+        for workload in self._workloads(ns, objects):
             wl_name = workload["metadata"]["name"]
             _client.call(
                 functools.partial(
