@@ -112,6 +112,50 @@ def test_pending_says_why_the_real_scheduler_waits(
     status = until(sched, app_id, lambda s: "Insufficient cpu" in s.msg)
     assert status.state == AppState.PENDING
     assert status.msg.startswith("pending: ") and "Unschedulable" in status.msg, status.msg
+    assert status.waiting is not None and status.waiting.phase == "queued"
+    # list says it too, from one pod list for all of its waiting apps
+    (row,) = [r for r in sched.list({"namespace": namespace}) if r.app_id == app_id]
+    assert row.state == AppState.PENDING
+    assert row.waiting.startswith("Unschedulable: ") and "Insufficient cpu" in row.waiting, row
+
+
+def test_an_image_being_pulled_is_what_the_app_waits_for(
+    sched: KubernetesScheduler, namespace: str
+) -> None:
+    """While kubelet pulls the app's image, ``waiting`` names the image (kubelet's events:
+    the pod's status only says ContainerCreating) and the timeline has ``pulling_image``;
+    once the pull is done the app runs."""
+    import uuid
+
+    from torchx_testsupport.docker import docker_with_test_image
+    from torchx_testsupport.fronts import HeldConnections
+
+    docker = docker_with_test_image("TORCHX_REQUIRE_K8S")
+    repo = f"127.0.0.1:5000/torchx-test/pulled-{uuid.uuid4().hex[:8]}"
+    docker.images.get(IMAGE).tag(repo, "1")
+    for line in docker.images.push(repo, "1", stream=True, decode=True):
+        assert "error" not in line, line
+    held = HeldConnections(("127.0.0.1", 5000))  # the local registry, answering when let
+    try:
+        image = f"127.0.0.1:{held.port}/{repo.split('/', 1)[1]}:1"
+        app_id = sched.submit(sh("echo pulled", image=image), batch(namespace))
+        waiting = until(
+            sched, app_id, lambda s: s.waiting is not None and "pulling" in s.waiting.reason
+        )
+        assert waiting.state == AppState.PENDING and waiting.waiting is not None
+        assert (waiting.waiting.phase, waiting.waiting.reason) == (
+            "starting",
+            f"pulling image {image}",
+        )
+        phases = [p.phase for p in waiting.timeline]
+        assert phases == ["submitted", "queued", "pulling_image"], waiting.timeline
+        assert waiting.timeline[-1].detail == image and waiting.timeline[-1].end is None
+        held.release.set()
+        done = until(sched, app_id, finished)
+        assert done.state == AppState.SUCCEEDED and done.waiting is None, done
+    finally:
+        held.close()
+        docker.images.remove(f"{repo}:1")
 
 
 def test_an_image_that_cannot_be_pulled_fails_the_app(

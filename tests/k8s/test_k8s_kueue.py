@@ -139,11 +139,16 @@ def test_a_queued_app_is_cancelled_with_its_workload(
     # updates up to a second after the pod runs (its batch period): wait for that
     deadline = time.monotonic() + 30
     while True:
-        rows = {r.app_id: r.state for r in sched.list({"namespace": namespace})}
+        listed = {r.app_id: r for r in sched.list({"namespace": namespace})}
+        rows = {app_id: r.state for app_id, r in listed.items()}
         if rows.get(running) != AppState.PENDING or time.monotonic() > deadline:
             break
         time.sleep(0.5)
     assert rows == {running: AppState.RUNNING, waiting: AppState.PENDING}, "list shows queued"
+    # and why it waits, in Kueue's words, as status says it
+    assert listed[running].waiting == ""
+    assert listed[waiting].waiting.startswith("queued in LocalQueue 'lq'"), listed[waiting]
+    assert "insufficient unused quota" in listed[waiting].waiting, listed[waiting]
     assert len(workloads(kube, namespace)) == 2
 
     sched.cancel(waiting)

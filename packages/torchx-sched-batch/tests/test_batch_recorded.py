@@ -305,3 +305,6 @@ def test_list_follows_every_page_and_filters_before_describing(stubbed: Any) -> 
         ("gpu:trainer-a1", AppState.RUNNING),
         ("gpu:trainer-a3", AppState.PENDING),
     ]
+    # why the pending one waits comes from the same DescribeJobs answer, no extra call
+    assert apps[0].waiting == ""
+    assert apps[1].waiting.startswith("RUNNABLE: it waits for compute resources"), apps[1]

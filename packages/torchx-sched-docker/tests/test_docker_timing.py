@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from torchx.schedulers._docker.timing import _seconds_ago, timeline_of
+from torchx.schedulers._docker.timing import _seconds_ago, timeline_of, waiting_of
 from torchx.specs import AppState
 
 
@@ -44,3 +44,13 @@ def test_phases_from_labels_created_and_status() -> None:
     ]
     assert phases[1].detail == "reg/img:1"
     assert phases[3].end == pytest.approx(now - 2, abs=1)
+
+
+def test_an_app_whose_containers_are_created_but_not_started_waits() -> None:
+    created = {"State": "created", "Created": 1700000000, "Status": "Created"}
+    running = {"State": "running", "Created": 1700000001, "Status": "Up 1 second"}
+    waiting = waiting_of([running, created])
+    assert waiting is not None and waiting.phase == "starting"
+    assert waiting.reason == "1 of 2 containers created, not started yet"
+    assert waiting.since == 1700000000
+    assert waiting_of([running]) is None

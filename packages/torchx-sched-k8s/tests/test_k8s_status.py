@@ -7,6 +7,7 @@ from typing import Any
 
 from torchx.schedulers._kubernetes.request import ANNOTATION_IMAGE_PULL_TIMEOUT
 from torchx.schedulers._kubernetes.status import image_pull_failure
+from torchx.specs import AppState
 
 
 def pod(reason: str, scheduled_s_ago: float, timeout: str | None = None) -> dict[str, Any]:
@@ -68,3 +69,30 @@ def test_a_container_restarting_in_a_running_pod_says_why() -> None:
     assert status.msg == "restarting: app-sh-0-x: container c exited with 1 (Error), restarting"
     container.update(restartCount=0, state={"terminated": {"exitCode": 0}})  # a finished sidecar
     assert describe_batch("ns:batch:app", "ns", [job], [crashing]).msg == "<NONE>"
+
+
+def test_a_finished_pull_is_followed_by_starting_again() -> None:
+    """kubelet's events: the image is there, the container is being made; the app waits
+    for that, no longer for the image."""
+    from torchx.schedulers._kubernetes.pulls import with_image_pull
+    from torchx.schedulers.api import DescribeAppResponse
+    from torchx.specs._timeline import Phase, Waiting
+
+    response = DescribeAppResponse(app_id="ns:batch:a", state=AppState.PENDING)
+    response.waiting = Waiting(phase="starting", reason="", since=10.0)
+    response.timeline = [Phase("submitted", 1.0, 1.0), Phase("starting", 10.0, None)]
+    events = [
+        {"reason": "Scheduled", "firstTimestamp": "2026-11-29T00:00:10Z"},
+        {"reason": "Pulling", "message": 'Pulling image "r/i:1"',
+         "firstTimestamp": "2026-11-29T00:00:11Z"},
+        {"reason": "Pulled", "message": 'Successfully pulled image "r/i:1" in 3s',
+         "eventTime": "2026-11-29T00:00:14.500000Z"},
+    ]  # fmt: skip
+    with_image_pull(response, events)
+    assert response.waiting.reason == ""  # not pulling any more
+    pulled = 1795910414.5
+    assert [(p.phase, p.start, p.end, p.detail) for p in response.timeline] == [
+        ("submitted", 1.0, 1.0, None),
+        ("pulling_image", 10.0, pulled, "r/i:1"),
+        ("starting", pulled, None, None),
+    ]

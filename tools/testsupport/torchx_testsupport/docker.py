@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from torchx_testsupport.fronts import TcpFront
+
 IMAGE = os.environ.get("TORCHX_TEST_IMAGE", "torchx-test/python:3.11-r2")
 """Built by tools/docker-up.sh from Debian packages (Python 3.11, bash, busybox)."""
 
@@ -44,7 +46,7 @@ def all_torchx_containers(client: Any) -> set[str]:
     return {c["Id"] for c in client.api.containers(all=True, filters={"label": [LABEL_APP_ID]})}
 
 
-class LogStreamCutter:
+class LogStreamCutter(TcpFront):
     """A TCP front of the Docker daemon's socket (``DOCKER_HOST=tcp://...``) that cuts
     followed log streams: the i-th ``GET .../logs?...follow=1`` has its connection closed
     after ``cuts[i]`` bytes of the answer (inside whatever frame or line falls there),
@@ -52,7 +54,6 @@ class LogStreamCutter:
     """
 
     def __init__(self, cuts: list[int], socket_path: str = "/var/run/docker.sock") -> None:
-        import socket
         import threading
 
         self._cuts = list(cuts)
@@ -60,22 +61,8 @@ class LogStreamCutter:
         self._lock = threading.Lock()
         self.cut = 0  # streams cut so far
         self.all_cut = threading.Event()
-        self._server = socket.create_server(("127.0.0.1", 0))
-        self.address = f"tcp://127.0.0.1:{self._server.getsockname()[1]}"
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def close(self) -> None:
-        self._server.close()
-
-    def _accept(self) -> None:
-        import threading
-
-        while True:
-            try:
-                client, _ = self._server.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+        super().__init__()
+        self.address = f"tcp://127.0.0.1:{self.port}"
 
     def _serve(self, client: Any) -> None:
         import contextlib

@@ -445,10 +445,12 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                     tags = job.get("tags") or {}
                     if TAG_TORCHX_VER not in tags:
                         continue
+                    waits = _state.waiting(job)
                     row = ListAppResponse(
                         app_id=f"{name}:{job['jobName']}",
                         state=_state.app_state(job),
                         name=str(tags.get(TAG_TORCHX_APPNAME, "")),
+                        waiting=waits.reason if waits is not None else "",
                     )
                     yield int(job.get("createdAt") or 0), row
 

@@ -479,6 +479,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             roles=roles,
             failure=self._root_cause(failed, list(by_role)) if state == AppState.FAILED else None,
             timeline=_timing.timeline_of(summaries, state),
+            waiting=_timing.waiting_of(summaries) if state == AppState.PENDING else None,
         )
 
     def _root_cause(
@@ -520,22 +521,25 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         summaries: list[dict[str, Any]] = self._api.containers(
             all=True, filters={"label": [LABEL_APP_ID]}
         )
-        by_app: dict[str, list[AppState]] = {}
-        names: dict[str, str] = {}
+        by_app: dict[str, list[dict[str, Any]]] = {}
         for summary in sorted(summaries, key=lambda s: int(s.get("Created") or 0)):
-            container_labels = summary.get("Labels") or {}
-            app_id = str(container_labels.get(LABEL_APP_ID, ""))
-            by_app.setdefault(app_id, []).append(_listed_state(summary))
-            names[app_id] = str(container_labels.get(labels.APP_NAME, ""))
+            app_id = str((summary.get("Labels") or {}).get(LABEL_APP_ID, ""))
+            by_app.setdefault(app_id, []).append(summary)
         cancelled = self._cancelled_apps() if by_app else set()
-        return [
-            ListAppResponse(
-                app_id=app_id,
-                state=self._app_state(app_id, states, cancelled),
-                name=names[app_id],
+        rows = []
+        for app_id, found in by_app.items():
+            states = [_listed_state(s) for s in found]
+            state = self._app_state(app_id, states, cancelled)
+            waits = _timing.waiting_of(found) if state == AppState.PENDING else None
+            rows.append(
+                ListAppResponse(
+                    app_id=app_id,
+                    state=state,
+                    name=str((found[-1].get("Labels") or {}).get(labels.APP_NAME, "")),
+                    waiting=waits.reason if waits is not None else "",
+                )
             )
-            for app_id, states in by_app.items()
-        ]
+        return rows
 
     def wait_for_change(self, app_id: str, timeout: float) -> None:
         """Returns on the first container event of the app (or after ``timeout``).

@@ -37,6 +37,7 @@ from typing import Any
 from torchx.schedulers._kubernetes import client as _client
 from torchx.schedulers._kubernetes import failure as _failure
 from torchx.schedulers._kubernetes import logs as _logs
+from torchx.schedulers._kubernetes import pulls as _pulls
 from torchx.schedulers._kubernetes import request as _request
 from torchx.schedulers._kubernetes import status as _status
 from torchx.schedulers._kubernetes.failure import ANNOTATION_FAILURE
@@ -134,6 +135,11 @@ _VOLCANO = (_VOLCANO_GROUP, _VOLCANO_VERSION, _VOLCANO_PLURAL)
 _JOBSET = (_request.JOBSET_GROUP, _request.JOBSET_VERSION, _request.JOBSET_PLURAL)
 _KUEUE = (_request.KUEUE_GROUP, _request.KUEUE_VERSION)
 _POLL_S = 5.0  # between two describes where the API server refuses watches
+_Listed = list[tuple[ListAppResponse, list[dict[str, Any]]]]
+_Rows = list[ListAppResponse]
+_SELECT_BY_NAME = 50
+"""Up to this many apps a listing selects their pods (Kueue workloads) by name; past it,
+it reads all of TorchX's (all the namespace's), as a selector has a length."""
 
 
 @dataclass
@@ -598,7 +604,25 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         ended = any(_failure.failure_of_annotation(o) is not None for o in objects)
         if failure is not None and failure.cause == "image_pull" and not ended:
             self._end_failed(app_id, objects, failure)
+        if response.waiting is not None and (pod := _pulls.awaiting_start(pods)):
+            _pulls.with_image_pull(response, self._events(ns, pod))
         return response
+
+    def _events(self, ns: str, pod: str) -> list[dict[str, Any]]:
+        """The events of one pod (kubelet's pulls), none when they cannot be read."""
+        core = self._core()
+        try:
+            found = _client.read_json(
+                core.list_namespaced_event,
+                "listing the events of a pod",
+                ns,
+                ns,
+                field_selector=f"involvedObject.kind=Pod,involvedObject.name={pod}",
+            )
+        except _client.KubernetesApiError as e:  # no right to read them: say what is known
+            log.debug("cannot read the events of pod %s (%s)", pod, e)
+            return []
+        return list(found.get("items") or ())
 
     def _end_failed(self, app_id: str, objects: list[dict[str, Any]], failure: Failure) -> None:
         """Ends an app TorchX found failed: the failure is written on its objects (for
@@ -644,8 +668,12 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             self._deactivate_workloads(ns, objects)
 
     def _workloads(self, ns: str, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The Kueue workloads of ``objects`` (by their uids), in one list call."""
+        """The Kueue workloads of ``objects`` (by their uids), in one list call (of all
+        the namespace's workloads when they are many: a selector has a length)."""
         uids = [str(o["metadata"].get("uid")) for o in objects if o["metadata"].get("uid")]
+        by_uid: dict[str, str] = {}
+        if len(uids) <= _SELECT_BY_NAME:
+            by_uid["label_selector"] = f"kueue.x-k8s.io/job-uid in ({','.join(uids)})"
         found = _client.read_json(
             self._custom().list_namespaced_custom_object,
             "listing Kueue workloads",
@@ -653,9 +681,14 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             *_KUEUE,
             ns,
             "workloads",
-            label_selector=f"kueue.x-k8s.io/job-uid in ({','.join(uids)})",
+            **by_uid,
         )
-        return list(found.get("items") or ())
+        wanted = set(uids)
+        return [
+            w
+            for w in found.get("items") or ()
+            if _status.labels_of(w).get("kueue.x-k8s.io/job-uid") in wanted
+        ]
 
     def _deactivate_workloads(self, ns: str, objects: list[dict[str, Any]]) -> None:
         """Sets ``spec.active: false`` on the Kueue workloads of ``objects``."""
@@ -772,7 +805,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         )
         try:
             for page in volcano:
-                yield from _status.list_rows(ns, page, [])
+                yield from self._with_waiting(ns, _status.list_rows(ns, page, []))
         except _client.NotFound:  # no Volcano on this cluster
             pass
         batch = _pages(
@@ -782,7 +815,8 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             ns,
             label_selector=f"{selector},{LABEL_KIND}=batch",
         )
-        yield from _status.list_rows(ns, [], [job for page in batch for job in page])
+        jobs = [job for page in batch for job in page]
+        yield from self._with_waiting(ns, _status.list_rows(ns, [], jobs))
         jobsets = _pages(
             custom.list_namespaced_custom_object,
             "listing JobSets",
@@ -794,9 +828,42 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         )
         try:
             for page in jobsets:
-                yield from _status.list_rows(ns, [], [], page)
+                yield from self._with_waiting(ns, _status.list_rows(ns, [], [], page))
         except _client.NotFound:  # no JobSet on this cluster
             pass
+
+    def _with_waiting(self, ns: str, rows: _Listed) -> _Rows:
+        """The rows, each pending one with why it waits: at most two calls for all of them
+        (the Kueue workloads of those Kueue holds, the pods of the others), none when no
+        app waits."""
+        pending = [(row, objects) for row, objects in rows if row.state == AppState.PENDING]
+        if not pending:
+            return [row for row, _ in rows]
+        queued = [
+            o for _, objects in pending for o in objects
+            if _status.labels_of(o).get(_request.LABEL_KUEUE_QUEUE)
+        ]  # fmt: skip
+        workloads: list[dict[str, Any]] | None = []
+        if queued:
+            try:
+                workloads = self._workloads(ns, queued)
+            except _client.KubernetesApiError as e:  # no right to read them
+                log.debug("cannot read Kueue workloads (%s)", e)
+                workloads = None
+        names = sorted(
+            {
+                n
+                for _, objects in pending
+                if (n := _status.labels_of(objects[0]).get(LABEL_INSTANCE))
+            }
+        )
+        selector = f"{LABEL_MANAGED_BY}={_request.MANAGED_BY}"
+        if len(names) <= _SELECT_BY_NAME:  # else every TorchX pod: a selector has a length
+            selector = f"{LABEL_INSTANCE} in ({','.join(names)})"
+        pods = self._pods(ns, selector) if names else []
+        for row, objects in pending:
+            row.waiting = _status.list_waiting(objects, workloads, pods)
+        return [row for row, _ in rows]
 
     def _default_namespace(self) -> str:
         import os

@@ -332,11 +332,15 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
                 continue
             if since is not None and (job.get("start_time") or 0) / 1000 < since:
                 continue
+            state = _describe.JOB_STATES.get(str(job.get("status")), AppState.UNKNOWN)
             rows.append(
                 ListAppResponse(
                     app_id=f"{prefix}-{app_id}" if prefix else str(app_id),
-                    state=_describe.JOB_STATES.get(str(job.get("status")), AppState.UNKNOWN),
+                    state=state,
                     name=str(metadata.get("torchx.app") or ""),
+                    # Ray's own word from the same listing; the driver's wait for its
+                    # placement group is in its events, read by status only
+                    waiting=_describe.app_state(job, [])[1] if state == AppState.PENDING else "",
                 )
             )
         return rows

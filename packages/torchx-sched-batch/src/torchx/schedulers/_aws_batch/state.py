@@ -254,14 +254,13 @@ _WAITING = {
 def timing(job: Mapping[str, Any], state: AppState) -> tuple[list[Phase], Waiting | None]:
     """The job's phases from Batch's ``createdAt``, ``startedAt`` and ``stoppedAt``, and
     why it waits while it does: its status (``RUNNABLE``...) and ``statusReason``."""
-    from torchx.specs._timeline import Waiting, timeline
+    from torchx.specs._timeline import timeline
 
     def seconds(key: str) -> float | None:
         value = job.get(key)
         return float(value) / 1000 if isinstance(value, (int, float)) else None
 
     created, started, stopped = seconds("createdAt"), seconds("startedAt"), seconds("stoppedAt")
-    status = str(job.get("status") or "")
     reason = " ".join(str(job.get("statusReason") or "").split())
     phases = timeline(
         [
@@ -272,12 +271,21 @@ def timing(job: Mapping[str, Any], state: AppState) -> tuple[list[Phase], Waitin
         ],
         ended=stopped if is_terminal(state) else None,
     )
-    waiting = None
-    if status in _WAITING:
-        words = _WAITING[status] + (f" ({reason})" if reason else "")
-        phase = "starting" if status == "STARTING" else "queued"
-        waiting = Waiting(phase=phase, reason=f"{status}: {words.split(': ', 1)[1]}", since=created)
-    return phases, waiting
+    return phases, waiting(job)
+
+
+def waiting(job: Mapping[str, Any]) -> Waiting | None:
+    """Why the job waits, while it does (its status and ``statusReason``), else None:
+    read from what ``DescribeJobs`` already returned (``list`` shows it too)."""
+    status = str(job.get("status") or "")
+    if status not in _WAITING:
+        return None
+    reason = " ".join(str(job.get("statusReason") or "").split())
+    created = job.get("createdAt")
+    since = float(created) / 1000 if isinstance(created, (int, float)) else None
+    words = _WAITING[status].split(": ", 1)[1] + (f" ({reason})" if reason else "")
+    phase = "starting" if status == "STARTING" else "queued"
+    return Waiting(phase=phase, reason=f"{status}: {words}", since=since)
 
 
 _BATCH_WORD = frozenset({"oom", "image_pull", "node_failure"})

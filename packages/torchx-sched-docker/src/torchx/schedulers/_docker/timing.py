@@ -9,14 +9,14 @@ import re
 import time
 
 from torchx.schedulers._docker.request import LABEL_PULLED, LABEL_SUBMITTED
-from torchx.specs._timeline import Phase, timeline
+from torchx.specs._timeline import Phase, Waiting, timeline
 from torchx.specs.api import AppState, is_terminal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["timeline_of"]
+__all__ = ["timeline_of", "waiting_of"]
 
 _AGO = re.compile(r"^Exited \(-?\d+\) (.+) ago$")
 _UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 604800}
@@ -70,3 +70,15 @@ def timeline_of(summaries: list[dict[str, Any]], state: AppState) -> list[Phase]
         ("finished", ended, None),
     ]
     return timeline(marks, ended=ended)
+
+
+def waiting_of(summaries: list[dict[str, Any]]) -> Waiting | None:
+    """Why the app has not started, while it has not: some of its containers are created
+    but not started yet (``schedule`` pulls images before it creates any, so a pull is
+    never seen here). ``list`` and ``describe`` say it from the same container list."""
+    created = [s for s in summaries if s.get("State") == "created"]
+    if not created:
+        return None
+    since = min((float(s["Created"]) for s in created if s.get("Created")), default=None)
+    reason = f"{len(created)} of {len(summaries)} containers created, not started yet"
+    return Waiting(phase="starting", reason=reason, since=since)

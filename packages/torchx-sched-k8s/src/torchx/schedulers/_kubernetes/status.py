@@ -47,6 +47,8 @@ __all__ = [
     "jobset_app_state",
     "kueue_reason",
     "labels_of",
+    "list_rows",
+    "list_waiting",
     "newest_pod",
     "volcano_app_state",
 ]
@@ -86,6 +88,8 @@ _OWN_WORD = frozenset({"oom", "time_limit", "preempted", "node_failure"})
 LogTail = Callable[[dict[str, Any]], str]
 """Reads the end of a failed pod's log (the scheduler's API call)."""
 
+_LABEL_KUEUE_JOB_UID = "kueue.x-k8s.io/job-uid"
+"""The label Kueue puts on a workload: the uid of the Job (or JobSet) it stands for."""
 _PULL_FAILED = frozenset({"ErrImagePull", "ImagePullBackOff"})
 _NEVER_PULLS = frozenset({"InvalidImageName", "ErrImageNeverPull"})  # no retry can help
 
@@ -747,15 +751,18 @@ def list_rows(
     volcano_jobs: list[dict[str, Any]],
     batch_jobs: list[dict[str, Any]],
     jobsets: Iterable[dict[str, Any]] = (),
-) -> list[ListAppResponse]:
-    """One row per app: Volcano jobs as ``ns:name``, batch apps as ``ns:batch:name``,
-    JobSets as ``ns:jobset:name``."""
+) -> list[tuple[ListAppResponse, list[dict[str, Any]]]]:
+    """One row per app, with the objects it was read from: Volcano jobs as ``ns:name``,
+    batch apps as ``ns:batch:name``, JobSets as ``ns:jobset:name``."""
 
     rows = [
-        ListAppResponse(
-            app_id=app_id_of(namespace, "volcano", str((j.get("metadata") or {}).get("name"))),
-            state=volcano_app_state(j),
-            name=labels_of(j).get(LABEL_APP_NAME, ""),
+        (
+            ListAppResponse(
+                app_id=app_id_of(namespace, "volcano", str((j.get("metadata") or {}).get("name"))),
+                state=volcano_app_state(j),
+                name=labels_of(j).get(LABEL_APP_NAME, ""),
+            ),
+            [j],
         )
         for j in volcano_jobs
     ]
@@ -763,20 +770,53 @@ def list_rows(
     for job in batch_jobs:
         apps.setdefault(labels_of(job).get(LABEL_INSTANCE, ""), []).append(job)
     rows += [
-        ListAppResponse(
-            app_id=app_id_of(namespace, "batch", app),
-            state=batch_app_state(jobs),
-            name=labels_of(jobs[0]).get(LABEL_APP_NAME, ""),
+        (
+            ListAppResponse(
+                app_id=app_id_of(namespace, "batch", app),
+                state=batch_app_state(jobs),
+                name=labels_of(jobs[0]).get(LABEL_APP_NAME, ""),
+            ),
+            jobs,
         )
         for app, jobs in apps.items()
         if app
     ]
     rows += [
-        ListAppResponse(
-            app_id=app_id_of(namespace, "jobset", str((j.get("metadata") or {}).get("name"))),
-            state=jobset_app_state(j),
-            name=labels_of(j).get(LABEL_APP_NAME, ""),
+        (
+            ListAppResponse(
+                app_id=app_id_of(namespace, "jobset", str((j.get("metadata") or {}).get("name"))),
+                state=jobset_app_state(j),
+                name=labels_of(j).get(LABEL_APP_NAME, ""),
+            ),
+            [j],
         )
         for j in jobsets
     ]
     return rows
+
+
+def list_waiting(
+    objects: list[dict[str, Any]],
+    workloads: list[dict[str, Any]] | None,
+    pods: list[dict[str, Any]],
+) -> str:
+    """Why a pending app of a listing waits: Kueue's words while Kueue holds it
+    (``workloads``: the namespace's, read once for the whole listing; None when they could
+    not be read), else its first pod's that says why (the scheduler's or kubelet's), else
+    that no pod of it is there yet or that its containers are being made."""
+    queue = next((q for o in objects if (q := labels_of(o).get(LABEL_KUEUE_QUEUE))), "")
+    uids = {str((o.get("metadata") or {}).get("uid")) for o in objects}
+    if queue and workloads is None:
+        return f"queued in LocalQueue {queue!r}"
+    if queue and workloads is not None:
+        mine = [w for w in workloads if labels_of(w).get(_LABEL_KUEUE_JOB_UID) in uids]
+        if held := kueue_reason(mine, queue, None):
+            return held
+    instance = labels_of(objects[0]).get(LABEL_INSTANCE) if objects else None
+    mine = [p for p in pods if labels_of(p).get(LABEL_INSTANCE) == instance]
+    for pod in mine:
+        if (pod.get("status") or {}).get("phase") == "Pending" and (why := pending_reason(pod)):
+            return why
+    if not mine:
+        return "queued: no pod of it yet"
+    return "starting: its containers are being made"
