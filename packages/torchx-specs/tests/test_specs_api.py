@@ -521,6 +521,7 @@ def test_app_status_to_json() -> None:
         "failure": None,  # no scheduler said why: AppStatus made by hand
         "waiting": None,
         "timeline": [],
+        "progress": None,
     }
     json.dumps(data)
     assert golden_status().to_json(filter_roles=["other"])["roles"] == []

@@ -32,6 +32,7 @@ from torchx.specs.api import (
     UnknownSchedulerException,
     Workspace,
     is_started,
+    is_terminal,
     macros,
     make_app_handle,
     parse_app_handle,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler, Stream
     from torchx.schedulers.list_filter import ListFilter
     from torchx.specs._failure import Failure
+    from torchx.specs._progress import Progress
     from torchx.specs.api import Role
 
 __all__ = ["NONE", "Runner", "S", "get_configured_trackers", "get_runner"]
@@ -687,11 +689,13 @@ class Runner:
 
     # ------------------------------------------------------------------ app handles
 
-    def status(self, app_handle: AppHandle) -> AppStatus | None:
+    def status(self, app_handle: AppHandle, *, progress: bool = True) -> AppStatus | None:
         """The app's current status, or ``None`` if the scheduler does not know it.
 
         Args:
             app_handle: the app, as :meth:`run` returned it.
+            progress: read how far it is (its last ``torchx.progress`` report: one small
+                read of its log) once it has started; ``False`` skips that read.
 
         Returns:
             Its :class:`~torchx.specs.AppStatus`, or ``None``.
@@ -716,6 +720,8 @@ class Runner:
                 waiting=desc.waiting if not is_started(desc.state) else None,
                 timeline=list(desc.timeline),
             )
+            if progress and is_started(desc.state):
+                status.progress = _progress_of(desc)
             if status.is_terminal():
                 from torchx.runner._trackers import finish_tracked_app
 
@@ -758,7 +764,7 @@ class Runner:
         # of its controller, a dropped connection) is ridden out, up to TORCHX_OUTAGE_S
         with log_event("wait", backend, app_id), outage_budget():
             while True:
-                app_status = self.status(app_handle)
+                app_status = self.status(app_handle, progress=False)
                 if app_status is None or app_status.is_terminal():
                     return app_status
                 if on_status is not None:
@@ -774,7 +780,7 @@ class Runner:
         """
         scheduler, backend, app_id = self._scheduler_app_id(app_handle)
         with log_event("cancel", backend, app_id):
-            app_status = self.status(app_handle)
+            app_status = self.status(app_handle, progress=False)
             if app_status is not None and not app_status.is_terminal():
                 scheduler.cancel(app_id)
 
@@ -795,7 +801,7 @@ class Runner:
         """
         scheduler, backend, app_id = self._scheduler_app_id(app_handle)
         with log_event("delete", backend, app_id):
-            if self.status(app_handle) is not None:
+            if self.status(app_handle, progress=False) is not None:
                 scheduler.delete(app_id)
             self._apps.pop(app_handle, None)
 
@@ -858,7 +864,7 @@ class Runner:
         """
         scheduler, backend, app_id = self._scheduler_app_id(app_handle)
         with log_event("log_lines", backend, app_id):
-            if self.status(app_handle) is None:
+            if self.status(app_handle, progress=False) is None:
                 raise UnknownAppException(app_handle)
             lines = scheduler.log_iter(
                 app_id,
@@ -984,6 +990,25 @@ def _fill_event(ctx: log_event, dryrun_info: AppDryRunInfo[Any], handle: AppHand
     if app is not None and app.roles:
         event.app_image = app.roles[0].image
         event.app_metadata = _str_metadata(app.metadata)
+
+
+def _progress_of(desc: DescribeAppResponse) -> Progress | None:
+    """How far a started app is: the last report in the end of its first role's replica 0
+    log, where its scheduler can read that (``progress_tail``); None otherwise."""
+    if desc.progress_tail is None:
+        return None
+    import time
+
+    from torchx.specs._progress import from_log_tail
+
+    try:
+        tail = desc.progress_tail()
+    except Exception as e:  # progress is extra: a log that cannot be read hides it only
+        logger.debug("cannot read the progress of %s: %s", desc.app_id, e)
+        return None
+    role = desc.roles_statuses[0].role if desc.roles_statuses else ""
+    running = not is_terminal(desc.state)
+    return from_log_tail(tail, role, 0, running=running, now=time.time())
 
 
 def _failure_of(desc: DescribeAppResponse) -> Failure | None:

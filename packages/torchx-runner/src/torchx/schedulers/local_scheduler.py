@@ -467,6 +467,22 @@ def _root_cause(request: dict[str, Any], state: dict[str, Any]) -> Failure | Non
     return root_cause(failures, [role["name"] for role in request["roles"]])
 
 
+def _progress_tail(request: dict[str, Any]) -> Callable[[], str] | None:
+    """Reads the end of the first role's replica 0 log, where ``torchx.progress`` reports
+    (its stderr file; the one file when both streams go to one)."""
+    replicas = request["roles"][0]["replicas"] if request["roles"] else []
+    log = (replicas[0].get("combined") or replicas[0].get("stderr")) if replicas else None
+    if not log:
+        return None
+
+    def tail() -> str:
+        from torchx.specs._failure import read_log_tail
+
+        return read_log_tail(log)
+
+    return tail
+
+
 def _timeline(request: dict[str, Any], state: dict[str, Any], app_state: AppState) -> list[Phase]:
     """``submitted`` when the request was made, ``starting`` while the supervisor starts the
     replicas, ``running`` from the first replica's start, ``finished`` when the last ended
@@ -1044,6 +1060,7 @@ class LocalScheduler(Scheduler[Opts]):
             roles=roles,
             failure=_root_cause(request, state) if app_state == AppState.FAILED else None,
             timeline=_timeline(request, state, app_state),
+            progress_tail=_progress_tail(request),
         )
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:

@@ -23,6 +23,7 @@ import it.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -396,10 +397,15 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         found = self._job_and_nodes(app_id)
         if found is None:
             return None
-        return _state.describe_response(app_id, *found, tail=self._failed_tail)
+        response = _state.describe_response(app_id, *found, tail=self._log_tail)
+        parent, nodes = found
+        first = next((n for n in nodes if str(n.get("jobId", "")).endswith("#0")), parent)
+        response.progress_tail = functools.partial(self._log_tail, first)  # read when asked
+        return response
 
-    def _failed_tail(self, job: Mapping[str, Any]) -> str:
-        """The end of a failed (node) job's CloudWatch stream (its last events, 64 KiB)."""
+    def _log_tail(self, job: Mapping[str, Any]) -> str:
+        """The end of a (node) job's CloudWatch stream (its last events, 64 KiB): a root
+        cause, or ``torchx.progress``'s reports."""
         stream = _state.log_stream_of(job)
         return logs.tail(self._log_client, stream) if stream else ""
 

@@ -26,7 +26,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from torchx.schedulers._docker import engine as docker_engine
@@ -480,7 +480,18 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             failure=self._root_cause(failed, list(by_role)) if state == AppState.FAILED else None,
             timeline=_timing.timeline_of(summaries, state),
             waiting=_timing.waiting_of(summaries) if state == AppState.PENDING else None,
+            progress_tail=self._progress_tail(next(iter(by_role.values()))[0][1]["Id"]),
         )
+
+    def _progress_tail(self, container_id: str) -> Callable[[], str]:
+        """Reads the end of a container's log (where ``torchx.progress`` reports)."""
+
+        def tail() -> str:
+            from torchx.schedulers._docker.failure import log_tail
+
+            return log_tail(self._api, container_id)
+
+        return tail
 
     def _root_cause(
         self, failed: list[tuple[str, int, dict[str, Any]]], role_order: list[str]

@@ -565,7 +565,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         ns, job_type, name = _parse_app_id(app_id)
 
         def tail(pod: dict[str, Any]) -> str:
-            return _logs.failed_tail(self._core(), ns, pod)
+            return _logs.log_tail(self._core(), ns, pod)
 
         if job_type == "volcano":
             job = self._volcano_job(ns, name)
@@ -606,6 +606,8 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             self._end_failed(app_id, objects, failure)
         if response.waiting is not None and (pod := _pulls.awaiting_start(pods)):
             _pulls.with_image_pull(response, self._events(ns, pod))
+        if (first := _status.first_replica_pod(pods)) is not None:
+            response.progress_tail = functools.partial(tail, first)  # read when asked
         return response
 
     def _events(self, ns: str, pod: str) -> list[dict[str, Any]]:

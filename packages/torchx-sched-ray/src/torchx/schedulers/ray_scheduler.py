@@ -27,6 +27,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
@@ -278,13 +279,14 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
             ]
             role_statuses.append(RoleStatus(role_name, statuses))
         restarts = sum(1 for e in found_events if e.get("event") == "restarted")
+        first = infos.get((next(iter(roles)), 0)) if roles else None
         phases, waiting = _describe.timing(job, found_events, state, message)
         failure = None
         if state == AppState.FAILED:
             failure = root_cause(_describe.failures(job, found_events, infos), list(roles))
             info = infos.get((failure.role, failure.replica_id)) if failure else None
             if failure is not None and info is not None:
-                from_log_tail(failure, self._failed_tail(client, info))
+                from_log_tail(failure, self._replica_tail(client, info))
         return DescribeAppResponse(
             app_id=app_id,
             state=state,
@@ -297,11 +299,13 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
             failure=failure,
             timeline=phases,
             waiting=waiting,
+            progress_tail=(functools.partial(self._replica_tail, client, first) if first else None),
         )
 
-    def _failed_tail(self, client: jobs_api.RayJobsClient, info: _describe.ReplicaInfo) -> str:
-        """The end of a failed replica's last attempt: its stderr (a traceback), else its
-        stdout; the last lines only, as Ray's log API reads them from the end."""
+    def _replica_tail(self, client: jobs_api.RayJobsClient, info: _describe.ReplicaInfo) -> str:
+        """The end of a replica's last attempt: its stderr (a traceback, ``torchx.progress``
+        reports), else its stdout; the last lines only, as Ray's log API reads them from
+        the end."""
         attempts = list(zip(info.actor_ids or [], info.log_files or [], strict=False))
         if not attempts:
             return ""

@@ -680,6 +680,16 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
             response.failure = root_failure(job_id, rows, record, via)
         if via is not None and record is not None and record.log_dir:
             response.ui_url = f"sftp://{via.spec}{record.log_dir}"  # on the cluster, not here
+        if response.roles_statuses:
+            role = response.roles_statuses[0].role
+            log_dir = (record.log_dir if record is not None else "") or rows[0].workdir
+
+            def progress_tail() -> str:  # one read (a tail over ssh), when status asks
+                from torchx.schedulers._slurm.failure import replica_log_tail
+
+                return replica_log_tail(job_id, log_dir, role, 0, via)
+
+            response.progress_tail = progress_tail
         return response
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:

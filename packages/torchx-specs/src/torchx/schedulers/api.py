@@ -45,6 +45,7 @@ from torchx.util._startup.static_typing import GenericBase
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import ast
+    from collections.abc import Callable
     from datetime import datetime
     from typing import Any, ClassVar, TypeAlias, TypeVar
 
@@ -112,6 +113,10 @@ class DescribeAppResponse:
     (:mod:`torchx.specs._timeline`)."""
     timeline: list[Phase] = field(default_factory=list)
     """The phases the app went through, in order, as far as the scheduler knows them."""
+    progress_tail: Callable[[], str] | None = field(default=None, repr=False, compare=False)
+    """Reads the end of the log the app reports its progress in (its first role's replica
+    0: ``torchx.progress``), where the scheduler can; called only by those who show
+    progress (``Runner.status``), so that ``describe`` costs nothing more."""
 
 
 @dataclass

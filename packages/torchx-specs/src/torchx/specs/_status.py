@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from torchx.specs._failure import Failure
+    from torchx.specs._progress import Progress
     from torchx.specs._timeline import Phase, Waiting
 
 
@@ -257,6 +258,9 @@ class AppStatus:
     """Why the app waits (``None`` once it runs, or when the scheduler does not say)."""
     timeline: list[Phase] = field(default_factory=list)
     """The phases the app went through, in order (:mod:`torchx.specs._timeline`)."""
+    progress: Progress | None = None
+    """How far the app is, from its last ``torchx.progress`` report (``None`` before the
+    first, or where its log cannot be read; :mod:`torchx.specs._progress`)."""
 
     def is_terminal(self) -> bool:
         """Whether the app can no longer change state (see :func:`is_terminal`)."""
@@ -296,6 +300,7 @@ class AppStatus:
             "failure": self.failure.to_json() if self.failure is not None else None,
             "waiting": self.waiting.to_json() if self.waiting is not None else None,
             "timeline": [phase.to_json() for phase in self.timeline],
+            "progress": self.progress.to_json() if self.progress is not None else None,
         }
 
     def format(self, filter_roles: list[str] | None = None) -> str:
@@ -330,14 +335,19 @@ class AppStatus:
     def _timing_lines(self) -> list[str]:
         """``Waiting 2m13s: ...`` while the app waits; ``Started after 41s: ...`` once it
         has run."""
+        import time
+
         from torchx.specs._timeline import startup_line, waiting_line
 
         if self.waiting is not None:
-            import time
-
             return [waiting_line(self.waiting, time.time())]
         started = startup_line(self.timeline) if self.timeline else None
-        return [started] if started else []
+        lines = [started] if started else []
+        if self.progress is not None:
+            from torchx.specs._progress import progress_line
+
+            lines.append(progress_line(self.progress, time.time()))
+        return lines
 
     def __repr__(self) -> str:
         """YAML (or, without PyYAML, JSON) rendering with reply files decoded."""
@@ -361,7 +371,7 @@ class AppStatus:
                 return raw
 
         data = plain(asdict(self))
-        for key in ("failure", "waiting", "timeline"):
+        for key in ("failure", "waiting", "timeline", "progress"):
             if not data.get(key):
                 data.pop(key, None)  # the layout of an app without them stays upstream's
         data["structured_error_msg"] = decoded(self.structured_error_msg)

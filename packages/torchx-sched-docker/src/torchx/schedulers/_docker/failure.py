@@ -15,7 +15,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["replica_failure"]
+__all__ = ["log_tail", "replica_failure"]
 
 _TAIL_LINES = 400
 """Log lines asked of the daemon (then cut to 64 KiB): a traceback and what led to it."""
@@ -32,7 +32,7 @@ def replica_failure(
     from_exit_status(failure, code if isinstance(code, int) else None, signal_exits=True)
     if outside:
         failure.message = outside
-    tail = _tail(api, str(info.get("Id", "")))
+    tail = log_tail(api, str(info.get("Id", "")))
     if tail:
         from_log_tail(failure, tail)
     if state.get("OOMKilled"):
@@ -45,7 +45,7 @@ def replica_failure(
     return failure
 
 
-def _tail(api: Any, container_id: str) -> str:
+def log_tail(api: Any, container_id: str) -> str:
     """The last lines of the container's log, through TorchX's engine client (frames) or
     the docker SDK's ``APIClient`` (bytes) alike."""
     try:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from torchx.schedulers.api import LogQuery
 
-__all__ = ["check_stream", "failed_tail", "replica_lines"]
+__all__ = ["check_stream", "log_tail", "replica_lines"]
 
 _RESUME_SLACK_S = 2  # seconds asked for before a resume point, for clocks and rounding
 _RESUME_IDLE_S = 0.2  # before asking again when a stream ended with nothing new
@@ -36,9 +36,10 @@ def check_stream(stream: str) -> None:
         )
 
 
-def failed_tail(core: Any, ns: str, pod: dict[str, Any]) -> str:
-    """The end of a failed pod's log (its first failed container's, else its first
-    container's): the last lines, at most 64 KiB, read from the end by the kubelet."""
+def log_tail(core: Any, ns: str, pod: dict[str, Any]) -> str:
+    """The end of a pod's log (its first failed container's, else its first container's:
+    a root cause, or ``torchx.progress``'s reports): the last lines, at most 64 KiB, read
+    from the end by the kubelet."""
     from torchx.specs._failure import LOG_TAIL_BYTES
 
     statuses = (pod.get("status") or {}).get("containerStatuses") or ()

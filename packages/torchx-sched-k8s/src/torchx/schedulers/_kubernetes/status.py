@@ -44,6 +44,7 @@ __all__ = [
     "describe_batch",
     "describe_jobset",
     "describe_volcano",
+    "first_replica_pod",
     "jobset_app_state",
     "kueue_reason",
     "labels_of",
@@ -114,6 +115,17 @@ def newest_pod(pods: Iterable[dict[str, Any]]) -> dict[str, Any]:
         return str(meta.get("creationTimestamp") or ""), not failed, str(meta.get("name") or "")
 
     return max(pods, key=key)
+
+
+def first_replica_pod(pods: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The pod of the first role's replica 0 (its newest, after a retry), or None."""
+    mine = [
+        p
+        for p in pods
+        if labels_of(p).get(LABEL_ROLE_INDEX) == "0"
+        and (labels_of(p).get(LABEL_REPLICA_ID) or _completion_index(p)) == "0"
+    ]
+    return newest_pod(mine) if mine else None
 
 
 def pending_reason(pod: dict[str, Any]) -> str:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from torchx.schedulers._slurm.records import JobRecord
     from torchx.schedulers._slurm.ssh import SshTarget
 
-__all__ = ["StepEnd", "parse_steps", "root_failure"]
+__all__ = ["StepEnd", "parse_steps", "replica_log_tail", "root_failure"]
 
 _NODE_FAILURE_NOTE = "DUE TO NODE FAILURE"
 _NOT_ENDED = frozenset({"", "PENDING", "RUNNING", "COMPLETING", "SUSPENDED"})
@@ -210,17 +210,27 @@ def _reported(step: StepEnd) -> bool:
     return step.state in _COLLATERAL and (step.exit_code is not None or step.signal != 0)
 
 
-def _with_logs(failure: Failure, job_id: str, log_dir: str, via: SshTarget | None) -> None:
-    """Adds the replica's log tail: stderr (where a traceback goes), else stdout."""
+def replica_log_tail(
+    job_id: str, log_dir: str, role: str, replica_id: int, via: SshTarget | None
+) -> str:
+    """The end of a replica's log (at most 64 KiB): its stderr (where a traceback and
+    ``torchx.progress`` reports go), else its stdout; ``""`` when neither has anything."""
     from torchx.schedulers._slurm.request import safe_name
 
-    base = os.path.join(log_dir or ".", f"slurm-{job_id}-{safe_name(failure.role)}")
-    keep = failure.cause, failure.message
+    base = os.path.join(log_dir or ".", f"slurm-{job_id}-{safe_name(role)}-{replica_id}")
     for suffix in ("err", "out"):
-        tail = _tail(f"{base}-{failure.replica_id}.{suffix}", via)
+        tail = _tail(f"{base}.{suffix}", via)
         if tail.strip():
-            from_log_tail(failure, tail)
-            break
+            return tail
+    return ""
+
+
+def _with_logs(failure: Failure, job_id: str, log_dir: str, via: SshTarget | None) -> None:
+    """Adds the replica's log tail."""
+    keep = failure.cause, failure.message
+    tail = replica_log_tail(job_id, log_dir, failure.role, failure.replica_id, via)
+    if tail:
+        from_log_tail(failure, tail)
     if keep[0] in ("oom", "time_limit", "node_failure", "preempted"):
         failure.cause, failure.message = keep  # Slurm's word names the cause
 
