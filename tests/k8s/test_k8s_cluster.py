@@ -125,14 +125,21 @@ def test_an_image_being_pulled_is_what_the_app_waits_for(
     """While kubelet pulls the app's image, ``waiting`` names the image (kubelet's events:
     the pod's status only says ContainerCreating) and the timeline has ``pulling_image``;
     once the pull is done the app runs."""
+    import io
     import uuid
 
     from torchx_testsupport.docker import docker_with_test_image
     from torchx_testsupport.fronts import HeldConnections
 
     docker = docker_with_test_image("TORCHX_REQUIRE_K8S")
-    repo = f"127.0.0.1:5000/torchx-test/pulled-{uuid.uuid4().hex[:8]}"
-    docker.images.get(IMAGE).tag(repo, "1")
+    # an image of its own (its own config, so its own image id), whose layers the node
+    # already has: a pull of the test image's id under another name would leave kubelet
+    # a record that the id came from a registry, and kubelet then verifies the preloaded
+    # test image by pulling it (KubeletEnsureSecretPulledImages), which no registry has
+    tag = uuid.uuid4().hex[:8]
+    repo = f"127.0.0.1:5000/torchx-test/pulled-{tag}"
+    dockerfile = f"FROM {IMAGE}\nLABEL torchx.test.pulled={tag}\n".encode()
+    docker.images.build(fileobj=io.BytesIO(dockerfile), tag=f"{repo}:1", rm=True)
     for line in docker.images.push(repo, "1", stream=True, decode=True):
         assert "error" not in line, line
     held = HeldConnections(("127.0.0.1", 5000))  # the local registry, answering when let
@@ -153,6 +160,9 @@ def test_an_image_being_pulled_is_what_the_app_waits_for(
         held.release.set()
         done = until(sched, app_id, finished)
         assert done.state == AppState.SUCCEEDED and done.waiting is None, done
+        # and the node still has the test image under its own name
+        after = until(sched, sched.submit(sh("true"), batch(namespace)), finished)
+        assert after.state == AppState.SUCCEEDED, after
     finally:
         held.close()
         docker.images.remove(f"{repo}:1")

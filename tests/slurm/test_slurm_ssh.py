@@ -130,6 +130,35 @@ def test_cancel_a_running_job_from_the_laptop(workspace: Path) -> None:
         laptop.run("torchx", "cancel", handle)
 
 
+def test_progress_from_the_laptop(workspace: Path) -> None:
+    """The job reports by the line protocol on the cluster; ``status`` on the laptop reads
+    the end of its log over the same ssh connection (``tail -c`` on the login node)."""
+    import json
+
+    from torchx_testsupport.progress import SHELL_REPORTER
+
+    out, _ = _torchx(
+        "run", "-s", "slurm", "-cfg", f"ssh={laptop.LOGIN_NODE}",
+        "utils.sh", "sh", "-c", SHELL_REPORTER, cwd=workspace,
+    )  # fmt: skip
+    handle = HANDLE.search(out).group(0)  # type: ignore[union-attr]
+    try:
+        deadline = time.monotonic() + 60
+        progress = None
+        while time.monotonic() < deadline:
+            progress = json.loads(_torchx("status", "--json", handle)[0])["progress"]
+            if progress is not None and progress["step"] == 3:
+                break
+            time.sleep(0.5)
+        assert progress is not None, "no progress within 60 s"
+        assert (progress["step"], progress["total"], progress["fraction"]) == (3, 4, 0.75)
+        assert progress["metrics"] == {"loss": 0.33}
+        text, _ = _torchx("status", handle)
+        assert "Progress: 75% (3/4)" in text, text
+    finally:
+        laptop.run("torchx", "cancel", handle)
+
+
 @pytest.mark.parametrize(
     "target, says",
     [
