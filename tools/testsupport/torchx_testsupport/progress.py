@@ -25,14 +25,17 @@ def python_reporter(python: str) -> str:
     )
 
 
-SHELL_REPORTER = (
+SHELL_REPORTS = (
     "for i in 1 2 3; do"
     ' echo "TORCHX_PROGRESS {\\"step\\": $i, \\"total\\": 4, \\"time\\": $(date +%s),'
     ' \\"metrics\\": {\\"loss\\": 0.3$i}}" >&2;'
-    f" done; sleep {HOLD_S}"
+    " done"
 )
 """The protocol from a job without torchx (an image with only a shell): the same reports
 as :func:`python_reporter`, written by ``echo``."""
+
+SHELL_REPORTER = f"{SHELL_REPORTS}; sleep {HOLD_S}"
+""":data:`SHELL_REPORTS`, then the job waits."""
 
 
 def reported(runner: Any, handle: str, timeout: float = 240) -> Any:

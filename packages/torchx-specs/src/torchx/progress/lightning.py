@@ -1,0 +1,59 @@
+"""``torchx.progress`` for PyTorch Lightning: a callback that reports the trainer's step,
+its total and the logged metrics.
+
+::
+
+    from torchx.progress.lightning import ProgressCallback
+
+    trainer = Trainer(max_steps=1000, callbacks=[ProgressCallback()])
+
+Works with ``lightning`` (``lightning.pytorch``) or the older ``pytorch_lightning``,
+whichever is installed; importing this module imports it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from torchx.progress import report
+
+try:
+    from lightning.pytorch.callbacks import Callback
+except ImportError:  # the package before its rename
+    from pytorch_lightning.callbacks import Callback
+
+__all__ = ["ProgressCallback"]
+
+
+def _total(trainer: Any) -> int | None:
+    if getattr(trainer, "max_steps", -1) and trainer.max_steps > 0:
+        return int(trainer.max_steps)
+    try:
+        steps = trainer.estimated_stepping_batches
+    except Exception:  # no data loader length to estimate from
+        return None
+    return int(steps) if isinstance(steps, (int, float)) and math.isfinite(steps) else None
+
+
+def _metrics(trainer: Any) -> dict[str, float]:
+    found = {}
+    for name, value in dict(getattr(trainer, "callback_metrics", {}) or {}).items():
+        try:
+            number = float(value)
+        except (TypeError, ValueError):  # a tensor of more than one value, a string
+            continue
+        if math.isfinite(number):
+            found[str(name)] = number
+    return found
+
+
+class ProgressCallback(Callback):  # type: ignore[misc]
+    """Reports after every training batch (``report`` throttles the writes) and at the
+    end of training."""
+
+    def on_train_batch_end(self, trainer: Any, *args: Any, **kwargs: Any) -> None:
+        report(int(trainer.global_step), _total(trainer), **_metrics(trainer))
+
+    def on_train_end(self, trainer: Any, *args: Any, **kwargs: Any) -> None:
+        report(int(trainer.global_step), _total(trainer), **_metrics(trainer))

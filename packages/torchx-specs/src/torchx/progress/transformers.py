@@ -1,0 +1,49 @@
+"""``torchx.progress`` for Hugging Face ``transformers``: a ``TrainerCallback`` that reports
+the trainer's step, its ``max_steps`` and the metrics it logs.
+
+::
+
+    from torchx.progress.transformers import ProgressCallback
+
+    trainer = Trainer(model, args, train_dataset=data, callbacks=[ProgressCallback()])
+
+Importing this module imports ``transformers``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from transformers import TrainerCallback
+
+from torchx.progress import report
+
+__all__ = ["ProgressCallback"]
+
+
+class ProgressCallback(TrainerCallback):  # type: ignore[misc]
+    """Reports after every step (``report`` throttles the writes) with the last metrics
+    the trainer logged (``loss``, ``learning_rate``, ``eval_*``...)."""
+
+    def __init__(self) -> None:
+        self._metrics: dict[str, float] = {}
+
+    def _report(self, state: Any) -> None:
+        total = int(state.max_steps) if getattr(state, "max_steps", 0) else None
+        report(int(state.global_step), total, **self._metrics)
+
+    def on_log(
+        self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **_: Any
+    ) -> None:
+        for name, value in (logs or {}).items():
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if number and math.isfinite(value):
+                self._metrics[str(name)] = float(value)
+        self._report(state)
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        self._report(state)
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        self._report(state)
