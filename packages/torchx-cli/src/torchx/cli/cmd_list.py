@@ -12,12 +12,16 @@ from torchx.cli.cmd_base import SubCommand
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from torchx.runner import Runner
+    from torchx.schedulers.api import ListAppResponse
     from torchx.schedulers.list_filter import ListFilter
+    from torchx.specs._progress import Progress
 
 __all__ = [
     "APP_NAME_HEADER",
     "HANDLE_HEADER",
     "NAME_HEADER",
+    "PROGRESS_HEADER",
     "STATUS_HEADER",
     "WAITING_HEADER",
     "CmdList",
@@ -28,6 +32,8 @@ APP_NAME_HEADER = "APP NAME"
 STATUS_HEADER = "APP STATUS"
 WAITING_HEADER = "WAITING FOR"
 """The column of why an app waits, shown when one does."""
+PROGRESS_HEADER = "PROGRESS"
+"""The column of how far each running app is (``--progress``)."""
 NAME_HEADER = APP_NAME_HEADER  # upstream's name for it
 
 
@@ -61,6 +67,12 @@ class CmdList(SubCommand):
             help="print the apps as a JSON array, one app per line, streamed as the"
             " scheduler pages its answer",
         )
+        subparser.add_argument(
+            "--progress",
+            action="store_true",
+            help="add how far each running app is (its last torchx.progress report): one"
+            " status read per running app, so only when asked",
+        )
 
     def run(self, args: argparse.Namespace) -> None:
         from torchx.cli._cfg import parse_cfg_str, scheduler_runopts
@@ -80,19 +92,27 @@ class CmdList(SubCommand):
             if args.json:
                 from torchx.cli._json import stream_json_array
 
-                # streamed: each page of a paging backend is printed as it arrives
-                stream_json_array(
-                    {
+                def json_row(app: "ListAppResponse") -> dict[str, object]:
+                    found: dict[str, object] = {
                         "app_handle": app.app_handle,
                         "app_id": app.app_id,
                         "name": app.name,
                         "state": str(app.state),
                         "waiting": app.waiting or None,
                     }
+                    if args.progress:
+                        read = _progress(runner, [app])[0]
+                        found["progress"] = read.to_json() if read is not None else None
+                    return found
+
+                # streamed: each page of a paging backend is printed as it arrives
+                stream_json_array(
+                    json_row(app)
                     for app in runner.list_iter(scheduler, cfg=cfg, list_filter=list_filter)
                 )
                 return
             apps = runner.list(scheduler, cfg=cfg, list_filter=list_filter)
+            progress = _progress(runner, apps) if args.progress else []
         from torchx.cli._table import format_table
 
         rows = [[app.app_handle, app.name, str(app.state)] for app in apps]
@@ -101,7 +121,30 @@ class CmdList(SubCommand):
             headers.append(WAITING_HEADER)
             for row, app in zip(rows, apps, strict=True):
                 row.append(app.waiting)
+        if args.progress:
+            from torchx.specs._progress import progress_cell
+
+            headers.append(PROGRESS_HEADER)
+            for row, read in zip(rows, progress, strict=True):
+                row.append(progress_cell(read) if read is not None else "")
         print(format_table(rows, headers))
+
+
+def _progress(runner: "Runner", apps: "list[ListAppResponse]") -> "list[Progress | None]":
+    """How far each running app is (None for the others), read side by side: one status
+    read per running app."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from torchx.specs.api import AppState
+
+    def read(app: "ListAppResponse") -> "Progress | None":
+        if app.state != AppState.RUNNING:
+            return None
+        status = runner.status(app.app_handle)
+        return status.progress if status is not None else None
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        return list(pool.map(read, apps))
 
 
 def _list_filter(args: argparse.Namespace) -> "ListFilter | None":

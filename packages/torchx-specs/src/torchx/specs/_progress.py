@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from torchx.progress import MARK
 from torchx.specs._timeline import duration
 
-__all__ = ["Progress", "from_log_tail", "progress_line"]
+__all__ = ["Progress", "from_log_tail", "progress_cell", "progress_line"]
 
 
 @dataclass
@@ -111,14 +111,20 @@ def _eta(seconds: float) -> str:
     return duration(seconds)
 
 
-def progress_line(progress: Progress, now: float) -> str:
-    """``Progress: 75% (3/4), ETA 12m, loss=0.33, updated 4s ago``."""
+def progress_cell(progress: Progress) -> str:
+    """``75% (3/4), ETA 12m``: how far and how long, as ``torchx list --progress`` shows it."""
     if progress.total is not None and progress.fraction is not None:
         parts = [f"{progress.fraction:.0%} ({progress.step}/{progress.total})"]
     else:
         parts = [f"step {progress.step}"]
     if progress.eta_s is not None:
         parts.append(f"ETA {_eta(progress.eta_s)}")
+    return ", ".join(parts)
+
+
+def progress_line(progress: Progress, now: float) -> str:
+    """``Progress: 75% (3/4), ETA 12m, loss=0.33, updated 4s ago``."""
+    parts = [progress_cell(progress)]
     parts += [f"{name}={value:.4g}" for name, value in progress.metrics.items()]
     if progress.updated is not None:
         parts.append(f"updated {duration(now - progress.updated)} ago")
