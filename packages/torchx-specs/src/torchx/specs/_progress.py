@@ -3,7 +3,7 @@ the end of its log): ``status --json``'s ``"progress"`` and the text ``Progress:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from torchx.util._startup.lazy_dataclass import dataclass, field
 
 from torchx.progress import MARK
 from torchx.specs._timeline import duration
@@ -39,22 +39,39 @@ class Progress:
         }
 
 
-def _reports(tail: str) -> list[dict[str, object]]:
-    """Every well-formed report in ``tail``, oldest first (a malformed one is skipped)."""
+_LEAD = MARK + " "
+
+
+def _report_at(tail: str, at: int) -> dict[str, object] | None:
+    """The report on the line whose mark is at ``at``, or None if it is malformed."""
     import json
 
-    found = []
-    for line in tail.splitlines():
-        at = line.find(MARK + " ")
-        if at < 0:
-            continue
-        try:
-            report = json.loads(line[at + len(MARK) + 1 :])
-        except ValueError:
-            continue
-        if isinstance(report, dict) and isinstance(report.get("step"), int):
-            found.append(report)
-    return found
+    end = tail.find("\n", at)
+    try:
+        report = json.loads(tail[at + len(_LEAD) : end if end >= 0 else len(tail)])
+    except ValueError:
+        return None
+    return report if isinstance(report, dict) and isinstance(report.get("step"), int) else None
+
+
+def _last_report(tail: str) -> tuple[int, dict[str, object]] | None:
+    """(where, what) of the last well-formed report in ``tail``, searched from its end."""
+    end = len(tail)
+    while (at := tail.rfind(_LEAD, 0, end)) >= 0:
+        if (report := _report_at(tail, at)) is not None:
+            return at, report
+        end = at
+    return None
+
+
+def _first_report(tail: str, before: int) -> dict[str, object] | None:
+    """The first well-formed report in ``tail`` before position ``before``."""
+    start = 0
+    while (at := tail.find(_LEAD, start, before)) >= 0:
+        if (report := _report_at(tail, at)) is not None:
+            return report
+        start = at + 1
+    return None
 
 
 def _number(value: object) -> float | None:
@@ -67,10 +84,10 @@ def from_log_tail(
     """The progress the last report in ``tail`` says, or None when there is none. The
     rate is the reporter's own (``rate``), else measured between the first and the last
     timed report in the tail; the ETA counts down from the report while the app runs."""
-    reports = _reports(tail)
-    if not reports:
+    found = _last_report(tail)
+    if found is None:
         return None
-    last = reports[-1]
+    at, last = found
     step = int(str(last["step"]))
     total_value = last.get("total")
     total = total_value if isinstance(total_value, int) and total_value > 0 else None
@@ -82,9 +99,10 @@ def from_log_tail(
     }
     updated = _number(last.get("time"))
     rate = _number(last.get("rate"))
-    timed = [(t, int(str(r["step"]))) for r in reports if (t := _number(r.get("time")))]
-    if rate is None and len(timed) > 1 and timed[-1][0] > timed[0][0]:
-        rate = (timed[-1][1] - timed[0][1]) / (timed[-1][0] - timed[0][0])
+    if rate is None and updated is not None and (first := _first_report(tail, at)) is not None:
+        since = _number(first.get("time"))
+        if since is not None and updated > since:
+            rate = (step - int(str(first["step"]))) / (updated - since)
     fraction = min(1.0, max(0.0, step / total)) if total else None
     eta = None
     if running and total is not None and rate is not None and rate > 0:
