@@ -862,7 +862,13 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         selector = f"{LABEL_MANAGED_BY}={_request.MANAGED_BY}"
         if len(names) <= _SELECT_BY_NAME:  # else every TorchX pod: a selector has a length
             selector = f"{LABEL_INSTANCE} in ({','.join(names)})"
-        pods = self._pods(ns, selector) if names else []
+        pods: list[dict[str, Any]] | None = []
+        if names:
+            try:
+                pods = self._pods(ns, selector)
+            except _client.KubernetesApiError as e:  # no right to list pods: the state only
+                log.debug("cannot list the pods of waiting apps (%s)", e)
+                pods = None
         for row, objects in pending:
             row.waiting = _status.list_waiting(objects, workloads, pods)
         return [row for row, _ in rows]

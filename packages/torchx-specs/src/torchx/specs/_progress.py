@@ -3,10 +3,9 @@ the end of its log): ``status --json``'s ``"progress"`` and the text ``Progress:
 
 from __future__ import annotations
 
-from torchx.util._startup.lazy_dataclass import dataclass, field
-
 from torchx.progress import MARK
 from torchx.specs._timeline import duration
+from torchx.util._startup.lazy_dataclass import dataclass, field
 
 __all__ = ["Progress", "from_log_tail", "progress_cell", "progress_line"]
 

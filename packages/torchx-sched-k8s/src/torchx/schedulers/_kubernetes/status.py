@@ -810,12 +810,13 @@ def list_rows(
 def list_waiting(
     objects: list[dict[str, Any]],
     workloads: list[dict[str, Any]] | None,
-    pods: list[dict[str, Any]],
+    pods: list[dict[str, Any]] | None,
 ) -> str:
     """Why a pending app of a listing waits: Kueue's words while Kueue holds it
     (``workloads``: the namespace's, read once for the whole listing; None when they could
     not be read), else its first pod's that says why (the scheduler's or kubelet's), else
-    that no pod of it is there yet or that its containers are being made."""
+    that no pod of it is there yet or that its containers are being made (``""`` when the
+    pods could not be read: None)."""
     queue = next((q for o in objects if (q := labels_of(o).get(LABEL_KUEUE_QUEUE))), "")
     uids = {str((o.get("metadata") or {}).get("uid")) for o in objects}
     if queue and workloads is None:
@@ -824,6 +825,8 @@ def list_waiting(
         mine = [w for w in workloads if labels_of(w).get(_LABEL_KUEUE_JOB_UID) in uids]
         if held := kueue_reason(mine, queue, None):
             return held
+    if pods is None:
+        return ""
     instance = labels_of(objects[0]).get(LABEL_INSTANCE) if objects else None
     mine = [p for p in pods if labels_of(p).get(LABEL_INSTANCE) == instance]
     for pod in mine:
