@@ -685,7 +685,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
             log_dir = (record.log_dir if record is not None else "") or rows[0].workdir
 
             def progress_tail() -> str:  # one read (a tail over ssh), when status asks
-                from torchx.schedulers._slurm.failure import replica_log_tail
+                from torchx.schedulers._slurm.logtail import replica_log_tail
 
                 return replica_log_tail(job_id, log_dir, role, 0, via)
 

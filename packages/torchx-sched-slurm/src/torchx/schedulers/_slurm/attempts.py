@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from torchx.schedulers._slurm import commands, parse
+from torchx.schedulers._slurm.logtail import file_tail
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -18,7 +19,6 @@ if TYPE_CHECKING:
 __all__ = ["last_interruption"]
 
 _REQUEUED_LINE = "torchx: requeued: "
-_LOG_TAIL_BYTES = 64 * 1024  # the batch log holds only the script's and srun's own lines
 _RUNNING = frozenset({"PENDING", "RUNNING", "REQUEUED_HOLD", "REQUEUE_FED", "REQUEUE_HOLD"})
 
 
@@ -62,23 +62,7 @@ def last_interruption(
 def _requeue_reasons(job_id: str, log_dir: str | None, via: SshTarget | None) -> list[str]:
     """The ``torchx: requeued:`` reasons of the job's batch log, oldest first (none if it
     cannot be read)."""
-    path = os.path.join(log_dir or ".", f"slurm-{job_id}.out")
-    if via is not None:  # the log is on the cluster
-        try:
-            code, tail, _ = commands.run_once(
-                ["tail", "-c", str(_LOG_TAIL_BYTES), "--", path], via=via
-            )
-        except commands.SlurmCommandError:
-            return []
-        if code != 0:
-            return []
-    else:
-        try:
-            with open(path, "rb") as f:
-                f.seek(max(0, os.fstat(f.fileno()).st_size - _LOG_TAIL_BYTES))
-                tail = f.read().decode("utf-8", "replace")
-        except OSError:
-            return []
+    tail = file_tail(os.path.join(log_dir or ".", f"slurm-{job_id}.out"), via)
     return [
         line[len(_REQUEUED_LINE) :] for line in tail.splitlines() if line.startswith(_REQUEUED_LINE)
     ]

@@ -10,18 +10,10 @@ replica's logs (64 KiB, over ssh with ``tail -c``).
 
 from __future__ import annotations
 
-import os
-
 from torchx.schedulers._slurm import commands
+from torchx.schedulers._slurm.logtail import replica_log_tail
 from torchx.schedulers._slurm.parse import _exit_status, base_state, slurm_time, split_job_name
-from torchx.specs._failure import (
-    LOG_TAIL_BYTES,
-    Failure,
-    from_exit_status,
-    from_log_tail,
-    read_log_tail,
-    root_cause,
-)
+from torchx.specs._failure import Failure, from_exit_status, from_log_tail, root_cause
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,7 +21,7 @@ if TYPE_CHECKING:
     from torchx.schedulers._slurm.records import JobRecord
     from torchx.schedulers._slurm.ssh import SshTarget
 
-__all__ = ["StepEnd", "parse_steps", "replica_log_tail", "root_failure"]
+__all__ = ["StepEnd", "parse_steps", "root_failure"]
 
 _NODE_FAILURE_NOTE = "DUE TO NODE FAILURE"
 _NOT_ENDED = frozenset({"", "PENDING", "RUNNING", "COMPLETING", "SUSPENDED"})
@@ -210,21 +202,6 @@ def _reported(step: StepEnd) -> bool:
     return step.state in _COLLATERAL and (step.exit_code is not None or step.signal != 0)
 
 
-def replica_log_tail(
-    job_id: str, log_dir: str, role: str, replica_id: int, via: SshTarget | None
-) -> str:
-    """The end of a replica's log (at most 64 KiB): its stderr (where a traceback and
-    ``torchx.progress`` reports go), else its stdout; ``""`` when neither has anything."""
-    from torchx.schedulers._slurm.request import safe_name
-
-    base = os.path.join(log_dir or ".", f"slurm-{job_id}-{safe_name(role)}-{replica_id}")
-    for suffix in ("err", "out"):
-        tail = _tail(f"{base}.{suffix}", via)
-        if tail.strip():
-            return tail
-    return ""
-
-
 def _with_logs(failure: Failure, job_id: str, log_dir: str, via: SshTarget | None) -> None:
     """Adds the replica's log tail."""
     keep = failure.cause, failure.message
@@ -233,16 +210,3 @@ def _with_logs(failure: Failure, job_id: str, log_dir: str, via: SshTarget | Non
         from_log_tail(failure, tail)
     if keep[0] in ("oom", "time_limit", "node_failure", "preempted"):
         failure.cause, failure.message = keep  # Slurm's word names the cause
-
-
-def _tail(path: str, via: SshTarget | None) -> str:
-    if via is None:
-        return read_log_tail(path)
-    try:
-        code, out, _ = commands.run_once(["tail", "-c", str(LOG_TAIL_BYTES), path], via=via)
-    except commands.SlurmCommandError:
-        return ""
-    if code != 0:
-        return ""
-    lines = out.split("\n", 1)
-    return lines[1] if len(out.encode()) >= LOG_TAIL_BYTES and len(lines) > 1 else out
