@@ -675,7 +675,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         uids = [str(o["metadata"].get("uid")) for o in objects if o["metadata"].get("uid")]
         by_uid: dict[str, str] = {}
         if len(uids) <= _SELECT_BY_NAME:
-            by_uid["label_selector"] = f"kueue.x-k8s.io/job-uid in ({','.join(uids)})"
+            by_uid["label_selector"] = f"{_request.LABEL_KUEUE_JOB_UID} in ({','.join(uids)})"
         found = _client.read_json(
             self._custom().list_namespaced_custom_object,
             "listing Kueue workloads",
@@ -689,7 +689,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         return [
             w
             for w in found.get("items") or ()
-            if _status.labels_of(w).get("kueue.x-k8s.io/job-uid") in wanted
+            if _status.labels_of(w).get(_request.LABEL_KUEUE_JOB_UID) in wanted
         ]
 
     def _deactivate_workloads(self, ns: str, objects: list[dict[str, Any]]) -> None:

@@ -26,6 +26,7 @@ from torchx.schedulers._kubernetes.request import (
     LABEL_COMPLETION_INDEX,
     LABEL_INSTANCE,
     LABEL_JOBSET_RJOB,
+    LABEL_KUEUE_JOB_UID,
     LABEL_KUEUE_QUEUE,
     LABEL_REPLICA_ID,
     LABEL_ROLE_INDEX,
@@ -89,8 +90,6 @@ _OWN_WORD = frozenset({"oom", "time_limit", "preempted", "node_failure"})
 LogTail = Callable[[dict[str, Any]], str]
 """Reads the end of a failed pod's log (the scheduler's API call)."""
 
-_LABEL_KUEUE_JOB_UID = "kueue.x-k8s.io/job-uid"
-"""The label Kueue puts on a workload: the uid of the Job (or JobSet) it stands for."""
 _PULL_FAILED = frozenset({"ErrImagePull", "ImagePullBackOff"})
 _NEVER_PULLS = frozenset({"InvalidImageName", "ErrImageNeverPull"})  # no retry can help
 
@@ -822,7 +821,7 @@ def list_waiting(
     if queue and workloads is None:
         return f"queued in LocalQueue {queue!r}"
     if queue and workloads is not None:
-        mine = [w for w in workloads if labels_of(w).get(_LABEL_KUEUE_JOB_UID) in uids]
+        mine = [w for w in workloads if labels_of(w).get(LABEL_KUEUE_JOB_UID) in uids]
         if held := kueue_reason(mine, queue, None):
             return held
     if pods is None:
