@@ -14,10 +14,9 @@ from typing import Any
 
 import pytest
 from torchx_testsupport.docker import IMAGE
-from torchx_testsupport.progress import SHELL_REPORTS, check_reported
+from torchx_testsupport.progress import SHELL_REPORTS, check_reported, reporting_app
 
 from torchx.runner import get_runner
-from torchx.specs import AppDef, Resource, Role
 
 
 @pytest.fixture
@@ -27,14 +26,8 @@ def runner(batch_queue: str) -> Iterator[Any]:
 
 
 def test_a_job_shows_its_last_report(runner: Any, batch_queue: str) -> None:
-    role = Role(
-        name="train",
-        image=IMAGE,
-        entrypoint="sh",
-        args=["-c", SHELL_REPORTS],
-        resource=Resource(cpu=1, gpu=0, memMB=128),
-    )
-    handle = runner.run(AppDef("reporting", [role]), "aws_batch", cfg={"queue": batch_queue})
+    app = reporting_app(IMAGE, SHELL_REPORTS, memMB=128)
+    handle = runner.run(app, "aws_batch", cfg={"queue": batch_queue})
     ended = runner.wait(handle, wait_interval=0.5)
     assert ended is not None and ended.state.name == "SUCCEEDED", ended
     status = runner.status(handle)

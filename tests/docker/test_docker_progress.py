@@ -6,21 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from torchx_testsupport.docker import IMAGE
-from torchx_testsupport.progress import SHELL_REPORTER, check_reported, reported
-
-from torchx.specs import AppDef, Resource, Role
+from torchx_testsupport.progress import SHELL_REPORTER, check_reported, reported, reporting_app
 
 
 def test_a_running_container_shows_its_progress(runner: Any) -> None:
-    role = Role(
-        name="train",
-        image=IMAGE,
-        entrypoint="sh",
-        args=["-c", SHELL_REPORTER],
-        resource=Resource(cpu=1, gpu=0, memMB=256),
-        num_replicas=2,
-    )
-    handle = runner.run(AppDef("reporting", [role]), "local_docker")
+    handle = runner.run(reporting_app(IMAGE, SHELL_REPORTER, replicas=2), "local_docker")
     status = reported(runner, handle)
     check_reported(status)
     assert status.progress.role == "train"

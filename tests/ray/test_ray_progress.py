@@ -5,21 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchx_testsupport.progress import SHELL_REPORTER, check_reported, reported
-
-from torchx.specs import AppDef, Resource, Role
+from torchx_testsupport.progress import SHELL_REPORTER, check_reported, reported, reporting_app
 
 
 def test_a_running_app_shows_its_progress(runner: Any) -> None:
-    role = Role(
-        name="train",
-        image="unused",
-        entrypoint="sh",
-        args=["-c", SHELL_REPORTER],
-        num_replicas=2,
-        resource=Resource(cpu=1, gpu=0, memMB=128),
-    )
-    handle = runner.run(AppDef("reporting", [role]), "ray")
+    handle = runner.run(reporting_app("unused", SHELL_REPORTER, replicas=2, memMB=128), "ray")
     try:
         status = reported(runner, handle)
         check_reported(status)

@@ -11,28 +11,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from torchx_testsupport.progress import SHELL_REPORTER, check_reported, python_reporter, reported
-
-from torchx.specs import AppDef, Resource, Role
-
-SMALL = Resource(cpu=1, gpu=0, memMB=256)
-
-
-def _app(image: str, script: str, replicas: int = 1) -> AppDef:
-    role = Role(
-        name="train",
-        image=image,
-        entrypoint="bash" if image == os.getcwd() else "sh",
-        args=["-c", script],
-        resource=SMALL,
-        num_replicas=replicas,
-    )
-    return AppDef(name="reporting", roles=[role])
+from torchx_testsupport.progress import (
+    SHELL_REPORTER,
+    check_reported,
+    python_reporter,
+    reported,
+    reporting_app,
+)
 
 
 def test_a_running_job_shows_its_progress(runner: Any) -> None:
     """Two replicas, both reporting: status reads replica 0's log."""
-    handle = runner.run(_app(os.getcwd(), python_reporter(sys.executable), replicas=2), "slurm")
+    handle = runner.run(
+        reporting_app(os.getcwd(), python_reporter(sys.executable), replicas=2), "slurm"
+    )
     status = reported(runner, handle)
     check_reported(status)
     assert status.progress.role == "train"
@@ -46,7 +38,7 @@ def test_a_job_in_an_image_without_torchx_reports_by_the_protocol(
 
     docker_with_test_image("TORCHX_REQUIRE_DOCKER")
     cfg = {"container": "oci", "container_cache": str(tmp_path / "oci-cache")}
-    handle = runner.run(_app(IMAGE, SHELL_REPORTER), "slurm", cfg)
+    handle = runner.run(reporting_app(IMAGE, SHELL_REPORTER), "slurm", cfg)
     check_reported(reported(runner, handle))
     runner.cancel(handle)
 
@@ -55,7 +47,7 @@ def test_the_last_report_is_there_after_the_job_ended(runner: Any, workdir: Path
     """The default throttle (5 s) holds steps 2..4 back; the exit writes step 4."""
     code = "import torchx.progress as p\nfor i in range(1, 5):\n    p.report(i, total=4)\n"
     script = f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}"
-    handle = runner.run(_app(os.getcwd(), script), "slurm")
+    handle = runner.run(reporting_app(os.getcwd(), script), "slurm")
     status = runner.wait(handle, wait_interval=0.5)
     assert status is not None and status.state.name == "SUCCEEDED", status
     final = runner.status(handle)

@@ -8,6 +8,10 @@ import shlex
 import time
 from typing import Any
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from torchx.specs import AppDef
+
 HOLD_S = 600
 """How long the job runs on after its reports: the test cancels it long before."""
 
@@ -36,6 +40,21 @@ as :func:`python_reporter`, written by ``echo``."""
 
 SHELL_REPORTER = f"{SHELL_REPORTS}; sleep {HOLD_S}"
 """:data:`SHELL_REPORTS`, then the job waits."""
+
+
+def reporting_app(image: str, script: str, replicas: int = 1, memMB: int = 256) -> AppDef:
+    """One role ``train`` of ``replicas`` that runs ``script`` with ``sh -c`` in ``image``."""
+    from torchx.specs import AppDef, Resource, Role
+
+    role = Role(
+        name="train",
+        image=image,
+        entrypoint="sh",
+        args=["-c", script],
+        resource=Resource(cpu=1, gpu=0, memMB=memMB),
+        num_replicas=replicas,
+    )
+    return AppDef("reporting", [role])
 
 
 def reported(runner: Any, handle: str, timeout: float = 240) -> Any:
