@@ -101,7 +101,7 @@ class CmdList(SubCommand):
                         "waiting": app.waiting or None,
                     }
                     if args.progress:
-                        read = _progress(runner, [app])[0]
+                        read = _progress_of(runner, app)
                         found["progress"] = read.to_json() if read is not None else None
                     return found
 
@@ -130,21 +130,22 @@ class CmdList(SubCommand):
         print(format_table(rows, headers))
 
 
-def _progress(runner: "Runner", apps: "list[ListAppResponse]") -> "list[Progress | None]":
-    """How far each running app is (None for the others), read side by side: one status
-    read per running app."""
-    from concurrent.futures import ThreadPoolExecutor
-
+def _progress_of(runner: "Runner", app: "ListAppResponse") -> "Progress | None":
+    """How far a running app is (one status read), None for an app that is not running."""
     from torchx.specs.api import AppState
 
-    def read(app: "ListAppResponse") -> "Progress | None":
-        if app.state != AppState.RUNNING:
-            return None
-        status = runner.status(app.app_handle)
-        return status.progress if status is not None else None
+    if app.state != AppState.RUNNING:
+        return None
+    status = runner.status(app.app_handle)
+    return status.progress if status is not None else None
+
+
+def _progress(runner: "Runner", apps: "list[ListAppResponse]") -> "list[Progress | None]":
+    """:func:`_progress_of` of each app, read side by side."""
+    from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=8) as pool:
-        return list(pool.map(read, apps))
+        return list(pool.map(lambda app: _progress_of(runner, app), apps))
 
 
 def _list_filter(args: argparse.Namespace) -> "ListFilter | None":
