@@ -74,6 +74,21 @@ def test_only_rank_zero_reports_unless_asked() -> None:
     assert len(_reports(_run(code, RANK="0").stderr)) == 1
 
 
+def test_a_nan_or_a_non_number_metric_is_left_out_and_reports_go_on() -> None:
+    code = (
+        "import torchx.progress as p\n"
+        "p.report(1, total=3, loss=float('nan'), lr=0.1)\n"
+        "p.report(2, total=3, loss=object())\n"
+        "p.report(3, total=3, loss=0.5)\n"
+    )
+    reports = _reports(_run(code, TORCHX_PROGRESS_INTERVAL="0").stderr)
+    assert [(r["step"], r["metrics"]) for r in reports] == [
+        (1, {"lr": 0.1}),
+        (2, {}),
+        (3, {"loss": 0.5}),
+    ]
+
+
 def test_a_failed_write_is_one_warning_then_silence() -> None:
     code = (
         "import sys, torchx.progress as p\n"

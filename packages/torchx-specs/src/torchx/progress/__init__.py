@@ -112,7 +112,7 @@ class _Reporter:
         rate = (s1 - s0) / (t1 - t0) if t1 > t0 and s1 > s0 else None
         if rate is not None:
             report["rate"] = round(rate, 6)
-        report["metrics"] = {str(k): float(v) for k, v in metrics.items()}
+        report["metrics"] = _numbers(metrics)
         text = f"{MARK} {json.dumps(report, allow_nan=False)}\n"
         payload = _kubeflow_payload(report) if _kubeflow_url() else None
         return text, payload
@@ -132,6 +132,22 @@ def report(step: int, total: int | None = None, **metrics: float) -> None:
     values of ``metrics`` (e.g. ``loss=0.33``). Cheap enough for every step of a loop."""
     if _REPORTER.enabled:
         _REPORTER.report(step, total, metrics)
+
+
+def _numbers(metrics: dict[str, float]) -> dict[str, float]:
+    """The metrics that are finite numbers (a NaN loss, or a value that is not a number,
+    is left out of this report, not the end of every report after it)."""
+    import math
+
+    found = {}
+    for name, value in metrics.items():
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(number):
+            found[str(name)] = number
+    return found
 
 
 def _interval() -> float:

@@ -36,16 +36,9 @@ def _total(trainer: Any) -> int | None:
     return int(steps) if isinstance(steps, (int, float)) and math.isfinite(steps) else None
 
 
-def _metrics(trainer: Any) -> dict[str, float]:
-    found = {}
-    for name, value in dict(getattr(trainer, "callback_metrics", {}) or {}).items():
-        try:
-            number = float(value)
-        except (TypeError, ValueError):  # a tensor of more than one value, a string
-            continue
-        if math.isfinite(number):
-            found[str(name)] = number
-    return found
+def _metrics(trainer: Any) -> dict[str, Any]:
+    """The logged metrics (``report`` keeps the finite numbers: scalar tensors convert)."""
+    return {str(k): v for k, v in dict(getattr(trainer, "callback_metrics", {}) or {}).items()}
 
 
 class ProgressCallback(Callback):  # type: ignore[misc]

@@ -12,7 +12,6 @@ Importing this module imports ``transformers``.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from transformers import TrainerCallback
@@ -27,7 +26,7 @@ class ProgressCallback(TrainerCallback):  # type: ignore[misc]
     the trainer logged (``loss``, ``learning_rate``, ``eval_*``...)."""
 
     def __init__(self) -> None:
-        self._metrics: dict[str, float] = {}
+        self._metrics: dict[str, Any] = {}
 
     def _report(self, state: Any) -> None:
         total = int(state.max_steps) if getattr(state, "max_steps", 0) else None
@@ -36,10 +35,7 @@ class ProgressCallback(TrainerCallback):  # type: ignore[misc]
     def on_log(
         self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **_: Any
     ) -> None:
-        for name, value in (logs or {}).items():
-            number = isinstance(value, (int, float)) and not isinstance(value, bool)
-            if number and math.isfinite(value):
-                self._metrics[str(name)] = float(value)
+        self._metrics.update((str(k), v) for k, v in (logs or {}).items())  # report keeps numbers
         self._report(state)
 
     def on_step_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
