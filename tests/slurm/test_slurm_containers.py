@@ -109,6 +109,33 @@ def test_replicas_run_in_the_image_with_mounts_and_env(
     assert len(os.listdir(cache)) == 1  # one image, unpacked once
 
 
+def test_every_replica_starts_in_the_image_whatever_the_bundle_path(
+    runner: Any, image: str, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """srun (22.05 to today) frees the ``--container`` of a het component when a later
+    component sets its own: the earlier replica then started from a garbage path
+    ("Application launch failed"), depending on the path's length. Only the first
+    component carries it now."""
+    import tempfile
+
+    app = AppDef("paths", [_role(image, "cat /opt/torchx/marker.txt", num_replicas=3)])
+    cfg = {"container": "oci", "container_cache": str(cache)}
+    base = tempfile.mkdtemp(prefix="torchx-oci-")
+    try:
+        for extra in range(0, 50, 10):  # bundle paths of 5 lengths, 10 bytes apart
+            work = Path(base) / ("w" * (extra + 1))
+            work.mkdir()
+            monkeypatch.chdir(work)
+            handle = runner.run(app, "slurm", cfg)
+            status = terminal_status(runner, handle, 90)
+            assert status.state == AppState.SUCCEEDED, (len(str(work)), status)
+            assert [_log(runner, handle, "train", k) for k in range(3)] == [MARKER] * 3
+    finally:
+        import shutil
+
+        shutil.rmtree(base, ignore_errors=True)
+
+
 def test_the_second_run_reuses_the_unpacked_image(
     runner: Any, image: str, cache: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -193,3 +220,33 @@ def test_a_missing_image_is_one_line_and_nothing_is_queued(
     assert _queue() <= before  # nothing was queued
     assert not (workdir / ".torchx-oci").exists() or not os.listdir(workdir / ".torchx-oci")
     assert not cache.exists() or not os.listdir(cache)
+
+
+def test_a_replica_slurm_cannot_start_says_why(
+    runner: Any, image: str, cache: Path, workdir: Path
+) -> None:
+    """A replica whose launch fails (here: its bundle removed while the job waited) is
+    ``rejected`` with srun's reason, not "killed by SIGINT" (the step srun aborted)."""
+    import shutil
+
+    blocking = Role(
+        name="block",
+        image="/",
+        entrypoint="sleep",
+        args=["120"],
+        num_replicas=4,
+        resource=Resource(cpu=2, gpu=0, memMB=256),  # a whole node each
+    )
+    blocker = runner.run(AppDef("blocker", [blocking]), "slurm")
+    try:
+        cfg = {"container": "oci", "container_cache": str(cache)}
+        handle = runner.run(AppDef("gone", [_role(image, "true")]), "slurm", cfg)
+        shutil.rmtree(workdir / ".torchx-oci")
+    finally:
+        runner.cancel(blocker)
+    status = terminal_status(runner, handle, 90)
+    assert status.state == AppState.FAILED
+    failure = status.failure
+    assert failure is not None and failure.cause == "rejected", status
+    assert failure.message.startswith("Slurm could not start it on n"), failure.message
+    assert failure.message.endswith(": No such file or directory"), failure.message

@@ -10,6 +10,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -90,24 +91,48 @@ class TestPyxis:
 
 
 class TestOciRequest:
-    def test_each_role_gets_a_bundle_beside_the_logs(
+    def test_the_roles_share_one_bundle_beside_the_logs(
         self, sched: SlurmScheduler, tmp_path: Path
     ) -> None:
-        roles = [_role(num_replicas=2), _role(name="ps", image="docker-daemon:ps:1")]
+        roles = [_role(num_replicas=2), _role(name="ps")]
+        roles[1].resource = Resource(cpu=1, gpu=1, memMB=256)
         cfg = {"container": "oci", "job_dir": str(tmp_path / "job")}
         req = sched.submit_dryrun(AppDef("my app", roles), cfg).request
-        paths = [b.path for b in req.bundles]
-        assert [b.image for b in req.bundles] == [roles[0].image, "docker-daemon:ps:1"]
-        assert re.fullmatch(rf"{tmp_path}/job/\.torchx-oci/my_app-[0-9a-f]{{8}}/trainer", paths[0])
-        assert paths[1] == os.path.join(os.path.dirname(paths[0]), "ps")
-        for name, replica in req.replicas.items():
-            bundle = paths[1] if name.startswith("ps") else paths[0]
-            assert replica.srun_opts["container"] == bundle
+        [bundle] = req.bundles
+        assert bundle.image == roles[0].image and bundle.gpus  # one role asks for a GPU
+        assert re.fullmatch(
+            rf"{tmp_path}/job/\.torchx-oci/my_app-[0-9a-f]{{8}}/trainer", bundle.path
+        )
+        for replica in req.replicas.values():
+            assert replica.srun_opts["container"] == bundle.path
             # the image's PATH wins: only TorchX's variables (and Slurm's) are exported
             assert (
                 replica.srun_opts["export"] == "TORCHX_ATTEMPT,TORCHX_MAX_RETRIES,PYTHONUNBUFFERED"
             )
         assert req.container_cache == oci.default_cache()
+        # srun 22.05+ frees the first component's --container when a later one sets it
+        # again: only the first carries it, srun gives it to the others
+        srun = req.materialize().split("\nsrun ", 1)[1].split("\nexitcode=")[0]
+        assert srun.count(f"--container={bundle.path} ") == 1
+        assert srun.startswith("--output=") and srun.count("--export=") == 3
+
+    @pytest.mark.parametrize(
+        "other",
+        [
+            {"image": "docker-daemon:ps:1"},
+            {"mounts": [BindMount(src_path="/data", dst_path="/data")]},
+        ],
+    )
+    def test_roles_of_other_images_or_mounts_are_refused(
+        self, sched: SlurmScheduler, other: dict[str, Any]
+    ) -> None:
+        roles = [_role(), _role(name="ps", **other)]
+        with pytest.raises(
+            ValueError,
+            match=r"^role 'ps' has another (image|mounts) than role"
+            r" 'trainer'; with container=oci every role .* separate apps$",
+        ):
+            sched.submit_dryrun(AppDef("app", roles), {"container": "oci"})
 
     def test_the_image_root_macro_is_the_container_root(self, sched: SlurmScheduler) -> None:
         role = _role(entrypoint="ls", args=["${img_root}/opt"])

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 __all__ = ["StepEnd", "parse_steps", "root_failure"]
 
+_LAUNCH_FAILED = "Task launch for StepId="
+
 _NODE_FAILURE_NOTE = "DUE TO NODE FAILURE"
 _NOT_ENDED = frozenset({"", "PENDING", "RUNNING", "COMPLETING", "SUSPENDED"})
 _ACCOUNTING_LAG_S = 10.0
@@ -94,6 +96,8 @@ def root_failure(
         failure = _replica_failure(role, replica, row, step)
         if failure is not None:
             failures.append((failure, row))
+    log_dir = (record.log_dir if record is not None else "") or (rows[0].workdir if rows else "")
+    _with_launch_errors(failures, job_id, log_dir, via)
     # srun stops the other replicas with SIGTERM when one fails: those are not blamed
     own = [f for f, _ in failures if not _stopped(f)]
     for failure, row in failures:
@@ -190,6 +194,33 @@ def _replica_failure(
     return failure
 
 
+def _with_launch_errors(
+    failures: list[tuple[Failure, SlurmJob]], job_id: str, log_dir: str, via: SshTarget | None
+) -> None:
+    """Replicas Slurm never started: ``srun`` says why in the batch log ("Task launch for
+    StepId=J.S failed on node N: REASON") and their step reads CANCELLED by SIGINT, which
+    is srun's abort, not the program's end."""
+    import os
+
+    suspects = {row.job_id: f for f, row in failures if f.cause == "signal"}
+    if not suspects:
+        return
+    from torchx.schedulers._slurm.logtail import file_tail
+
+    tail = file_tail(os.path.join(log_dir or ".", f"slurm-{job_id}.out"), via)
+    for line in tail.splitlines():
+        step, sep, rest = line.partition(_LAUNCH_FAILED)
+        if not sep or not step.startswith("srun: error: "):
+            continue
+        where, _, reason = rest.partition(": ")
+        failure = suspects.get(where.split(".", 1)[0])
+        if failure is not None:
+            host = where.partition(" failed on node ")[2]
+            failure.cause = "rejected"
+            failure.signal = None
+            failure.message = f"Slurm could not start it on {host or 'its node'}: {reason}"
+
+
 def _stopped(failure: Failure) -> bool:
     """Ended by the SIGTERM ``srun`` (or ``scancel``) sends, not by its own failure."""
     return failure.cause == "cancelled" or (
@@ -208,5 +239,5 @@ def _with_logs(failure: Failure, job_id: str, log_dir: str, via: SshTarget | Non
     tail = replica_log_tail(job_id, log_dir, failure.role, failure.replica_id, via)
     if tail:
         from_log_tail(failure, tail)
-    if keep[0] in ("oom", "time_limit", "node_failure", "preempted"):
+    if keep[0] in ("oom", "time_limit", "node_failure", "preempted", "rejected"):
         failure.cause, failure.message = keep  # Slurm's word names the cause

@@ -383,6 +383,10 @@ class SlurmBatchRequest:
         env_lines: list[str] = []
         for i, replica in enumerate(self.replicas.values()):
             sbatch_args, srun_args = replica.materialize(env_dir)
+            if i > 0:
+                # srun carries the first component's --container to the others; setting it
+                # again frees the copy the earlier components hold (see _app_bundle)
+                srun_args = [a for a in srun_args if not a.startswith("--container=")]
             if replica.env:
                 if not env_lines:  # one private directory of env files, shared by the nodes
                     env_lines = [
@@ -525,6 +529,32 @@ class RoleTemplate:
         )
 
 
+def _app_bundle(bundles: list[RoleBundle], role: Role, path: str, workdir: str) -> RoleBundle:
+    """The one bundle every role of a ``container=oci`` app runs in (made at ``path`` by
+    the first role): ``srun`` 22.05 to 25.x keeps a single ``--container`` per het step
+    (the path it copies between components is freed when a later component sets its own,
+    and a replica then starts from a garbage path), so roles may differ only in GPUs."""
+    from torchx.schedulers._slurm.oci import RoleBundle
+
+    mounts = list(role.mounts)
+    if not bundles:
+        bundles.append(
+            RoleBundle(role.name, role.image, path, workdir, mounts, role.resource.gpu > 0)
+        )
+        return bundles[0]
+    first = bundles[0]
+    if role.image != first.image or mounts != first.mounts:
+        what = "image" if role.image != first.image else "mounts"
+        raise ValueError(
+            f"role {role.name!r} has another {what} than role {first.role!r}; with"
+            " container=oci every role of an app runs in one image with one set of mounts"
+            " (Slurm's srun keeps one --container per step): give the roles the same"
+            " image and mounts, or submit them as separate apps"
+        )
+    first.gpus = first.gpus or role.resource.gpu > 0
+    return first
+
+
 def assemble(
     app: AppDef,
     opts: Opts,
@@ -547,7 +577,6 @@ def assemble(
     ``gpus_per_node`` whether the cluster's Slurm takes ``--gpus-per-node``.
     """
     from torchx.schedulers._slurm import containers
-    from torchx.schedulers._slurm.oci import RoleBundle
     from torchx.specs.api import macros
 
     cmd = ["sbatch", "--parsable"]
@@ -573,15 +602,7 @@ def assemble(
         if mode == "pyxis":
             container_opts = containers.pyxis_srun_opts(role, job_dir or workdir)
         elif mode == "oci":
-            bundle = RoleBundle(
-                role=role.name,
-                image=role.image,
-                path=f"{bundles_dir}/{role_label}",
-                workdir=workdir,
-                mounts=list(role.mounts),
-                gpus=role.resource.gpu > 0,
-            )
-            bundles.append(bundle)
+            bundle = _app_bundle(bundles, role, f"{bundles_dir}/{role_label}", workdir)
             container_opts = containers.oci_srun_opts(bundle.path)
         template = RoleTemplate(
             role, group_opts(opts, role.resource, nomem, gpus_per_node), workdir, container_opts
