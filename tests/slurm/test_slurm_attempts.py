@@ -214,3 +214,66 @@ def test_a_retry_whose_requeue_is_refused_ends_the_job_failed(runner: Any, workd
     assert "torchx: the requeue was refused (scontrol requeue exited 1)" in batch_log
     assert "torchx: requeued:" not in batch_log, batch_log
     assert _log(runner, handle) == "attempt 0\n"
+
+
+# a 1-minute limit, warned 55 s before it (Slurm sends it up to a minute early)
+WARNED = {"time": "1", "signal": "USR1@55"}
+
+
+def test_a_command_that_saves_and_exits_0_on_the_warning_succeeds(
+    runner: Any, workdir: Path
+) -> None:
+    """utils.sh's shell no longer dies of the warning (it is the command itself now):
+    the command's own exit 0 ends the job SUCCEEDED, with no requeue."""
+    script = "trap 'echo saved; exit 0' USR1; echo trains; for i in $(seq 110); do sleep 1; done"
+    handle = runner.run_component("utils.sh", ["sh", "-c", script], "slurm", WARNED)
+    final = _finish(runner, handle, timeout=150)
+    assert (final.state, final.num_restarts) == (AppState.SUCCEEDED, 0), final
+    out = "".join(runner.log_lines(handle, "sh", 0, streams=Stream.STDOUT))
+    assert out.splitlines() == ["trains", "saved"]
+
+
+def test_a_ddp_trainer_that_saves_on_the_warning_succeeds(runner: Any, workdir: Path) -> None:
+    """torchrun outlives the warning its worker handles, and exits as the worker does."""
+    (workdir / "train.py").write_text(
+        "import signal, sys, time\n"
+        "def saved(*_):\n"
+        "    print('saved', flush=True)\n"
+        "    sys.exit(0)\n"
+        "signal.signal(signal.SIGUSR1, saved)\n"
+        "print('trains', flush=True)\n"
+        "time.sleep(110)\n"
+    )
+    handle = runner.run_component(
+        "dist.ddp", ["--script", "train.py", "-j", "1x1"], "slurm", WARNED
+    )
+    final = _finish(runner, handle, timeout=150)
+    assert (final.state, final.num_restarts) == (AppState.SUCCEEDED, 0), final
+    out = "".join(runner.log_lines(handle, "train", 0))
+    assert "trains" in out and "saved" in out, out
+
+
+def test_a_job_that_keeps_meeting_its_limit_stops_after_max_requeues(
+    runner: Any, workdir: Path
+) -> None:
+    """Each attempt stops after the warning (exit 1): requeued once (max_requeues=1),
+    then FAILED with cause time_limit."""
+    script = (
+        "trap 'echo \"stopped on attempt $TORCHX_ATTEMPT\"; exit 1' USR1; "
+        "for i in $(seq 110); do sleep 1; done"
+    )
+    handle = runner.run(_app(script), "slurm", {**WARNED, "max_requeues": 1})
+    waiting = _pending_again(runner, handle)
+    assert "the last one ended: TIMEOUT" in waiting.msg, waiting
+    final = _finish(runner, handle, timeout=150)
+    assert (final.state, final.num_restarts) == (AppState.FAILED, 1), final
+    assert final.failure is not None and final.failure.cause == "time_limit", final
+    assert final.failure.message == (
+        "stopped at the time limit's warning with every requeue spent (max_requeues=1):"
+        " raise the `time` run option, or max_requeues"
+    ), final.failure.message
+    assert _log(runner, handle).splitlines() == [
+        "stopped on attempt 0",
+        "=== torchx: attempt 1 ===",
+        "stopped on attempt 1",
+    ]

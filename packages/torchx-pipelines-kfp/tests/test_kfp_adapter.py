@@ -50,7 +50,7 @@ def test_echo_and_sh_steps(tmp_path: Path) -> None:
     assert [c["image"] for c in containers] == [IMAGE, IMAGE]
     echo, sh = containers
     assert echo["command"] == ["echo"] and echo["args"] == ["hello"]
-    assert sh["command"] == ["sh"] and sh["args"] == ["-c", "echo world"]
+    assert sh["command"] == ["sh"] and sh["args"] == ["-c", "exec echo world"]
     tasks = spec["root"]["dag"]["tasks"]
     second = next(t for t in tasks.values() if t.get("dependentTasks"))
     assert second["dependentTasks"] == [

@@ -499,7 +499,7 @@ class TestComponents:
         runner, made = make_runner()
         handle = runner.run_component("utils.sh", ["echo", "hi"], "memory")
         assert handle == "memory://sess/sh-0"
-        assert made["memory"].apps["sh-0"].roles[0].args == ["-c", "echo hi"]
+        assert made["memory"].apps["sh-0"].roles[0].args == ["-c", "exec echo hi"]
 
 
 def _modules_after(code: str, env: dict[str, str]) -> set[str]:

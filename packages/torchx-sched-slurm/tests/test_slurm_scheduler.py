@@ -88,12 +88,14 @@ class TestRunOpts:
             "list_days",
             "requeue",
             "signal",
+            "max_requeues",
             "container",
             "container_cache",
             "ssh",
             "strict_entrypoint",
         ]
         assert opts.get("list_days").default == 3  # type: ignore[union-attr]
+        assert opts.get("max_requeues").default == 10  # type: ignore[union-attr]
         assert SlurmOpts is Opts
         assert set(SBATCH_JOB_OPTIONS) | set(SBATCH_GROUP_OPTIONS) <= set(keys)
 
@@ -249,6 +251,19 @@ class TestAttempts:
         assert "-le 180 ]" in script and "requeued: TIMEOUT" in script
         without_requeue = {**cfg, "requeue": False}
         assert sched.submit_dryrun(app_of(role()), without_requeue).request.warning_lead_s is None
+
+    def test_requeues_after_the_warning_are_bounded(self, sched: SlurmScheduler) -> None:
+        cfg = {"signal": "USR1@120", "time": "60", "max_requeues": 3}
+        script = sched.submit_dryrun(app_of(role()), cfg).request.materialize()
+        assert "grep -c '^torchx: requeueing: TIMEOUT'" in script
+        assert (
+            '-ge 3 ]; then\n        echo "torchx: not requeued: TIMEOUT, every requeue spent'
+            ' (max_requeues=3)"'
+        ) in script
+        default = sched.submit_dryrun(app_of(role()), {"signal": "USR1@120"}).request
+        assert "-ge 10 ]" in default.materialize()
+        with pytest.raises(ValueError, match=r"^max_requeues=-1 is negative; give 0 "):
+            sched.submit_dryrun(app_of(role()), {**cfg, "max_requeues": -1})
 
     @pytest.mark.parametrize(
         ("value", "lead"), [("USR1", 60), ("SIGUSR2@300", 300), ("R:10@5", 5), ("term@90", 90)]

@@ -70,6 +70,44 @@ def touch(file: str, image: str = torchx.IMAGE) -> specs.AppDef:
     )
 
 
+_SHELL_ONLY = frozenset(
+    [
+        ".",
+        ":",
+        "alias",
+        "bg",
+        "break",
+        "cd",
+        "command",
+        "continue",
+        "eval",
+        "exec",
+        "exit",
+        "export",
+        "fg",
+        "getopts",
+        "hash",
+        "jobs",
+        "local",
+        "read",
+        "readonly",
+        "return",
+        "set",
+        "shift",
+        "source",
+        "times",
+        "trap",
+        "type",
+        "ulimit",
+        "umask",
+        "unalias",
+        "unset",
+        "wait",
+    ]
+)
+"""Shell builtins no program stands for: ``utils.sh exit 3`` runs them in the shell."""
+
+
 def sh(
     *args: str,
     image: str = torchx.IMAGE,
@@ -108,7 +146,12 @@ def sh(
     role_env = dict(env) if env else {}
     role_env.setdefault("LOGLEVEL", os.getenv("LOGLEVEL", "WARNING"))
     if entrypoint is None:
-        program, program_args = "sh", ["-c", " ".join(quoted)]
+        # the command replaces the shell (exec): a signal meant for the program (Slurm's
+        # time-limit warning, a stop) reaches it, not a shell that would die of it
+        command = " ".join(quoted)
+        if args and args[0] not in _SHELL_ONLY:
+            command = f"exec {command}"
+        program, program_args = "sh", ["-c", command]
     else:
         program, program_args = entrypoint, quoted
     return specs.AppDef(

@@ -293,12 +293,19 @@ _INSTALL_HINTS = {"torchrun": "install torch into this environment (`pip install
 def _shell_command_program(argv: list[str]) -> str | None:
     """The program that ``sh -c "PROGRAM ..."`` starts (``dist.ddp``'s torchrun), if plain.
 
-    None when the command starts with anything the shell itself interprets (a builtin, a
-    keyword, an assignment, quoting or expansion): only a plain program name is checked.
+    ``exec PROGRAM`` (``utils.sh``) and ``PROGRAM() {...}; PROGRAM`` (``dist.ddp``'s
+    torchrun, defined to wrap the program of its name) name PROGRAM too. None when the
+    command starts with anything else the shell itself interprets (a builtin, a keyword,
+    an assignment, quoting or expansion): only a plain program name is checked.
     """
     if len(argv) < 3 or os.path.basename(argv[0]) not in _SHELLS or argv[1] != "-c":
         return None
-    word = argv[2].lstrip().split(None, 1)[0] if argv[2].strip() else ""
+    words = argv[2].split(None, 2)
+    if words and words[0] == "exec":
+        words = words[1:]
+    word = words[0] if words else ""
+    if word.endswith("()"):
+        word = word[:-2]
     if not word or not set(word) <= _PLAIN_WORD or word.startswith("-"):
         return None
     return None if word in _SHELL_WORDS else word

@@ -424,6 +424,11 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
             validate.check_job_dir(opts.job_dir)
         validate.check_time(opts.time)
         lead_s = validate.check_signal(opts.signal) if opts.signal is not None else None
+        if opts.max_requeues < 0:
+            raise ValueError(
+                f"max_requeues={opts.max_requeues} is negative; give 0 (never requeue after"
+                " the warning) or more"
+            )
         for key in (*SBATCH_GROUP_OPTIONS, *SBATCH_JOB_OPTIONS):
             value = opts.get(key)
             if key == "comment" and value is not None:

@@ -97,7 +97,8 @@ def root_failure(
         if failure is not None:
             failures.append((failure, row))
     log_dir = (record.log_dir if record is not None else "") or (rows[0].workdir if rows else "")
-    _with_launch_errors(failures, job_id, log_dir, via)
+    batch_log = _BatchLog(job_id, log_dir, via)
+    _with_launch_errors(failures, batch_log)
     # srun stops the other replicas with SIGTERM when one fails: those are not blamed
     own = [f for f, _ in failures if not _stopped(f)]
     for failure, row in failures:
@@ -116,7 +117,44 @@ def root_failure(
             failure.cause = "cancelled"
             failure.message = "stopped because another replica's node failed"
     order = [name for name, _ in (record.roles if record is not None else [])]
-    return root_cause([f for f, _ in failures], order)
+    root = root_cause([f for f, _ in failures], order)
+    if root is not None:
+        _with_requeues_spent(root, batch_log)
+    return root
+
+
+class _BatchLog:
+    """The end of the job's batch log (``slurm-JOB.out``), read once when first asked."""
+
+    def __init__(self, job_id: str, log_dir: str, via: SshTarget | None) -> None:
+        self._where = (job_id, log_dir, via)
+        self._lines: list[str] | None = None
+
+    def lines(self) -> list[str]:
+        if self._lines is None:
+            import os
+
+            from torchx.schedulers._slurm.logtail import file_tail
+
+            job_id, log_dir, via = self._where
+            path = os.path.join(log_dir or ".", f"slurm-{job_id}.out")
+            self._lines = file_tail(path, via).splitlines()
+        return self._lines
+
+
+def _with_requeues_spent(root: Failure, batch_log: _BatchLog) -> None:
+    """A job that stopped after the time-limit warning more often than ``max_requeues``
+    allows failed of its time limit, whatever its replicas' exit."""
+    from torchx.schedulers._slurm.request import GAVE_UP
+
+    spent = [line for line in batch_log.lines() if line.startswith(GAVE_UP)]
+    if spent:
+        root.cause = "time_limit"
+        root.signal = None
+        root.message = (
+            "stopped at the time limit's warning with every requeue spent"
+            f" {spent[-1][len(GAVE_UP) :]}: raise the `time` run option, or max_requeues"
+        )
 
 
 def _steps(components: dict[str, int], via: SshTarget | None) -> dict[int, StepEnd]:
@@ -194,21 +232,14 @@ def _replica_failure(
     return failure
 
 
-def _with_launch_errors(
-    failures: list[tuple[Failure, SlurmJob]], job_id: str, log_dir: str, via: SshTarget | None
-) -> None:
+def _with_launch_errors(failures: list[tuple[Failure, SlurmJob]], batch_log: _BatchLog) -> None:
     """Replicas Slurm never started: ``srun`` says why in the batch log ("Task launch for
     StepId=J.S failed on node N: REASON") and their step reads CANCELLED by SIGINT, which
     is srun's abort, not the program's end."""
-    import os
-
     suspects = {row.job_id: f for f, row in failures if f.cause == "signal"}
     if not suspects:
         return
-    from torchx.schedulers._slurm.logtail import file_tail
-
-    tail = file_tail(os.path.join(log_dir or ".", f"slurm-{job_id}.out"), via)
-    for line in tail.splitlines():
+    for line in batch_log.lines():
         step, sep, rest = line.partition(_LAUNCH_FAILED)
         if not sep or not step.startswith("srun: error: "):
             continue

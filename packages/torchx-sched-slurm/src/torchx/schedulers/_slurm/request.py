@@ -110,6 +110,13 @@ class Opts(StructuredOpts):
             " whose replicas end after the warning is requeued and resumes as the next attempt"
         },
     )
+    max_requeues: int = field(
+        default=10,
+        metadata={
+            HELP_KEY: "how many times in all a job whose replicas end after the warning"
+            " (signal) is requeued; past it the job ends FAILED with cause time_limit"
+        },
+    )
     container: str = field(
         default="none",
         metadata={
@@ -340,7 +347,8 @@ class SlurmBatchRequest:
     ``log_dir`` is where the replicas' logs go (the job's directory), ``app_name`` and
     ``roles`` (role name -> replica count) are recorded for ``describe`` and ``log``.
     ``warning_lead_s`` is the lead time of the ``signal`` run option when the job may
-    be requeued after its warning (None otherwise). ``bundles`` are the OCI bundles
+    be requeued after its warning (None otherwise), at most ``max_requeues`` times.
+    ``bundles`` are the OCI bundles
     (``container=oci``) to make, from images unpacked into ``container_cache``, before
     the job is queued.
     """
@@ -353,6 +361,7 @@ class SlurmBatchRequest:
     app_name: str = ""
     roles: dict[str, int] = field(default_factory=dict)
     warning_lead_s: int | None = None
+    max_requeues: int = 10
     bundles: list[RoleBundle] = field(default_factory=list)
     container_cache: str | None = None
     via: SshTarget | None = None
@@ -438,10 +447,16 @@ class SlurmBatchRequest:
         if self.warning_lead_s is not None:
             # Slurm sends the warning up to a minute early: the window is lead + 60 s
             window = self.warning_lead_s + 60
+            bound = int(self.max_requeues)
             lines += [
                 'end="$(squeue -h -j "$SLURM_JOB_ID" -o %e | head -n 1)"',
                 'if [ -n "$end" ] && end_s="$(date -d "$end" +%s)" && '
                 f"[ $((end_s - $(date +%s))) -le {window} ]; then",
+                f"    requeues=$(grep -c '^torchx: requeueing: TIMEOUT' {batch_log} 2>/dev/null)",
+                f'    if [ "${{requeues:-0}}" -ge {bound} ]; then',
+                f'        echo "{GAVE_UP}(max_requeues={bound})"',
+                "        exit $exitcode",
+                "    fi",
                 *_requeue("TIMEOUT (the replicas stopped after the warning signal)", "TIMEOUT"),
                 "    exit $exitcode",
                 "fi",
@@ -467,6 +482,11 @@ class SlurmBatchRequest:
             f"{join(self.cmd)} $SBATCH_SCRIPT\n"
             "#----------------\n# SBATCH_SCRIPT\n#----------------\n" + self.materialize()
         )
+
+
+GAVE_UP = "torchx: not requeued: TIMEOUT, every requeue spent "
+"""The batch log's line when the job stopped after the warning once more than
+``max_requeues`` allows: the job ends FAILED, its cause ``time_limit``."""
 
 
 def _requeue(reason: str, kind: str) -> list[str]:
@@ -628,6 +648,7 @@ def assemble(
         app_name=app.name,
         roles=roles,
         warning_lead_s=warning_lead_s,
+        max_requeues=opts.max_requeues,
         bundles=bundles,
         via=via,
         container_cache=container_cache if bundles else None,
