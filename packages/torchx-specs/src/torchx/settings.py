@@ -12,6 +12,11 @@ ENV_TORCHX_PARENT_RUN_ID = "TORCHX_PARENT_RUN_ID"
 ENV_TORCHX_JOB_ID = "TORCHX_JOB_ID"
 """The job's app handle (``<scheduler>://<session>/<app_id>``), injected by the runner."""
 
+ENV_TORCHX_RUN_ID = "TORCHX_RUN_ID"
+"""The run's identity, the same in every attempt of one app: its idempotency key when it
+was submitted with one, else its app handle. Name a tracker run or a checkpoint directory
+by it (the trackers do)."""
+
 ENV_TORCHXCONFIG = "TORCHXCONFIG"
 """Path of the only ``.torchxconfig`` to load (empty string: load none)."""
 

@@ -63,6 +63,7 @@ class TorchXRunArgs:
     workspace: str = ""
     parent_run_id: "str | None" = None
     tee_logs: bool = False
+    idempotency_key: "str | None" = None
     component_args: "dict[str, Any]" = field(default_factory=dict)
     component_args_str: "list[str]" = field(default_factory=list)
 
@@ -147,6 +148,7 @@ def torchx_run_args_from_argparse(
         workspace=args.workspace,
         parent_run_id=args.parent_run_id,
         tee_logs=args.tee_logs,
+        idempotency_key=args.idempotency_key,
         component_args_str=component_args,
     )
 
@@ -415,6 +417,7 @@ class CmdRun(SubCommand):
                     cfg=cfg,
                     workspace=workspace,
                     parent_run_id=run_args.parent_run_id,
+                    idempotency_key=run_args.idempotency_key,
                 )
                 _print_dryrun(info)
                 return
@@ -425,6 +428,7 @@ class CmdRun(SubCommand):
                 cfg=cfg,
                 workspace=workspace,
                 parent_run_id=run_args.parent_run_id,
+                idempotency_key=run_args.idempotency_key,
             )
         except InvalidRunConfigException as e:
             from torchx.cli._cfg import invalid_run_config_error
@@ -444,6 +448,11 @@ class CmdRun(SubCommand):
         # local_docker, whose containers outlive this command) returns once the app is started.
         is_local = scheduler in _FOREGROUND_SCHEDULERS
         notes = _PendingNotes(app_handle)
+        if run_args.idempotency_key is not None and not (run_args.wait or run_args.log):
+            if runner.found_by_idempotency_key(app_handle):
+                # the runner's warning said so; the app is not this command's to follow
+                _print_handle(app_handle)
+                return
         try:
             if is_local or run_args.wait or run_args.log:
                 _wait_and_exit(runner, app_handle, tee=run_args.tee_logs, notes=notes)
@@ -503,6 +512,14 @@ RUN_OPTIONS = [
         ("--parent_run_id",),
         "parent_run_id",
         "tracker run id this run belongs to (groups runs for experiment tracking)",
+    ),
+    Option(
+        ("--idempotency-key",),
+        "idempotency_key",
+        "submit at most once per KEY: when an app with this key exists already on the"
+        " target (the scheduler and the run options that choose where), print its handle"
+        " and submit nothing; the app's $TORCHX_RUN_ID is KEY",
+        metavar="KEY",
     ),
     Option(
         ("--tee_logs",),

@@ -20,6 +20,7 @@ from types import TracebackType
 
 from torchx.runner._trackers import get_configured_trackers
 from torchx.runner.events import log_event, may_listen
+from torchx.schedulers.ids import keyed_ids
 from torchx.specs.api import (
     MISSING,
     NONE,
@@ -89,6 +90,7 @@ _ENV_TRACKERS = "TORCHX_TRACKERS"
 _ENV_PARENT_RUN_ID = "TORCHX_PARENT_RUN_ID"
 _ENV_JOB_ID = "TORCHX_JOB_ID"
 _ENV_SESSION_ID = "TORCHX_INTERNAL_SESSION_ID"
+_ENV_RUN_ID = "TORCHX_RUN_ID"
 
 _EVENT_WAIT_S = 60.0
 """How long :meth:`Runner.wait` lets a scheduler with an event source block between two
@@ -188,6 +190,7 @@ class Runner:
         }
         self._scheduler_instances: dict[str, Scheduler[Any]] = {}
         self._apps: dict[AppHandle, AppDef] = {}
+        self._found_by_key: set[AppHandle] = set()
         self._component_defaults: dict[str, dict[str, str]] = {
             k: dict(v) for k, v in (component_defaults or {}).items()
         }
@@ -233,6 +236,8 @@ class Runner:
         cfg: Mapping[str, CfgVal] | None = None,
         workspace: Workspace | str | None = None,
         parent_run_id: str | None = None,
+        *,
+        idempotency_key: str | None = None,
     ) -> AppHandle:
         """Materializes ``component`` with ``component_args`` and runs it on ``scheduler``.
 
@@ -251,6 +256,10 @@ class Runner:
                 :class:`~torchx.specs.Workspace`); how it ships is the scheduler's
                 (an image build, a ``job_dir`` copy).
             parent_run_id: the tracker run this job's run descends from.
+            idempotency_key: submit at most once per key and target: when an app with
+                this key exists already on the target (the scheduler and the run options
+                that choose where), its handle is returned and nothing is submitted. The
+                key is the app's ``$TORCHX_RUN_ID``.
 
         Returns:
             The app handle, ``SCHEDULER://SESSION/APP_ID``.
@@ -273,6 +282,7 @@ class Runner:
                 cfg=cfg,
                 workspace=workspace,
                 parent_run_id=parent_run_id,
+                idempotency_key=idempotency_key,
             )
             handle = self.schedule(dryrun_info)
             _fill_event(ctx, dryrun_info, handle)
@@ -286,6 +296,8 @@ class Runner:
         cfg: Mapping[str, CfgVal] | None = None,
         workspace: Workspace | str | None = None,
         parent_run_id: str | None = None,
+        *,
+        idempotency_key: str | None = None,
     ) -> AppDryRunInfo[Any]:
         """What :meth:`run_component` would submit, without submitting it (see :meth:`dryrun`).
 
@@ -297,6 +309,8 @@ class Runner:
             cfg: run options; ``.torchxconfig`` fills in what is not given.
             workspace: local code to ship with the job.
             parent_run_id: the tracker run this job's run would descend from.
+            idempotency_key: the key :meth:`schedule` will submit it with (see
+                :meth:`run_component`).
 
         Returns:
             The rendered request; print it to see what would be submitted.
@@ -321,7 +335,12 @@ class Runner:
             json_args,
         )
         return self.dryrun(
-            app, scheduler, cfg=cfg, workspace=workspace, parent_run_id=parent_run_id
+            app,
+            scheduler,
+            cfg=cfg,
+            workspace=workspace,
+            parent_run_id=parent_run_id,
+            idempotency_key=idempotency_key,
         )
 
     @overload
@@ -334,6 +353,7 @@ class Runner:
         parent_run_id: str | None = None,
         *,
         dryrun: Literal[False] = False,
+        idempotency_key: str | None = None,
     ) -> AppHandle: ...
 
     @overload
@@ -346,6 +366,7 @@ class Runner:
         parent_run_id: str | None = None,
         *,
         dryrun: Literal[True],
+        idempotency_key: str | None = None,
     ) -> AppDryRunInfo[Any]: ...
 
     @overload
@@ -358,6 +379,7 @@ class Runner:
         parent_run_id: str | None = None,
         *,
         dryrun: bool,
+        idempotency_key: str | None = None,
     ) -> AppHandle | AppDryRunInfo[Any]: ...
 
     def run(
@@ -369,6 +391,7 @@ class Runner:
         parent_run_id: str | None = None,
         *,
         dryrun: bool = False,
+        idempotency_key: str | None = None,
     ) -> AppHandle | AppDryRunInfo[Any]:
         """Runs ``app`` on ``scheduler`` and returns its handle.
 
@@ -383,6 +406,8 @@ class Runner:
             workspace: local code to ship with the job (see :meth:`run_component`).
             parent_run_id: the tracker run this job's run descends from.
             dryrun: render the request instead of submitting it.
+            idempotency_key: submit at most once per key and target (see
+                :meth:`run_component`).
 
         Returns:
             The app handle, or with ``dryrun=True`` the rendered request.
@@ -396,17 +421,29 @@ class Runner:
         ) as ctx:
             if dryrun:
                 return self.dryrun(
-                    app, scheduler, cfg=cfg, workspace=workspace, parent_run_id=parent_run_id
+                    app,
+                    scheduler,
+                    cfg=cfg,
+                    workspace=workspace,
+                    parent_run_id=parent_run_id,
+                    idempotency_key=idempotency_key,
                 )
             with real_submit():
                 dryrun_info = self.dryrun(
-                    app, scheduler, cfg=cfg, workspace=workspace, parent_run_id=parent_run_id
+                    app,
+                    scheduler,
+                    cfg=cfg,
+                    workspace=workspace,
+                    parent_run_id=parent_run_id,
+                    idempotency_key=idempotency_key,
                 )
                 handle = self.schedule(dryrun_info)
             _fill_event(ctx, dryrun_info, handle)
             return handle
 
-    def schedule(self, dryrun_info: AppDryRunInfo[Any]) -> AppHandle:
+    def schedule(
+        self, dryrun_info: AppDryRunInfo[Any], *, idempotency_key: str | None = None
+    ) -> AppHandle:
         """Submits a request previously rendered by :meth:`dryrun`; returns the app handle.
 
         The request may be edited in between (``dryrun_info.request``) for scheduler
@@ -416,6 +453,9 @@ class Runner:
 
         Args:
             dryrun_info: what :meth:`dryrun` returned.
+            idempotency_key: submit at most once per key and target (see
+                :meth:`run_component`); by default the key the dry run was given. Another
+                key renders the request again.
 
         Returns:
             The app handle, ``SCHEDULER://SESSION/APP_ID``.
@@ -435,14 +475,43 @@ class Runner:
             real_submit(),
         ):
             sched = self._scheduler(scheduler)
-            dryrun_info = self._build_planned(sched, dryrun_info)
-            app_id = sched.schedule(dryrun_info)
+            key = _key_of(dryrun_info)
+            if idempotency_key is not None and idempotency_key != key:
+                dryrun_info = self._with_key(sched, dryrun_info, idempotency_key)
+                key = idempotency_key
+            if key is None:
+                dryrun_info = self._build_planned(sched, dryrun_info)
+                app_id = sched.schedule(dryrun_info)
+            else:
+                from torchx.runner._idempotency import submit_once
+
+                info = dryrun_info
+
+                def submit() -> str:
+                    built = self._build_planned(sched, info)
+                    return sched.schedule(built)
+
+                app_id, submitted = submit_once(
+                    sched,
+                    key,
+                    dryrun_info._cfg,
+                    submit,
+                    lambda found: make_app_handle(scheduler, self._name, found),
+                    _target(scheduler, dryrun_info._cfg),
+                )
+                if not submitted:
+                    self._found_by_key.add(make_app_handle(scheduler, self._name, app_id))
             handle = make_app_handle(scheduler, self._name, app_id)
             app = dryrun_info._app
             if app is not None:
                 self._apps[handle] = app
             _fill_event(ctx, dryrun_info, handle)
             return handle
+
+    def found_by_idempotency_key(self, app_handle: AppHandle) -> bool:
+        """Whether this runner returned ``app_handle`` for an idempotency key because the
+        app existed already (nothing was submitted)."""
+        return app_handle in self._found_by_key
 
     def dryrun(
         self,
@@ -453,6 +522,7 @@ class Runner:
         parent_run_id: str | None = None,
         *,
         build_workspaces: bool = False,
+        idempotency_key: str | None = None,
     ) -> AppDryRunInfo[Any]:
         """Renders the request ``app`` would be submitted as, without submitting it.
 
@@ -472,6 +542,8 @@ class Runner:
             workspace: local code to ship with the job (see :meth:`run_component`).
             parent_run_id: the tracker run this job's run would descend from.
             build_workspaces: build the workspaces now (images, ``job_dir`` copies).
+            idempotency_key: the key :meth:`schedule` will submit it with: the app is
+                named by it and ``$TORCHX_RUN_ID`` is the key (see :meth:`run_component`).
 
         Returns:
             The rendered request (``info.request``), with the app it was made from
@@ -486,6 +558,10 @@ class Runner:
             raise ValueError(
                 f"app {app.name!r} has no roles; add at least one specs.Role to AppDef.roles"
             )
+        if idempotency_key is not None:
+            from torchx.runner._idempotency import check_key
+
+            check_key(idempotency_key)
         sched = self._scheduler(scheduler)
 
         env_parent = os.environ.get(_ENV_PARENT_RUN_ID)
@@ -516,7 +592,7 @@ class Runner:
         app = _copy_app(app)
         for role in app.roles:
             role.env = carried_env(role.name, role.env)
-        self._inject_env(app, scheduler, parent_run_id)
+        self._inject_env(app, scheduler, parent_run_id, idempotency_key)
 
         resolved_cfg: dict[str, CfgVal]
         with log_event(
@@ -533,8 +609,11 @@ class Runner:
             build = build_workspaces or is_real_submit()
             unbuilt = self._build_workspaces(sched, app, workspace, resolved_cfg, build)
             sched._validate(app, scheduler, resolved_cfg)
-            dryrun_info = sched.submit_dryrun(app, resolved_cfg)
+            with keyed_ids(idempotency_key):
+                dryrun_info = sched.submit_dryrun(app, resolved_cfg)
             dryrun_info._scheduler = scheduler
+            if idempotency_key is not None:
+                dryrun_info._torchx_idempotency_key = idempotency_key  # type: ignore[attr-defined]
             if unbuilt is not None:
                 dryrun_info._torchx_unbuilt = _Unbuilt(unbuilt, repr(dryrun_info))  # type: ignore[attr-defined]
         return dryrun_info
@@ -557,16 +636,48 @@ class Runner:
         app = _copy_app(unbuilt.app)
         builder.build_workspaces(app.roles, info._cfg)
         sched._validate(app, sched.backend, info._cfg)
-        built = sched.submit_dryrun(app, info._cfg)
+        key = _key_of(info)
+        with keyed_ids(key):
+            built = sched.submit_dryrun(app, info._cfg)
         built._scheduler = info._scheduler
+        if key is not None:
+            built._torchx_idempotency_key = key  # type: ignore[attr-defined]
         return built
 
-    def _inject_env(self, app: AppDef, scheduler: str, parent_run_id: str | None) -> None:
-        """Adds the TorchX identity/tracking env vars to every role of ``app`` (a copy)."""
+    def _with_key(
+        self, sched: Scheduler[Any], info: AppDryRunInfo[Any], key: str
+    ) -> AppDryRunInfo[Any]:
+        """``info`` rendered again for idempotency ``key`` (its name, ``$TORCHX_RUN_ID``)."""
+        from torchx.runner._idempotency import check_key
+
+        check_key(key)
+        if info._app is None or getattr(info, "_torchx_unbuilt", None) is not None:
+            raise ValueError(
+                "this request cannot take an idempotency key now; give it to"
+                " runner.dryrun(..., idempotency_key=KEY) instead"
+            )
+        app = _copy_app(info._app)
+        for role in app.roles:
+            role.env[_ENV_RUN_ID] = key
+        with keyed_ids(key):
+            keyed = sched.submit_dryrun(app, info._cfg)
+        keyed._scheduler = info._scheduler
+        keyed._torchx_idempotency_key = key  # type: ignore[attr-defined]
+        return keyed
+
+    def _inject_env(
+        self, app: AppDef, scheduler: str, parent_run_id: str | None, key: str | None = None
+    ) -> None:
+        """Adds the TorchX identity/tracking env vars to every role of ``app`` (a copy).
+
+        ``TORCHX_RUN_ID`` is the idempotency key when there is one, else the app handle:
+        the same in every attempt of the app, the name of its tracker run."""
         from torchx.util.session import get_session_id_or_create_new
 
+        handle = make_app_handle(scheduler, self._name, macros.app_id)
         injected: dict[str, str] = {
-            _ENV_JOB_ID: make_app_handle(scheduler, self._name, macros.app_id),
+            _ENV_JOB_ID: handle,
+            _ENV_RUN_ID: key if key is not None else handle,
             _ENV_SESSION_ID: get_session_id_or_create_new(),
         }
         if parent_run_id:
@@ -972,6 +1083,30 @@ def _with_app_id(roles: list[Role], app_id: str) -> list[Role]:
         role.args = [a.replace(macros.app_id, app_id) for a in role.args]
         role.env = {k: v.replace(macros.app_id, app_id) for k, v in role.env.items()}
     return roles
+
+
+def _key_of(info: AppDryRunInfo[Any]) -> str | None:
+    """The idempotency key ``info`` was rendered for, if any."""
+    key: str | None = getattr(info, "_torchx_idempotency_key", None)
+    return key
+
+
+def _target(scheduler: str, cfg: Mapping[str, CfgVal]) -> str:
+    """Where an app goes, for messages: the scheduler and the run options that choose it."""
+    where = [f"{k}={cfg[k]}" for k in _WHERE_OPTIONS if cfg.get(k) not in (None, "")]
+    return f"{scheduler} ({', '.join(where)})" if where else scheduler
+
+
+_WHERE_OPTIONS = (
+    "namespace",
+    "queue",
+    "partition",
+    "ssh",
+    "cluster_name",
+    "dashboard_address",
+    "context",
+)
+"""Run options that choose where an app goes (the target of an idempotency key)."""
 
 
 def _str_or_none(value: object) -> str | None:

@@ -710,6 +710,22 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
         days = Opts.from_cfg(cfg or {}).list_days
         return self._list(time.time() - days * 86400, _via(cfg))
 
+    def find_by_idempotency_key(
+        self, key: str, cfg: Mapping[str, CfgVal] | None = None
+    ) -> str | None:
+        """The job whose comment carries the key (see ``_slurm.keys``): in the queue, or in
+        accounting for the last ``list_days`` days."""
+        import time
+
+        from torchx.schedulers._slurm import keys
+        from torchx.schedulers._slurm.request import Opts
+
+        via = _via(cfg)
+        since = time.time() - Opts.from_cfg(cfg or {}).list_days * 86400
+        start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since))
+        job_id = keys.find_job(key, start, _user(via), via)
+        return _app_id(job_id, via) if job_id else None
+
     def list_filtered(self, cfg: Mapping[str, CfgVal] | None, list_filter: ListFilter) -> _Rows:
         """``--since`` becomes the accounting window (instead of ``list_days``)."""
         import time

@@ -317,6 +317,24 @@ class Scheduler(abc.ABC, GenericBase[T]):
             cfg: run options that narrow the listing, where the backend has any.
         """
 
+    def find_by_idempotency_key(
+        self, key: str, cfg: Mapping[str, CfgVal] | None = None
+    ) -> str | None:
+        """The id of the app submitted with idempotency ``key`` to the target ``cfg``
+        names (namespace, queue, cluster...), or None.
+
+        Default: an app of :meth:`list` whose id ends in the key's id, which
+        :func:`~torchx.schedulers.ids.make_unique` gives every app submitted with the key.
+        A scheduler whose ids are not made that way (Slurm's are numbers) overrides it.
+        """
+        from torchx.schedulers.ids import key_id
+
+        suffix = f"-{key_id(key)}"
+        for app in self.list(cfg):
+            if app.app_id.endswith(suffix):
+                return app.app_id
+        return None
+
     def exists(self, app_id: str) -> bool:
         """Whether the scheduler knows ``app_id``."""
         return self.describe(app_id) is not None

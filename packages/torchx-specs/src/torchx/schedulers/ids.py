@@ -3,11 +3,30 @@
 Entropy comes from ``os.urandom`` so ids do not repeat after ``random.seed()``. Ids start
 with a consonant (valid Kubernetes/DNS names never start with a digit) and contain no
 vowels, so they never spell words.
+
+Under :func:`keyed_ids` (a run with an idempotency key) the id is the key's instead
+(:func:`key_id`): every submission with that key names its app alike, so a backend that
+refuses a second object of one name (a Kubernetes Job, a Docker container, a Ray
+submission id) refuses the second submission, and the app is found by the end of its id.
 """
 
 import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
-__all__ = ["END_CANDIDATES", "START_CANDIDATES", "make_unique", "random_id", "random_uint64"]
+__all__ = [
+    "END_CANDIDATES",
+    "START_CANDIDATES",
+    "current_key",
+    "key_id",
+    "keyed_ids",
+    "make_unique",
+    "random_id",
+    "random_uint64",
+]
+
+_KEY: ContextVar[str | None] = ContextVar("torchx_idempotency_key", default=None)
 
 START_CANDIDATES: str = "bcdfghjklmnpqrstvwxz"
 """Alphabet of the first character: lower-case consonants."""
@@ -27,15 +46,38 @@ def random_id(max_length: int | None = None) -> str:
     With ``max_length`` the id is exactly ``max_length`` characters long (more entropy
     is drawn when one 64-bit number is not enough); ``max_length <= 0`` gives ``""``.
     """
+    return _id_from(random_uint64, max_length)
+
+
+def key_id(key: str, max_length: int | None = None) -> str:
+    """The id of an idempotency key: :func:`random_id`'s alphabet, drawn from the key's
+    SHA-256 instead of ``os.urandom`` (the same key, the same id)."""
+    import hashlib
+
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
+    chunks = iter([int.from_bytes(digest[i : i + 8], "big") for i in range(0, 32, 8)])
+
+    def next_chunk() -> int:
+        nonlocal digest, chunks
+        for chunk in chunks:
+            return chunk
+        digest = hashlib.sha256(digest).digest()  # a longer id than 256 bits give
+        chunks = iter([int.from_bytes(digest[i : i + 8], "big") for i in range(0, 32, 8)])
+        return next(chunks)
+
+    return _id_from(next_chunk, max_length)
+
+
+def _id_from(draw: Callable[[], int], max_length: int | None) -> str:
     if max_length is not None and max_length <= 0:
         return ""
     chars: list[str] = []
-    value = random_uint64()
+    value = draw()
     while True:
         if value == 0:
             if max_length is None:
                 break
-            value = random_uint64()
+            value = draw()
         alphabet = END_CANDIDATES if chars else START_CANDIDATES
         value, digit = divmod(value, len(alphabet))
         chars.append(alphabet[digit])
@@ -44,6 +86,25 @@ def random_id(max_length: int | None = None) -> str:
     return "".join(chars)
 
 
+@contextmanager
+def keyed_ids(key: str | None) -> Iterator[None]:
+    """Within it, :func:`make_unique` gives ``key``'s id (nothing changes for ``None``)."""
+    token = _KEY.set(key)
+    try:
+        yield
+    finally:
+        _KEY.reset(token)
+
+
+def current_key() -> str | None:
+    """The idempotency key of the submission being rendered, if it has one."""
+    return _KEY.get()
+
+
 def make_unique(name: str, string_length: int = 0) -> str:
-    """``{name}-{random id}``; ``string_length > 0`` fixes the length of the id part."""
+    """``{name}-{random id}``; ``string_length > 0`` fixes the length of the id part.
+    Under :func:`keyed_ids` the id part is the key's (:func:`key_id`)."""
+    key = _KEY.get()
+    if key is not None:
+        return f"{name}-{key_id(key, string_length or None)}"
     return f"{name}-{random_id(string_length or None)}"

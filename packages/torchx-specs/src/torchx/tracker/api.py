@@ -16,7 +16,12 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 
-from torchx.settings import ENV_TORCHX_JOB_ID, ENV_TORCHX_PARENT_RUN_ID, ENV_TORCHX_TRACKERS
+from torchx.settings import (
+    ENV_TORCHX_JOB_ID,
+    ENV_TORCHX_PARENT_RUN_ID,
+    ENV_TORCHX_RUN_ID,
+    ENV_TORCHX_TRACKERS,
+)
 from torchx.util._startup.lazy_dataclass import dataclass
 from torchx.util.log import get_logger
 from torchx.util.readiness import ReadinessCheck
@@ -316,11 +321,14 @@ class AppRun:
     def run_from_env() -> AppRun:
         """The current job's run (a process-wide singleton) built from the environment.
 
-        The run id is ``$TORCHX_JOB_ID``; when ``$TORCHX_PARENT_RUN_ID`` is set it is recorded
-        as the source of this run in every backend.
+        The run id is ``$TORCHX_RUN_ID`` (the same in every attempt of the app: a requeued
+        or retried job continues its run), else ``$TORCHX_JOB_ID``; when
+        ``$TORCHX_PARENT_RUN_ID`` is set it is recorded as the source of this run in every
+        backend.
         """
         run = AppRun(
-            id=os.environ.get(ENV_TORCHX_JOB_ID, UNDEFINED_JOB_ID),
+            id=os.environ.get(ENV_TORCHX_RUN_ID)
+            or os.environ.get(ENV_TORCHX_JOB_ID, UNDEFINED_JOB_ID),
             backends=list(trackers_from_environ()),
         )
         parent = os.environ.get(ENV_TORCHX_PARENT_RUN_ID)

@@ -599,9 +599,18 @@ def assemble(
     from torchx.schedulers._slurm import containers
     from torchx.specs.api import macros
 
+    from torchx.schedulers.ids import current_key
+
+    idempotency_key = current_key()
     cmd = ["sbatch", "--parsable"]
     for key in SBATCH_JOB_OPTIONS:
         value = opts.get(key)
+        if key == "comment" and idempotency_key is not None:
+            from torchx.schedulers._slurm.keys import comment_with_key
+
+            value = comment_with_key(
+                None if value is None else str(value), idempotency_key
+            )  # how the key is found again
         if value is not None:
             cmd.append(f"--{key}={value}")
     app_label = safe_name(app.name) or "app"
