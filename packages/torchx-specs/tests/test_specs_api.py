@@ -522,6 +522,7 @@ def test_app_status_to_json() -> None:
         "waiting": None,
         "timeline": [],
         "progress": None,
+        "attempts": [],  # none given: AppStatus made by hand
     }
     json.dumps(data)
     assert golden_status().to_json(filter_roles=["other"])["roles"] == []

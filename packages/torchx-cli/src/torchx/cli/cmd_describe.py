@@ -57,13 +57,19 @@ class CmdDescribe(AppHandleSubCommand):
             self.exit_missing_app(args.app_handle)
         if not args.show_secrets:
             mask_secrets(app)
+        status = runner.status(args.app_handle, progress=False)
+        attempts = [a.to_json() for a in status.attempts] if status is not None else []
         if args.json:
-            from torchx.cli._json import print_json
+            from torchx.cli._json import print_json, to_jsonable
 
-            print_json(app)
+            print_json({**to_jsonable(app), "attempts": attempts})
         else:
             from pprint import pformat
 
             from torchx.util._startup.lazy_dataclass import asdict
 
             print(pformat(asdict(app), indent=2, width=80))
+            if attempts:
+                print("attempts:")
+                for attempt in attempts:
+                    print("  " + ", ".join(f"{k}={v}" for k, v in attempt.items()))

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from torchx.schedulers import SchedulerFactory
     from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler, Stream
     from torchx.schedulers.list_filter import ListFilter
+    from torchx.specs._attempts import Attempt
     from torchx.specs._failure import Failure
     from torchx.specs._progress import Progress
     from torchx.specs.api import Role
@@ -831,6 +832,7 @@ class Runner:
                 waiting=desc.waiting if not is_started(desc.state) else None,
                 timeline=list(desc.timeline),
             )
+            status.attempts = _attempts_of(desc, status)
             if progress and is_started(desc.state):
                 status.progress = _progress_of(desc)
             if status.is_terminal():
@@ -1083,6 +1085,22 @@ def _with_app_id(roles: list[Role], app_id: str) -> list[Role]:
         role.args = [a.replace(macros.app_id, app_id) for a in role.args]
         role.env = {k: v.replace(macros.app_id, app_id) for k, v in role.env.items()}
     return roles
+
+
+def _attempts_of(desc: DescribeAppResponse, status: AppStatus) -> list[Attempt]:
+    """The app's attempts: the scheduler's, completed with the current one (its state,
+    failure, and times from the timeline)."""
+    from torchx.specs._attempts import with_current
+
+    starts = {phase.phase: phase.start for phase in status.timeline}
+    return with_current(
+        desc.attempts,
+        max(desc.num_restarts, 0),
+        status.state,
+        status.failure,
+        starts.get("running"),
+        starts.get("finished"),
+    )
 
 
 def _key_of(info: AppDryRunInfo[Any]) -> str | None:

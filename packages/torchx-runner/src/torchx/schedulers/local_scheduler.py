@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from torchx.schedulers._local.launcher import Handover
     from torchx.schedulers._local.popen import PopenProtocol
     from torchx.schedulers._local.supervisor import run_local_job
+    from torchx.specs._attempts import Attempt
     from torchx.specs._failure import Failure
     from torchx.specs._timeline import Phase
     from torchx.util.readiness import ReadinessCheck
@@ -309,6 +310,28 @@ def _shell_command_program(argv: list[str]) -> str | None:
     if not word or not set(word) <= _PLAIN_WORD or word.startswith("-"):
         return None
     return None if word in _SHELL_WORDS else word
+
+
+def _attempts(state: dict[str, Any]) -> list[Attempt]:
+    """The attempts the supervisor recorded (each failed one, then the current one's
+    start)."""
+    from torchx.specs._attempts import Attempt
+
+    attempts = [
+        Attempt(
+            attempt=int(a["attempt"]),
+            start=a.get("start"),
+            end=a.get("end"),
+            state=AppState[a["state"]],
+            cause=a.get("cause"),
+            exit_code=a.get("exit_code"),
+        )
+        for a in state.get("attempts") or []
+    ]
+    started = state.get("attempt_started")
+    if attempts and started:
+        attempts.append(Attempt(int(state.get("num_restarts", 0)), start=started))
+    return attempts
 
 
 def _check_log_dir(given: str, path: str) -> None:
@@ -1067,6 +1090,7 @@ class LocalScheduler(Scheduler[Opts]):
             roles=roles,
             failure=_root_cause(request, state) if app_state == AppState.FAILED else None,
             timeline=_timeline(request, state, app_state),
+            attempts=_attempts(state),
             progress_tail=_progress_tail(request),
         )
 

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from typing import Any, ClassVar, TypeAlias, TypeVar
 
     from torchx.schedulers.list_filter import ListFilter
+    from torchx.specs._attempts import Attempt
     from torchx.specs._failure import Failure
     from torchx.specs._timeline import Phase, Waiting
     from torchx.util.readiness import ReadinessCheck
@@ -113,6 +114,9 @@ class DescribeAppResponse:
     (:mod:`torchx.specs._timeline`)."""
     timeline: list[Phase] = field(default_factory=list)
     """The phases the app went through, in order, as far as the scheduler knows them."""
+    attempts: list[Attempt] | None = None
+    """The app's attempts as the scheduler keeps them (oldest first; the current one may
+    be left out), None where it keeps no history (:mod:`torchx.specs._attempts`)."""
     progress_tail: Callable[[], str] | None = field(default=None, repr=False, compare=False)
     """Reads the end of the log the app reports its progress in (its first role's replica
     0: ``torchx.progress``), where the scheduler can; called only by those who show

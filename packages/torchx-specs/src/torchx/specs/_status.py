@@ -15,6 +15,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from torchx.specs._attempts import Attempt
     from torchx.specs._failure import Failure
     from torchx.specs._progress import Progress
     from torchx.specs._timeline import Phase, Waiting
@@ -261,6 +262,8 @@ class AppStatus:
     progress: Progress | None = None
     """How far the app is, from its last ``torchx.progress`` report (``None`` before the
     first, or where its log cannot be read; :mod:`torchx.specs._progress`)."""
+    attempts: list[Attempt] = field(default_factory=list)
+    """Every attempt of the app, the current one last (:mod:`torchx.specs._attempts`)."""
 
     def is_terminal(self) -> bool:
         """Whether the app can no longer change state (see :func:`is_terminal`)."""
@@ -301,6 +304,7 @@ class AppStatus:
             "waiting": self.waiting.to_json() if self.waiting is not None else None,
             "timeline": [phase.to_json() for phase in self.timeline],
             "progress": self.progress.to_json() if self.progress is not None else None,
+            "attempts": [attempt.to_json() for attempt in self.attempts],
         }
 
     def format(self, filter_roles: list[str] | None = None) -> str:
@@ -326,6 +330,12 @@ class AppStatus:
             url=self.ui_url,
         )
         lines = self._timing_lines()
+        if self.attempts:
+            from torchx.specs._attempts import attempts_line
+
+            line = attempts_line(self.attempts)
+            if line:
+                lines.append(line)
         if lines:
             text = text.rstrip(" ") + "".join(f"    {line}\n" for line in lines)
         if self.failure is not None:
@@ -371,6 +381,8 @@ class AppStatus:
                 return raw
 
         data = plain(asdict(self))
+        if len(data.get("attempts") or []) < 2:
+            data.pop("attempts", None)  # one attempt says nothing the state does not
         for key in ("failure", "waiting", "timeline", "progress"):
             if not data.get(key):
                 data.pop(key, None)  # the layout of an app without them stays upstream's

@@ -577,14 +577,38 @@ class Supervisor:
         role = self.request["roles"][rep.role_idx]
         policy = str(role.get("retry_policy", "APPLICATION"))
         if -code in _INTERRUPTIONS:  # a stop request from outside, as a preemption sends
+            self._record_attempt(code)
             self._restart_after_failure(rep, policy, counted=False)
             return
         if self.role_restarts[rep.role_idx] < int(role.get("max_retries", 0)):
+            self._record_attempt(code)
             self._restart_after_failure(rep, policy)
             return
         self.final = (st.FAILED, _failure_msg(role["name"], rep.replica_id, code))
         self.state["msg"] = self.final[1]
         self._stop([r for replicas in self.replicas for r in replicas])
+
+    def _record_attempt(self, code: int) -> None:
+        """Keeps the attempt that just failed (``code``: the replica's exit status, a
+        negative one a signal) in the state's ``attempts``, for ``status``."""
+        now = time.time()
+        started = self.state.get("attempt_started")
+        if started is None:  # the first attempt: when its first replica started
+            starts = [r.record.get("started") for reps in self.replicas for r in reps]
+            started = min((t for t in starts if t), default=None)
+        attempts = self.state.setdefault("attempts", [])
+        attempts.append(
+            {
+                "attempt": int(self.state["num_restarts"]),
+                "start": started,
+                "end": now,
+                "state": st.FAILED,
+                "cause": "signal" if code < 0 else "exit_code",
+                "exit_code": code if code >= 0 else None,
+            }
+        )
+        self.state["attempt_started"] = None  # set when the next attempt starts
+        self.dirty = True
 
     def _restart_after_failure(self, rep: _Replica, policy: str, counted: bool = True) -> None:
         """Restarts ``rep``'s group (per ``policy``) as the next attempt; ``counted``: the
@@ -611,6 +635,8 @@ class Supervisor:
         self.pending_restart.clear()
         for rep in group:
             rep.record["attempt"] += 1
+        self.state["attempt_started"] = time.time()
+        self.dirty = True
         self.programs.clear()  # resolve programs again: files or PATH may have changed
         self._start_all(group)
 

@@ -597,9 +597,8 @@ def assemble(
     ``gpus_per_node`` whether the cluster's Slurm takes ``--gpus-per-node``.
     """
     from torchx.schedulers._slurm import containers
-    from torchx.specs.api import macros
-
     from torchx.schedulers.ids import current_key
+    from torchx.specs.api import macros
 
     idempotency_key = current_key()
     cmd = ["sbatch", "--parsable"]

@@ -1,0 +1,98 @@
+"""Every attempt of an app on record (``torchx status --json``'s ``"attempts"``).
+
+An app runs again after a failure its ``max_retries`` allows, a requeue (Slurm's
+preemption, node failure or time-limit warning), a Kubernetes back-off or JobSet restart,
+an AWS Batch retry. Each run is an attempt, numbered as ``$TORCHX_ATTEMPT`` numbers it in
+the replicas: 0 first. The last entry is the current attempt. A scheduler that keeps the
+history of its attempts fills them in (:attr:`DescribeAppResponse.attempts`); for one that
+does not, the earlier attempts are listed with what is known (their number) and the last
+one with the app's state.
+"""
+
+from __future__ import annotations
+
+from torchx.util._startup.lazy_dataclass import dataclass
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from torchx.specs._failure import Failure
+    from torchx.specs.api import AppState
+
+__all__ = ["Attempt", "attempts_line", "with_current"]
+
+
+@dataclass
+class Attempt:
+    """One run of an app: ``state`` an :class:`AppState`; ``cause`` one of
+    :data:`torchx.specs._failure.CAUSES` for an attempt that ended in failure (a requeue's
+    reason: ``preempted``, ``node_failure``, ``time_limit``...); times in unix seconds."""
+
+    attempt: int
+    start: float | None = None
+    end: float | None = None
+    state: AppState | None = None
+    cause: str | None = None
+    exit_code: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        from torchx.specs.api import AppState
+
+        return {
+            "attempt": self.attempt,
+            "start": self.start,
+            "end": self.end,
+            "state": (self.state if self.state is not None else AppState.UNKNOWN).name,
+            "cause": self.cause,
+            "exit_code": self.exit_code,
+        }
+
+
+def with_current(
+    known: list[Attempt] | None,
+    num_restarts: int,
+    state: AppState,
+    failure: Failure | None,
+    start: float | None,
+    end: float | None,
+) -> list[Attempt]:
+    """The attempts of an app: the scheduler's (``known``, oldest first), completed up to
+    the current one (number ``num_restarts``), which takes the app's ``state``, its
+    ``failure``'s cause and exit code, and its ``start``/``end`` where the scheduler gave
+    none."""
+    from torchx.specs.api import is_terminal
+
+    attempts = sorted(known or [], key=lambda a: a.attempt)
+    current_number = max(num_restarts, attempts[-1].attempt if attempts else 0)
+    numbers = {a.attempt for a in attempts}
+    attempts += [Attempt(n) for n in range(current_number) if n not in numbers]
+    attempts.sort(key=lambda a: a.attempt)
+    if not attempts or attempts[-1].attempt != current_number:
+        attempts.append(Attempt(current_number))
+    current = attempts[-1]
+    current.state = state
+    if current.start is None:
+        current.start = start
+    if current.end is None and is_terminal(state):
+        current.end = end
+    if failure is not None:
+        current.cause = current.cause or failure.cause
+        if current.exit_code is None:
+            current.exit_code = failure.exit_code
+    return attempts
+
+
+def attempts_line(attempts: list[Attempt]) -> str | None:
+    """``Attempts: 0 FAILED (exit_code 3), 1 RUNNING`` for an app that ran more than once
+    (None for one attempt: the state says it all)."""
+    if len(attempts) < 2:
+        return None
+    parts = []
+    for a in attempts:
+        part = f"{a.attempt} {a.state.name if a.state is not None else 'UNKNOWN'}"
+        why = a.cause or ""
+        if a.exit_code is not None and a.cause in (None, "exit_code"):
+            why = f"exit code {a.exit_code}"
+        parts.append(f"{part} ({why})" if why else part)
+    return "Attempts: " + ", ".join(parts)

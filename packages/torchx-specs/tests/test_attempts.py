@@ -1,0 +1,64 @@
+"""The attempts of an app: the scheduler's history completed with the current attempt."""
+
+from __future__ import annotations
+
+import json
+
+from torchx.specs import AppState, AppStatus
+from torchx.specs._attempts import Attempt, attempts_line, with_current
+from torchx.specs._failure import Failure
+
+
+def test_one_attempt_is_the_app_itself() -> None:
+    failure = Failure(role="r", replica_id=0, cause="exit_code", exit_code=3)
+    [only] = with_current(None, 0, AppState.FAILED, failure, 10.0, 12.5)
+    assert only.to_json() == {
+        "attempt": 0,
+        "start": 10.0,
+        "end": 12.5,
+        "state": "FAILED",
+        "cause": "exit_code",
+        "exit_code": 3,
+    }
+
+
+def test_a_running_attempt_has_no_end_yet() -> None:
+    [only] = with_current(None, 0, AppState.RUNNING, None, 10.0, None)
+    assert (only.state, only.end) == (AppState.RUNNING, None)
+
+
+def test_earlier_attempts_the_scheduler_keeps_no_record_of_are_listed_by_number() -> None:
+    attempts = with_current(None, 2, AppState.SUCCEEDED, None, 30.0, 40.0)
+    assert [a.to_json()["state"] for a in attempts] == ["UNKNOWN", "UNKNOWN", "SUCCEEDED"]
+    assert [a.attempt for a in attempts] == [0, 1, 2]
+
+
+def test_the_schedulers_history_is_kept_and_the_last_is_current() -> None:
+    known = [
+        Attempt(0, 1.0, 2.0, AppState.FAILED, "exit_code", 1),
+        Attempt(1, 3.0, None, None, None, None),
+    ]
+    attempts = with_current(known, 1, AppState.SUCCEEDED, None, 9.0, 5.0)
+    assert [a.to_json() for a in attempts] == [
+        {"attempt": 0, "start": 1.0, "end": 2.0, "state": "FAILED", "cause": "exit_code",
+         "exit_code": 1},
+        {"attempt": 1, "start": 3.0, "end": 5.0, "state": "SUCCEEDED", "cause": None,
+         "exit_code": None},
+    ]  # fmt: skip
+    assert attempts_line(attempts) == "Attempts: 0 FAILED (exit code 1), 1 SUCCEEDED"
+
+
+def test_status_shows_attempts_in_json_text_and_repr() -> None:
+    status = AppStatus(
+        AppState.RUNNING,
+        num_restarts=1,
+        attempts=[
+            Attempt(0, 1.0, 2.0, AppState.FAILED, "preempted", None),
+            Attempt(1, 3.0, None, AppState.RUNNING),
+        ],
+    )
+    assert json.loads(json.dumps(status.to_json()))["attempts"][0]["cause"] == "preempted"
+    assert "Attempts: 0 FAILED (preempted), 1 RUNNING" in status.format()
+    assert "attempts" in repr(status)
+    single = AppStatus(AppState.RUNNING, attempts=[Attempt(0, 1.0, None, AppState.RUNNING)])
+    assert "Attempts" not in single.format() and "attempts" not in repr(single)
