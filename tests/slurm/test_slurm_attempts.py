@@ -96,6 +96,12 @@ def test_requeued_job_keeps_every_attempts_output(runner: Any, workdir: Path) ->
     assert "attempt 1; the last one ended: REQUEUED" in waiting.msg
     final = _finish(runner, handle)
     assert (final.state, final.num_restarts) == (AppState.SUCCEEDED, 1), final
+    # each attempt on record (sacct --duplicates), the requeued one with its times
+    first, last = final.attempts
+    assert (first.attempt, first.state, first.cause) == (0, AppState.FAILED, None), first
+    assert first.start is not None and first.end is not None and first.start <= first.end
+    assert (last.attempt, last.state) == (1, AppState.SUCCEEDED), last
+    assert last.start is not None and last.start >= first.end, final.attempts
     lines = _log(runner, handle).splitlines()
     assert [line.split(" on ")[0] for line in lines] == [
         "attempt 0",
@@ -268,6 +274,10 @@ def test_a_job_that_keeps_meeting_its_limit_stops_after_max_requeues(
     final = _finish(runner, handle, timeout=150)
     assert (final.state, final.num_restarts) == (AppState.FAILED, 1), final
     assert final.failure is not None and final.failure.cause == "time_limit", final
+    assert [(a.attempt, a.state, a.cause) for a in final.attempts] == [
+        (0, AppState.FAILED, "time_limit"),  # requeued after the warning
+        (1, AppState.FAILED, "time_limit"),  # not requeued: max_requeues spent
+    ], final.attempts
     assert final.failure.message == (
         "stopped at the time limit's warning with every requeue spent (max_requeues=1):"
         " raise the `time` run option, or max_requeues"

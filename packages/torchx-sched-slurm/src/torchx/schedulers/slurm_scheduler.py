@@ -679,6 +679,10 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
             interruption = last_interruption(job_id, log_dir, via, restarts)
         response = _describe.describe_rows(job_id, rows, record, interruption)
         response.app_id = app_id
+        if any(row.restarts for row in rows):  # requeued: one more query, for its attempts
+            from torchx.schedulers._slurm.attempts import attempt_history
+
+            response.attempts = attempt_history(job_id, record.log_dir if record else None, via)
         if response.state == AppState.FAILED:  # why: one more sacct, the failed logs' tails
             from torchx.schedulers._slurm.failure import root_failure
 

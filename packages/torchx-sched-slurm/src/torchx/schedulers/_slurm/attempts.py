@@ -15,8 +15,9 @@ from torchx.schedulers._slurm.logtail import file_tail
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from torchx.schedulers._slurm.ssh import SshTarget
+    from torchx.specs._attempts import Attempt
 
-__all__ = ["last_interruption"]
+__all__ = ["attempt_history", "last_interruption"]
 
 _REQUEUED_LINE = "torchx: requeued: "
 _RUNNING = frozenset({"PENDING", "RUNNING", "REQUEUED_HOLD", "REQUEUE_FED", "REQUEUE_HOLD"})
@@ -66,3 +67,59 @@ def _requeue_reasons(job_id: str, log_dir: str | None, via: SshTarget | None) ->
     return [
         line[len(_REQUEUED_LINE) :] for line in tail.splitlines() if line.startswith(_REQUEUED_LINE)
     ]
+
+
+_CAUSES = {"PREEMPTED": "preempted", "NODE_FAIL": "node_failure", "TIMEOUT": "time_limit"}
+"""Slurm's word for how a requeued attempt ended, in the failure vocabulary."""
+
+
+def attempt_history(job_id: str, log_dir: str | None, via: SshTarget | None) -> list[Attempt]:
+    """Every attempt of a requeued job, from accounting's record of each (``sacct
+    --duplicates``): how the ended ones ended, and when. A requeue the batch script asked
+    for (``REQUEUED``) takes its reason from the batch log's ``torchx: requeued:`` lines."""
+    from torchx.specs._attempts import Attempt
+    from torchx.specs.api import AppState
+
+    try:
+        code, out, _ = commands.run_once(
+            [
+                "sacct",
+                "--duplicates",
+                "--allocations",
+                "--parsable2",
+                "--format=JobID,State,Start,End,ExitCode",
+                "-j",
+                job_id,
+            ],
+            via=via,
+        )
+    except commands.SlurmCommandError:
+        return []
+    if code != 0:
+        return []
+    lines = out.splitlines()
+    header = lines[0].split("|") if lines else []
+    records = [dict(zip(header, line.split("|"), strict=False)) for line in lines[1:]]
+    mine = [r for r in records if r.get("JobID", "") in (job_id, f"{job_id}+0")]
+    reasons = iter(_requeue_reasons(job_id, log_dir, via))
+    attempts: list[Attempt] = []
+    for number, record in enumerate(mine):
+        state = parse.base_state(record.get("State", ""))
+        attempt = Attempt(
+            number,
+            start=parse.slurm_time(record.get("Start")),
+            end=parse.slurm_time(record.get("End")),
+        )
+        if number < len(mine) - 1:  # an attempt that ended and was requeued
+            attempt.state = AppState.FAILED
+            attempt.cause = _CAUSES.get(state)
+            if state == "REQUEUED":
+                reason = next(reasons, "")
+                if reason.startswith("TIMEOUT"):
+                    attempt.cause = "time_limit"
+                elif reason.startswith("FAILED (exit code "):
+                    attempt.cause = "exit_code"
+                    code_text = reason[len("FAILED (exit code ") :].split(";")[0].rstrip(")")
+                    attempt.exit_code = int(code_text) if code_text.isdigit() else None
+        attempts.append(attempt)
+    return attempts
