@@ -173,9 +173,12 @@ def test_list_with_an_array_job_not_submitted_by_torchx(runner: Any, workdir: Pa
 
 
 def test_retry_by_requeue(runner: Any) -> None:
-    role = sh('echo "attempt ${SLURM_RESTART_COUNT:-0}"; test "${SLURM_RESTART_COUNT:-0}" -ge 1')
+    role = sh(
+        'echo "attempt ${SLURM_RESTART_COUNT:-0} $TORCHX_RUN_ID";'
+        ' test "${SLURM_RESTART_COUNT:-0}" -ge 1'
+    )
     role.max_retries = 1
-    handle = runner.run(app(role), "slurm")
+    handle = runner.run(app(role), "slurm", idempotency_key="retried-run")
     job_id = handle.rsplit("/", 1)[1]
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -197,7 +200,13 @@ def test_retry_by_requeue(runner: Any) -> None:
     assert (final.state, final.num_restarts) == (AppState.SUCCEEDED, 1), detail
     # nothing overwritten; the second attempt marked
     out = logs(runner, handle, "sh", streams=Stream.STDOUT)
-    assert out == "attempt 0\n=== torchx: attempt 1 ===\nattempt 1\n"
+    # one run id across the attempts: the key
+    assert out == "attempt 0 retried-run\n=== torchx: attempt 1 ===\nattempt 1 retried-run\n"
+    first, last = final.attempts
+    assert (first.attempt, first.state, first.cause, first.exit_code) == (
+        0, AppState.FAILED, "exit_code", 1
+    ), final.attempts  # fmt: skip
+    assert (last.attempt, last.state) == (1, AppState.SUCCEEDED), final.attempts
 
 
 def test_job_dir_workspace(
