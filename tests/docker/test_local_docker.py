@@ -17,6 +17,7 @@ import pytest
 from torchx_testsupport.docker import IMAGE, REGISTRY, all_torchx_containers, app_containers
 
 from torchx import specs
+from torchx.runner import get_runner
 from torchx.schedulers import docker_scheduler as ds
 from torchx.schedulers.api import Stream
 from torchx.specs import AppState
@@ -221,10 +222,20 @@ def test_retries_use_the_restart_policy(runner: Any, tmp_path: Path) -> None:
 
 
 def test_every_attempt_sees_its_number(runner: Any) -> None:
-    script = 'echo "attempt $TORCHX_ATTEMPT"; [ "$TORCHX_ATTEMPT" -ge 2 ]'
-    handle, status = _run(runner, _app("attempts", _role("r", script, max_retries=2)))
+    script = 'echo "attempt $TORCHX_ATTEMPT $TORCHX_RUN_ID"; [ "$TORCHX_ATTEMPT" -ge 2 ] || exit 3'
+    handle, status = _run(
+        runner, _app("attempts", _role("r", script, max_retries=2)), idempotency_key="dk-attempts"
+    )
     assert (status.state, status.num_restarts) == (AppState.SUCCEEDED, 2)
-    assert _log(runner, handle, "r") == ["attempt 0\n", "attempt 1\n", "attempt 2\n"]
+    assert _log(runner, handle, "r") == [f"attempt {k} dk-attempts\n" for k in range(3)]
+    # each attempt on record, from the container's start and die events
+    assert [(a.attempt, a.state, a.exit_code) for a in status.attempts] == [
+        (0, AppState.FAILED, 3),
+        (1, AppState.FAILED, 3),
+        (2, AppState.SUCCEEDED, 0),
+    ], status.attempts
+    assert all(a.start is not None and a.end is not None for a in status.attempts)
+    assert status.attempts[0].end <= status.attempts[1].start  # type: ignore[operator]
     # no retries asked for: the own failure is final, and the attempt is 0 all the same
     handle, status = _run(
         runner, _app("once", _role("r", 'echo "attempt $TORCHX_ATTEMPT"; exit 3'))
@@ -707,3 +718,73 @@ def test_unchanged_workspace_run_does_not_import_the_docker_sdk(
     runner.test_handles.append(proc.stdout.strip())
     assert "trained" in proc.stderr, proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == "no SDK", proc.stderr
+
+
+def test_a_second_run_with_the_key_returns_the_first_handle(runner: Any) -> None:
+    app = _app("keyed", _role("r", "echo run=$TORCHX_RUN_ID"))
+    first, status = _run(runner, app, idempotency_key="docker-k1")
+    assert status.state == AppState.SUCCEEDED
+    again = runner.run(app, SCHED, idempotency_key="docker-k1")
+    assert again == first and runner.found_by_idempotency_key(again)
+    assert [a.app_id for a in runner.list(SCHED) if a.app_id.endswith(_app_id(first))] == [
+        _app_id(first)
+    ]
+    assert _log(runner, first, "r") == ["run=docker-k1\n"]
+
+
+def test_concurrent_runs_with_one_key_submit_once(tmp_path: Path) -> None:
+    """Four processes at once: the host's lock lets one submit; the others find it."""
+    procs = [
+        subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "torchx"),
+                "run",
+                "--idempotency-key",
+                "docker-together",
+                "-s",
+                SCHED,
+                "utils.sh",
+                "--image",
+                IMAGE,
+                "sleep",
+                "20",
+            ],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for _ in range(4)
+    ]
+    handles = set()
+    for proc in procs:
+        out, err = proc.communicate(timeout=180)
+        assert proc.returncode == 0, err
+        handles.add(out.splitlines()[-1])
+    [handle] = handles
+    with get_runner() as runner:
+        assert sum(a.app_id == _app_id(handle) for a in runner.list(SCHED)) == 1
+        runner.cancel(handle)
+        runner.delete(handle)
+
+
+def test_a_second_host_with_the_key_meets_the_name_docker_refuses(runner: Any) -> None:
+    """Without the host's lock (another machine), the second submission's container name
+    is taken: Docker refuses it and the run finds the first app."""
+    app = _app("keyed", _role("r", "sleep 20"))
+    first = runner.run(app, SCHED, idempotency_key="docker-race")
+    sched = runner._scheduler(SCHED)  # another host: it does not see the app when it looks
+    real_find = sched.find_by_idempotency_key
+    calls = []
+
+    def find_late(key: str, cfg: Any = None) -> Any:
+        calls.append(key)
+        return None if len(calls) == 1 else real_find(key, cfg)
+
+    sched.find_by_idempotency_key = find_late
+    try:
+        second = runner.run(app, SCHED, idempotency_key="docker-race")
+    finally:
+        del sched.find_by_idempotency_key
+    assert second == first and calls == ["docker-race", "docker-race"]
+    runner.cancel(first)

@@ -84,6 +84,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import docker
 
+    from torchx.specs._attempts import Attempt
     from torchx.specs._failure import Failure
     from torchx.util.readiness import ReadinessCheck
 
@@ -441,12 +442,14 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         errors: list[str] = []
         failed: list[tuple[str, int, dict[str, Any]]] = []
         restarts = 0
+        most_restarted: dict[str, Any] | None = None
         for role_name, replicas in by_role.items():
             replicas.sort(key=lambda r: r[0])
             statuses: list[ReplicaStatus] = []
             for rid, summary in replicas:
                 state, error, replica_restarts = self._replica_state(summary)
-                restarts = max(restarts, replica_restarts)
+                if replica_restarts > restarts:
+                    restarts, most_restarted = replica_restarts, summary
                 states.append(state)
                 name = str((summary.get("Names") or ["/"])[0]).lstrip("/")
                 if error:
@@ -480,8 +483,36 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             failure=self._root_cause(failed, list(by_role)) if state == AppState.FAILED else None,
             timeline=_timing.timeline_of(summaries, state),
             waiting=_timing.waiting_of(summaries) if state == AppState.PENDING else None,
+            attempts=self._attempts(most_restarted) if most_restarted is not None else None,
             progress_tail=self._progress_tail(next(iter(by_role.values()))[0][1]["Id"]),
         )
+
+    def _attempts(self, summary: dict[str, Any]) -> list[Attempt]:
+        """The attempts of a container Docker restarted (``max_retries``): its ``start``
+        and ``die`` events since it was created, one attempt per start, each ended by the
+        next death and its exit code (Docker keeps no other record of them)."""
+        from torchx.specs._attempts import Attempt
+
+        events = self._api.events(
+            since=int(summary.get("Created") or 0),
+            until=time.time(),
+            filters={"container": [str(summary["Id"])], "event": ["start", "die"]},
+        )
+        attempts: list[Attempt] = []
+        for event in events:
+            when = event.get("timeNano")
+            at = int(when) / 1e9 if when else float(event.get("time") or 0)
+            if event.get("Action", event.get("status")) == "start":
+                attempts.append(Attempt(len(attempts), start=at))
+            elif attempts and attempts[-1].end is None:
+                code_text = str((event.get("Actor") or {}).get("Attributes", {}).get("exitCode"))
+                current = attempts[-1]
+                current.end = at
+                current.exit_code = int(code_text) if code_text.lstrip("-").isdigit() else None
+                failed = current.exit_code != 0
+                current.state = AppState.FAILED if failed else AppState.SUCCEEDED
+                current.cause = "exit_code" if failed else None
+        return attempts
 
     def _progress_tail(self, container_id: str) -> Callable[[], str]:
         """Reads the end of a container's log (where ``torchx.progress`` reports)."""
