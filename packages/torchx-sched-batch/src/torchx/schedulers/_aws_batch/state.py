@@ -19,6 +19,7 @@ from torchx.schedulers._aws_batch.request import (
     role_command,
 )
 from torchx.schedulers.api import DescribeAppResponse
+from torchx.specs._attempts import Attempt
 from torchx.specs._failure import Failure
 from torchx.specs._timeline import Phase, Waiting
 from torchx.specs.api import NONE, AppState, ReplicaStatus, Role, RoleStatus, is_terminal
@@ -228,10 +229,11 @@ def describe_response(
             failed.append((node_failure(roles[0].name, 0, job), job))
         failure = _root_cause(failed, [role.name for role in roles], tail)
     phases, waiting = timing(job, state)
+    history = attempt_history(attempts, terminal=is_terminal(state))
     return DescribeAppResponse(
         app_id=app_id,
         state=state,
-        num_restarts=max(0, len(attempts) - 1),
+        num_restarts=max(0, len(history) - 1),
         msg=failure_message(job) or NONE,
         ui_url=console_url(str(job.get("jobArn", "")), str(job.get("jobId", ""))),
         metadata={str(k): str(v) for k, v in (job.get("tags") or {}).items()},
@@ -240,7 +242,39 @@ def describe_response(
         failure=failure,
         waiting=waiting,
         timeline=phases,
+        attempts=history,
     )
+
+
+def attempt_history(attempts: list[Mapping[str, Any]], terminal: bool) -> list[Attempt]:
+    """The job's attempts from Batch's ``attempts`` (one per ended attempt: its container's
+    exit code and reason, ``startedAt``/``stoppedAt`` in milliseconds); while the job is
+    not over, the one that runs or waits now follows them."""
+    from torchx.specs._attempts import Attempt
+
+    history = []
+    for number, attempt in enumerate(attempts):
+        container = attempt.get("container") or {}
+        code = container.get("exitCode")
+        started, stopped = attempt.get("startedAt"), attempt.get("stoppedAt")
+        entry = Attempt(
+            number,
+            start=started / 1000 if isinstance(started, (int, float)) else None,
+            end=stopped / 1000 if isinstance(stopped, (int, float)) else None,
+            exit_code=code if isinstance(code, int) else None,
+        )
+        reason = str(attempt.get("statusReason") or container.get("reason") or "")
+        if entry.exit_code == 0:
+            entry.state = AppState.SUCCEEDED
+        else:
+            entry.state = AppState.FAILED
+            entry.cause = "exit_code" if entry.exit_code is not None else None
+            if "Host EC2" in reason and "terminated" in reason:
+                entry.cause = "preempted"  # a Spot reclaim or a scale-in took its host
+        history.append(entry)
+    if not terminal and history:
+        history.append(Attempt(len(history)))
+    return history
 
 
 _WAITING = {

@@ -33,6 +33,7 @@ from torchx.schedulers._kubernetes.request import (
     LABEL_ROLE_NAME,
 )
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse
+from torchx.specs._attempts import Attempt
 from torchx.specs._failure import Failure, from_log_tail, root_cause
 from torchx.specs._timeline import Phase, Waiting
 from torchx.specs.api import NONE, AppState, ReplicaStatus, Role, RoleStatus, is_terminal
@@ -114,6 +115,40 @@ def newest_pod(pods: Iterable[dict[str, Any]]) -> dict[str, Any]:
         return str(meta.get("creationTimestamp") or ""), not failed, str(meta.get("name") or "")
 
     return max(pods, key=key)
+
+
+def pod_attempts(replicas: list[list[dict[str, Any]]]) -> list[Attempt] | None:
+    """The app's attempts from the pods of the replica that ran most often (a Job keeps
+    the pods of a replica's failed attempts; a JobSet restart deletes them, and then only
+    their count is known): each older pod ended in a failure, the newest is current."""
+    pods = max(replicas, key=len, default=[])
+    if len(pods) < 2:
+        return None
+    newest = newest_pod(pods)
+    older = sorted(
+        (p for p in pods if p is not newest),
+        key=lambda p: str((p.get("metadata") or {}).get("creationTimestamp") or ""),
+    )
+    attempts = []
+    for number, pod in enumerate([*older, newest]):
+        status = pod.get("status") or {}
+        attempt = Attempt(number, start=unix_time(status.get("startTime")))
+        if pod is not newest:
+            failure = pod_failure("", 0, pod)
+            attempt.state = AppState.FAILED
+            attempt.cause, attempt.exit_code = failure.cause, failure.exit_code
+            attempt.end = failure.time or _finished(pod)
+        attempts.append(attempt)
+    return attempts
+
+
+def _finished(pod: dict[str, Any]) -> float | None:
+    """When the pod's last container ended, if one did."""
+    ends = [
+        unix_time(((c.get("state") or {}).get("terminated") or {}).get("finishedAt"))
+        for c in (pod.get("status") or {}).get("containerStatuses") or ()
+    ]
+    return max((e for e in ends if e is not None), default=None)
 
 
 def first_replica_pod(pods: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -592,6 +627,7 @@ def describe_batch(
         msg=message,
         roles_statuses=roles_statuses,
         roles=roles,
+        attempts=pod_attempts(list(by_replica.values())),
     )
     names = [role.name for role in roles]
     extra = [job_failure(labels_of(j).get(LABEL_ROLE_NAME, ""), j) for j in jobs]
@@ -671,6 +707,7 @@ def describe_jobset(
         msg=message,
         roles_statuses=roles_statuses,
         roles=roles,
+        attempts=pod_attempts(list(by_replica.values())),
     )
     return _with_failure(response, [jobset], collect, [r.name for r in roles], tail=tail)
 
