@@ -351,15 +351,35 @@ def test_placement_timeout_fails_with_the_reason(runner: Any) -> None:
 def test_retries_restart_a_failed_replica(runner: Any, workdir: Path) -> None:
     # the marker is per app: jobs with the same package share its unpacked working dir
     marker = f".done-{macros.app_id}"
-    script = f"if [ -e {marker} ]; then echo second; else touch {marker}; echo first; exit 1; fi"
+    script = (
+        f"if [ -e {marker} ]; then echo second $TORCHX_RUN_ID; else touch {marker};"
+        " echo first $TORCHX_RUN_ID; exit 1; fi"
+    )
     role = sh("r", script)
     role.max_retries = 1
-    handle = runner.run(AppDef("retry", [role]), "ray")
+    handle = runner.run(AppDef("retry", [role]), "ray", idempotency_key="ray-retry")
     status = wait(runner, handle)
     # each attempt runs in a fresh actor whose working dir is the job's: the marker survives
     assert status.state == AppState.SUCCEEDED, status
-    assert list(runner.log_lines(handle, "r", 0)) == ["first\n", "second\n"]
+    assert list(runner.log_lines(handle, "r", 0)) == ["first ray-retry\n", "second ray-retry\n"]
     assert runner.describe(handle) is not None
+    first, last = status.attempts
+    assert (first.attempt, first.state, first.cause, first.exit_code) == (
+        0, AppState.FAILED, "exit_code", 1
+    ), status.attempts  # fmt: skip
+    assert (last.attempt, last.state) == (1, AppState.SUCCEEDED), status.attempts
+    assert first.end is not None and last.start is not None and first.end <= last.start
+
+
+def test_a_second_run_with_the_key_returns_the_first_handle(runner: Any, workdir: Path) -> None:
+    app = AppDef("keyed", [sh("r", "echo run=$TORCHX_RUN_ID")])
+    first = runner.run(app, "ray", idempotency_key="ray-k1")
+    assert wait(runner, first).state == AppState.SUCCEEDED
+    again = runner.run(app, "ray", idempotency_key="ray-k1")
+    assert again == first and runner.found_by_idempotency_key(again)
+    suffix = first.rsplit("-", 1)[1]
+    assert sum(a.app_id.endswith(suffix) for a in runner.list("ray")) == 1
+    assert list(runner.log_lines(first, "r", 0)) == ["run=ray-k1\n"]
 
 
 def test_a_replica_lost_with_its_actor_restarts_as_the_next_attempt(

@@ -299,6 +299,7 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
             failure=failure,
             timeline=phases,
             waiting=waiting,
+            attempts=_describe.attempts(found_events),
             progress_tail=(functools.partial(self._replica_tail, client, first) if first else None),
         )
 

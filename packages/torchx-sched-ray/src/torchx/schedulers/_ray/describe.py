@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from torchx.specs._attempts import Attempt
 from torchx.specs._failure import Failure
 from torchx.specs._timeline import Phase, Waiting
 from torchx.specs.api import AppState
@@ -241,3 +242,33 @@ def timing(
         phase = "queued" if queued is not None else "starting"
         waiting = Waiting(phase=phase, reason=message, since=queued or submitted)
     return phases, waiting
+
+
+def attempts(found: list[dict[str, Any]]) -> list[Attempt] | None:
+    """The app's attempts from the driver's events: each ``restarted`` ends one (the
+    replica's ``exited`` code before it says why; ``lost``: its actor or node died) and
+    starts the next. None for an app that never restarted."""
+    from torchx.specs._attempts import Attempt
+
+    if not any(e.get("event") == "restarted" for e in found):
+        return None
+    current = Attempt(0)
+    history: list[Attempt] = []
+    lost = False
+    for event in found:
+        kind, when = event.get("event"), event.get("t")
+        at = float(when) if isinstance(when, (int, float)) else None
+        if kind == "running" and current.start is None:
+            current.start = at
+        elif kind == "lost":
+            lost = True
+        elif kind == "exited" and event.get("code") != 0 and current.exit_code is None:
+            code = event.get("code")
+            current.exit_code = None if lost or not isinstance(code, int) else code
+            current.cause = "node_failure" if lost else "exit_code"
+        elif kind == "restarted":
+            current.end, current.state = at, AppState.FAILED
+            history.append(current)
+            current, lost = Attempt(len(history), start=at), False
+    history.append(current)
+    return history
