@@ -93,6 +93,13 @@ def test_own_failure_spends_max_retries(
     status = until(sched, app_id, finished)
     assert (status.state, status.num_restarts) == (AppState.SUCCEEDED, 1), status.msg
     assert _lines(sched, app_id) == ["attempt 1\n"]
+    if job_type == "batch":  # the Job keeps the failed attempt's pod: its exit on record
+        first, last = sched.describe(app_id).attempts  # type: ignore[union-attr]
+        assert (first.attempt, first.state, first.cause, first.exit_code) == (
+            0, AppState.FAILED, "exit_code", 1
+        )  # fmt: skip
+        assert first.start is not None and first.end is not None
+        assert last.attempt == 1 and last.start is not None and last.start >= first.start
     # no retries left: the first own failure is final
     app_id = sched.submit(sh('echo "attempt $TORCHX_ATTEMPT"; exit 3'), cfg)
     status = until(sched, app_id, finished)

@@ -351,6 +351,10 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         try:
             self._create(job, dry_run=True)
         except (_client.KubernetesConfigError, _client.KubernetesApiError) as e:
+            from torchx.schedulers.ids import current_key
+
+            if getattr(e, "status", None) == 409 and current_key() is not None:
+                return  # the app of this idempotency key exists: the runner finds it
             unreachable = isinstance(e, _client.KubernetesConfigError) or e.status is None
             if wanted or not unreachable:
                 raise
