@@ -169,6 +169,11 @@ def test_own_failure_exits_and_a_lost_host_is_retried(
     handle = _handle(proc)
     doc = json.loads(_torchx("status", "--json", handle, cwd=project).stdout)
     assert (doc["state"], doc["num_restarts"]) == ("FAILED", 0)
+    [attempt] = doc["attempts"]  # Batch's record of the one attempt
+    assert (attempt["attempt"], attempt["state"], attempt["cause"], attempt["exit_code"]) == (
+        0, "FAILED", "exit_code", 3
+    ), attempt  # fmt: skip
+    assert attempt["start"] is not None and attempt["end"] >= attempt["start"]
     log = _torchx("log", f"{handle}/sh/0", cwd=project)
     assert log.stdout.splitlines() == ["sh/0 attempt 0"], log.stdout
     name = handle.rsplit(":", 1)[1]
@@ -500,3 +505,55 @@ def test_list_reads_past_the_first_hundred_and_filters(project: Path, batch: Any
         "list", "-s", "aws_batch", "-cfg", f"queue={queue}", "--state", "running", cwd=project
     )
     assert running.returncode == 0 and "aws_batch://" not in running.stdout
+
+
+def test_a_second_run_with_the_key_returns_the_first_handle(
+    batch_queue: str, project: Path
+) -> None:
+    key = ("--idempotency-key", "batch-k1")
+    first = _run(batch_queue, *_sh("echo run=$TORCHX_RUN_ID"), cwd=project, extra=(*key, "--log"))
+    assert first.returncode == 0, first.stderr
+    handle = _handle(first)
+    assert "run=batch-k1" in first.stderr + first.stdout
+    again = _torchx(
+        "run", *key, "-s", "aws_batch", "-cfg", f"queue={batch_queue}", "--workspace", "",
+        *_sh("echo run=$TORCHX_RUN_ID"), cwd=project,
+    )  # fmt: skip
+    assert (again.returncode, again.stdout) == (0, f"{handle}\n"), again
+    listed = json.loads(_torchx("list", "-s", "aws_batch", "--json", "-cfg",
+                                f"queue={batch_queue}", cwd=project).stdout)  # fmt: skip
+    assert [a["app_handle"] for a in listed if a["app_handle"] == handle] == [handle]
+
+
+def test_concurrent_runs_with_one_key_submit_once(batch_queue: str, project: Path) -> None:
+    procs = [
+        subprocess.Popen(
+            [
+                TORCHX,
+                "run",
+                "--idempotency-key",
+                "batch-together",
+                "-s",
+                "aws_batch",
+                "-cfg",
+                f"queue={batch_queue}",
+                "--workspace",
+                "",
+                *_sh("echo hi"),
+            ],
+            cwd=project,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for _ in range(3)
+    ]
+    handles = set()
+    for proc in procs:
+        out, err = proc.communicate(timeout=180)
+        assert proc.returncode == 0, err
+        handles.add(out.splitlines()[-1])
+    [handle] = handles
+    listed = json.loads(_torchx("list", "-s", "aws_batch", "--json", "-cfg",
+                                f"queue={batch_queue}", cwd=project).stdout)  # fmt: skip
+    assert [a["app_handle"] for a in listed].count(handle) == 1
