@@ -37,6 +37,8 @@ elif mode == "missing-artifact":
 print("job done", run.job_id())
 if mode == "fail":
     sys.exit(3)
+if mode == "fail-once" and os.environ["TORCHX_ATTEMPT"] == "0":
+    sys.exit(3)
 """
 
 
@@ -231,3 +233,27 @@ def test_runs_end_with_the_apps_final_state(project: Project) -> None:
     assert runs[failed].data.tags["torchx.app_state"] == "FAILED"  # type: ignore[attr-defined]
     metadata = project.torchx("tracker", "list", "metadata", failed)
     assert ["torchx.app_state", "FAILED"] in _table(metadata.stdout)
+
+
+def test_a_retried_job_continues_the_run_named_by_its_key(project: Project) -> None:
+    """Both attempts write to one run, named by the idempotency key ($TORCHX_RUN_ID); the
+    run ends with the app, found through the job's handle it records."""
+    proc = project.torchx(
+        "run", "-s", "local_cwd", "--wait", "--idempotency-key", "exp-7/trial-3",
+        "utils.sh", "--max_retries", "1", "python", "job.py", "fail-once",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    handle = next(line for line in proc.stdout.splitlines() if line.startswith("local_cwd://"))
+    deadline = time.monotonic() + 60
+    while True:
+        runs = project.runs()
+        if runs.get("exp-7/trial-3") and runs["exp-7/trial-3"].info.end_time:  # type: ignore[attr-defined]
+            break
+        assert time.monotonic() < deadline, runs
+        time.sleep(0.2)
+    assert list(runs) == ["exp-7/trial-3"]  # one run for both attempts
+    run = runs["exp-7/trial-3"]
+    tags = run.data.tags  # type: ignore[attr-defined]
+    assert len([k for k in tags if k.startswith("pid_")]) == 2  # each attempt wrote to it
+    assert tags["torchx.job_id"] == handle
+    assert (run.info.status, tags["torchx.app_state"]) == ("FINISHED", "SUCCEEDED")  # type: ignore[attr-defined]

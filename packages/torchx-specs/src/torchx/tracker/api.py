@@ -55,6 +55,11 @@ logger = get_logger(__name__)
 TRACKER_ENTRYPOINT_GROUP = "torchx.tracker"
 UNDEFINED_JOB_ID = "<UNDEFINED>"
 
+JOB_ID_METADATA = "torchx.job_id"
+"""The metadata key of a run named by its idempotency key (``$TORCHX_RUN_ID``): the handle
+of the job it runs in, so that a tracker told about the job's end (by its handle) finds
+the run."""
+
 
 @dataclass
 class TrackerSource:
@@ -334,6 +339,9 @@ class AppRun:
         parent = os.environ.get(ENV_TORCHX_PARENT_RUN_ID)
         if parent:
             run.add_source(parent, artifact_name=None)
+        job = os.environ.get(ENV_TORCHX_JOB_ID)
+        if job and job != run.id:  # a run named by an idempotency key: say which job is it
+            run.add_metadata(**{JOB_ID_METADATA: job})
         return run
 
     def add_metadata(self, **kwargs: object) -> None:

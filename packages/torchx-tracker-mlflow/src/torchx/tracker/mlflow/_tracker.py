@@ -43,7 +43,7 @@ from torchx.tracker.mlflow._errors import (
 )
 from torchx.tracker.mlflow._params import flatten_params
 from torchx.tracker.mlflow._pending import keep, taken
-from torchx.tracker.mlflow._runs import find_runs, get_or_create_run, iter_runs
+from torchx.tracker.mlflow._runs import find_runs, get_or_create_run, iter_runs, quote
 from torchx.util._startup.lazy_dataclass import dataclass
 from torchx.util._support.retry import retry_call
 from torchx.util.log import get_logger
@@ -287,6 +287,24 @@ class MLflowTracker(TrackerBase):
             runs = find_runs(self.client, str(experiment.experiment_id), run_id)
         return runs[0] if runs else None
 
+    def _run_of_job(self, handle: str) -> Run | None:
+        """The run of a job that names its run by an idempotency key: the one tagged with
+        the job's handle (``torchx.tracker.api.JOB_ID_METADATA``), the latest first."""
+        from torchx.tracker.api import JOB_ID_METADATA
+
+        experiment = self._find_experiment(create=False)
+        if experiment is None:
+            return None
+        with self._errors(f"read the run of job {handle!r}"):
+            runs = list(
+                iter_runs(
+                    self.client,
+                    str(experiment.experiment_id),
+                    f"tags.`{JOB_ID_METADATA}` = {quote(handle)}",
+                )
+            )
+        return runs[-1] if runs else None
+
     def _set_tags(self, mlflow_id: str, tags: Mapping[str, object], action: str) -> None:
         entities = sdk.mlflow().entities
 
@@ -403,8 +421,10 @@ class MLflowTracker(TrackerBase):
         entities = sdk.mlflow().entities
 
         status = _MLFLOW_STATUS.get(state)
-        run = self._read_run(run_id)
-        if status is None or run is None:
+        if status is None:
+            return
+        run = self._read_run(run_id) or self._run_of_job(run_id)
+        if run is None:
             return
         mlflow_id = run.info.run_id
         with self._errors(f"end run {run_id!r}"):
