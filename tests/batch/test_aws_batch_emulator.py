@@ -545,7 +545,7 @@ def test_concurrent_runs_with_one_key_submit_once(batch_queue: str, project: Pat
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-        )  # fmt: skip
+        )
         for _ in range(3)
     ]
     handles = set()

@@ -91,7 +91,7 @@ def test_concurrent_runs_with_one_key_submit_once(tmp_path: Path) -> None:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-        )  # fmt: skip
+        )
         for _ in range(4)
     ]
     handles = set()

@@ -92,7 +92,7 @@ def test_concurrent_runs_with_one_key_submit_once(runner: Any, workdir: Path) ->
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-        )  # fmt: skip
+        )
         for _ in range(3)
     ]
     handles = set()

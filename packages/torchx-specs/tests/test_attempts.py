@@ -11,7 +11,7 @@ from torchx.specs._failure import Failure
 
 def test_one_attempt_is_the_app_itself() -> None:
     failure = Failure(role="r", replica_id=0, cause="exit_code", exit_code=3)
-    [only] = with_current(None, 0, AppState.FAILED, failure, 10.0, 12.5)
+    [only] = with_current(None, 0, state=AppState.FAILED, failure=failure, start=10.0, end=12.5)
     assert only.to_json() == {
         "attempt": 0,
         "start": 10.0,
@@ -23,12 +23,12 @@ def test_one_attempt_is_the_app_itself() -> None:
 
 
 def test_a_running_attempt_has_no_end_yet() -> None:
-    [only] = with_current(None, 0, AppState.RUNNING, None, 10.0, None)
+    [only] = with_current(None, 0, state=AppState.RUNNING, failure=None, start=10.0, end=None)
     assert (only.state, only.end) == (AppState.RUNNING, None)
 
 
 def test_earlier_attempts_the_scheduler_keeps_no_record_of_are_listed_by_number() -> None:
-    attempts = with_current(None, 2, AppState.SUCCEEDED, None, 30.0, 40.0)
+    attempts = with_current(None, 2, state=AppState.SUCCEEDED, failure=None, start=30.0, end=40.0)
     assert [a.to_json()["state"] for a in attempts] == ["UNKNOWN", "UNKNOWN", "SUCCEEDED"]
     assert [a.attempt for a in attempts] == [0, 1, 2]
 
@@ -38,7 +38,7 @@ def test_the_schedulers_history_is_kept_and_the_last_is_current() -> None:
         Attempt(0, 1.0, 2.0, AppState.FAILED, "exit_code", 1),
         Attempt(1, 3.0, None, None, None, None),
     ]
-    attempts = with_current(known, 1, AppState.SUCCEEDED, None, 9.0, 5.0)
+    attempts = with_current(known, 1, state=AppState.SUCCEEDED, failure=None, start=9.0, end=5.0)
     assert [a.to_json() for a in attempts] == [
         {"attempt": 0, "start": 1.0, "end": 2.0, "state": "FAILED", "cause": "exit_code",
          "exit_code": 1},

@@ -448,9 +448,10 @@ class CmdRun(SubCommand):
         # local_docker, whose containers outlive this command) returns once the app is started.
         is_local = scheduler in _FOREGROUND_SCHEDULERS
         notes = _PendingNotes(app_handle)
-        if run_args.idempotency_key is not None and not (run_args.wait or run_args.log):
-            if runner.found_by_idempotency_key(app_handle):
-                # the runner's warning said so; the app is not this command's to follow
+        following = run_args.wait or run_args.log
+        if run_args.idempotency_key is not None and not following:
+            found = runner.found_by_idempotency_key(app_handle)
+            if found:  # the runner's warning said so; the app is not this command's to follow
                 _print_handle(app_handle)
                 return
         try:

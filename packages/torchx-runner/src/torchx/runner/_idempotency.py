@@ -74,6 +74,7 @@ def _key_lock(key: str) -> Iterator[None]:
 def submit_once(
     sched: Scheduler[object],
     key: str,
+    *,
     cfg: Mapping[str, CfgVal],
     submit: Callable[[], str],
     handle_of: Callable[[str], str],

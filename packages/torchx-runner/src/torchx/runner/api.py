@@ -495,10 +495,10 @@ class Runner:
                 app_id, submitted = submit_once(
                     sched,
                     key,
-                    dryrun_info._cfg,
-                    submit,
-                    lambda found: make_app_handle(scheduler, self._name, found),
-                    _target(scheduler, dryrun_info._cfg),
+                    cfg=dryrun_info._cfg,
+                    submit=submit,
+                    handle_of=lambda found: make_app_handle(scheduler, self._name, found),
+                    target=_target(scheduler, dryrun_info._cfg),
                 )
                 if not submitted:
                     self._found_by_key.add(make_app_handle(scheduler, self._name, app_id))
@@ -1096,10 +1096,10 @@ def _attempts_of(desc: DescribeAppResponse, status: AppStatus) -> list[Attempt]:
     return with_current(
         desc.attempts,
         max(desc.num_restarts, 0),
-        status.state,
-        status.failure,
-        starts.get("running"),
-        starts.get("finished"),
+        state=status.state,
+        failure=status.failure,
+        start=starts.get("running"),
+        end=starts.get("finished"),
     )
 
 

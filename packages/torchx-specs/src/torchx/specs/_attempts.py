@@ -52,6 +52,7 @@ class Attempt:
 def with_current(
     known: list[Attempt] | None,
     num_restarts: int,
+    *,
     state: AppState,
     failure: Failure | None,
     start: float | None,
