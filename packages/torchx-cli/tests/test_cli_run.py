@@ -186,6 +186,28 @@ def test_stdin_json(cli: Cli) -> None:
     assert app["roles"][0]["args"] == ["as string"]
 
 
+def test_stdin_json_takes_an_idempotency_key(cli: Cli) -> None:
+    args = {
+        "component_name": "utils.sh",
+        "scheduler": "local_cwd",
+        "scheduler_args": {},
+        "component_args_str": ["sh", "-c", "echo run=$TORCHX_RUN_ID"],
+        "idempotency_key": "json-key",
+    }
+    first = cli.run("run", "--stdin", input=json.dumps(args))
+    assert first.returncode == 0, first.stderr
+    assert "sh/0 run=json-key" in first.stderr
+    again = cli.run("run", "--stdin", input=json.dumps(args))
+    assert (again.returncode, again.stdout) == (0, f"{_handle(first)}\n"), again
+    assert "nothing was submitted" in again.stderr
+    bad = cli.run("run", "--stdin", input=json.dumps({**args, "idempotency_key": 5}))
+    assert bad.returncode == 1 and "`idempotency_key` is int 5" in bad.stderr
+    mixed = cli.run("run", "--stdin", "--idempotency-key", "k", input=json.dumps(args))
+    assert mixed.returncode == 2 and "--stdin cannot be combined with --idempotency-key" in (
+        mixed.stderr
+    )
+
+
 def test_stdin_takes_flags_given_at_their_defaults(cli: Cli) -> None:
     """As upstream: `-s local_cwd` where local_cwd is the default is no conflict."""
     args = {"component_name": "utils.echo", "scheduler": "local_cwd", "scheduler_args": {}}

@@ -116,6 +116,7 @@ def _check_json_types(json_data: "dict[str, Any]") -> None:
         workspace: str = ""
         parent_run_id: str | None = None
         tee_logs: bool = False
+        idempotency_key: str | None = None
         component_args: dict[str, Any] = {}
         component_args_str: list[str] = []
 
@@ -338,6 +339,7 @@ class CmdRun(SubCommand):
                 ("--workspace", differs("workspace")),
                 ("--parent_run_id", differs("parent_run_id")),
                 ("--tee_logs", args.tee_logs),
+                ("--idempotency-key", args.idempotency_key is not None),
                 ("COMPONENT", bool(args.component_name_and_args)),
             )
             if used
