@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,11 @@ COMPONENT = textwrap.dedent(
         ])
     """
 )
+
+
+# the backend outlives the test: a key of this run only
+KEY_BATCH_K1 = f"batch-k1-{uuid.uuid4().hex[:8]}"
+KEY_BATCH_TOGETHER = f"batch-together-{uuid.uuid4().hex[:8]}"
 
 
 def _torchx(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Any:
@@ -510,11 +516,11 @@ def test_list_reads_past_the_first_hundred_and_filters(project: Path, batch: Any
 def test_a_second_run_with_the_key_returns_the_first_handle(
     batch_queue: str, project: Path
 ) -> None:
-    key = ("--idempotency-key", "batch-k1")
+    key = ("--idempotency-key", KEY_BATCH_K1)
     first = _run(batch_queue, *_sh("echo run=$TORCHX_RUN_ID"), cwd=project, extra=(*key, "--log"))
     assert first.returncode == 0, first.stderr
     handle = _handle(first)
-    assert "run=batch-k1" in first.stderr + first.stdout
+    assert f"run={KEY_BATCH_K1}" in first.stderr + first.stdout
     again = _torchx(
         "run", *key, "-s", "aws_batch", "-cfg", f"queue={batch_queue}", "--workspace", "",
         *_sh("echo run=$TORCHX_RUN_ID"), cwd=project,
@@ -532,7 +538,7 @@ def test_concurrent_runs_with_one_key_submit_once(batch_queue: str, project: Pat
                 TORCHX,
                 "run",
                 "--idempotency-key",
-                "batch-together",
+                KEY_BATCH_TOGETHER,
                 "-s",
                 "aws_batch",
                 "-cfg",

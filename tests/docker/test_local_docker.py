@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,13 @@ from torchx.schedulers.api import Stream
 from torchx.specs import AppState
 
 SCHED = "local_docker"
+
+
+# the backend outlives the test: a key of this run only
+KEY_DK_ATTEMPTS = f"dk-attempts-{uuid.uuid4().hex[:8]}"
+KEY_DOCKER_K1 = f"docker-k1-{uuid.uuid4().hex[:8]}"
+KEY_DOCKER_TOGETHER = f"docker-together-{uuid.uuid4().hex[:8]}"
+KEY_DOCKER_RACE = f"docker-race-{uuid.uuid4().hex[:8]}"
 
 
 def _app(name: str, *roles: specs.Role) -> specs.AppDef:
@@ -224,10 +232,10 @@ def test_retries_use_the_restart_policy(runner: Any, tmp_path: Path) -> None:
 def test_every_attempt_sees_its_number(runner: Any) -> None:
     script = 'echo "attempt $TORCHX_ATTEMPT $TORCHX_RUN_ID"; [ "$TORCHX_ATTEMPT" -ge 2 ] || exit 3'
     handle, status = _run(
-        runner, _app("attempts", _role("r", script, max_retries=2)), idempotency_key="dk-attempts"
+        runner, _app("attempts", _role("r", script, max_retries=2)), idempotency_key=KEY_DK_ATTEMPTS
     )
     assert (status.state, status.num_restarts) == (AppState.SUCCEEDED, 2)
-    assert _log(runner, handle, "r") == [f"attempt {k} dk-attempts\n" for k in range(3)]
+    assert _log(runner, handle, "r") == [f"attempt {k} {KEY_DK_ATTEMPTS}\n" for k in range(3)]
     # each attempt on record, from the container's start and die events
     assert [(a.attempt, a.state, a.exit_code) for a in status.attempts] == [
         (0, AppState.FAILED, 3),
@@ -722,14 +730,14 @@ def test_unchanged_workspace_run_does_not_import_the_docker_sdk(
 
 def test_a_second_run_with_the_key_returns_the_first_handle(runner: Any) -> None:
     app = _app("keyed", _role("r", "echo run=$TORCHX_RUN_ID"))
-    first, status = _run(runner, app, idempotency_key="docker-k1")
+    first, status = _run(runner, app, idempotency_key=KEY_DOCKER_K1)
     assert status.state == AppState.SUCCEEDED
-    again = runner.run(app, SCHED, idempotency_key="docker-k1")
+    again = runner.run(app, SCHED, idempotency_key=KEY_DOCKER_K1)
     assert again == first and runner.found_by_idempotency_key(again)
     assert [a.app_id for a in runner.list(SCHED) if a.app_id.endswith(_app_id(first))] == [
         _app_id(first)
     ]
-    assert _log(runner, first, "r") == ["run=docker-k1\n"]
+    assert _log(runner, first, "r") == [f"run={KEY_DOCKER_K1}\n"]
 
 
 def test_concurrent_runs_with_one_key_submit_once(tmp_path: Path) -> None:
@@ -740,7 +748,7 @@ def test_concurrent_runs_with_one_key_submit_once(tmp_path: Path) -> None:
                 str(Path(sys.executable).parent / "torchx"),
                 "run",
                 "--idempotency-key",
-                "docker-together",
+                KEY_DOCKER_TOGETHER,
                 "-s",
                 SCHED,
                 "utils.sh",
@@ -772,7 +780,7 @@ def test_a_second_host_with_the_key_meets_the_name_docker_refuses(runner: Any) -
     """Without the host's lock (another machine), the second submission's container name
     is taken: Docker refuses it and the run finds the first app."""
     app = _app("keyed", _role("r", "sleep 20"))
-    first = runner.run(app, SCHED, idempotency_key="docker-race")
+    first = runner.run(app, SCHED, idempotency_key=KEY_DOCKER_RACE)
     sched = runner._scheduler(SCHED)  # another host: it does not see the app when it looks
     real_find = sched.find_by_idempotency_key
     calls = []
@@ -783,8 +791,8 @@ def test_a_second_host_with_the_key_meets_the_name_docker_refuses(runner: Any) -
 
     sched.find_by_idempotency_key = find_late
     try:
-        second = runner.run(app, SCHED, idempotency_key="docker-race")
+        second = runner.run(app, SCHED, idempotency_key=KEY_DOCKER_RACE)
     finally:
         del sched.find_by_idempotency_key
-    assert second == first and calls == ["docker-race", "docker-race"]
+    assert second == first and calls == [KEY_DOCKER_RACE, KEY_DOCKER_RACE]
     runner.cancel(first)

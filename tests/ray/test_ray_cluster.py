@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,11 @@ from torchx.schedulers._ray.describe import events
 from torchx.specs import AppDef, AppState, Resource, Role, macros
 
 TORCHX = str(Path(sys.executable).parent / "torchx")
+
+
+# the backend outlives the test: a key of this run only
+KEY_RAY_RETRY = f"ray-retry-{uuid.uuid4().hex[:8]}"
+KEY_RAY_K1 = f"ray-k1-{uuid.uuid4().hex[:8]}"
 
 
 def job_id(handle: str) -> str:
@@ -357,11 +363,14 @@ def test_retries_restart_a_failed_replica(runner: Any, workdir: Path) -> None:
     )
     role = sh("r", script)
     role.max_retries = 1
-    handle = runner.run(AppDef("retry", [role]), "ray", idempotency_key="ray-retry")
+    handle = runner.run(AppDef("retry", [role]), "ray", idempotency_key=KEY_RAY_RETRY)
     status = wait(runner, handle)
     # each attempt runs in a fresh actor whose working dir is the job's: the marker survives
     assert status.state == AppState.SUCCEEDED, status
-    assert list(runner.log_lines(handle, "r", 0)) == ["first ray-retry\n", "second ray-retry\n"]
+    assert list(runner.log_lines(handle, "r", 0)) == [
+        f"first {KEY_RAY_RETRY}\n",
+        f"second {KEY_RAY_RETRY}\n",
+    ]
     assert runner.describe(handle) is not None
     first, last = status.attempts
     assert (first.attempt, first.state, first.cause, first.exit_code) == (
@@ -373,13 +382,13 @@ def test_retries_restart_a_failed_replica(runner: Any, workdir: Path) -> None:
 
 def test_a_second_run_with_the_key_returns_the_first_handle(runner: Any, workdir: Path) -> None:
     app = AppDef("keyed", [sh("r", "echo run=$TORCHX_RUN_ID")])
-    first = runner.run(app, "ray", idempotency_key="ray-k1")
+    first = runner.run(app, "ray", idempotency_key=KEY_RAY_K1)
     assert wait(runner, first).state == AppState.SUCCEEDED
-    again = runner.run(app, "ray", idempotency_key="ray-k1")
+    again = runner.run(app, "ray", idempotency_key=KEY_RAY_K1)
     assert again == first and runner.found_by_idempotency_key(again)
     suffix = first.rsplit("-", 1)[1]
     assert sum(a.app_id.endswith(suffix) for a in runner.list("ray")) == 1
-    assert list(runner.log_lines(first, "r", 0)) == ["run=ray-k1\n"]
+    assert list(runner.log_lines(first, "r", 0)) == [f"run={KEY_RAY_K1}\n"]
 
 
 def test_a_replica_lost_with_its_actor_restarts_as_the_next_attempt(

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,10 @@ from torchx.specs import AppDef, AppState, Resource, Role, Workspace, macros
 
 TORCHX = str(Path(sys.executable).parent / "torchx")
 SMALL = Resource(cpu=1, gpu=0, memMB=256)
+
+
+# the backend outlives the test: a key of this run only
+KEY_RETRIED_RUN = f"retried-run-{uuid.uuid4().hex[:8]}"
 
 
 def cli(
@@ -178,7 +183,7 @@ def test_retry_by_requeue(runner: Any) -> None:
         ' test "${SLURM_RESTART_COUNT:-0}" -ge 1'
     )
     role.max_retries = 1
-    handle = runner.run(app(role), "slurm", idempotency_key="retried-run")
+    handle = runner.run(app(role), "slurm", idempotency_key=KEY_RETRIED_RUN)
     job_id = handle.rsplit("/", 1)[1]
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -201,7 +206,10 @@ def test_retry_by_requeue(runner: Any) -> None:
     # nothing overwritten; the second attempt marked
     out = logs(runner, handle, "sh", streams=Stream.STDOUT)
     # one run id across the attempts: the key
-    assert out == "attempt 0 retried-run\n=== torchx: attempt 1 ===\nattempt 1 retried-run\n"
+    assert (
+        out
+        == f"attempt 0 {KEY_RETRIED_RUN}\n=== torchx: attempt 1 ===\nattempt 1 {KEY_RETRIED_RUN}\n"
+    )
     first, last = final.attempts
     assert (first.attempt, first.state, first.cause, first.exit_code) == (
         0, AppState.FAILED, "exit_code", 1

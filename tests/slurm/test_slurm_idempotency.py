@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,12 @@ from torchx_testsupport import terminal_status
 from torchx.specs import AppState
 
 TORCHX = str(Path(sys.executable).parent / "torchx")
+
+
+# the backend outlives the test: a key of this run only
+KEY_SLURM_K1 = f"slurm-k1-{uuid.uuid4().hex[:8]}"
+KEY_SLURM_CUT = f"slurm-cut-{uuid.uuid4().hex[:8]}"
+KEY_SLURM_TOGETHER = f"slurm-together-{uuid.uuid4().hex[:8]}"
 
 
 def _run(key: str, *component: str, env: dict[str, str] | None = None) -> Any:
@@ -35,17 +42,17 @@ def _jobs_with_key(key: str) -> list[str]:
 
 
 def test_a_second_run_with_the_key_returns_the_first_handle(runner: Any, workdir: Path) -> None:
-    first = _run("slurm-k1", "utils.sh", "sh", "-c", "echo run=$TORCHX_RUN_ID")
+    first = _run(KEY_SLURM_K1, "utils.sh", "sh", "-c", "echo run=$TORCHX_RUN_ID")
     assert first.returncode == 0, first.stderr
     handle = first.stdout.splitlines()[-1]
     assert terminal_status(runner, handle, 60).state == AppState.SUCCEEDED
-    assert "".join(runner.log_lines(handle, "sh", 0)) == "run=slurm-k1\n"
-    again = _run("slurm-k1", "utils.sh", "sh", "-c", "echo run=$TORCHX_RUN_ID")
+    assert "".join(runner.log_lines(handle, "sh", 0)) == f"run={KEY_SLURM_K1}\n"
+    again = _run(KEY_SLURM_K1, "utils.sh", "sh", "-c", "echo run=$TORCHX_RUN_ID")
     assert (again.returncode, again.stdout) == (0, f"{handle}\n"), again
     assert again.stderr.strip().endswith(
         f"exists already on slurm: {handle}; nothing was submitted"
     ), again.stderr
-    assert _jobs_with_key("slurm-k1") == [handle.rsplit("/", 1)[1]]
+    assert _jobs_with_key(KEY_SLURM_K1) == [handle.rsplit("/", 1)[1]]
 
 
 def test_a_submission_cut_after_sbatch_answered_is_found(
@@ -63,15 +70,15 @@ def test_a_submission_cut_after_sbatch_answered_is_found(
     )
     (shim / "sbatch").chmod(0o755)
     cut = {"PATH": f"{shim}:{os.environ['PATH']}"}
-    first = _run("slurm-cut", "utils.sh", "sleep", "30", env=cut)
+    first = _run(KEY_SLURM_CUT, "utils.sh", "sleep", "30", env=cut)
     assert first.returncode == 0, first.stderr
     handle = first.stdout.splitlines()[-1]
     assert "ended in an error" in first.stderr and f"but the app exists on slurm: {handle}" in (
         first.stderr
     ), first.stderr
-    retried = _run("slurm-cut", "utils.sh", "sleep", "30")
+    retried = _run(KEY_SLURM_CUT, "utils.sh", "sleep", "30")
     assert (retried.returncode, retried.stdout) == (0, f"{handle}\n"), retried
-    assert _jobs_with_key("slurm-cut") == [handle.rsplit("/", 1)[1]]
+    assert _jobs_with_key(KEY_SLURM_CUT) == [handle.rsplit("/", 1)[1]]
     runner.cancel(handle)
 
 
@@ -82,7 +89,7 @@ def test_concurrent_runs_with_one_key_submit_once(runner: Any, workdir: Path) ->
                 TORCHX,
                 "run",
                 "--idempotency-key",
-                "slurm-together",
+                KEY_SLURM_TOGETHER,
                 "-s",
                 "slurm",
                 "utils.sh",
@@ -101,5 +108,5 @@ def test_concurrent_runs_with_one_key_submit_once(runner: Any, workdir: Path) ->
         assert proc.returncode == 0, err
         handles.add(out.splitlines()[-1])
     [handle] = handles
-    assert _jobs_with_key("slurm-together") == [handle.rsplit("/", 1)[1]]
+    assert _jobs_with_key(KEY_SLURM_TOGETHER) == [handle.rsplit("/", 1)[1]]
     runner.cancel(handle)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from torchx.specs import AppState, AppStatus
-from torchx.specs._attempts import Attempt, attempts_line, with_current
+from torchx.specs._attempts import Attempt, with_current
 from torchx.specs._failure import Failure
 
 
@@ -45,7 +45,8 @@ def test_the_schedulers_history_is_kept_and_the_last_is_current() -> None:
         {"attempt": 1, "start": 3.0, "end": 5.0, "state": "SUCCEEDED", "cause": None,
          "exit_code": None},
     ]  # fmt: skip
-    assert attempts_line(attempts) == "Attempts: 0 FAILED (exit code 1), 1 SUCCEEDED"
+    status = AppStatus(AppState.SUCCEEDED, num_restarts=1, attempts=attempts)
+    assert "Attempts: 0 FAILED (exit code 1), 1 SUCCEEDED" in status.format()
 
 
 def test_status_shows_attempts_in_json_text_and_repr() -> None:

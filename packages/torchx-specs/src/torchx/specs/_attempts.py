@@ -18,9 +18,9 @@ if TYPE_CHECKING:
     from typing import Any
 
     from torchx.specs._failure import Failure
-    from torchx.specs.api import AppState
+    from torchx.specs._status import AppState
 
-__all__ = ["Attempt", "attempts_line", "with_current"]
+__all__ = ["Attempt", "with_current"]
 
 
 @dataclass
@@ -37,7 +37,7 @@ class Attempt:
     exit_code: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        from torchx.specs.api import AppState
+        from torchx.specs._status import AppState
 
         return {
             "attempt": self.attempt,
@@ -62,7 +62,7 @@ def with_current(
     the current one (number ``num_restarts``), which takes the app's ``state``, its
     ``failure``'s cause and exit code, and its ``start``/``end`` where the scheduler gave
     none."""
-    from torchx.specs.api import is_terminal
+    from torchx.specs._status import is_terminal
 
     attempts = sorted(known or [], key=lambda a: a.attempt)
     current_number = max(num_restarts, attempts[-1].attempt if attempts else 0)
@@ -82,18 +82,3 @@ def with_current(
         if current.exit_code is None:
             current.exit_code = failure.exit_code
     return attempts
-
-
-def attempts_line(attempts: list[Attempt]) -> str | None:
-    """``Attempts: 0 FAILED (exit_code 3), 1 RUNNING`` for an app that ran more than once
-    (None for one attempt: the state says it all)."""
-    if len(attempts) < 2:
-        return None
-    parts = []
-    for a in attempts:
-        part = f"{a.attempt} {a.state.name if a.state is not None else 'UNKNOWN'}"
-        why = a.cause or ""
-        if a.exit_code is not None and a.cause in (None, "exit_code"):
-            why = f"exit code {a.exit_code}"
-        parts.append(f"{part} ({why})" if why else part)
-    return "Attempts: " + ", ".join(parts)

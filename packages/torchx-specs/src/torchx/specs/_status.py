@@ -330,12 +330,9 @@ class AppStatus:
             url=self.ui_url,
         )
         lines = self._timing_lines()
-        if self.attempts:
-            from torchx.specs._attempts import attempts_line
-
-            line = attempts_line(self.attempts)
-            if line:
-                lines.append(line)
+        line = _attempts_line(self.attempts)
+        if line:
+            lines.append(line)
         if lines:
             text = text.rstrip(" ") + "".join(f"    {line}\n" for line in lines)
         if self.failure is not None:
@@ -395,3 +392,18 @@ class AppStatus:
         except ImportError:
             return json.dumps({"AppStatus": data}, indent=2, sort_keys=True, default=str)
         return str(yaml.safe_dump({"AppStatus": data}, default_flow_style=False))
+
+
+def _attempts_line(attempts: list[Attempt]) -> str | None:
+    """``Attempts: 0 FAILED (exit code 3), 1 RUNNING`` for an app that ran more than once
+    (None for one attempt: the state says it all)."""
+    if len(attempts) < 2:
+        return None
+    parts = []
+    for a in attempts:
+        part = f"{a.attempt} {a.state.name if a.state is not None else 'UNKNOWN'}"
+        why = a.cause or ""
+        if a.exit_code is not None and a.cause in (None, "exit_code"):
+            why = f"exit code {a.exit_code}"
+        parts.append(f"{part} ({why})" if why else part)
+    return "Attempts: " + ", ".join(parts)
