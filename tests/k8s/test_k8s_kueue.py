@@ -167,13 +167,26 @@ def test_a_higher_priority_app_preempts_a_lower_one(
 ) -> None:
     low = sched.submit(sh("sleep 300"), queued(namespace, priority_class=queue.low))
     until(sched, low, lambda s: s.state == AppState.RUNNING)
-    high = sched.submit(sh("echo urgent"), queued(namespace, priority_class=queue.high))
+    # the urgent app keeps the quota until the test removes it: the preempted app waits
+    # as long as it holds it (a quick one let Kueue admit the low app again between two
+    # looks, and the test missed the preemption)
+    high = sched.submit(
+        sh("echo urgent; exec sleep 300"), queued(namespace, priority_class=queue.high)
+    )
     evicted = until(sched, low, lambda s: "Preempted" in s.msg, 120)
     assert evicted.state == AppState.PENDING, evicted
     assert "evicted (Preempted)" in evicted.msg, evicted.msg
-    assert until(sched, high, finished).state == AppState.SUCCEEDED
-    assert [line.split(" ", 1)[1] for line in sched.log_iter(high, "sh", 0)] == ["urgent\n"]
+    assert until(sched, high, lambda s: s.state == AppState.RUNNING).state == AppState.RUNNING
+
+    deadline = time.monotonic() + 60
+    while True:  # its container writes the line a moment after the pod reads Running
+        lines = [line.split(" ", 1)[1] for line in sched.log_iter(high, "sh", 0)]
+        if lines or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert lines == ["urgent\n"]
     # once the quota is free again, the preempted app is admitted and runs again
+    sched.delete(high)
     until(sched, low, lambda s: s.state == AppState.RUNNING, 120)
     sched.delete(low)
 
