@@ -198,13 +198,26 @@ def two_roles(script: str) -> AppDef:
     return AppDef("two", [trainer, ps])
 
 
+# Each replica resolves rank 0's host name; the others then connect to it, and rank 0
+# stays until both have (a rank 0 that exited first would leave the Service's DNS record
+# before a replica that started later looked it up).
 ROLE_SCRIPT = (
     "echo $TORCHX_ROLE replica $TORCHX_REPLICA_ID;"
     " python3 -c 'import os, socket, time\n"
     'host = os.environ["TORCHX_RANK0_HOST"]\n'
-    "for _ in range(100):\n"
-    '    try: print("rank0 resolves:", bool(socket.gethostbyname(host))); break\n'
-    "    except OSError: time.sleep(0.2)\n'"
+    'rank0 = (os.environ["TORCHX_ROLE"], os.environ["TORCHX_REPLICA_ID"]) == ("trainer", "0")\n'
+    'server = socket.create_server(("", 29400)) if rank0 else None\n'
+    "def reach():\n"
+    "    socket.gethostbyname(host)\n"
+    "    if not rank0: socket.create_connection((host, 29400), timeout=5).close()\n"
+    "for _ in range(600):\n"
+    "    try: reach(); break\n"
+    "    except OSError: time.sleep(0.2)\n"
+    "else: raise SystemExit(1)\n"
+    'print("rank0 resolves: True", flush=True)\n'
+    "if server is not None:\n"
+    "    server.settimeout(150)\n"
+    "    for _ in range(2): server.accept()[0].close()\n'"
 )
 
 
