@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from torchx_testsupport import one_error_line
 from torchx_testsupport.docker import IMAGE, REGISTRY
+from torchx_testsupport.processes import concurrent_handles
 
 from torchx.specs import AppState
 
@@ -532,33 +533,23 @@ def test_a_second_run_with_the_key_returns_the_first_handle(
 
 
 def test_concurrent_runs_with_one_key_submit_once(batch_queue: str, project: Path) -> None:
-    procs = [
-        subprocess.Popen(
-            [
-                TORCHX,
-                "run",
-                "--idempotency-key",
-                KEY_BATCH_TOGETHER,
-                "-s",
-                "aws_batch",
-                "-cfg",
-                f"queue={batch_queue}",
-                "--workspace",
-                "",
-                *_sh("echo hi"),
-            ],
-            cwd=project,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(3)
-    ]
-    handles = set()
-    for proc in procs:
-        out, err = proc.communicate(timeout=180)
-        assert proc.returncode == 0, err
-        handles.add(out.splitlines()[-1])
+    handles = concurrent_handles(
+        [
+            TORCHX,
+            "run",
+            "--idempotency-key",
+            KEY_BATCH_TOGETHER,
+            "-s",
+            "aws_batch",
+            "-cfg",
+            f"queue={batch_queue}",
+            "--workspace",
+            "",
+            *_sh("echo hi"),
+        ],
+        3,
+        cwd=project,
+    )
     [handle] = handles
     listed = json.loads(_torchx("list", "-s", "aws_batch", "--json", "-cfg",
                                 f"queue={batch_queue}", cwd=project).stdout)  # fmt: skip

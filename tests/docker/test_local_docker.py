@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from torchx_testsupport.docker import IMAGE, REGISTRY, all_torchx_containers, app_containers
+from torchx_testsupport.processes import concurrent_handles
 
 from torchx import specs
 from torchx.runner import get_runner
@@ -742,33 +743,23 @@ def test_a_second_run_with_the_key_returns_the_first_handle(runner: Any) -> None
 
 def test_concurrent_runs_with_one_key_submit_once(tmp_path: Path) -> None:
     """Four processes at once: the host's lock lets one submit; the others find it."""
-    procs = [
-        subprocess.Popen(
-            [
-                str(Path(sys.executable).parent / "torchx"),
-                "run",
-                "--idempotency-key",
-                KEY_DOCKER_TOGETHER,
-                "-s",
-                SCHED,
-                "utils.sh",
-                "--image",
-                IMAGE,
-                "sleep",
-                "20",
-            ],
-            cwd=tmp_path,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(4)
-    ]
-    handles = set()
-    for proc in procs:
-        out, err = proc.communicate(timeout=180)
-        assert proc.returncode == 0, err
-        handles.add(out.splitlines()[-1])
+    handles = concurrent_handles(
+        [
+            str(Path(sys.executable).parent / "torchx"),
+            "run",
+            "--idempotency-key",
+            KEY_DOCKER_TOGETHER,
+            "-s",
+            SCHED,
+            "utils.sh",
+            "--image",
+            IMAGE,
+            "sleep",
+            "20",
+        ],
+        4,
+        cwd=tmp_path,
+    )
     [handle] = handles
     with get_runner() as runner:
         assert sum(a.app_id == _app_id(handle) for a in runner.list(SCHED)) == 1

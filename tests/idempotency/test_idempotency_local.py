@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from torchx_testsupport.processes import concurrent_handles
+
 from torchx.runner import get_runner
 from torchx.specs import AppDef, AppState, Role
 
@@ -73,32 +75,21 @@ def test_a_run_killed_after_the_app_started_is_found_by_the_retry(tmp_path: Path
 
 
 def test_concurrent_runs_with_one_key_submit_once(tmp_path: Path) -> None:
-    procs = [
-        subprocess.Popen(
-            [
-                TORCHX,
-                "run",
-                "--idempotency-key",
-                "together",
-                "-s",
-                "local_cwd",
-                "utils.sh",
-                "echo",
-                "hi",
-            ],
-            cwd=tmp_path,
-            env=_env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(4)
-    ]
-    handles = set()
-    for proc in procs:
-        out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err
-        handles.add(out.splitlines()[0])
+    handles = concurrent_handles(
+        [
+            TORCHX,
+            "run",
+            "--idempotency-key",
+            "together",
+            "-s",
+            "local_cwd",
+            "utils.sh",
+            "echo",
+            "hi",
+        ],
+        4,
+        cwd=tmp_path,
+    )
     assert len(handles) == 1
     assert [a["app_handle"] for a in _apps(tmp_path)] == list(handles)
 

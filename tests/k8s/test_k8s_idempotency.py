@@ -4,14 +4,13 @@ finds the first."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from torchx_testsupport.k8s.running import batch, finished, sh
+from torchx_testsupport.processes import concurrent_handles
 
 from torchx.runner import get_runner
 from torchx.specs import AppState
@@ -66,39 +65,28 @@ def test_concurrent_runs_with_one_key_submit_once(
     kube: Any, namespace: str, tmp_path: Path
 ) -> None:
     image = sh("true").roles[0].image
-    procs = [
-        subprocess.Popen(
-            [
-                TORCHX,
-                "run",
-                "--workspace",
-                "",
-                "--idempotency-key",
-                "k8s-together",
-                "-s",
-                "kubernetes",
-                "-cfg",
-                f"namespace={namespace},queue=-,job_type=batch",
-                "utils.sh",
-                "--image",
-                image,
-                "--memMB",
-                "64",
-                "sleep",
-                "20",
-            ],
-            cwd=tmp_path,
-            env={**os.environ},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(3)
-    ]
-    handles = set()
-    for proc in procs:
-        out, err = proc.communicate(timeout=180)
-        assert proc.returncode == 0, err
-        handles.add(out.splitlines()[-1])
+    handles = concurrent_handles(
+        [
+            TORCHX,
+            "run",
+            "--workspace",
+            "",
+            "--idempotency-key",
+            "k8s-together",
+            "-s",
+            "kubernetes",
+            "-cfg",
+            f"namespace={namespace},queue=-,job_type=batch",
+            "utils.sh",
+            "--image",
+            image,
+            "--memMB",
+            "64",
+            "sleep",
+            "20",
+        ],
+        3,
+        cwd=tmp_path,
+    )
     assert len(handles) == 1
     assert len(_jobs(kube, namespace)) == 1

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from torchx_testsupport import terminal_status
+from torchx_testsupport.processes import concurrent_handles
 
 from torchx.specs import AppState
 
@@ -83,30 +84,20 @@ def test_a_submission_cut_after_sbatch_answered_is_found(
 
 
 def test_concurrent_runs_with_one_key_submit_once(runner: Any, workdir: Path) -> None:
-    procs = [
-        subprocess.Popen(
-            [
-                TORCHX,
-                "run",
-                "--idempotency-key",
-                KEY_SLURM_TOGETHER,
-                "-s",
-                "slurm",
-                "utils.sh",
-                "sleep",
-                "30",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(3)
-    ]
-    handles = set()
-    for proc in procs:
-        out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err
-        handles.add(out.splitlines()[-1])
+    handles = concurrent_handles(
+        [
+            TORCHX,
+            "run",
+            "--idempotency-key",
+            KEY_SLURM_TOGETHER,
+            "-s",
+            "slurm",
+            "utils.sh",
+            "sleep",
+            "30",
+        ],
+        3,
+    )
     [handle] = handles
     assert _jobs_with_key(KEY_SLURM_TOGETHER) == [handle.rsplit("/", 1)[1]]
     runner.cancel(handle)

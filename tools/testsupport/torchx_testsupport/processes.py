@@ -23,3 +23,31 @@ def pid_from(path: Path, timeout: float) -> int:
     """The pid a replica wrote to ``path`` (atomically, by rename), once it is there."""
     wait_until(path.exists, f"{path} to appear", timeout)
     return int(path.read_text())
+
+
+def concurrent_handles(
+    argv: list[str], count: int, cwd: Path | None = None, timeout: float = 180
+) -> set[str]:
+    """Starts ``count`` copies of the command ``argv`` (a ``torchx run``) at once, waits for
+    each to exit 0, and returns the handles they printed (the first stdout line that looks
+    like one: ``SCHEDULER://...``)."""
+    import os
+    import subprocess
+
+    procs = [
+        subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env={**os.environ},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(count)
+    ]
+    handles = set()
+    for proc in procs:
+        out, err = proc.communicate(timeout=timeout)
+        assert proc.returncode == 0, err
+        handles.add(next(line for line in out.splitlines() if "://" in line))
+    return handles
