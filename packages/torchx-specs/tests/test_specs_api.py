@@ -523,6 +523,7 @@ def test_app_status_to_json() -> None:
         "timeline": [],
         "progress": None,
         "attempts": [],  # none given: AppStatus made by hand
+        "array": None,  # not a sweep
     }
     json.dumps(data)
     assert golden_status().to_json(filter_roles=["other"])["roles"] == []

@@ -24,17 +24,18 @@ from torchx.cli._term import palette_for
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Mapping
     from datetime import datetime
     from typing import TextIO
 
     from torchx.runner import Runner
     from torchx.schedulers.api import Stream
-    from torchx.specs import AppDef
+    from torchx.specs import AppDef, Role
 
 __all__ = [
     "LogPrinter",
     "ReplicaLogStreamer",
+    "element_labels",
     "find_role_replicas",
     "join_streamers",
     "prefix_chunk",
@@ -79,13 +80,29 @@ def prefix_chunk(prefix: bytes, chunk: bytes) -> bytes:
 
 
 def find_role_replicas(app: "AppDef", role_name: "str | None") -> list[tuple[str, int]]:
-    """``(role, replica index)`` for every replica of ``role_name`` (all roles if None)."""
+    """``(role, replica index)`` for every replica of ``role_name`` (all roles if None);
+    a sweep's replicas are its elements."""
+    from torchx.specs._array import AppArray
+
+    def count(role: "Role") -> int:
+        return len(app.elements) if isinstance(app, AppArray) else role.num_replicas
+
     return [
         (role.name, i)
         for role in app.roles
         if role_name is None or role.name == role_name
-        for i in range(role.num_replicas)
+        for i in range(count(role))
     ]
+
+
+def element_labels(app: "AppDef | None") -> "dict[int, int]":
+    """A sweep's ``{position: index}`` (its lines are labelled by the element's index in
+    the sweep); empty for any other app."""
+    from torchx.specs._array import AppArray
+
+    if not isinstance(app, AppArray):
+        return {}
+    return {p: e.index for p, e in enumerate(app.elements)}
 
 
 class LogPrinter:
@@ -164,8 +181,10 @@ class ReplicaLogStreamer:
         since: "datetime | None" = None,
         until: "datetime | None" = None,
         app_done: "threading.Event | None" = None,
+        label: "int | None" = None,
     ) -> None:
         self.runner = runner
+        self.label = replica if label is None else label  # shown in the prefix
         self.app_handle = app_handle
         self.role = role
         self.replica = replica
@@ -224,7 +243,7 @@ class ReplicaLogStreamer:
 
     def _print(self, lines: "Iterable[str]", following: bool) -> None:
         """Prints what ``lines`` holds past what this streamer already printed."""
-        prefix = self.printer.prefix(self.role, self.replica)
+        prefix = self.printer.prefix(self.role, self.label)
         raw_chunks = getattr(lines, "raw_chunks", None)
         if raw_chunks is not None and not self.printer.strip and self.printed == self._chunked:
             self._print_chunks(prefix.encode(), raw_chunks())
@@ -278,8 +297,10 @@ def stream_replicas(
     since: "datetime | None" = None,
     until: "datetime | None" = None,
     app_done: "threading.Event | None" = None,
+    labels: "Mapping[int, int] | None" = None,
 ) -> "tuple[list[ReplicaLogStreamer], list[threading.Thread]]":
-    """Starts one streamer thread per replica; returns the streamers and their threads."""
+    """Starts one streamer thread per replica; returns the streamers and their threads.
+    ``labels`` maps a replica to the number its prefix shows (a sweep's element index)."""
     streamers = [
         ReplicaLogStreamer(
             runner,
@@ -293,6 +314,7 @@ def stream_replicas(
             since=since,
             until=until,
             app_done=app_done,
+            label=(labels or {}).get(k),
         )
         for role, k in replicas
     ]

@@ -28,7 +28,8 @@ class Option:
     ``dest``). ``hidden`` options work but are not shown in help and add no default of
     their own (an alias of another row's ``dest``). ``plain`` is False for an option the
     plain reader leaves to argparse. ``once`` refuses an option given twice (else the last
-    one wins, argparse's ``store``).
+    one wins, argparse's ``store``). ``repeat`` collects every value given, in order, in a
+    list (argparse's ``append``; left to argparse).
     """
 
     __slots__ = (
@@ -41,6 +42,7 @@ class Option:
         "metavar",
         "once",
         "plain",
+        "repeat",
         "spellings",
     )
 
@@ -56,6 +58,7 @@ class Option:
         hidden: bool = False,
         plain: bool = True,
         once: bool = True,
+        repeat: bool = False,
         metavar: str | None = None,
     ) -> None:
         self.spellings = spellings
@@ -65,8 +68,9 @@ class Option:
         self.default = False if flag and default is None else default
         self.configured = configured
         self.hidden = hidden
-        self.plain = plain
-        self.once = once
+        self.plain = plain and not repeat
+        self.once = once and not repeat
+        self.repeat = repeat
         self.metavar = metavar
 
     def default_value(self) -> object:
@@ -112,6 +116,8 @@ def add_options(parser: argparse.ArgumentParser, subcmd: str, options: Sequence[
         else:
             if option.configured:
                 kwargs["action"] = configured_actions[subcmd]
+            elif option.repeat:
+                kwargs["action"] = "append"
             elif option.once:
                 kwargs["action"] = ArgOnceAction
             kwargs["type"] = str

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from torchx.runner import Runner
     from torchx.schedulers.api import Stream
+    from torchx.specs._array import ArrayStatus
 
 __all__ = [
     "ID_FORMAT",
@@ -221,13 +222,18 @@ def get_logs(  # noqa: PLR0917 (positional order is the public API)
             return
     elif len(path) == 4 and role_name is not None:
         replicas = [(role_name, int(i)) for i in path[3].split(",") if i]
-        if runner.status(app_handle) is None:
+        status = runner.status(app_handle, progress=False)
+        if status is None:
             from torchx.cli._handles import missing_app_error
 
             raise missing_app_error(app_handle)
+        if status.array is not None:  # a sweep's element is asked for by its index
+            replicas = [(role, _element_position(status.array, i)) for role, i in replicas]
     else:
         _wait_until_started(runner, app_handle)
         replicas = _all_replicas(runner, app_handle, role_name)
+
+    from torchx.cli._logstream import element_labels
 
     printer = LogPrinter(file)
     streamers, threads = stream_replicas(
@@ -240,8 +246,18 @@ def get_logs(  # noqa: PLR0917 (positional order is the public API)
         streams=streams,
         since=since,
         until=until,
+        labels=element_labels(runner.describe(app_handle)),
     )
     join_streamers(streamers, threads, on_error=logger.error)
+
+
+def _element_position(array: "ArrayStatus", index: int) -> int:
+    """Where element ``index`` of a sweep is in its submission (one line if it is not)."""
+    position = array.position_of(index)
+    if position is None:
+        indices = ", ".join(str(e.index) for e in array.elements)
+        raise CliError(f"this sweep has no element {index}; its elements: {indices}")
+    return position
 
 
 def print_log_lines(  # noqa: PLR0917 (positional order is upstream's)

@@ -64,6 +64,8 @@ class TorchXRunArgs:
     parent_run_id: "str | None" = None
     tee_logs: bool = False
     idempotency_key: "str | None" = None
+    sweep: "dict[str, list[str]]" = field(default_factory=dict)
+    max_parallel: "int | None" = None
     component_args: "dict[str, Any]" = field(default_factory=dict)
     component_args_str: "list[str]" = field(default_factory=list)
 
@@ -117,6 +119,8 @@ def _check_json_types(json_data: "dict[str, Any]") -> None:
         parent_run_id: str | None = None
         tee_logs: bool = False
         idempotency_key: str | None = None
+        sweep: dict[str, list[str]] = {}
+        max_parallel: int | None = None
         component_args: dict[str, Any] = {}
         component_args_str: list[str] = []
 
@@ -150,8 +154,43 @@ def torchx_run_args_from_argparse(
         parent_run_id=args.parent_run_id,
         tee_logs=args.tee_logs,
         idempotency_key=args.idempotency_key,
+        sweep=_sweep_of(args),
+        max_parallel=_max_parallel_of(args),
         component_args_str=component_args,
     )
+
+
+def _sweep_of(args: "argparse.Namespace") -> "dict[str, list[str]]":
+    """``--sweep`` flags as ``{ARG: [values]}`` (one line for a malformed one)."""
+    flags = getattr(args, "sweep", None) or []
+    if not flags:
+        return {}
+    from torchx.runner._sweep import parse_sweep_flags
+
+    try:
+        return parse_sweep_flags(flags)
+    except ValueError as e:
+        raise CliError(str(e), exit_code=EXIT_USAGE) from None
+
+
+def _max_parallel_of(args: "argparse.Namespace") -> "int | None":
+    raw = getattr(args, "max_parallel", None)
+    if raw is None:
+        return None
+    if not getattr(args, "sweep", None):
+        raise CliError(
+            "--max-parallel limits the elements of a sweep; give --sweep ARG=V1,V2 too",
+            exit_code=EXIT_USAGE,
+        )
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise CliError(
+            f"--max-parallel {raw!r}: give a whole number of at least 1", exit_code=EXIT_USAGE
+        )
+    return value
 
 
 def _parse_component_name_and_args(
@@ -317,6 +356,9 @@ class CmdRun(SubCommand):
             self._check_stdin_flags(args)
         component_defaults = config.load_sections(prefix="component")
         with get_runner(component_defaults=component_defaults) as runner:
+            if getattr(args, "retry_failed", None):
+                self._retry_failed(runner, args)
+                return
             if args.stdin:
                 run_args = self._run_args_from_stdin(runner, dryrun=args.dryrun)
             else:
@@ -340,6 +382,9 @@ class CmdRun(SubCommand):
                 ("--parent_run_id", differs("parent_run_id")),
                 ("--tee_logs", args.tee_logs),
                 ("--idempotency-key", args.idempotency_key is not None),
+                ("--sweep", bool(getattr(args, "sweep", None))),
+                ("--max-parallel", getattr(args, "max_parallel", None) is not None),
+                ("--retry-failed", getattr(args, "retry_failed", None) is not None),
                 ("COMPONENT", bool(args.component_name_and_args)),
             )
             if used
@@ -349,6 +394,76 @@ class CmdRun(SubCommand):
                 f"--stdin cannot be combined with {', '.join(conflicts)}"
                 " (only --dryrun is allowed; put everything else in the JSON)"
             )
+
+    @staticmethod
+    def _run_sweep(
+        runner: "Runner",
+        run_args: TorchXRunArgs,
+        component_args: "list[str] | dict[str, Any]",
+        cfg: "dict[str, CfgVal]",
+        workspace: "str | None",
+    ) -> "str | None":
+        """Submits (or, with ``--dryrun``, prints) the sweep; its handle, or None."""
+        if run_args.dryrun:
+            info = runner.dryrun_sweep(
+                run_args.component_name,
+                component_args,
+                run_args.sweep,
+                run_args.scheduler,
+                cfg=cfg,
+                workspace=workspace,
+                parent_run_id=run_args.parent_run_id,
+                max_parallel=run_args.max_parallel,
+                idempotency_key=run_args.idempotency_key,
+            )
+            _print_dryrun(info)
+            return None
+        return runner.run_sweep(
+            run_args.component_name,
+            component_args,
+            run_args.sweep,
+            run_args.scheduler,
+            cfg=cfg,
+            workspace=workspace,
+            parent_run_id=run_args.parent_run_id,
+            max_parallel=run_args.max_parallel,
+            idempotency_key=run_args.idempotency_key,
+        )
+
+    def _retry_failed(self, runner: "Runner", args: "argparse.Namespace") -> None:
+        """``torchx run --retry-failed HANDLE``: the failed elements as one new array."""
+        others = [
+            flag
+            for flag, used in (
+                ("COMPONENT", bool(args.component_name_and_args)),
+                ("--sweep", bool(getattr(args, "sweep", None))),
+                ("--max-parallel", getattr(args, "max_parallel", None) is not None),
+                ("--dryrun", args.dryrun),
+                ("--idempotency-key", args.idempotency_key is not None),
+                ("-cfg/--scheduler_args", bool(args.scheduler_args)),
+            )
+            if used
+        ]
+        if others:
+            raise CliError(
+                f"--retry-failed cannot be combined with {', '.join(others)}: it resubmits"
+                " the failed elements as they were first submitted",
+                exit_code=EXIT_USAGE,
+            )
+        from torchx.cli._handles import check_app_handle
+
+        handle = args.retry_failed
+        check_app_handle(handle)
+        try:
+            new_handle = runner.retry_failed(handle)
+        except ValueError as e:
+            raise CliError(str(e)) from None
+        scheduler = new_handle.split("://", 1)[0]
+        if args.wait or args.log or scheduler in _FOREGROUND_SCHEDULERS:
+            notes = _PendingNotes(new_handle)
+            _wait_and_exit(runner, new_handle, tee=args.tee_logs, notes=notes)
+        else:
+            _print_next_steps(runner, new_handle)
 
     def _run_args_from_stdin(self, runner: "Runner", dryrun: bool) -> TorchXRunArgs:
         import json
@@ -410,8 +525,17 @@ class CmdRun(SubCommand):
             run_args.component_args_str or run_args.component_args
         )
         workspace = run_args.workspace or None
+        if run_args.max_parallel is not None and not run_args.sweep:
+            raise CliError(
+                "max_parallel limits the elements of a sweep; give a sweep too",
+                exit_code=EXIT_USAGE,
+            )
         try:
-            if run_args.dryrun:
+            if run_args.sweep:
+                app_handle = self._run_sweep(runner, run_args, component_args, cfg, workspace)
+                if not app_handle:
+                    return
+            elif run_args.dryrun:
                 info = runner.dryrun_component(
                     component,
                     component_args,
@@ -423,15 +547,16 @@ class CmdRun(SubCommand):
                 )
                 _print_dryrun(info)
                 return
-            app_handle = runner.run_component(
-                component,
-                component_args,
-                scheduler,
-                cfg=cfg,
-                workspace=workspace,
-                parent_run_id=run_args.parent_run_id,
-                idempotency_key=run_args.idempotency_key,
-            )
+            else:
+                app_handle = runner.run_component(
+                    component,
+                    component_args,
+                    scheduler,
+                    cfg=cfg,
+                    workspace=workspace,
+                    parent_run_id=run_args.parent_run_id,
+                    idempotency_key=run_args.idempotency_key,
+                )
         except InvalidRunConfigException as e:
             from torchx.cli._cfg import invalid_run_config_error
 
@@ -525,6 +650,31 @@ RUN_OPTIONS = [
         metavar="KEY",
     ),
     Option(
+        ("--sweep",),
+        "sweep",
+        "run the component once per value of its argument ARG, as one array submission"
+        " (a Slurm job array, a Kubernetes Indexed Job, an AWS Batch array job...);"
+        " repeat it for the Cartesian product; each element sees $TORCHX_ARRAY_INDEX"
+        " and $TORCHX_ARRAY_SIZE",
+        metavar="ARG=V1,V2,...",
+        repeat=True,
+    ),
+    Option(
+        ("--max-parallel",),
+        "max_parallel",
+        "with --sweep: at most K elements run at once",
+        metavar="K",
+        plain=False,
+    ),
+    Option(
+        ("--retry-failed",),
+        "retry_failed",
+        "submit the failed elements of sweep HANDLE again (their values and indices), as"
+        " one new array; prints the new handle",
+        metavar="HANDLE",
+        plain=False,
+    ),
+    Option(
         ("--tee_logs",),
         "tee_logs",
         "when streaming logs, print them stripped as `role/replica line`",
@@ -616,6 +766,7 @@ def _wait_and_exit(
 
     from torchx.cli._logstream import (
         LogPrinter,
+        element_labels,
         find_role_replicas,
         join_streamers,
         stream_replicas,
@@ -629,7 +780,13 @@ def _wait_and_exit(
     replicas = find_role_replicas(app, None) if app is not None else []
     printer = LogPrinter(sys.stderr, strip=tee)
     streamers, threads = stream_replicas(
-        runner, app_handle, replicas, printer, should_tail=True, app_done=app_done
+        runner,
+        app_handle,
+        replicas,
+        printer,
+        should_tail=True,
+        app_done=app_done,
+        labels=element_labels(app),
     )
     try:
         notes = notes or _PendingNotes(app_handle)

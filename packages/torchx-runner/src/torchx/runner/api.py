@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 
 from torchx.runner._trackers import get_configured_trackers
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from torchx.schedulers import SchedulerFactory
     from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler, Stream
     from torchx.schedulers.list_filter import ListFilter
+    from torchx.specs._array import AppArray, ArrayStatus
     from torchx.specs._attempts import Attempt
     from torchx.specs._failure import Failure
     from torchx.specs._progress import Progress
@@ -145,6 +146,30 @@ def _copy_app(app: AppDef) -> AppDef:
     for role in app.roles:
         memo[id(role.overrides)] = role.overrides
     return deep_copy(app, memo)
+
+
+def _check_array(array: AppArray, sched: Scheduler[Any]) -> None:
+    """A sweep goes only to a scheduler that runs it as one array, and each element's
+    args and env pass the checks a role's do."""
+    if not sched.supports_arrays:
+        raise ValueError(
+            f"scheduler `{sched.backend}` cannot run a sweep as one submission; run it on"
+            " a scheduler that can (local_cwd, local_docker, slurm, kubernetes, aws_batch,"
+            " ray) or submit the elements one by one"
+        )
+    if not array.elements:
+        raise ValueError("a sweep needs at least one element; give it one value or more")
+    if len(array.roles) != 1 or array.role.num_replicas != 1:
+        raise ValueError(
+            "each element of a sweep must be one role of one replica (a single-node app);"
+            " run multi-node apps one by one"
+        )
+    if array.max_parallel is not None and array.max_parallel < 1:
+        raise ValueError(f"max_parallel={array.max_parallel}: it must be at least 1")
+    for position in range(len(array.elements)):
+        role = array.element_role(position)
+        check_env_names(role.name, role.env)
+        _check_no_nul(role)
 
 
 def _runcfg_json(cfg: Mapping[str, CfgVal] | None) -> str | None:
@@ -343,6 +368,257 @@ class Runner:
             parent_run_id=parent_run_id,
             idempotency_key=idempotency_key,
         )
+
+    def run_sweep(  # noqa: PLR0917 (the order of run_component, plus the sweep)
+        self,
+        component: str,
+        component_args: list[str] | dict[str, Any],
+        sweep: Mapping[str, Sequence[object]],
+        scheduler: str,
+        cfg: Mapping[str, CfgVal] | None = None,
+        workspace: Workspace | str | None = None,
+        parent_run_id: str | None = None,
+        *,
+        max_parallel: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> AppHandle:
+        """Runs ``component`` once per combination of ``sweep``'s values, as one array
+        submission (a Slurm job array, a Kubernetes Indexed Job, an AWS Batch array job...),
+        and returns its one handle.
+
+        ``sweep`` maps some of the component's own arguments to their values:
+        ``{"lr": [0.1, 0.01], "batch_size": [8, 16]}`` is four elements, the Cartesian
+        product (the first argument varying slowest). Element ``i`` is the component
+        called with its values; it sees ``$TORCHX_ARRAY_INDEX`` (``i``) and
+        ``$TORCHX_ARRAY_SIZE``. ``status`` shows the elements (``AppStatus.array``);
+        :meth:`retry_failed` submits the failed ones again.
+
+        Args:
+            component: a registered name or ``path/to/file.py:function``.
+            component_args: the component's other arguments, CLI-style or as a dict.
+            sweep: the swept arguments and their values.
+            scheduler: the scheduler's name.
+            cfg: run options; ``.torchxconfig`` fills in what is not given.
+            workspace: local code to ship with the sweep (built once for every element).
+            parent_run_id: the tracker run the elements' runs descend from.
+            max_parallel: at most this many elements run at once.
+            idempotency_key: submit at most once per key and target (see
+                :meth:`run_component`).
+
+        Returns:
+            The sweep's handle.
+
+        Raises:
+            ComponentArgumentError: a swept argument the component does not take, or a
+                value that does not parse (named with its argument); nothing is submitted.
+            ValueError: the scheduler cannot run a sweep, elements of different shapes,
+                an element of several roles or replicas.
+        """
+        with log_event("run_sweep", scheduler, workspace=_str_or_none(workspace)) as ctx:
+            with real_submit():
+                dryrun_info = self.dryrun_sweep(
+                    component,
+                    component_args,
+                    sweep,
+                    scheduler,
+                    cfg=cfg,
+                    workspace=workspace,
+                    parent_run_id=parent_run_id,
+                    max_parallel=max_parallel,
+                    idempotency_key=idempotency_key,
+                )
+                handle = self.schedule(dryrun_info)
+            from torchx.runner._sweep import save_record
+            from torchx.specs._array import AppArray as _AppArray
+
+            array = dryrun_info._app
+            assert isinstance(array, _AppArray)
+            save_record(
+                handle,
+                component=component,
+                component_args=component_args,
+                sweep=sweep,
+                scheduler=scheduler,
+                cfg=cfg,
+                workspace=workspace,
+                parent_run_id=parent_run_id,
+                max_parallel=max_parallel,
+                array=array,
+            )
+            _fill_event(ctx, dryrun_info, handle)
+            return handle
+
+    def dryrun_sweep(  # noqa: PLR0917 (the order of dryrun_component, plus the sweep)
+        self,
+        component: str,
+        component_args: list[str] | dict[str, Any],
+        sweep: Mapping[str, Sequence[object]],
+        scheduler: str,
+        cfg: Mapping[str, CfgVal] | None = None,
+        workspace: Workspace | str | None = None,
+        parent_run_id: str | None = None,
+        *,
+        max_parallel: int | None = None,
+        idempotency_key: str | None = None,
+        indices: Sequence[int] | None = None,
+    ) -> AppDryRunInfo[Any]:
+        """The one request :meth:`run_sweep` would submit, without submitting it.
+
+        Args:
+            component: a registered name or ``path/to/file.py:function``.
+            component_args: the component's other arguments, CLI-style or as a dict.
+            sweep: the swept arguments and their values.
+            scheduler: the scheduler's name.
+            cfg: run options; ``.torchxconfig`` fills in what is not given.
+            workspace: local code to ship with the sweep.
+            parent_run_id: the tracker run the elements' runs would descend from.
+            max_parallel: at most this many elements would run at once.
+            idempotency_key: the key :meth:`schedule` will submit it with.
+            indices: only these elements of the sweep (what :meth:`retry_failed` uses).
+
+        Returns:
+            The rendered request (``info.app`` is the :class:`~torchx.specs.AppArray`).
+        """
+        from torchx.runner._sweep import build_sweep
+        from torchx.specs.finder import get_component
+
+        component_def = get_component(component)
+        array = build_sweep(
+            component_def.fn,
+            component_args,
+            sweep,
+            defaults=self._component_defaults.get(component),
+            max_parallel=max_parallel,
+            indices=indices,
+        )
+        return self.dryrun(
+            array,
+            scheduler,
+            cfg=cfg,
+            workspace=workspace,
+            parent_run_id=parent_run_id,
+            idempotency_key=idempotency_key,
+        )
+
+    def retry_failed(
+        self, app_handle: AppHandle, *, apps: AppArray | Sequence[AppDef] | None = None
+    ) -> AppHandle:
+        """Submits the failed elements of sweep ``app_handle`` again, with their values
+        and indices, as one new array; returns its handle.
+
+        A sweep made by :meth:`run_sweep` on this host is rebuilt from its record (the
+        component called again with each failed element's values, from the directory it
+        was first run from). A sweep submitted as apps (:func:`~torchx.specs.app_array`)
+        needs them again: ``apps``, as first given.
+
+        Raises:
+            ValueError: no such app, not a sweep, no failed element, no record of how it
+                was made (pass ``apps``).
+        """
+        status = self.status(app_handle, progress=False)
+        if status is None:
+            raise ValueError(f"no app {app_handle} on its scheduler; check the handle")
+        if status.array is None:
+            raise ValueError(
+                f"{app_handle} is not a sweep; --retry-failed resubmits the failed"
+                " elements of a sweep (torchx run --sweep)"
+            )
+        failed = status.array.failed()
+        if not failed:
+            raise ValueError(
+                f"no element of {app_handle} failed ({status.array.line()}); nothing to retry"
+            )
+        scheduler, _, _ = parse_app_handle(app_handle)
+        if apps is not None:
+            return self._retry_apps(app_handle, scheduler, apps, failed)
+        from torchx.runner._sweep import load_record, workspace_from_json
+
+        record = load_record(app_handle)
+        if record is None:
+            raise ValueError(
+                f"{app_handle} was not submitted by torchx run --sweep from this host (no"
+                f" record under $TORCHX_HOME/sweeps); pass the apps again:"
+                " runner.retry_failed(handle, apps=...)"
+            )
+        data = record.data
+        if data["cwd"] != os.getcwd():
+            raise ValueError(
+                f"{app_handle} was submitted from {data['cwd']}; run --retry-failed from"
+                " there (its component and workspace paths are read from it)"
+            )
+        with real_submit():
+            from torchx.runner._sweep import build_sweep
+            from torchx.specs.finder import get_component
+
+            component = data["component"]
+            array = build_sweep(
+                get_component(component).fn,
+                data["component_args"],
+                data["sweep"],
+                defaults=self._component_defaults.get(component),
+                max_parallel=data["max_parallel"],
+                indices=failed,
+                size=int(data["size"]),
+            )
+            cfg = data["cfg"]
+            workspace = workspace_from_json(data["workspace"])
+            info = self.dryrun(
+                array,
+                data["scheduler"],
+                cfg=cfg,
+                workspace=workspace,
+                parent_run_id=data["parent_run_id"],
+            )
+            handle = self.schedule(info)
+        from torchx.runner._sweep import save_record
+
+        save_record(
+            handle,
+            component=component,
+            component_args=data["component_args"],
+            sweep=data["sweep"],
+            scheduler=data["scheduler"],
+            cfg=cfg,
+            workspace=workspace,
+            parent_run_id=data["parent_run_id"],
+            max_parallel=data["max_parallel"],
+            array=array,
+        )
+        return handle
+
+    def _retry_apps(
+        self,
+        app_handle: AppHandle,
+        scheduler: str,
+        apps: AppArray | Sequence[AppDef],
+        failed: list[int],
+    ) -> AppHandle:
+        """The failed elements of ``apps`` (the sweep as first submitted) as a new array."""
+        from torchx.specs._array import AppArray as _AppArray
+
+        if isinstance(apps, _AppArray):
+            by_index = {e.index: e for e in apps.elements}
+            missing = [i for i in failed if i not in by_index]
+            if missing:
+                raise ValueError(
+                    f"the apps given have no element {missing[0]} of {app_handle}; give the"
+                    " sweep's apps as first submitted"
+                )
+            array = _copy_app(apps)
+            assert isinstance(array, _AppArray)
+            array.elements = [by_index[i] for i in failed]
+            array.size = apps.size or len(apps.elements)
+        else:
+            from torchx.specs._array import app_array
+
+            if any(i >= len(apps) for i in failed):
+                raise ValueError(
+                    f"{len(apps)} apps given, but element {failed[-1]} of {app_handle}"
+                    " failed; give the sweep's apps as first submitted"
+                )
+            array = app_array([apps[i] for i in failed], indices=failed, size=len(apps))
+        with real_submit():
+            return self.schedule(self.dryrun(array, scheduler))
 
     @overload
     def run(
@@ -590,6 +866,10 @@ class Runner:
                     f"{role.num_replicas}; it must be at least 1"
                 )
 
+        from torchx.specs._array import AppArray as _AppArray
+
+        if isinstance(app, _AppArray):
+            _check_array(app, sched)
         app = _copy_app(app)
         for role in app.roles:
             role.env = carried_env(role.name, role.env)
@@ -833,6 +1113,10 @@ class Runner:
                 timeline=list(desc.timeline),
             )
             status.attempts = _attempts_of(desc, status)
+            if desc.array is not None:
+                status.array = desc.array
+                if status.failure is not None:
+                    _name_element(status.failure, desc.array)
             if progress and is_started(desc.state):
                 status.progress = _progress_of(desc)
             if status.is_terminal():
@@ -938,9 +1222,22 @@ class Runner:
             desc = scheduler.describe(app_id)
             if desc is None:
                 return None
-            return AppDef(
-                name=app_id, roles=_with_app_id(desc.roles, app_id), metadata=desc.metadata
-            )
+            roles = _with_app_id(desc.roles, app_id)
+            if desc.array is not None:  # a sweep: its elements as the scheduler keeps them
+                from torchx.specs._array import AppArray as _AppArray
+                from torchx.specs._array import ArrayElement
+
+                return _AppArray(
+                    name=app_id,
+                    roles=roles[:1],
+                    metadata=desc.metadata,
+                    elements=[
+                        ArrayElement(index=e.index, values=dict(e.values))
+                        for e in desc.array.elements
+                    ],
+                    size=desc.array.size,
+                )
+            return AppDef(name=app_id, roles=roles, metadata=desc.metadata)
 
     def log_lines(  # noqa: PLR0917 (positional order is the public API)
         self,
@@ -1162,6 +1459,18 @@ def _progress_of(desc: DescribeAppResponse) -> Progress | None:
     role = desc.roles_statuses[0].role if desc.roles_statuses else ""
     running = not is_terminal(desc.state)
     return from_log_tail(tail, role, 0, running=running, now=time.time())
+
+
+def _name_element(failure: Failure, array: ArrayStatus) -> None:
+    """A sweep's root cause names its element: the first failed one (the scheduler's
+    replica ids are the elements' positions)."""
+    elements = array.elements
+    if not 0 <= failure.replica_id < len(elements):
+        return
+    element = elements[failure.replica_id]
+    values = ", ".join(f"{k}={v}" for k, v in element.values.items())
+    where = f"sweep element {element.index}" + (f" ({values})" if values else "")
+    failure.message = f"{where}: {failure.message}" if failure.message else where
 
 
 def _failure_of(desc: DescribeAppResponse) -> Failure | None:

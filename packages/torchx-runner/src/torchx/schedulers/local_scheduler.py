@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from torchx.schedulers._local.launcher import Handover
     from torchx.schedulers._local.popen import PopenProtocol
     from torchx.schedulers._local.supervisor import run_local_job
+    from torchx.specs._array import ArrayStatus
     from torchx.specs._attempts import Attempt
     from torchx.specs._failure import Failure
     from torchx.specs._timeline import Phase
@@ -565,6 +566,7 @@ class LocalScheduler(Scheduler[Opts]):
     """
 
     has_event_source = True  # wait_for_change: the supervisor's ready pipe or pidfd
+    supports_arrays = True  # a sweep's elements are its role's replicas, K at a time
     log_time_bounds = False  # log files keep no time per line
 
     def __init__(
@@ -635,23 +637,26 @@ class LocalScheduler(Scheduler[Opts]):
             path = _join_path(*self._extra_paths, role.env.get("PATH"), host_path)
             if cwd:
                 path = _join_path(cwd, path) if opts.prepend_cwd else _join_path(path, cwd)
-            role_env = {**role.env, "PATH": path}
             values = macros.Values(
                 img_root=img_root, app_id=app_id, replica_id="0", rank0_env=RANK0_ENV
             )
             mapping = values.to_dict()
-            subst = ReplicaMacros(role.args, role_env)
-            shared = None if subst.per_replica else subst.apply(mapping)
-            role_env[RANK0_ENV] = "localhost"
             set_error_file = ENV_TORCHELASTIC_ERROR_FILE not in role.env
-            if ENV_PET_LOG_DIR not in role.env:
-                role_env[ENV_PET_LOG_DIR] = os.path.join(app_log_dir, "torchelastic", role.name)
             role_dir = os.path.join(app_log_dir, role.name)
             role_cuda = cuda_plan[role_idx] if cuda_plan is not None else None
             entrypoint = provider.get_entrypoint(img_root, role)
             params: list[ReplicaParam] = []
             log_dirs: list[str] = []
-            for replica_id in range(role.num_replicas):
+            for replica_id, replica_role in _replica_roles(app, role):
+                if replica_id == 0 or replica_role is not role:  # a sweep's element: its own
+                    role_env = {**replica_role.env, "PATH": path}
+                    subst = ReplicaMacros(replica_role.args, role_env)
+                    shared = None if subst.per_replica else subst.apply(mapping)
+                    role_env[RANK0_ENV] = "localhost"
+                    if ENV_PET_LOG_DIR not in role.env:
+                        role_env[ENV_PET_LOG_DIR] = os.path.join(
+                            app_log_dir, "torchelastic", role.name
+                        )
                 rid = str(replica_id)
                 replica_dir = f"{role_dir}{os.sep}{rid}"
                 stdout = f"{replica_dir}{os.sep}{st.STDOUT_LOG}"
@@ -672,12 +677,17 @@ class LocalScheduler(Scheduler[Opts]):
                         cwd,
                     )
                 else:
-                    replica_role = macros.Values(
+                    substituted = macros.Values(
                         img_root=img_root, app_id=app_id, replica_id=rid, rank0_env=RANK0_ENV
-                    ).apply(_with_env(role, {k: role_env[k] for k in role.env} | {"PATH": path}))
-                    replica_role.env = {**role_env, **replica_role.env}
+                    ).apply(
+                        _with_env(
+                            replica_role,
+                            {k: role_env[k] for k in replica_role.env} | {"PATH": path},
+                        )
+                    )
+                    substituted.env = {**role_env, **substituted.env}
                     param = provider.get_replica_param(
-                        img_root, replica_role, stdout, stderr, combined
+                        img_root, substituted, stdout, stderr, combined
                     )
                 if set_error_file:
                     param.env[ENV_TORCHELASTIC_ERROR_FILE] = f"{replica_dir}{os.sep}{st.ERROR_FILE}"
@@ -693,8 +703,11 @@ class LocalScheduler(Scheduler[Opts]):
         return PopenRequest(app_id, app_log_dir, role_params, role_log_dirs)
 
     def _cuda_plan(self, app: AppDef, opts: Opts) -> list[list[str | None]] | None:
-        gpu_replicas = sum(r.num_replicas for r in app.roles if r.resource.gpu > 0)
-        requested = sum(r.num_replicas * r.resource.gpu for r in app.roles if r.resource.gpu > 0)
+        counts = [len(rr) for rr in (_replica_roles(app, r) for r in app.roles)]
+        gpu_replicas = sum(n for n, r in zip(counts, app.roles, strict=True) if r.resource.gpu > 0)
+        requested = sum(
+            n * r.resource.gpu for n, r in zip(counts, app.roles, strict=True) if r.resource.gpu > 0
+        )
         if requested <= 0:
             return None
         from torchx.schedulers._local import gpus as local_gpus  # only apps asking for GPUs pay
@@ -705,7 +718,7 @@ class LocalScheduler(Scheduler[Opts]):
             return None
         count = local_gpus.cuda_device_count()
         plan = local_gpus.allocate_cuda_devices(
-            [(r.num_replicas, r.resource.gpu) for r in app.roles], count
+            [(n, r.resource.gpu) for n, r in zip(counts, app.roles, strict=True)], count
         )
         if plan is None:
             log.warning(local_gpus.not_enough_warning(count, requested))
@@ -893,7 +906,7 @@ class LocalScheduler(Scheduler[Opts]):
                     "replicas": replicas,
                 }
             )
-        return {
+        doc: dict[str, Any] = {
             "version": 1,
             "scheduler": SCHEDULER_NAME,
             "app_id": request.app_id,
@@ -904,6 +917,16 @@ class LocalScheduler(Scheduler[Opts]):
             "created": time.time(),
             "roles": roles,
         }
+        from torchx.specs._array import AppArray
+
+        if isinstance(app, AppArray):
+            doc["array"] = {
+                "max_parallel": app.max_parallel,
+                "size": app.size,
+                "indices": app.indices(),
+                "values": app.values(),
+            }
+        return doc
 
     def _create_logs(
         self,
@@ -1092,6 +1115,7 @@ class LocalScheduler(Scheduler[Opts]):
             timeline=_timeline(request, state, app_state),
             attempts=_attempts(state),
             progress_tail=_progress_tail(request),
+            array=_array_status(request, roles_statuses),
         )
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
@@ -1367,6 +1391,31 @@ def _with_env(role: Role, env: dict[str, str]) -> Role:
     clone = shallow_copy(role)
     clone.env = env
     return clone
+
+
+def _array_status(request: dict[str, Any], roles: list[RoleStatus]) -> ArrayStatus | None:
+    """A sweep's elements (role 0's replicas) with their indices and values."""
+    array = request.get("array")
+    if array is None or not roles:
+        return None
+    from torchx.specs._array import ArrayStatus
+
+    return ArrayStatus.of(
+        [r.state for r in sorted(roles[0].replicas, key=lambda r: r.id)],
+        indices=array.get("indices"),
+        values=array.get("values"),
+        size=array.get("size"),
+    )
+
+
+def _replica_roles(app: AppDef, role: Role) -> list[tuple[int, Role]]:
+    """Each replica of ``role`` with the role it runs: the role itself, or for a sweep
+    (:class:`~torchx.specs._array.AppArray`) each element's, one replica per element."""
+    from torchx.specs._array import AppArray
+
+    if isinstance(app, AppArray):
+        return [(p, app.element_role(p)) for p in range(len(app.elements))]
+    return [(i, role) for i in range(role.num_replicas)]
 
 
 def _is_within(path: str, directory: str) -> bool:

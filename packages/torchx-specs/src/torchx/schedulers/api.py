@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from typing import Any, ClassVar, TypeAlias, TypeVar
 
     from torchx.schedulers.list_filter import ListFilter
+    from torchx.specs._array import ArrayStatus
     from torchx.specs._attempts import Attempt
     from torchx.specs._failure import Failure
     from torchx.specs._timeline import Phase, Waiting
@@ -117,6 +118,9 @@ class DescribeAppResponse:
     attempts: list[Attempt] | None = None
     """The app's attempts as the scheduler keeps them (oldest first; the current one may
     be left out), None where it keeps no history (:mod:`torchx.specs._attempts`)."""
+    array: ArrayStatus | None = None
+    """The elements of an array app (a sweep) and their states (:mod:`torchx.specs._array`);
+    ``None`` for any other app."""
     progress_tail: Callable[[], str] | None = field(default=None, repr=False, compare=False)
     """Reads the end of the log the app reports its progress in (its first role's replica
     0: ``torchx.progress``), where the scheduler can; called only by those who show
@@ -166,6 +170,11 @@ class Scheduler(abc.ABC, GenericBase[T]):
     has_event_source: ClassVar[bool] = False
     """Whether :meth:`wait_for_change` returns at the app's next change (an event stream
     of the backend) instead of sleeping; ``Runner.wait`` then lets it block longer."""
+
+    supports_arrays: ClassVar[bool] = False
+    """Whether ``submit_dryrun`` renders an :class:`~torchx.specs._array.AppArray` (a
+    sweep) as one native array request, and ``describe`` reports its elements; the runner
+    refuses a sweep on a scheduler that does not."""
 
     def __init__(self, backend: str, session_name: str) -> None:
         self.backend = backend

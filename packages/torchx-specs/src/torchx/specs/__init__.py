@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 if TYPE_CHECKING:
+    from torchx.specs._array import AppArray, ArrayElement, ArrayStatus, app_array
     from torchx.specs._status import (
         AppState,
         AppStatus,
@@ -81,12 +82,15 @@ __all__ = [
     "TORCHX_CONTEXT_NAME",
     "TORCHX_HOME",
     "UNKNOWN",
+    "AppArray",
     "AppDef",
     "AppDryRunInfo",
     "AppHandle",
     "AppState",
     "AppStatus",
     "AppStatusError",
+    "ArrayElement",
+    "ArrayStatus",
     "BindMount",
     "CapabilityKey",
     "CfgVal",
@@ -107,6 +111,7 @@ __all__ = [
     "UnknownSchedulerException",
     "VolumeMount",
     "Workspace",
+    "app_array",
     "app_metadata",
     "cases",
     "get_named_resources",
@@ -143,6 +148,10 @@ _LAZY: dict[str, tuple[str, str]] = {
             "is_started",
             "is_terminal",
         )
+    },
+    **{
+        name: ("torchx.specs._array", name)
+        for name in ("AppArray", "ArrayElement", "ArrayStatus", "app_array")
     },
     "CapabilityKey": ("torchx.specs.capabilities", "CapabilityKey"),
     "Failure": ("torchx.specs._failure", "Failure"),

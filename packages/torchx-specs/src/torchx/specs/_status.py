@@ -15,6 +15,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from torchx.specs._array import ArrayStatus
     from torchx.specs._attempts import Attempt
     from torchx.specs._failure import Failure
     from torchx.specs._progress import Progress
@@ -264,6 +265,9 @@ class AppStatus:
     first, or where its log cannot be read; :mod:`torchx.specs._progress`)."""
     attempts: list[Attempt] = field(default_factory=list)
     """Every attempt of the app, the current one last (:mod:`torchx.specs._attempts`)."""
+    array: ArrayStatus | None = None
+    """The elements of a sweep (an array app), ``None`` for any other app
+    (:mod:`torchx.specs._array`)."""
 
     def is_terminal(self) -> bool:
         """Whether the app can no longer change state (see :func:`is_terminal`)."""
@@ -305,6 +309,7 @@ class AppStatus:
             "timeline": [phase.to_json() for phase in self.timeline],
             "progress": self.progress.to_json() if self.progress is not None else None,
             "attempts": [attempt.to_json() for attempt in self.attempts],
+            "array": self.array.to_json() if self.array is not None else None,
         }
 
     def format(self, filter_roles: list[str] | None = None) -> str:
@@ -330,6 +335,8 @@ class AppStatus:
             url=self.ui_url,
         )
         lines = self._timing_lines()
+        if self.array is not None:
+            lines.insert(0, self.array.line())
         line = _attempts_line(self.attempts)
         if line:
             lines.append(line)
@@ -380,7 +387,7 @@ class AppStatus:
         data = plain(asdict(self))
         if len(data.get("attempts") or []) < 2:
             data.pop("attempts", None)  # one attempt says nothing the state does not
-        for key in ("failure", "waiting", "timeline", "progress"):
+        for key in ("failure", "waiting", "timeline", "progress", "array"):
             if not data.get(key):
                 data.pop(key, None)  # the layout of an app without them stays upstream's
         data["structured_error_msg"] = decoded(self.structured_error_msg)

@@ -316,6 +316,8 @@ class Supervisor:
             self.cwd = None
         self.use_posix_spawn = hasattr(os, "posix_spawn")
         self.programs: dict[tuple[str, str | None], str] = {}
+        self.array_limit = 0  # a sweep's max_parallel (0: not a sweep)
+        self.waiting: list[_Replica] = []  # a sweep's elements not started yet, in order
         self.wake_r = self._install_signals()
         _become_subreaper()
 
@@ -334,6 +336,9 @@ class Supervisor:
             for r, role in enumerate(roles)
         ]
         self.role_restarts = [0] * len(roles)
+        array = request.get("array")
+        if array is not None:  # a sweep: its elements are role 0's replicas, K at a time
+            self.array_limit = int(array.get("max_parallel") or 0) or len(self.replicas[0])
         _raise_fd_limit(sum(len(replicas) for replicas in self.replicas))
         # done before "go" in fork mode, in parallel with the launcher: environments and
         # program paths (a program that is not found fails again, and is reported, at start)
@@ -361,7 +366,11 @@ class Supervisor:
         if os.path.exists(cancel_file):
             self._cancel("cancelled by request")
         else:
-            self._start_all([rep for replicas in self.replicas for rep in replicas])
+            everyone = [rep for replicas in self.replicas for rep in replicas]
+            if self.array_limit:
+                self.waiting = everyone[self.array_limit :]
+                everyone = everyone[: self.array_limit]
+            self._start_all(everyone)
             self.state["state"] = st.RUNNING
         self._write_state()
         # A canceller creates the file, then reads the state for our pid: checking the file
@@ -553,6 +562,16 @@ class Supervisor:
                 self._flush_partial(pipe)
             self._record_exit(rep, code)
         self._start_pending_restarts()
+        self._start_waiting()
+
+    def _start_waiting(self) -> None:
+        """A sweep starts its next elements as earlier ones end (at most ``max_parallel``
+        running or about to restart)."""
+        while self.waiting and self.final is None:
+            busy = len(self.by_pid) + len(self.pending_restart)
+            if busy >= self.array_limit:
+                return
+            self._start(self.waiting.pop(0))
 
     def _record_exit(self, rep: _Replica, code: int) -> None:
         record = rep.record
@@ -574,6 +593,9 @@ class Supervisor:
         record["state"] = st.FAILED
         if self.final is not None:
             return
+        if self.array_limit:
+            self._element_failed(rep, code)
+            return
         role = self.request["roles"][rep.role_idx]
         policy = str(role.get("retry_policy", "APPLICATION"))
         if -code in _INTERRUPTIONS:  # a stop request from outside, as a preemption sends
@@ -587,6 +609,18 @@ class Supervisor:
         self.final = (st.FAILED, _failure_msg(role["name"], rep.replica_id, code))
         self.state["msg"] = self.final[1]
         self._stop([r for replicas in self.replicas for r in replicas])
+
+    def _element_failed(self, rep: _Replica, code: int) -> None:
+        """A sweep's element failed: it alone runs again while its ``max_retries`` last
+        (an interruption from outside does not spend them); the others go on."""
+        retries = int(self.request["roles"][rep.role_idx].get("max_retries", 0))
+        record = rep.record
+        interrupted = -code in _INTERRUPTIONS
+        if interrupted or record.get("retries", 0) < retries:
+            if not interrupted:
+                record["retries"] = record.get("retries", 0) + 1
+            self.pending_restart.add(rep)
+            record["state"] = st.PENDING
 
     def _record_attempt(self, code: int) -> None:
         """Keeps the attempt that just failed (``code``: the replica's exit status, a
@@ -778,6 +812,12 @@ class Supervisor:
                 rep.log_fds = [-1, -1, -1]
         if self.final is None:
             self.final = (st.SUCCEEDED, "")
+            failed = [r.replica_id for r in self.replicas[0] if r.record["state"] == st.FAILED]
+            if self.array_limit and failed:
+                indices = self.request["array"].get("indices") or []
+                which = ", ".join(str(indices[i] if i < len(indices) else i) for i in failed)
+                total = len(self.replicas[0])
+                self.final = (st.FAILED, f"{len(failed)} of {total} elements failed: {which}")
         self._write_final(*self.final)
         self._create_missing_logs()
 

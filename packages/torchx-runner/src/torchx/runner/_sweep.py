@@ -1,0 +1,204 @@
+"""Sweeps of a component: the :class:`~torchx.specs._array.AppArray` of every combination
+of the swept values, and the record that lets ``--retry-failed`` submit the failed ones.
+
+The record (``$TORCHX_HOME/sweeps/``, private) keeps how the sweep was asked for, not the
+apps it became: a retry calls the component again with each failed element's values, as
+the first submission did, from the same directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from torchx.specs._array import AppArray, app_array, sweep_values
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from typing import Any
+
+    from torchx.specs.api import AppDef, CfgVal, Workspace
+
+__all__ = ["SweepRecord", "build_sweep", "load_record", "parse_sweep_flags", "save_record"]
+
+_RECORD_VERSION = 1
+
+
+def parse_sweep_flags(flags: Sequence[str]) -> dict[str, list[str]]:
+    """``["lr=0.1,0.01", "bs=8,16"]`` (``--sweep`` flags) as ``{"lr": [...], "bs": [...]}``.
+
+    Raises:
+        ValueError: a flag without ``=``, no value, or one argument swept twice.
+    """
+    sweep: dict[str, list[str]] = {}
+    for flag in flags:
+        name, sep, values = flag.partition("=")
+        name = name.strip().lstrip("-")
+        if not sep or not name:
+            raise ValueError(f"--sweep {flag!r}: write it ARG=V1,V2,... (e.g. --sweep lr=0.1,0.01)")
+        items = [v.strip() for v in values.split(",")]
+        if not values.strip() or any(not v for v in items):
+            raise ValueError(
+                f"--sweep {flag!r}: an empty value; give {name}=V1,V2,... with no empty item"
+            )
+        if name in sweep:
+            raise ValueError(
+                f"--sweep {name} is given twice; give all its values in one flag ({name}=V1,V2,...)"
+            )
+        sweep[name] = items
+    return sweep
+
+
+def build_sweep(
+    fn: Callable[..., Any],
+    component_args: list[str] | dict[str, Any],
+    sweep: Mapping[str, Sequence[object]],
+    *,
+    defaults: Mapping[str, str] | None,
+    max_parallel: int | None,
+    indices: Sequence[int] | None = None,
+    size: int | None = None,
+) -> AppArray:
+    """The array of component ``fn`` called once per combination of ``sweep``'s values
+    (all of them, or those at ``indices``), each value decoded as the argument's type.
+
+    Raises:
+        ValueError: an argument the component does not take, one given both plainly and
+            swept, a value that does not parse (named with its argument), apps of
+            different shapes.
+    """
+    from torchx.specs.builders import materialize_appdef
+
+    if not sweep:
+        raise ValueError("a sweep needs at least one swept argument (--sweep ARG=V1,V2)")
+    values = {name: [str(v) for v in vals] for name, vals in sweep.items()}
+    cli_args = component_args if isinstance(component_args, list) else []
+    json_args = dict(component_args) if isinstance(component_args, dict) else {}
+    for name in values:
+        if _given(name, cli_args) or name in json_args:
+            raise ValueError(
+                f"argument {name!r} is both given and swept; drop --{name} from the"
+                " component's arguments or from --sweep"
+            )
+
+    def element(combo: Mapping[str, str]) -> AppDef:
+        return materialize_appdef(fn, cli_args, defaults, {**json_args, **combo})
+
+    first = {name: vals[0] for name, vals in values.items()}
+    for name, vals in values.items():  # each value alone first: the error names it
+        for value in dict.fromkeys(vals):
+            try:
+                element({**first, name: value})
+            except ValueError as e:
+                raise type(e)(f"--sweep {name}={value}: {e}") from None
+    combos = sweep_values(values)
+    wanted = list(indices) if indices is not None else list(range(len(combos)))
+    for index in wanted:
+        if not 0 <= index < len(combos):
+            raise ValueError(f"element {index} is not in a sweep of {len(combos)} elements")
+    apps = [element(combos[i]) for i in wanted]
+    return app_array(
+        apps,
+        max_parallel=max_parallel,
+        values=[combos[i] for i in wanted],
+        indices=wanted,
+        size=size if size is not None else len(combos),
+    )
+
+
+def _given(name: str, cli_args: list[str]) -> bool:
+    """Whether ``cli_args`` sets ``name`` (``--name V``, ``--name=V``, ``-n V``)."""
+    flags = {f"--{name}", f"-{name}"} if len(name) == 1 else {f"--{name}"}
+    for word in cli_args:
+        if word == "--":
+            return False
+        if word.split("=", 1)[0] in flags:
+            return True
+    return False
+
+
+class SweepRecord:
+    """How a sweep was submitted from this host (what ``--retry-failed`` needs)."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+
+    @property
+    def indices(self) -> list[int]:
+        return [int(i) for i in self.data["indices"]]
+
+
+def _records_dir() -> str:
+    from torchx.util._support.home import torchx_home
+
+    return os.path.join(torchx_home(), "sweeps")
+
+
+def _record_path(handle: str) -> str:
+    import hashlib
+
+    digest = hashlib.sha256(handle.encode()).hexdigest()[:40]
+    return os.path.join(_records_dir(), f"{digest}.json")
+
+
+def save_record(
+    handle: str,
+    *,
+    component: str,
+    component_args: list[str] | dict[str, Any],
+    sweep: Mapping[str, Sequence[object]],
+    scheduler: str,
+    cfg: Mapping[str, CfgVal] | None,
+    workspace: Workspace | str | None,
+    parent_run_id: str | None,
+    max_parallel: int | None,
+    array: AppArray,
+) -> None:
+    """Keeps how ``handle``'s sweep was made, privately, for ``--retry-failed``."""
+    from torchx.util._support.atomic import make_private_dirs, write_private
+
+    data = {
+        "version": _RECORD_VERSION,
+        "handle": handle,
+        "component": component,
+        "component_args": component_args,
+        "sweep": {name: [str(v) for v in vals] for name, vals in sweep.items()},
+        "scheduler": scheduler,
+        "cfg": dict(cfg or {}),
+        "workspace": _workspace_json(workspace),
+        "parent_run_id": parent_run_id,
+        "max_parallel": max_parallel,
+        "indices": array.indices(),
+        "size": array.size,
+        "cwd": os.getcwd(),
+    }
+    make_private_dirs(_records_dir())
+    write_private(_record_path(handle), json.dumps(data, default=str).encode())
+
+
+def load_record(handle: str) -> SweepRecord | None:
+    """The record of ``handle``'s sweep, if it was submitted from this host."""
+    try:
+        with open(_record_path(handle), "rb") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        return None
+    if data.get("version") != _RECORD_VERSION or data.get("handle") != handle:
+        return None
+    return SweepRecord(data)
+
+
+def _workspace_json(workspace: Workspace | str | None) -> Any:
+    if workspace is None or isinstance(workspace, str):
+        return workspace
+    return {"projects": dict(workspace.projects)}
+
+
+def workspace_from_json(value: Any) -> Workspace | str | None:
+    """The workspace a record keeps, as ``Runner.run_sweep`` takes it."""
+    if value is None or isinstance(value, str):
+        return value
+    from torchx.specs.api import Workspace
+
+    return Workspace(projects=dict(value["projects"]))

@@ -1,0 +1,373 @@
+"""Sweeps and arrays: many apps of one shape submitted as one (``torchx run --sweep``).
+
+A hyper-parameter sweep, or "the same job over 500 shards", is N apps that differ only in
+their arguments. Submitted one by one they hit per-user job limits and are lost track of;
+every scheduler TorchX drives has a native form for them instead (a Slurm job array, a
+Kubernetes Indexed Job, an AWS Batch array job). :class:`AppArray` is that form in the
+contract: one role, the elements' arguments and environments beside it, and how many may
+run at once. A scheduler that runs arrays says so (``Scheduler.supports_arrays``) and
+renders an ``AppArray`` as its one native request; each element sees its index and the
+sweep's size in ``$TORCHX_ARRAY_INDEX`` and ``$TORCHX_ARRAY_SIZE``.
+
+The element's *position* is its place in this submission (the scheduler's own array index);
+its *index* is its place in the sweep, kept when the failed elements of a sweep are
+submitted again (``torchx run --retry-failed``), so a retried element sees the index it had.
+"""
+
+from __future__ import annotations
+
+from torchx.specs.api import AppDef, Role
+from torchx.util._startup.lazy_dataclass import dataclass, field
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+    from typing import Any
+
+    from torchx.specs._status import AppState
+
+__all__ = [
+    "ENV_ARRAY_INDEX",
+    "ENV_ARRAY_SIZE",
+    "AppArray",
+    "ArrayElement",
+    "ArrayElementStatus",
+    "ArrayStatus",
+    "app_array",
+    "array_state",
+    "shell_dispatch",
+    "sweep_values",
+]
+
+ENV_ARRAY_INDEX = "TORCHX_ARRAY_INDEX"
+"""The element's index in its sweep (0..N-1), in every element's environment."""
+ENV_ARRAY_SIZE = "TORCHX_ARRAY_SIZE"
+"""The sweep's number of elements, in every element's environment."""
+
+_SAME_SHAPE = (
+    "entrypoint",
+    "image",
+    "base_image",
+    "num_replicas",
+    "min_replicas",
+    "max_retries",
+    "retry_policy",
+    "resource",
+    "port_map",
+    "metadata",
+    "mounts",
+    "workspace",
+)
+"""What every element of an array shares: they differ only in args and env."""
+
+
+@dataclass
+class ArrayElement:
+    """One element of an :class:`AppArray`.
+
+    Attributes:
+        index: its index in the sweep (``$TORCHX_ARRAY_INDEX``).
+        args: the role's arguments for this element.
+        env: the environment this element adds to the role's.
+        values: the swept arguments that made it (``{"lr": "0.1"}``), for status.
+    """
+
+    index: int
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    values: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class AppArray(AppDef):
+    """An app run once per element, submitted as one array.
+
+    ``roles`` holds the one role the elements share (image, resources, entrypoint);
+    each :class:`ArrayElement` gives its own ``args`` and extra ``env``. Build one with
+    :func:`app_array` (from apps of one shape) or ``Runner.dryrun_sweep`` (from a
+    component and the values of its arguments).
+
+    Attributes:
+        elements: the elements, in submission order (their positions).
+        size: the sweep's size (``$TORCHX_ARRAY_SIZE``); more than ``len(elements)`` when
+            only some of a sweep's elements are submitted again.
+        max_parallel: at most this many elements run at once (``None``: no limit).
+    """
+
+    elements: list[ArrayElement] = field(default_factory=list)
+    size: int = 0
+    max_parallel: int | None = None
+
+    @property
+    def role(self) -> Role:
+        """The role every element runs."""
+        return self.roles[0]
+
+    def element_role(self, position: int) -> Role:
+        """The role element ``position`` runs: the shared role with the element's args,
+        its env, and ``$TORCHX_ARRAY_INDEX``/``$TORCHX_ARRAY_SIZE``."""
+        from torchx.util._startup.lazy_dataclass import shallow_copy
+
+        element = self.elements[position]
+        role = shallow_copy(self.role)
+        role.args = list(element.args)
+        role.env = {**self.role.env, **element.env, **self.array_env(position)}
+        return role
+
+    def array_env(self, position: int) -> dict[str, str]:
+        """``$TORCHX_ARRAY_INDEX`` and ``$TORCHX_ARRAY_SIZE`` of element ``position``."""
+        return {
+            ENV_ARRAY_INDEX: str(self.elements[position].index),
+            ENV_ARRAY_SIZE: str(self.size or len(self.elements)),
+        }
+
+    def indices(self) -> list[int]:
+        """The sweep index of each element, by position."""
+        return [e.index for e in self.elements]
+
+    def values(self) -> list[dict[str, str]]:
+        """The swept values of each element, by position."""
+        return [dict(e.values) for e in self.elements]
+
+
+def app_array(
+    apps: Sequence[AppDef],
+    *,
+    max_parallel: int | None = None,
+    values: Sequence[Mapping[str, str]] | None = None,
+    indices: Sequence[int] | None = None,
+    size: int | None = None,
+) -> AppArray:
+    """One :class:`AppArray` of ``apps`` (submitit's ``map_array`` in TorchX terms).
+
+    Every app must be one role of one replica, and all of the same shape: the same image,
+    entrypoint, resources, mounts and retries; they may differ in their args and env.
+
+    Args:
+        apps: the elements, in order.
+        max_parallel: at most this many run at once.
+        values: what each element was made from (shown by status), by position.
+        indices: each element's index in its sweep (default: its position).
+        size: the sweep's size (default: the number of apps).
+
+    Returns:
+        The array, named after the first app.
+
+    Raises:
+        ValueError: no apps, an app of several roles or replicas, apps of different
+            shapes, a bad ``max_parallel``.
+    """
+    if not apps:
+        raise ValueError("a sweep needs at least one element; give it one value or more")
+    if max_parallel is not None and max_parallel < 1:
+        raise ValueError(f"max_parallel={max_parallel}: it must be at least 1 (or None)")
+    if values is not None and len(values) != len(apps):
+        raise ValueError(f"{len(values)} values for {len(apps)} apps; give one per app")
+    if indices is not None and len(indices) != len(apps):
+        raise ValueError(f"{len(indices)} indices for {len(apps)} apps; give one per app")
+    roles = [_single_role(app, i) for i, app in enumerate(apps)]
+    first = roles[0]
+    for i, role in enumerate(roles[1:], start=1):
+        if role.name != first.name:
+            raise ValueError(
+                f"element {i} of the sweep runs role {role.name!r}, element 0 role"
+                f" {first.name!r}: a sweep's elements run one role"
+            )
+        for attr in _SAME_SHAPE:
+            if getattr(role, attr) != getattr(first, attr):
+                raise ValueError(
+                    f"element {i} of the sweep differs from element 0 in its {attr}"
+                    f" ({getattr(role, attr)!r} vs {getattr(first, attr)!r}): a sweep's"
+                    " elements may differ only in their args and env"
+                )
+    common = dict(first.env)
+    for role in roles[1:]:
+        common = {k: v for k, v in common.items() if role.env.get(k, None) == v}
+    from torchx.util._startup.lazy_dataclass import shallow_copy
+
+    shared = shallow_copy(first)
+    shared.env = common
+    shared.args = list(first.args)
+    elements = [
+        ArrayElement(
+            index=indices[i] if indices is not None else i,
+            args=list(role.args),
+            env={k: v for k, v in role.env.items() if k not in common},
+            values=dict(values[i]) if values is not None else {},
+        )
+        for i, role in enumerate(roles)
+    ]
+    return AppArray(
+        name=apps[0].name,
+        roles=[shared],
+        metadata=dict(apps[0].metadata),
+        elements=elements,
+        size=size if size is not None else len(apps),
+        max_parallel=max_parallel,
+    )
+
+
+def _single_role(app: AppDef, position: int) -> Role:
+    if len(app.roles) != 1 or app.roles[0].num_replicas != 1:
+        shape = (
+            f"{len(app.roles)} roles"
+            if len(app.roles) != 1
+            else f"{app.roles[0].num_replicas} replicas"
+        )
+        raise ValueError(
+            f"element {position} of the sweep ({app.name!r}) has {shape}: each element of a"
+            " sweep must be one role of one replica (a single-node app); run multi-node"
+            " apps one by one"
+        )
+    return app.roles[0]
+
+
+def sweep_values(sweep: Mapping[str, Sequence[str]]) -> list[dict[str, str]]:
+    """Every combination of the swept values (their Cartesian product), the first
+    argument's values varying slowest: ``{"a": ["1", "2"], "b": ["x", "y"]}`` gives
+    ``a=1,b=x``, ``a=1,b=y``, ``a=2,b=x``, ``a=2,b=y``."""
+    from itertools import product
+
+    names = list(sweep)
+    return [dict(zip(names, combo, strict=True)) for combo in product(*(sweep[n] for n in names))]
+
+
+def shell_dispatch(array: AppArray, position_expr: str) -> str:
+    """A POSIX ``sh`` script that runs the element at position ``position_expr`` (a shell
+    expression: ``$SLURM_ARRAY_TASK_ID``, ``$JOB_COMPLETION_INDEX``...) with its env and
+    arguments, by ``exec``; a position out of range exits 2 with one line.
+
+    Every value reaches the script through :func:`shlex.quote`, the one quoting of this
+    context. Macros (``${app_id}``...) must be substituted by the caller first."""
+    from shlex import quote
+
+    lines = [f'case "{position_expr}" in']
+    for position, element in enumerate(array.elements):
+        env = {**element.env, **array.array_env(position)}
+        exports = " ".join(f"{k}={quote(v)}" for k, v in env.items())
+        argv = " ".join(quote(a) for a in [array.role.entrypoint, *element.args])
+        lines.append(f"  {position}) export {exports}; exec {argv} ;;")
+    lines.append(
+        f'  *) echo "torchx: no element at position {position_expr} of this array" >&2; exit 2 ;;'
+    )
+    lines.append("esac")
+    return "\n".join(lines) + "\n"
+
+
+def array_state(states: Iterable[AppState]) -> AppState:
+    """The state of an array from its elements': SUCCEEDED when every element succeeded,
+    FAILED once all have ended and one failed (CANCELLED when one was cancelled and none
+    failed), RUNNING while one runs or some ended and others wait, else PENDING."""
+    from torchx.specs._status import AppState, is_terminal
+
+    states = list(states)
+    if not states:
+        return AppState.UNKNOWN
+    if all(is_terminal(s) for s in states):
+        if AppState.FAILED in states:
+            return AppState.FAILED
+        if AppState.CANCELLED in states:
+            return AppState.CANCELLED
+        return AppState.SUCCEEDED
+    if AppState.RUNNING in states or any(is_terminal(s) for s in states):
+        return AppState.RUNNING
+    if AppState.UNKNOWN in states:
+        return AppState.UNKNOWN
+    return AppState.PENDING
+
+
+@dataclass
+class ArrayElementStatus:
+    """One element of a running or finished array: its index, swept values and state."""
+
+    index: int
+    state: AppState
+    values: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "args": dict(self.values), "state": self.state.name}
+
+
+@dataclass
+class ArrayStatus:
+    """The elements of an array app (``torchx status --json``'s ``"array"``).
+
+    Attributes:
+        size: the sweep's size.
+        elements: each element of this submission, by position.
+    """
+
+    size: int
+    elements: list[ArrayElementStatus] = field(default_factory=list)
+
+    @classmethod
+    def of(
+        cls,
+        states: Sequence[AppState],
+        *,
+        indices: Sequence[int] | None = None,
+        values: Sequence[Mapping[str, str]] | None = None,
+        size: int | None = None,
+    ) -> ArrayStatus:
+        """From the elements' states by position, with their indices and values where
+        the scheduler kept them."""
+        return cls(
+            size=size if size is not None else len(states),
+            elements=[
+                ArrayElementStatus(
+                    index=indices[p] if indices is not None and p < len(indices) else p,
+                    state=state,
+                    values=dict(values[p]) if values is not None and p < len(values) else {},
+                )
+                for p, state in enumerate(states)
+            ],
+        )
+
+    def states(self) -> dict[str, int]:
+        """How many elements are in each state (``{"SUCCEEDED": 2, "FAILED": 2}``)."""
+        counts: dict[str, int] = {}
+        for element in self.elements:
+            counts[element.state.name] = counts.get(element.state.name, 0) + 1
+        return counts
+
+    def failed(self) -> list[int]:
+        """The indices of the failed elements, in order."""
+        from torchx.specs._status import AppState
+
+        return sorted(e.index for e in self.elements if e.state == AppState.FAILED)
+
+    def position_of(self, index: int) -> int | None:
+        """The position of the element of sweep index ``index`` (None: not in it)."""
+        for position, element in enumerate(self.elements):
+            if element.index == index:
+                return position
+        return None
+
+    def state(self) -> AppState:
+        """The array's state from its elements' (:func:`array_state`)."""
+        return array_state(e.state for e in self.elements)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "size": self.size,
+            "states": self.states(),
+            "failed": self.failed(),
+            "elements": [e.to_json() for e in self.elements],
+        }
+
+    def line(self) -> str:
+        """``Sweep: 4 elements: 2 succeeded, 2 failed (1, 3)``."""
+        counts = self.states()
+        order = ["SUCCEEDED", "FAILED", "CANCELLED", "RUNNING", "PENDING", "SUBMITTED"]
+        order += sorted(set(counts) - set(order))
+        parts = []
+        for name in order:
+            if counts.get(name):
+                part = f"{counts[name]} {name.lower()}"
+                if name == "FAILED":
+                    part += " (" + ", ".join(str(i) for i in self.failed()) + ")"
+                parts.append(part)
+        n = len(self.elements)
+        noun = "element" if n == 1 else "elements"
+        of = f" of {self.size}" if self.size != n else ""
+        return f"Sweep: {n} {noun}{of}: " + ", ".join(parts)
