@@ -82,8 +82,9 @@ class ArrayElement:
 class AppArray(AppDef):
     """An app run once per element, submitted as one array.
 
-    ``roles`` holds the one role the elements share (image, resources, entrypoint);
-    each :class:`ArrayElement` gives its own ``args`` and extra ``env``. Build one with
+    ``roles`` holds the one role the elements share (image, resources, entrypoint, the
+    env common to all; no args); each :class:`ArrayElement` gives its own ``args`` and
+    extra ``env``. Build one with
     :func:`app_array` (from apps of one shape) or ``Runner.dryrun_sweep`` (from a
     component and the values of its arguments).
 
@@ -187,7 +188,7 @@ def app_array(
 
     shared = shallow_copy(first)
     shared.env = common
-    shared.args = list(first.args)
+    shared.args = []  # each element's are its own
     elements = [
         ArrayElement(
             index=indices[i] if indices is not None else i,

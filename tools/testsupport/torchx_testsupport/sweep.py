@@ -1,0 +1,60 @@
+"""What the sweep tests of every backend share: a component whose elements print their
+values and index, fail where told, and can note when they start and end (to see
+``--max-parallel`` honoured), and the checks of what ``status`` makes of a sweep.
+
+Used by path: ``torchx run --sweep lr=0.1,0.2 --sweep batch=8,16 f"{COMPONENT}"``.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from torchx.specs import AppDef, Resource, Role
+
+COMPONENT = f"{Path(__file__)}:train"
+"""The component, as ``torchx run`` and ``Runner.run_sweep`` take it."""
+
+
+def train(
+    lr: float = 0.1,
+    batch: int = 8,
+    fail_batch: int = 0,
+    image: str = "/tmp",
+    record: str = "",
+    hold: int = 0,
+    memMB: int = 128,
+) -> AppDef:
+    """An element of a sweep: prints ``lr=.. batch=.. index=.. size=..``; exits 3 when
+    ``batch == fail_batch``; appends ``start INDEX``/``end INDEX`` to ``record`` around a
+    ``hold`` of that many seconds."""
+    lines = [f'echo "lr={lr} batch={batch} index=$TORCHX_ARRAY_INDEX size=$TORCHX_ARRAY_SIZE"']
+    if record:
+        path = shlex.quote(record)
+        lines.append(f'echo "start $TORCHX_ARRAY_INDEX" >> {path}')
+    if hold:
+        lines.append(f"sleep {hold}")
+    if record:
+        lines.append(f'echo "end $TORCHX_ARRAY_INDEX" >> {path}')
+    lines.append(f"[ {batch} -ne {fail_batch} ]")
+    return AppDef(
+        name="sweep",
+        roles=[
+            Role(
+                name="train",
+                image=image,
+                entrypoint="sh",
+                args=["-c", "; ".join(lines)],
+                resource=Resource(cpu=1, gpu=0, memMB=memMB),
+            )
+        ],
+    )
+
+
+def most_at_once(record: str) -> int:
+    """The most elements the ``start``/``end`` lines of ``record`` show running at once."""
+    running = most = 0
+    for line in record.splitlines():
+        running += 1 if line.startswith("start") else -1
+        most = max(most, running)
+    return most
