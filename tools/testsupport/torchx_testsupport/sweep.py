@@ -19,6 +19,7 @@ COMPONENT = f"{Path(__file__)}:train"
 def train(
     lr: float = 0.1,
     batch: int = 8,
+    *,
     fail_batch: int = 0,
     image: str = "/tmp",
     record: str = "",
