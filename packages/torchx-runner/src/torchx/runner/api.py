@@ -148,6 +148,18 @@ def _copy_app(app: AppDef) -> AppDef:
     return deep_copy(app, memo)
 
 
+def _set_run_id(app: AppDef, run_id: str) -> None:
+    """``$TORCHX_RUN_ID`` of every role; each element of a sweep is a run of its own,
+    ``RUN_ID[INDEX]`` (its tracker run)."""
+    from torchx.specs._array import AppArray as _AppArray
+
+    for role in app.roles:
+        role.env[_ENV_RUN_ID] = run_id
+    if isinstance(app, _AppArray):
+        for element in app.elements:
+            element.env[_ENV_RUN_ID] = f"{run_id}[{element.index}]"
+
+
 def _check_array(array: AppArray, sched: Scheduler[Any]) -> None:
     """A sweep goes only to a scheduler that runs it as one array, and each element's
     args and env pass the checks a role's do."""
@@ -938,8 +950,7 @@ class Runner:
                 " runner.dryrun(..., idempotency_key=KEY) instead"
             )
         app = _copy_app(info._app)
-        for role in app.roles:
-            role.env[_ENV_RUN_ID] = key
+        _set_run_id(app, key)
         with keyed_ids(key):
             keyed = sched.submit_dryrun(app, info._cfg)
         keyed._scheduler = info._scheduler
@@ -975,6 +986,7 @@ class Runner:
                     injected[tracker_config_env_var_name(name)] = config
         for role in app.roles:
             role.env.update(injected)
+        _set_run_id(app, injected[_ENV_RUN_ID])
 
     @staticmethod
     def _build_workspaces(

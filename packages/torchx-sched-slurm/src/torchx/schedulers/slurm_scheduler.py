@@ -160,10 +160,11 @@ def _split_app_id(app_id: str) -> tuple[str, SshTarget | None]:
         from torchx.schedulers._slurm.ssh import split_app_id
 
         job_id, via = split_app_id(app_id)
-    if not (job_id.isascii() and job_id.isdigit()):
+    if not all(part.isascii() and part.isdigit() for part in job_id.split(",")):
         raise ValueError(
             f"{app_id!r} is not a Slurm job id: slurm handles end in the number sbatch"
-            " printed (slurm://torchx/1234, or slurm://torchx/1234@login1 over ssh)"
+            " printed (slurm://torchx/1234, or slurm://torchx/1234@login1 over ssh; a sweep"
+            " split over several arrays: slurm://torchx/1234,1240)"
         )
     return job_id, via
 
@@ -267,6 +268,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
     """
 
     log_time_bounds = False  # the .out/.err files keep no time per line
+    supports_arrays = True  # a sweep is a job array (_slurm.arrays)
 
     def __init__(self, session_name: str) -> None:
         super().__init__("slurm", session_name)
@@ -466,6 +468,13 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
                 workdir, oci.BUNDLES_DIR, f"{app_label}-{secrets.token_hex(4)}"
             )
         cache = opts.container_cache
+        from torchx.specs._array import AppArray
+
+        array_limit = 0
+        if isinstance(app, AppArray):  # a sweep: one more call, to split it where it must
+            from torchx.schedulers._slurm.arrays import max_array_size
+
+            array_limit = max_array_size(via)
         request = assemble(
             app,
             opts,
@@ -482,6 +491,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
             )
             if mode == "oci"
             else None,
+            max_array_size=array_limit,
         )
         return AppDryRunInfo(request, repr)
 
@@ -526,8 +536,23 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
         return job_id
 
     def _sbatch(self, req: SlurmBatchRequest) -> str:
+        if req.array is None:
+            return self._sbatch_one(req, req.cmd)
+        from torchx.schedulers._slurm.arrays import array_commands
+
+        job_ids: list[str] = []
+        try:
+            for c in range(len(req.array.chunks())):
+                job_ids.append(self._sbatch_one(req, array_commands(req, job_ids)[c]))
+        except BaseException:
+            if job_ids:  # a sweep is submitted whole or not at all
+                commands.run_once(["scancel", *job_ids])
+            raise
+        return ",".join(job_ids)
+
+    def _sbatch_one(self, req: SlurmBatchRequest, cmd: list[str]) -> str:
         script = req.materialize().encode("utf-8", "surrogateescape")
-        argv = list(req.cmd)
+        argv = list(cmd)
         # the script and the logs (written by Slurm with the umask sbatch passes on) are
         # private, as TORCHX_HOME is; a team exports SLURM_UMASK (e.g. 0027) to share them
         env = os.environ if "SLURM_UMASK" in os.environ else {**os.environ, "SLURM_UMASK": "0077"}
@@ -603,6 +628,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
             log_dir=req.log_dir if log_dir is None else log_dir,
             job_dir=req.job_dir if job_dir is None and req.via is None else job_dir,
             roles=list(req.roles.items()),
+            array=req.array.to_record() if req.array is not None else "",
         )
         try:
             records.write_record(record)
@@ -665,10 +691,17 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
 
     def describe(self, app_id: str) -> DescribeAppResponse | None:
         job_id, via = _split_app_id(app_id)
+        record = records.read_record(app_id)
+        if "," in job_id or (record is not None and record.array):
+            return self._describe_array(app_id, job_id, record, via)
         rows = self._query(job_id, via)
+        if rows and any("-array-" in row.name for row in rows):  # maybe a sweep's name
+            from torchx.schedulers._slurm.arrays import is_array_name
+
+            if any(is_array_name(row.name) for row in rows):
+                return self._describe_array(app_id, job_id, record, via)
         if not rows:
             return None
-        record = records.read_record(app_id)
         interruption = None
         if any(row.restarts for row in rows) and _describe.app_state(rows) == AppState.PENDING:
             # requeued: one more query, only while it waits to start again
@@ -699,6 +732,18 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
                 return replica_log_tail(job_id, log_dir, role, 0, via)
 
             response.progress_tail = progress_tail
+        return response
+
+    @staticmethod
+    def _describe_array(
+        app_id: str, job_id: str, record: records.JobRecord | None, via: SshTarget | None
+    ) -> DescribeAppResponse | None:
+        """A sweep: its arrays' tasks are its elements (:mod:`torchx.schedulers._slurm.arrays`)."""
+        from torchx.schedulers._slurm.arrays import describe_array
+
+        response = describe_array(app_id, job_id.split(","), record, via)
+        if response is not None and via is not None and record is not None and record.log_dir:
+            response.ui_url = f"sftp://{via.spec}{record.log_dir}"
         return response
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
@@ -806,7 +851,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
     def _cancel_existing(self, app_id: str) -> None:
         job_id, via = _split_app_id(app_id)
         _check_owner(app_id, job_id, via)
-        code, _, err = commands.run_through_outages(["scancel", job_id], via=via)
+        code, _, err = commands.run_through_outages(["scancel", *job_id.split(",")], via=via)
         if code != 0:
             raise SlurmCommandError(f"scancel {app_id} failed: {commands.first_error_line(err)}")
 
@@ -825,6 +870,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
         kept per line (``log_time_bounds`` is off).
         """
         job_id, via = _split_app_id(query.app_id)
+        first_id = job_id.split(",")[0]  # a sweep's logs are named by its first array
         suffixes = {"stdout": ["out"], "stderr": ["err"], "combined": ["out", "err"]}[query.stream]
         log_dir = self._log_dir(query.app_id, query.role_name, query.k)
         # the log path's helpers: not on `torchx status`'s path (bench_slurm)
@@ -838,14 +884,14 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
             if log_dir == ".":  # submitted elsewhere: the job's directory, from Slurm
                 rows = self._query(job_id, via)
                 log_dir = rows[0].workdir if rows and rows[0].workdir else "."
-            base = os.path.join(log_dir, f"slurm-{job_id}-{role}-{query.k}")
+            base = os.path.join(log_dir, f"slurm-{first_id}-{role}-{query.k}")
             return remote.follow_logs(
                 via, _ThrottledWatcher(self), query.app_id,
                 [f"{base}.{s}" for s in suffixes], query.follow,
             )  # fmt: skip
-        base = os.path.join(log_dir, f"slurm-{job_id}-{role}-{query.k}")
+        base = os.path.join(log_dir, f"slurm-{first_id}-{role}-{query.k}")
         return log_files.follow_files(
-            _ThrottledWatcher(self), job_id, [f"{base}.{s}" for s in suffixes], query.follow
+            _ThrottledWatcher(self), query.app_id, [f"{base}.{s}" for s in suffixes], query.follow
         )
 
     @staticmethod

@@ -313,9 +313,11 @@ def parse_sacct_json(text: str, leader: str | None = None) -> list[SlurmJob]:
 
 
 def _split_sacct_id(job_id: str) -> tuple[str, int, bool] | None:
-    """(het leader, offset, is a step) of a sacct JobID such as ``12+1.batch``."""
+    """(het leader, offset, is a step) of a sacct JobID such as ``12+1.batch``; an array's
+    task (``12_3``) is under its array (``12``)."""
     base, dot, _step = job_id.partition(".")
     leader, plus, offset = base.partition("+")
+    leader = leader.partition("_")[0]
     if not leader:
         return None
     off = _number(offset) if plus else 0
@@ -510,6 +512,7 @@ SQUEUE_LIST_FIELDS = (
     "State",
     "SubmitTime",
     "Reason",
+    "ArrayJobID",
     "Name",
 )
 SQUEUE_LIST_FORMAT = ",".join(f"{name}:|" for name in SQUEUE_LIST_FIELDS)
@@ -533,7 +536,7 @@ def parse_squeue_list(text: str, since: float | None = None) -> list[SlurmJob]:
         parts = line.split("|", len(SQUEUE_LIST_FIELDS) - 1)
         if len(parts) < len(SQUEUE_LIST_FIELDS) or not parts[0].strip().isdigit():
             continue
-        job_id, het, offset, state, submitted, reason, name = parts
+        job_id, het, offset, state, submitted, reason, array_id, name = parts
         if cutoff is not None:
             when = submitted.strip()
             if _SUBMIT_TIME_SHAPE.match(when) and when < cutoff:
@@ -542,6 +545,8 @@ def parse_squeue_list(text: str, since: float | None = None) -> list[SlurmJob]:
         if het.strip().isdigit() and het.strip() != "0":
             row.het_leader = het.strip()
             row.het_offset = _number(offset) or 0
+        elif array_id.strip().isdigit():  # an array's task: listed with its array
+            row.het_leader = array_id.strip()
         row.state = base_state(state)
         row.reason = _reason(reason)
         row.name = name.rstrip("|").strip()

@@ -19,7 +19,7 @@ __all__ = ["JobRecord", "read_record", "record_path", "write_record"]
 
 _DIR = "slurm"
 _HEADER = "torchx-slurm-record 1"
-_FIELDS = ("job_id", "session", "app_name", "log_dir", "job_dir")
+_FIELDS = ("job_id", "session", "app_name", "log_dir", "job_dir", "array")
 
 
 @dataclass
@@ -34,6 +34,8 @@ class JobRecord:
     job_dir: str | None = None
     roles: list[tuple[str, int]] = field(default_factory=list)
     """``(role name, replicas)`` in submission order: het component i's role."""
+    array: str = ""
+    """A sweep's elements (``_slurm.arrays.SlurmArray.to_record``), "" for any other job."""
 
 
 def record_path(job_id: str) -> str:
@@ -54,7 +56,7 @@ def write_record(record: JobRecord) -> None:
     lines = [_HEADER]
     for key in _FIELDS:
         value = getattr(record, key)
-        if value is not None:
+        if value is not None and (value or key != "array"):
             lines.append(f"{key}\t{_escape(value)}")
     lines += [f"role\t{_escape(name)}\t{count}" for name, count in record.roles]
     write_private(record_path(record.job_id), ("\n".join(lines) + "\n").encode("ascii"))

@@ -21,6 +21,7 @@ from torchx.version import __version__
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from torchx.schedulers._slurm.arrays import SlurmArray
     from torchx.schedulers._slurm.oci import RoleBundle
     from torchx.schedulers._slurm.ssh import SshTarget
 
@@ -155,13 +156,14 @@ SlurmOpts = Opts
 """Compat name of :class:`Opts`."""
 
 
-def _shell_word(value: str) -> str:
-    """``value`` quoted for bash; the job-id mark becomes ``"$SLURM_JOB_ID"``."""
+def _shell_word(value: str, job_id: str = _JOB_ID) -> str:
+    """``value`` quoted for bash; the job-id mark becomes ``job_id`` (by default
+    ``"$SLURM_JOB_ID"``; a sweep's elements name their array instead)."""
     from shlex import quote  # not at module level: status never quotes
 
     if APP_ID_MARK not in value:
         return quote(value)
-    return _JOB_ID.join(quote(part) if part else "" for part in value.split(APP_ID_MARK))
+    return job_id.join(quote(part) if part else "" for part in value.split(APP_ID_MARK))
 
 
 _BARE_SBATCH = frozenset(
@@ -238,19 +240,20 @@ class SlurmReplicaRequest:
             env=dict(role.env),
         )
 
-    def materialize(self, env_dir: str = ".") -> tuple[list[str], list[str]]:
+    def materialize(self, env_dir: str = ".", job_id: str = _JOB_ID) -> tuple[list[str], list[str]]:
         """(``#SBATCH`` arguments, ``srun`` arguments) of this component, shell-quoted.
 
         The role's env is not on the ``srun`` line (``ps`` and ``sacct``'s SubmitLine show
         it to every user): the replica's command starts by reading it from its private
-        file in ``env_dir`` (:meth:`env_file`, written by the batch script)."""
+        file in ``env_dir`` (:meth:`env_file`, written by the batch script). The job id
+        mark becomes ``job_id``, a shell expression."""
         sbatch_args = [f"--job-name={sbatch_value('job name', self.name)}"]
         for key, value in self.sbatch_opts.items():
             sbatch_args.append(
                 f"--{key}" if value is None else f"--{key}={sbatch_value(key, value)}"
             )
         srun_args = [
-            f"--{key}={_shell_word(value)}" if value else f"--{key}"
+            f"--{key}={_shell_word(value, job_id)}" if value else f"--{key}"
             for key, value in self.srun_opts.items()
         ]
         words = [self.entrypoint, *self.args]
@@ -264,16 +267,16 @@ class SlurmReplicaRequest:
             # the job id mark becomes "$SLURM_JOB_ID" in the outer quoting: the batch
             # script splices the job id's digits into the inner text
             inner = " ".join(quote(word) for word in ["exec", *words])
-            srun_args += ["/bin/bash", "-c", _shell_word(inner)]
+            srun_args += ["/bin/bash", "-c", _shell_word(inner, job_id)]
         else:
-            srun_args += [_shell_word(word) for word in words]
+            srun_args += [_shell_word(word, job_id) for word in words]
         return sbatch_args, srun_args
 
     def env_path(self, env_dir: str) -> str:
         """Where this component's env file is (the job id as :data:`APP_ID_MARK`)."""
         return f"{env_dir}/{safe_name(self.name)}"
 
-    def env_file(self) -> list[str]:
+    def env_file(self, job_id: str = _JOB_ID) -> list[str]:
         """The lines of the env file, shell-quoted for ``printf`` in the batch script (the
         job id mark is expanded when the script writes them): ``export NAME='value'``, and
         names a shell cannot assign (``MY-VAR``) set by ``env`` as it starts the command."""
@@ -283,7 +286,7 @@ class SlurmReplicaRequest:
         others = [quote(f"{k}={v}") for k, v in self.env.items() if not _is_identifier(k)]
         if others:
             lines.append(f'exec env -- {" ".join(others)} "$@"')
-        return [_shell_word(line) for line in lines]
+        return [_shell_word(line, job_id) for line in lines]
 
 
 def _is_identifier(name: str) -> bool:
@@ -366,6 +369,8 @@ class SlurmBatchRequest:
     container_cache: str | None = None
     via: SshTarget | None = None
     """The login node (``ssh`` run option) the job is submitted through, if any."""
+    array: SlurmArray | None = None
+    """A sweep's job array(s): ``replicas`` are then its elements, one per position."""
 
     def materialize(self) -> str:
         """The batch script.
@@ -377,6 +382,10 @@ class SlurmBatchRequest:
         saved their work and stopped) or while the app's ``max_retries`` last; the reason
         is logged on a ``torchx: requeued:`` line, which also counts the retries spent.
         """
+        if self.array is not None:
+            from torchx.schedulers._slurm.arrays import array_script
+
+            return array_script(self)
         from shlex import join
 
         lines = [
@@ -478,6 +487,14 @@ class SlurmBatchRequest:
     def __repr__(self) -> str:
         from shlex import join
 
+        if self.array is not None:
+            from torchx.schedulers._slurm.arrays import array_commands
+
+            cmds = "\n".join(f"{join(c)} $SBATCH_SCRIPT" for c in array_commands(self, []))
+            return (
+                f"{cmds}\n#----------------\n# SBATCH_SCRIPT\n#----------------\n"
+                + self.materialize()
+            )
         return (
             f"{join(self.cmd)} $SBATCH_SCRIPT\n"
             "#----------------\n# SBATCH_SCRIPT\n#----------------\n" + self.materialize()
@@ -588,18 +605,34 @@ def assemble(
     warning_lead_s: int | None,
     bundles_dir: str,
     container_cache: str | None,
+    max_array_size: int = 0,
 ) -> SlurmBatchRequest:
     """The request for ``app``: its ``sbatch`` command and one het component per replica.
 
     Pure: every check against the host or the cluster happened before (the scheduler's
     ``_submit_dryrun``); ``workdir`` is where the logs go, ``mode`` the container mode,
     ``bundles_dir`` where ``container=oci`` bundles are made ("" otherwise);
-    ``gpus_per_node`` whether the cluster's Slurm takes ``--gpus-per-node``.
+    ``gpus_per_node`` whether the cluster's Slurm takes ``--gpus-per-node``;
+    ``max_array_size`` the cluster's ``MaxArraySize`` (a sweep only).
     """
     from torchx.schedulers._slurm import containers
     from torchx.schedulers.ids import current_key
+    from torchx.specs._array import AppArray
     from torchx.specs.api import macros
 
+    array = app if isinstance(app, AppArray) else None
+    slurm_array = None
+    if array is not None:
+        from torchx.schedulers._slurm.arrays import SlurmArray
+
+        slurm_array = SlurmArray(
+            size=len(array.elements),
+            max_parallel=array.max_parallel,
+            max_array_size=max_array_size,
+            indices=array.indices(),
+            values=array.values(),
+            sweep_size=array.size or len(array.elements),
+        )
     idempotency_key = current_key()
     cmd = ["sbatch", "--parsable"]
     for key in SBATCH_JOB_OPTIONS:
@@ -643,6 +676,21 @@ def assemble(
             replica_id="",
             rank0_env=RANK0_ENV,
         ).to_dict()
+        if array is not None:  # one replica per element, each with its own args and env
+            roles[role.name] = len(array.elements)
+            for p in range(len(array.elements)):
+                name = f"{role_label}-{p}"
+                element = RoleTemplate(
+                    array.element_role(p),
+                    template.sbatch_opts,
+                    workdir,
+                    container_opts,
+                )
+                values = {**shared, "replica_id": str(p)}
+                replicas[name] = element.for_replica(
+                    name, f"{app_label}:{role_label}-array", values
+                )
+            continue
         for i in range(role.num_replicas):
             name = f"{role_label}-{i}"
             values = {**shared, "replica_id": str(i)}
@@ -660,4 +708,5 @@ def assemble(
         bundles=bundles,
         via=via,
         container_cache=container_cache if bundles else None,
+        array=slurm_array,
     )
