@@ -137,7 +137,8 @@ def test_a_sweep_past_max_array_size_is_split_and_one_of_1000_is_one_array(
     runner: Any, workdir: Path
 ) -> None:
     config = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True)
-    limit = int(next(v for k, _, v in (line.partition("=") for line in config.stdout.splitlines()) if k.strip() == "MaxArraySize"))  # fmt: skip
+    fields = (line.partition("=") for line in config.stdout.splitlines())
+    limit = int(next(value for key, _, value in fields if key.strip() == "MaxArraySize"))
     values = ",".join(str(n) for n in range(limit + 1))
     run = _torchx(
         "run", "-s", "slurm", "--sweep", f"batch={values}", "--max-parallel", "2",

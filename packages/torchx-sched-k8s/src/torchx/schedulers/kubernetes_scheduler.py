@@ -257,6 +257,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     """Submits apps to the cluster of the kubeconfig (or the one this pod runs in)."""
 
     has_event_source = True  # wait_for_change: a watch of the app's job(s)
+    supports_arrays = True  # a sweep is one Indexed Job (_request.sweep_job)
 
     def __init__(
         self,
@@ -320,9 +321,18 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         images_to_push = self.dryrun_push_images(app, cfg)
         opts.check()
         app_id = _request.unique_app_id(app.name)
+        from torchx.specs._array import AppArray
+
+        job_type = "batch" if isinstance(app, AppArray) else opts.job_type  # a sweep: a Job
         # $TORCHX_JOB_ID is the handle `run` prints
-        app = with_full_job_id(app, _status.app_id_of(opts.namespace, opts.job_type, app_id))
-        if opts.job_type == "volcano":
+        app = with_full_job_id(app, _status.app_id_of(opts.namespace, job_type, app_id))
+        if isinstance(app, AppArray):
+            resource = {
+                "apiVersion": "v1",
+                "kind": "List",
+                "items": [_request.sweep_job(app, app_id, opts)],
+            }
+        elif opts.job_type == "volcano":
             resource = _request.volcano_job(app, app_id, opts)
         elif opts.job_type == "jobset":
             resource = _request.jobset(app, app_id, opts)
@@ -599,6 +609,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             if _status.batch_app_state(objects) == AppState.PENDING:
                 kueue, rejected = self._kueue(ns, objects)
             response = _status.describe_batch(app_id, ns, objects, pods, kueue, tail=tail)
+            response.array = _status.sweep_status(objects, response)
         if rejected is not None and response.state == AppState.PENDING:
             if not rejected.role and response.roles:
                 rejected.role = response.roles[0].name

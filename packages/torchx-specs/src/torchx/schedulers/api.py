@@ -487,7 +487,9 @@ def with_full_job_id(app: AppDef, app_id: str) -> AppDef:
         renamed = shallow_copy(role)
         renamed.env = {**role.env, ENV_TORCHX_JOB_ID: value.replace(macros.app_id, app_id)}
         roles.append(renamed)
-    return AppDef(name=app.name, roles=roles, metadata=app.metadata)
+    copied = shallow_copy(app)  # of its class: a sweep stays one
+    copied.roles = roles
+    return copied
 
 
 def stream_name(streams: Stream | str | None) -> str:

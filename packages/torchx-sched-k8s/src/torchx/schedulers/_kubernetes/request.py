@@ -42,6 +42,10 @@ from torchx.util._startup.lazy_dataclass import dataclass, field
 from torchx.util.strings import normalize_str
 from torchx.version import __version__
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from torchx.specs._array import AppArray
+
 __all__ = [
     "ANNOTATIONS_ATTEMPT",
     "ANNOTATION_IMAGE_PULL_TIMEOUT",
@@ -867,6 +871,62 @@ def jobset(app: AppDef, app_id: str, opts: Opts) -> dict[str, Any]:
         "metadata": {"name": app_id, "labels": labels, **_annotations(opts)},
         "spec": spec,
     }
+
+
+ANNOTATION_ARRAY = "torchx.pytorch.org/array"
+"""A sweep's Job: its elements' indices and values and the sweep's size (JSON), read back
+by ``describe``."""
+
+
+def sweep_job(array: AppArray, app_id: str, opts: Opts) -> dict[str, Any]:
+    """One Indexed Job for a sweep (whatever ``job_type``): completion index ``p`` runs
+    element ``p`` (its args and env picked by ``/bin/sh`` from ``$JOB_COMPLETION_INDEX``),
+    at most ``max_parallel`` at once (``parallelism``); each element retries its own pod up
+    to ``max_retries`` times and a failed element does not stop the others
+    (``maxFailedIndexes``): the Job fails once all have ended and one failed."""
+    import json
+
+    from torchx.specs._array import shell_dispatch
+
+    job = batch_job_name(app_id, array.role.name)
+    check_dns_label(job, "job name (from the app and role names)")
+    pod, labels = _indexed_pod(array, app_id, 0, opts, job_type="batch", rank0_host="")
+    labels.update(kueue_labels(opts))
+    mapping = {
+        "img_root": "",
+        "app_id": app_id,
+        "replica_id": f"$({REPLICA_ID_ENV})",
+        "rank0_env": RANK0_ENV,
+        "base_img_root": "DEPRECATED",
+    }
+    from torchx.util._startup.lazy_dataclass import shallow_copy
+
+    substituted = shallow_copy(array)
+    substituted.elements = []
+    for element in array.elements:
+        args, env = ReplicaMacros(element.args, element.env).apply(mapping)
+        copy = shallow_copy(element)
+        copy.args, copy.env = args, env
+        substituted.elements.append(copy)
+    # kubelet expands $(NAME) in it, as in any role's args (the replica_id macro)
+    script = shell_dispatch(substituted, "$JOB_COMPLETION_INDEX")
+    container = pod["spec"]["containers"][0]
+    container["command"] = [*COUNT_ATTEMPTS, "/bin/sh", "-c", script]
+    size = len(array.elements)
+    spec = _indexed_job_spec(array.role, pod, per_index=True)
+    spec["completions"] = size
+    spec["parallelism"] = min(array.max_parallel or size, size)
+    if "backoffLimitPerIndex" in spec:
+        spec["maxFailedIndexes"] = size  # every element runs; the Job fails at the end
+    if queued(opts):
+        spec["suspend"] = True  # Kueue resumes it once admitted
+    record = {"indices": array.indices(), "values": array.values(), "size": array.size or size}
+    meta = {
+        "name": job,
+        "labels": labels,
+        "annotations": {**(opts.annotations or {}), ANNOTATION_ARRAY: json.dumps(record)},
+    }
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": spec}
 
 
 KubernetesOpts = Opts

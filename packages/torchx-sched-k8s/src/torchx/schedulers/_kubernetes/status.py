@@ -18,6 +18,7 @@ from torchx.schedulers._kubernetes.failure import (
     unix_time,
 )
 from torchx.schedulers._kubernetes.request import (
+    ANNOTATION_ARRAY,
     ANNOTATION_IMAGE_PULL_TIMEOUT,
     ANNOTATIONS_ATTEMPT,
     COUNT_ATTEMPTS,
@@ -37,6 +38,10 @@ from torchx.specs._attempts import Attempt
 from torchx.specs._failure import Failure, from_log_tail, root_cause
 from torchx.specs._timeline import Phase, Waiting
 from torchx.specs.api import NONE, AppState, ReplicaStatus, Role, RoleStatus, is_terminal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from torchx.specs._array import ArrayStatus
 
 __all__ = [
     "JOB_STATE",
@@ -632,6 +637,33 @@ def describe_batch(
     names = [role.name for role in roles]
     extra = [job_failure(labels_of(j).get(LABEL_ROLE_NAME, ""), j) for j in jobs]
     return _with_failure(response, jobs, collect, names, extra=extra, tail=tail)
+
+
+def sweep_status(jobs: list[dict[str, Any]], response: DescribeAppResponse) -> ArrayStatus | None:
+    """A sweep's elements (its Job's completion indices) with the values its annotation
+    keeps; None for any other app."""
+    raw = next(
+        (
+            ((j.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_ARRAY)
+            for j in jobs
+            if ANNOTATION_ARRAY in (((j.get("metadata") or {}).get("annotations")) or {})
+        ),
+        None,
+    )
+    if raw is None or not response.roles_statuses:
+        return None
+    import json
+
+    from torchx.specs._array import ArrayStatus
+
+    record = json.loads(raw)
+    replicas = sorted(response.roles_statuses[0].replicas, key=lambda r: r.id)
+    return ArrayStatus.of(
+        [r.state for r in replicas],
+        indices=record.get("indices"),
+        values=record.get("values"),
+        size=record.get("size"),
+    )
 
 
 def jobset_app_state(jobset: dict[str, Any], any_running: bool | None = None) -> AppState:
