@@ -5,12 +5,13 @@ log, a retry of the failed elements as a new Job of two."""
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 from typing import Any
 
 import pytest
 from torchx_testsupport.k8s.cluster import IMAGE
 from torchx_testsupport.k8s.running import batch
-from torchx_testsupport.sweep import COMPONENT
+from torchx_testsupport.sweep import COMPONENT, names_a_failed_element
 
 from torchx.runner import get_runner
 from torchx.specs import AppState
@@ -53,7 +54,7 @@ def test_a_2x2_sweep_is_one_indexed_job_and_its_retry_another(kube: Any, namespa
             ],
         }
         assert status.failure is not None
-        assert status.failure.message.startswith("sweep element 1 (lr=0.1, batch=16)")
+        assert names_a_failed_element(status.failure.replica_id, status.failure.message)
         for i, (lr, size) in enumerate([("0.1", 8), ("0.1", 16), ("0.2", 8), ("0.2", 16)]):
             lines = [line.split(" ", 1)[1] for line in runner.log_lines(handle, "train", i)]
             assert lines == [f"lr={lr} batch={size} index={i} size=4\n"], lines
@@ -88,5 +89,5 @@ def test_max_parallel_is_the_jobs_parallelism(kube: Any, namespace: str) -> None
         spans.append((ended.started_at, ended.finished_at))
     spans.sort()
     assert len(spans) == 3
-    for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
+    for (_, end), (start, _) in itertools.pairwise(spans):
         assert start >= end - dt.timedelta(seconds=1), spans  # one after another

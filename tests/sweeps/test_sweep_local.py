@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from torchx_testsupport.sweep import COMPONENT, most_at_once, train
+from torchx_testsupport.sweep import COMPONENT, most_at_once, names_a_failed_element, train
 
 from torchx.runner import get_runner
 from torchx.specs import AppState, app_array
@@ -67,7 +67,7 @@ def test_a_2x2_sweep_is_one_app_with_each_element_labelled(home: Path) -> None:
     }
     failure = status["failure"]
     assert isinstance(failure, dict)
-    assert failure["message"].startswith("sweep element 1 (lr=0.1, batch=16)")
+    assert names_a_failed_element(failure["replica_id"], failure["message"])
     text = _torchx("status", handle, cwd=home).stdout
     assert "    Sweep: 4 elements: 2 succeeded, 2 failed (1, 3)\n" in text
     listed = json.loads(_torchx("list", "-s", "local_cwd", "--json", cwd=home).stdout)

@@ -59,3 +59,17 @@ def most_at_once(record: str) -> int:
         running += 1 if line.startswith("start") else -1
         most = max(most, running)
     return most
+
+
+FAILED_2X2 = {
+    1: "sweep element 1 (lr=0.1, batch=16)",
+    3: "sweep element 3 (lr=0.2, batch=16)",
+}
+"""The failed elements of ``--sweep lr=0.1,0.2 --sweep batch=8,16`` with ``fail_batch``
+16, as a root cause names them; which fails first is the scheduler's timing."""
+
+
+def names_a_failed_element(replica_id: int, message: str) -> bool:
+    """Whether a 2x2 sweep's root cause (``replica_id``, ``message``) is one of its failed
+    elements, named with its values."""
+    return replica_id in FAILED_2X2 and message.startswith(FAILED_2X2[replica_id])

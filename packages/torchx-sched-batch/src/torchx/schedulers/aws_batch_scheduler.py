@@ -193,6 +193,8 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
 
         return readiness.checks(dict(cfg or {}))
 
+    supports_arrays = True  # a sweep is one array job (_aws_batch.array)
+
     def _run_opts(self) -> runopts:
         return Opts.as_runopts()
 
@@ -236,24 +238,34 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             container_extra["jobRoleArn"] = opts.job_role_arn
         if opts.execution_role_arn:
             container_extra["executionRoleArn"] = opts.execution_role_arn
-        num_nodes, ranges = jobdef.node_ranges(app, name, container_extra)
+        from torchx.specs._array import AppArray
+
+        if isinstance(app, AppArray):  # a sweep: one array job
+            from torchx.schedulers._aws_batch.array import array_job
+
+            container, submit = array_job(app, name, name, container_extra)
+        else:
+            num_nodes, ranges = jobdef.node_ranges(app, name, container_extra)
         tags = {
             TAG_TORCHX_VER: __version__,
             TAG_TORCHX_APPNAME: app.name,
             TAG_TORCHX_USER: str(opts.user),
             **{str(k): str(v) for k, v in app.metadata.items()},
         }
-        job_def: dict[str, Any] = {
-            "jobDefinitionName": name,
-            "type": "multinode",
-            "nodeProperties": {
-                "numNodes": num_nodes,
-                "mainNode": 0,
-                "nodeRangeProperties": ranges,
-            },
-            "retryStrategy": jobdef.retry_strategy(app),
-            "tags": tags,
-        }
+        job_def: dict[str, Any] = {"jobDefinitionName": name}
+        if isinstance(app, AppArray):
+            job_def.update(type="container", containerProperties=container)
+        else:
+            submit = {}
+            job_def.update(
+                type="multinode",
+                nodeProperties={
+                    "numNodes": num_nodes,
+                    "mainNode": 0,
+                    "nodeRangeProperties": ranges,
+                },
+            )
+        job_def.update(retryStrategy=jobdef.retry_strategy(app), tags=tags)
         if opts.share_id:
             job_def["schedulingPriority"] = int(opts.priority)
         request = BatchJob(
@@ -262,6 +274,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             share_id=opts.share_id,
             job_def=job_def,
             images_to_push=images_to_push,
+            submit=submit,
         )
         return AppDryRunInfo(request, str)
 
@@ -323,6 +336,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             "jobQueue": request.queue,
             "jobDefinition": job_def_arn,
             "tags": request.job_def["tags"],
+            **request.submit,
         }
         if request.share_id:
             submit["shareIdentifier"] = request.share_id
@@ -349,7 +363,12 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             filters=[{"name": "JOB_NAME", "values": [name]}],
         )
         try:
-            summaries = [s for page in pages for s in page if s["jobName"] == name]
+            summaries = [
+                s
+                for page in pages
+                for s in page
+                if s["jobName"] == name and ":" not in str(s.get("jobId", ""))  # not a child
+            ]
         except AWSBatchError as e:
             if e.code == "ClientException" and "queue" in str(e).lower():
                 return None  # no such queue: no such app
@@ -397,6 +416,12 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         found = self._job_and_nodes(app_id)
         if found is None:
             return None
+        from torchx.schedulers._aws_batch import array
+
+        if array.is_array(found[0]):  # a sweep: its children are its elements
+            parent = found[0]
+            children = self._describe_jobs(array.child_ids(parent))
+            return array.describe_array(app_id, parent, children, tail=self._log_tail)
         response = _state.describe_response(app_id, *found, tail=self._log_tail)
         parent, nodes = found
         first = next((n for n in nodes if str(n.get("jobId", "")).endswith("#0")), parent)
@@ -535,12 +560,21 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         if found is None:
             raise ValueError(f"unknown aws_batch app {app_id!r}: no such job in the queue")
         job, nodes = found
-        node_index = self._node_index(app_id, job, query.role_name, query.k)
         job_id = str(job["jobId"])
-        node_job_id = f"{job_id}#{node_index}"
+        from torchx.schedulers._aws_batch import array
+
+        if array.is_array(job):  # a sweep's element: its child job's stream
+            ids = array.child_ids(job)
+            if not 0 <= query.k < len(ids):
+                raise ValueError(f"sweep {app_id} has elements 0..{len(ids) - 1}; no {query.k}")
+            node_index, node_job_id, nodes = -1, ids[query.k], []
+        else:
+            node_index = self._node_index(app_id, job, query.role_name, query.k)
+            node_job_id = f"{job_id}#{node_index}"
         main_node = int((job.get("nodeProperties") or {}).get("mainNode") or 0)
-        # the first lookup answers from the DescribeJobs just made, later ones ask again
-        fresh: list[dict[str, Any]] | None = [job, *nodes]
+        # the first lookup answers from the DescribeJobs just made (a sweep's element: its
+        # child was not among them), later ones ask again
+        fresh: list[dict[str, Any]] | None = None if node_index < 0 else [job, *nodes]
 
         def locate() -> tuple[str | None, bool]:
             """(the node's stream, whether it has ended): at most one DescribeJobs call."""

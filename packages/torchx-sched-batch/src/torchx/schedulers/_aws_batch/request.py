@@ -415,6 +415,8 @@ class BatchJob:
     share_id: str | None
     job_def: dict[str, Any]
     images_to_push: dict[str, tuple[str, str]]
+    submit: dict[str, Any] = field(default_factory=dict)
+    """What ``SubmitJob`` takes besides the name, queue and definition (a sweep's array)."""
 
     def __str__(self) -> str:
         return json.dumps(asdict(self), indent=2, default=str)
