@@ -50,16 +50,18 @@ tool_venv "$venv" "$check" "${wanted[@]}"
 # its own: both nodes are on one machine. Jobs' entrypoints run `python` from the PATH Ray
 # started with: make it Ray's own.
 export PATH="$venv/bin:$PATH" RAY_USAGE_STATS_ENABLED=0
-rm -rf "$STATE/tmp"
-mkdir -p "$STATE/tmp"
+rm -rf "$STATE/tmp" "$STATE/tmp-worker"
+mkdir -p "$STATE/tmp" "$STATE/tmp-worker"
 start_daemon "$STATE/head.pid" "$STATE/head.log" \
   "$venv/bin/ray" start --head --block --num-cpus 2 --node-ip-address 127.0.0.1 \
   --port "$GCS_PORT" --dashboard-host 127.0.0.1 --dashboard-port "$PORT" \
   --disable-usage-stats --temp-dir "$STATE/tmp"
 wait_until 120 "$STATE/head.pid" "$STATE/head.log" "the Ray head node" dashboard_answers
+# The worker keeps its files apart, as a node on another machine does: two nodes sharing
+# one temp dir would each unpack a job's working dir over the other's.
 start_daemon "$STATE/worker.pid" "$STATE/worker.log" \
   "$venv/bin/ray" start --block --address "127.0.0.1:$GCS_PORT" --num-cpus 2 \
   --node-ip-address 127.0.0.1 --resources '{"worker_node": 4}' --disable-usage-stats \
-  --dashboard-agent-listen-port "$((PORT + 1))"
+  --dashboard-agent-listen-port "$((PORT + 1))" --temp-dir "$STATE/tmp-worker"
 wait_until 120 "$STATE/worker.pid" "$STATE/worker.log" "the Ray worker node" two_nodes
 echo "ray-up: Ray $VERSION at $URL, 2 nodes (pids $(cat "$STATE/head.pid") $(cat "$STATE/worker.pid"))"

@@ -23,6 +23,7 @@ from torchx_testsupport.ray import (
     DASHBOARD,
     GCS_ADDRESS,
     LOGS,
+    NODE_LOGS,
     RAY_PYTHON,
     alive_actors,
     dashboard_get,
@@ -220,11 +221,12 @@ def test_logs_still_read_once_ray_moved_them_to_old(runner: Any) -> None:
     assert wait(runner, handle).state == AppState.SUCCEEDED
     log = RayJobsClient(DASHBOARD).driver_log(job_id(handle))
     (running,) = [e for e in events(log) if e["event"] == "running"]
-    (LOGS / "old").mkdir(exist_ok=True)
     for name in (running["log_out"], running["log_err"]):
+        [logs] = [d for d in NODE_LOGS if (d / name).exists() or (d / "old" / name).exists()]
+        (logs / "old").mkdir(exist_ok=True)
         with contextlib.suppress(FileNotFoundError):  # Ray's monitor may have been first
-            (LOGS / name).rename(LOGS / "old" / name)
-        assert (LOGS / "old" / name).exists()
+            (logs / name).rename(logs / "old" / name)
+        assert (logs / "old" / name).exists()
     assert sorted(runner.log_lines(handle, "m", 0)) == ["err\n", "out\n"]
 
 

@@ -14,7 +14,9 @@ GCS_ADDRESS = f"127.0.0.1:{os.environ.get('TORCHX_TEST_RAY_GCS_PORT', '6390')}"
 _STATE = Path(os.environ.get("TORCHX_CI_STATE", "/tmp/torchx-ci")) / "ray"
 RAY_PYTHON = _STATE / "venv/bin/python"
 LOGS = _STATE / "tmp/session_latest/logs"
-"""The log directory both nodes write to (one machine, one temp dir)."""
+"""The head node's log directory."""
+NODE_LOGS = (LOGS, _STATE / "tmp-worker/session_latest/logs")
+"""Each node's log directory (one machine, a temp dir per node, as on two machines)."""
 
 
 def dashboard_get(path: str) -> Any:

@@ -35,6 +35,7 @@ from torchx.schedulers._docker import timing as _timing
 from torchx.schedulers._docker.request import (
     _COUNT_ATTEMPTS,
     LABEL_APP_ID,
+    LABEL_ARRAY,
     LABEL_CANCELLED,
     LABEL_PULLED,
     LABEL_REPLICA_ID,
@@ -84,6 +85,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import docker
 
+    from torchx.specs._array import ArrayStatus
     from torchx.specs._attempts import Attempt
     from torchx.specs._failure import Failure
     from torchx.util.readiness import ReadinessCheck
@@ -200,10 +202,38 @@ def _role_of(role_name: str, summary: dict[str, Any], num_replicas: int) -> Role
     return role
 
 
+def _array_of(summaries: list[dict[str, Any]]) -> dict[int, dict[str, Any]] | None:
+    """A sweep's elements by position (its containers' labels); None for another app."""
+    found: dict[int, dict[str, Any]] = {}
+    for summary in summaries:
+        container_labels = summary.get("Labels") or {}
+        raw = container_labels.get(LABEL_ARRAY)
+        if raw is None:
+            return None
+        found[int(container_labels.get(LABEL_REPLICA_ID, "0") or 0)] = json.loads(raw)
+    return found
+
+
+def _array_status(
+    array: dict[int, dict[str, Any]], roles_statuses: list[RoleStatus]
+) -> ArrayStatus:
+    from torchx.specs._array import ArrayStatus
+
+    replicas = sorted(roles_statuses[0].replicas, key=lambda r: r.id)
+    states = [AppState.PENDING if r.state == AppState.SUBMITTED else r.state for r in replicas]
+    return ArrayStatus.of(
+        states,
+        indices=[int(array[r.id].get("index", r.id)) for r in replicas],
+        values=[dict(array[r.id].get("values") or {}) for r in replicas],
+        size=int(next(iter(array.values())).get("size") or len(replicas)),
+    )
+
+
 class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     """Runs apps as containers on the Docker host of ``DOCKER_HOST`` (default: local)."""
 
     has_event_source = True  # wait_for_change: the daemon's event stream
+    supports_arrays = True  # a sweep: a container per element, K started at a time
 
     def __init__(self, session_name: str, docker_client: docker.DockerClient | None = None) -> None:
         super().__init__("docker", session_name, docker_client=docker_client)
@@ -283,9 +313,14 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             for container in request.containers:
                 current = str(container.kwargs.get("name", container.image))
                 created.append(self._create(container))
-            for container, container_id in zip(request.containers, created, strict=True):
+            now = created
+            if request.max_parallel is not None and request.max_parallel < len(created):
+                now = created[: request.max_parallel]  # a sweep: the rest in turn
+            for container, container_id in zip(request.containers, now, strict=False):
                 current = str(container.kwargs.get("name", container.image))
                 api.start(container_id)
+            if len(now) < len(created):
+                self._start_in_turn(request.app_id, len(now))
         except BaseException as e:
             self._remove_containers(created)
             if not isinstance(e, Exception):
@@ -297,6 +332,31 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                 " role's image, entrypoint or mounts and run again)"
             ) from e
         return request.app_id
+
+    @staticmethod
+    def _start_in_turn(app_id: str, permits: int) -> None:
+        """Leaves a detached process (``_docker.starter``) to start a sweep's other
+        elements as earlier ones end."""
+        import subprocess
+        import sys
+
+        from torchx.schedulers._docker.starter import log_path
+        from torchx.util._support.atomic import FILE_MODE, make_private_dirs
+
+        path = log_path(app_id)
+        make_private_dirs(os.path.dirname(path))
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, FILE_MODE)
+        try:
+            subprocess.Popen(
+                [sys.executable, "-m", "torchx.schedulers._docker.starter", app_id, str(permits)],
+                stdin=subprocess.DEVNULL,
+                stdout=fd,
+                stderr=fd,
+                start_new_session=True,
+                close_fds=True,
+            )
+        finally:
+            os.close(fd)
 
     @property
     def _image_api(self) -> Any:
@@ -467,7 +527,15 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                 )
             roles_statuses.append(RoleStatus(role_name, statuses))
             roles.append(_role_of(role_name, replicas[0][1], len(replicas)))
+        array = _array_of(summaries)
+        never_started = array is not None and any(s.get("State") == "created" for s in summaries)
+        if never_started and app_id in self._cancelled_apps(app_id):  # cancelled before
+            states = [AppState.CANCELLED if s == AppState.SUBMITTED else s for s in states]
         state = self._app_state(app_id, states)
+        if array is not None and not is_terminal(state):  # some wait for their turn
+            from torchx.specs._array import array_state
+
+            state = array_state(AppState.PENDING if s == AppState.SUBMITTED else s for s in states)
         if state == AppState.CANCELLED:  # a stopped container exits non-zero: not a failure
             for role_status in roles_statuses:
                 for replica in role_status.replicas:
@@ -485,6 +553,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             waiting=_timing.waiting_of(summaries) if state == AppState.PENDING else None,
             attempts=self._attempts(most_restarted) if most_restarted is not None else None,
             progress_tail=self._progress_tail(next(iter(by_role.values()))[0][1]["Id"]),
+            array=_array_status(array, roles_statuses) if array is not None else None,
         )
 
     def _attempts(self, summary: dict[str, Any]) -> list[Attempt]:

@@ -92,6 +92,8 @@ _Entries = list[tuple[str, str]]
 class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
     """Runs TorchX apps as Ray jobs (see the module docstring)."""
 
+    supports_arrays = True  # a sweep is one Ray job per element (_ray.sweep)
+
     def __init__(self, session_name: str, ray_client: Any = None) -> None:
         """``ray_client``: a ``ray.job_submission.JobSubmissionClient`` (or anything with
         ``get_address()``), as libraries built on upstream pass (codeflare-sdk, on
@@ -170,11 +172,31 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
 
     # -- submit ------------------------------------------------------------------------------
 
-    def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[RayJob]:
+    def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[Any]:
 
         opts = Opts.from_cfg(cfg)
         request.check_options(opts)
         app_id = make_unique(_job_name(app.name))
+        from torchx.specs._array import AppArray
+
+        if isinstance(app, AppArray):  # a sweep: one Ray job per element
+            from torchx.schedulers._ray import sweep
+
+            jobs = []
+            for p in range(len(app.elements)):
+                element = AppDef(name=app.name, roles=[app.element_role(p)], metadata=app.metadata)
+                job = self._job(element, f"{app_id}-{p}", opts)
+                job.metadata.update(sweep.element_metadata(app, app_id, p))
+                job.spec_on_entrypoint = True  # one runtime env for all the elements
+                gate = sweep.gate(app, app_id)
+                if gate is not None:
+                    job.spec["gate"] = gate
+                jobs.append(job)
+            return AppDryRunInfo(sweep.RaySweep(app_id, jobs), str)
+        return AppDryRunInfo(self._job(app, app_id, opts), str)
+
+    def _job(self, app: AppDef, app_id: str, opts: Opts) -> RayJob:
+        """The Ray job of ``app`` (submission id ``app_id``)."""
         directories = {r.image for r in app.roles if r.workspace}
         if opts.working_dir:
             directories = _legacy_working_dir(opts.working_dir, directories)
@@ -199,15 +221,20 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
             cluster_name=opts.cluster_name,
             actors=request.actors_of(app, app_id),
         )
-        return AppDryRunInfo(job, str)
+        return job
 
     def _validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal]) -> None:
         if not app.roles:
             raise ValueError(f"app {app.name!r} has no roles")
 
-    def schedule(self, dryrun_info: AppDryRunInfo[RayJob]) -> str:
-        """Uploads the working dir, submits the job, and returns ``host:port-<id>``."""
-        job = dryrun_info.request
+    def schedule(self, dryrun_info: AppDryRunInfo[Any]) -> str:
+        """Uploads the working dir, submits the job (a sweep: each element's, whole or not
+        at all), and returns ``host:port-<id>``."""
+        from torchx.schedulers._ray.sweep import RaySweep
+
+        found = dryrun_info.request
+        jobs = found.jobs if isinstance(found, RaySweep) else [found]
+        job = jobs[0]
         pip = (
             request.read_requirements(job.requirements) if job.requirements else []
         )  # now, not at dry run
@@ -217,7 +244,16 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
             name = request.pack_package(job.package_dir, package)
             if not client.has_package(name):
                 client.upload_package(name, package)
-        submission_id = client.submit(job.body(f"gcs://{name}", pip))
+        submitted: list[str] = []
+        try:
+            for each in jobs:
+                submitted.append(client.submit(each.body(f"gcs://{name}", pip)))
+        except BaseException:
+            if isinstance(found, RaySweep):
+                for done in submitted:
+                    client.stop(done)
+            raise
+        submission_id = found.sweep_id if isinstance(found, RaySweep) else submitted[0]
         prefix = jobs_api.address_in_app_id(job.address)
         return f"{prefix}-{submission_id}" if prefix else submission_id
 
@@ -256,7 +292,7 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
         client, job_id = self._located(app_id)
         found = self._job_and_events(client, job_id)
         if found is None:
-            return None
+            return self._describe_sweep(client, app_id, job_id)
         job, found_events = found
         metadata = {str(k): str(v) for k, v in (job.get("metadata") or {}).items()}
         state, message = _describe.app_state(job, found_events)
@@ -303,6 +339,50 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
             progress_tail=(functools.partial(self._replica_tail, client, first) if first else None),
         )
 
+    def _sweep_elements(
+        self, client: jobs_api.RayJobsClient, job_id: str
+    ) -> list[Mapping[str, Any]]:
+        """The element jobs of sweep ``job_id`` (none: not a sweep), from one listing."""
+        from torchx.schedulers._ray.sweep import elements_of
+
+        return elements_of(client.jobs(), job_id)
+
+    def _describe_sweep(
+        self, client: jobs_api.RayJobsClient, app_id: str, job_id: str
+    ) -> DescribeAppResponse | None:
+        """A sweep: its element jobs' states; a failed one's root cause from its own
+        ``describe``."""
+        from torchx.schedulers._ray.sweep import sweep_state
+
+        elements = self._sweep_elements(client, job_id)
+        if not elements:
+            return None
+        status, states = sweep_state(elements)
+        prefix = app_id[: -len(job_id)]
+        role = next(iter(_roles_of(elements[0].get("metadata") or {})), "role")
+        replicas = [ReplicaStatus(p, state, role, "") for p, state in enumerate(states)]
+        state = status.state()
+        response = DescribeAppResponse(
+            app_id=app_id,
+            state=state,
+            num_restarts=0,
+            ui_url=f"{client.shown}/#/jobs",
+            roles_statuses=[RoleStatus(role, replicas)],
+            roles=[Role(name=role, image="", num_replicas=len(elements))],
+            array=status,
+        )
+        failed = [p for p, s in enumerate(states) if s == AppState.FAILED]
+        if failed:
+            which = ", ".join(str(status.elements[p].index) for p in failed)
+            response.msg = f"{len(failed)} of {len(states)} elements failed: {which}"
+        if state == AppState.FAILED:
+            first = min(failed, key=lambda p: (elements[p].get("end_time") or 0, p))
+            element = self.describe(f"{prefix}{elements[first].get('submission_id')}")
+            if element is not None and element.failure is not None:
+                response.failure = element.failure
+                response.failure.replica_id = first
+        return response
+
     def _replica_tail(self, client: jobs_api.RayJobsClient, info: _describe.ReplicaInfo) -> str:
         """The end of a replica's last attempt: its stderr (a traceback, ``torchx.progress``
         reports), else its stdout; the last lines only, as Ray's log API reads them from
@@ -328,10 +408,29 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
     def _list(self, cfg: Mapping[str, CfgVal] | None, since: float | None) -> _Rows:
         client = self._client(Opts.from_cfg(cfg or {}).dashboard_address)
         prefix = jobs_api.address_in_app_id(client.address)
+        from torchx.schedulers._ray.sweep import META_SWEEP, elements_of, sweep_state
+
         rows = []
         jobs = sorted(client.jobs(), key=lambda j: j.get("start_time") or 0)
+        sweeps_seen: set[str] = set()
         for job in jobs:
             metadata = job.get("metadata") or {}
+            sweep_id = metadata.get(META_SWEEP)
+            if sweep_id:  # a sweep's element: the sweep is one row
+                if sweep_id in sweeps_seen:
+                    continue
+                sweeps_seen.add(sweep_id)
+                if since is not None and (job.get("start_time") or 0) / 1000 < since:
+                    continue
+                status, _ = sweep_state(elements_of(jobs, sweep_id))
+                rows.append(
+                    ListAppResponse(
+                        app_id=f"{prefix}-{sweep_id}" if prefix else str(sweep_id),
+                        state=status.state(),
+                        name=str(metadata.get("torchx.app") or ""),
+                    )
+                )
+                continue
             app_id = metadata.get(request.META_APP_ID)
             if not app_id or job.get("submission_id") != app_id:
                 continue
@@ -354,6 +453,12 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
 
     def _cancel_existing(self, app_id: str) -> None:
         client, app_id = self._located(app_id)
+        try:
+            client.job(app_id)
+        except jobs_api.RayNotFoundError:  # a sweep: each element's job
+            for element in self._sweep_elements(client, app_id):
+                client.stop(str(element.get("submission_id")))
+            return
         client.stop(app_id)
         deadline = time.monotonic() + 5
         status = ""
@@ -386,6 +491,17 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
         role_name, k, since, until = query.role_name, query.k, query.since, query.until
         suffixes = {"stdout": ["out"], "stderr": ["err"]}.get(query.stream, ["out", "err"])
         client, job_id = self._located(query.app_id)
+        try:
+            client.job(job_id)
+        except jobs_api.RayNotFoundError:  # a sweep: element k's job, its one replica
+            elements = self._sweep_elements(client, job_id)
+            if not elements:
+                raise ValueError(f"unknown Ray job {job_id!r} (see `torchx list -s ray`)") from None
+            if not 0 <= k < len(elements):
+                raise ValueError(
+                    f"sweep {query.app_id} has elements 0..{len(elements) - 1}; no {k}"
+                ) from None
+            job_id, k = str(elements[k].get("submission_id")), 0
         seen: dict[tuple[str, str], int] = {}
         unread_since: float | None = None
         while True:

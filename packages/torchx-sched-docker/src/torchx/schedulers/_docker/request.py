@@ -116,12 +116,19 @@ class DockerContainer:
     kwargs: dict[str, Any] = field(default_factory=dict)
 
 
+LABEL_ARRAY = f"{labels.DOMAIN}/array"
+"""A sweep element's container: its index in the sweep, its values and the sweep's size
+(JSON)."""
+
+
 @dataclass
 class DockerJob:
     """The request of ``local_docker``: the app id and one container per replica."""
 
     app_id: str
     containers: list[DockerContainer]
+    max_parallel: int | None = None
+    """A sweep's: at most this many of its containers (its elements) run at once."""
 
     def __str__(self) -> str:
         docs = [
@@ -204,6 +211,9 @@ def assemble(app: AppDef, opts: Opts) -> DockerJob:
     app_id = _app_id_for(app.name)
     rank0_host = _container_name(app_id, app.roles[0].name, 0)
     containers: list[DockerContainer] = []
+    from torchx.specs._array import AppArray
+
+    array = app if isinstance(app, AppArray) else None
     for role in app.roles:
         _check_env_names(role.env, f"the env of role `{role.name}`")
         resource = role.resource
@@ -239,11 +249,16 @@ def assemble(app: AppDef, opts: Opts) -> DockerJob:
         shared_command = json.dumps([entrypoint, *shared[0]]) if shared else None
         name_prefix = _container_name_prefix(app_id, role_name)
         privileged = bool(opts.privileged)
-        for replica_id in range(role.num_replicas):
+        count = len(array.elements) if array is not None else role.num_replicas
+        for replica_id in range(count):
             rid = str(replica_id)
             name = f"{name_prefix}-{rid}"
-            if shared is None:
-                mapping["replica_id"] = rid
+            mapping["replica_id"] = rid
+            if array is not None:  # a sweep's element: its own args and env
+                element = array.element_role(replica_id)
+                _check_env_names(element.env, f"the env of role `{role.name}`")
+                args, env = ReplicaMacros(element.args, {**base_env, **element.env}).apply(mapping)
+            elif shared is None:
                 args, env = subst.apply(mapping)
             else:
                 args, env = shared[0], dict(shared[1])
@@ -260,7 +275,8 @@ def assemble(app: AppDef, opts: Opts) -> DockerJob:
                     labels.APP_NAME: app.name,
                     LABEL_ROLE_NAME: role_name,
                     LABEL_REPLICA_ID: rid,
-                    labels.COMMAND: shared_command or json.dumps([entrypoint, *args]),
+                    labels.COMMAND: (shared_command if array is None else None)
+                    or json.dumps([entrypoint, *args]),
                 },
                 "network": NETWORK,
                 "privileged": privileged,
@@ -273,5 +289,19 @@ def assemble(app: AppDef, opts: Opts) -> DockerJob:
             if role.max_retries > 0:  # Docker restarts it in place: count in the container
                 command = [*_COUNT_ATTEMPTS, *command]
                 kwargs["labels"][LABEL_RESTARTABLE] = "1"
+            if array is not None:
+                element_of = array.elements[replica_id]
+                kwargs["labels"][LABEL_ARRAY] = json.dumps(
+                    {
+                        "index": element_of.index,
+                        "values": element_of.values,
+                        "size": array.size or count,
+                    },
+                    separators=(",", ":"),
+                )
             containers.append(DockerContainer(image, command, kwargs))
-    return DockerJob(app_id=app_id, containers=containers)
+    return DockerJob(
+        app_id=app_id,
+        containers=containers,
+        max_parallel=array.max_parallel if array is not None else None,
+    )

@@ -305,11 +305,56 @@ class App:
         return list(range(len(self.slots)))
 
 
+@ray.remote(num_cpus=0)
+class Gate:
+    """A sweep's ``max_parallel``: ``permits`` elements run at once; it ends itself once
+    each of the sweep's ``total`` drivers said it is done."""
+
+    def __init__(self, permits: int, total: int) -> None:
+        self.free = permits
+        self.left = total
+
+    def acquire(self) -> bool:
+        if self.free <= 0:
+            return False
+        self.free -= 1
+        return True
+
+    def done(self, held: bool) -> None:
+        self.free += 1 if held else 0
+        self.left -= 1
+        if self.left <= 0:
+            ray.actor.exit_actor()
+
+
+def gate_of(spec: dict[str, Any]) -> Any:
+    """The sweep's gate, made by whichever of its drivers comes first."""
+    return Gate.options(  # type: ignore[attr-defined]
+        name=spec["name"], namespace=NAMESPACE, lifetime="detached", get_if_exists=True
+    ).remote(int(spec["permits"]), int(spec["total"]))
+
+
+def take_turn(app: App, gate: Any, permits: int) -> None:
+    """Waits for a permit of the sweep's gate."""
+    noted = False
+    while not ray.get(gate.acquire.remote()):
+        if not noted:
+            event("waiting_turn", permits=permits)
+            noted = True
+        app.parent.check()
+        time.sleep(POLL_S)
+
+
 def main() -> int:
     app = App(json.loads(os.environ[ENV_JOB]))
     ray.init(log_to_driver=False, namespace=NAMESPACE)
     event("started", app_id=app.app_id, replicas=len(app.slots))
+    gate, held = None, False
     try:
+        if app.spec.get("gate"):  # an element of a sweep run K at a time
+            gate = gate_of(app.spec["gate"])
+            take_turn(app, gate, int(app.spec["gate"]["permits"]))
+            held = True
         code = app.run()
     except Orphaned:
         event("orphaned")
@@ -318,6 +363,9 @@ def main() -> int:
     finally:
         if app.pg is not None:
             remove_placement_group(app.pg)
+        if gate is not None:
+            with contextlib.suppress(Exception):
+                ray.get(gate.done.remote(held), timeout=10)
     event("finished", code=code)
     return code
 

@@ -131,6 +131,11 @@ class RayJob:
     requirements: str | None = None
     cluster_name: str | None = None
     actors: list[RayActor] = field(default_factory=list)
+    spec_on_entrypoint: bool = False
+    """The driver's spec on the entrypoint's command line, not in the runtime env: the
+    jobs of a sweep then share one runtime env, which each node sets up once (Ray unpacks
+    a working dir again for every other runtime env that asks for it at the same moment,
+    under the feet of a job already started in it)."""
 
     @property
     def app_id(self) -> str:
@@ -160,19 +165,30 @@ class RayJob:
         if requirements:
             runtime_env["pip"] = [*runtime_env.get("pip", []), *requirements]
         runtime_env["working_dir"] = package_uri
-        env_vars = dict(runtime_env.get("env_vars") or {})
-        env_vars[ENV_JOB] = json.dumps(self.spec, separators=(",", ":"))
-        runtime_env["env_vars"] = env_vars
+        spec = json.dumps(self.spec, separators=(",", ":"))
+        entrypoint = self.entrypoint
+        if self.spec_on_entrypoint:
+            import shlex
+
+            entrypoint = f"{ENV_JOB}={shlex.quote(spec)} {entrypoint}"
+        else:
+            env_vars = dict(runtime_env.get("env_vars") or {})
+            env_vars[ENV_JOB] = spec
+            runtime_env["env_vars"] = env_vars
         return {
             "submission_id": self.submission_id,
-            "entrypoint": self.entrypoint,
+            "entrypoint": entrypoint,
             "runtime_env": runtime_env,
             "metadata": self.metadata,
         }
 
     def __str__(self) -> str:
         shown = self.body(f"gcs://_ray_pkg_<hash>.zip (uploaded at submit: {self.package_what()})")
-        shown["runtime_env"]["env_vars"][ENV_JOB] = self.spec
+        if self.spec_on_entrypoint:
+            shown["entrypoint"] = self.entrypoint
+            shown[ENV_JOB] = self.spec
+        else:
+            shown["runtime_env"]["env_vars"][ENV_JOB] = self.spec
         if self.requirements:
             shown["runtime_env"]["pip (read at submit)"] = self.requirements
         return json.dumps({"dashboard": self.address, **shown}, indent=2)
