@@ -303,7 +303,8 @@ def test_reasons_that_can_never_be_met_say_so() -> None:
 
 def test_squeue_list_rows_recorded_from_22_05() -> None:
     """``torchx list`` reads only id, heterogeneous leader, state and name from squeue's
-    text form (recorded: two single jobs and one two-component heterogeneous job)."""
+    text form (recorded: two single jobs, one two-component heterogeneous job, a pending
+    one, and a sweep's array: its pending rest and a running task, listed with it)."""
     from torchx.schedulers._slurm.parse import parse_squeue_list
 
     rows = parse_squeue_list(fixture("squeue-list-22.05.txt"))
@@ -313,12 +314,15 @@ def test_squeue_list_rows_recorded_from_22_05() -> None:
         ("222", "222", 0, "COMPLETED", "train:trainer-0"),
         ("223", "222", 1, "COMPLETED", "train:trainer-1"),
         ("224", "224", 0, "PENDING", "wait:wait-0"),
+        ("225", "225", 0, "PENDING", "sweep:train-array-0"),
+        ("226", "225", 0, "RUNNING", "sweep:train-array-0"),
     ]
-    assert [r.reason for r in rows] == ["", "", "", "", "Priority"]  # why 224 waits
+    assert [r.reason for r in rows][:5] == ["", "", "", "", "Priority"]  # why 224 waits
     groups = leaders(rows)
-    assert sorted(groups) == ["220", "221", "222", "224"] and len(groups["222"]) == 2
+    assert sorted(groups) == ["220", "221", "222", "224", "225"] and len(groups["222"]) == 2
+    assert len(groups["225"]) == 2  # a sweep: one row
     import time
 
     submitted = time.mktime(time.strptime("2026-11-25T17:01:00", "%Y-%m-%dT%H:%M:%S"))
     later = [r.job_id for r in parse_squeue_list(fixture("squeue-list-22.05.txt"), submitted)]
-    assert later == ["222", "223", "224"], "only the jobs submitted since then"
+    assert later == ["222", "223", "224", "225", "226"], "only the jobs submitted since then"

@@ -470,6 +470,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                     for summary in page
                     # TorchX names the job definition like the job: skip others unread
                     if _job_def_name(summary) == summary.get("jobName")
+                    and ":" not in str(summary["jobId"])  # a sweep's child: its array is listed
                     and (states is None or _may_be_in(summary, states))
                 ]
                 for job in self._describe_jobs(ids):
