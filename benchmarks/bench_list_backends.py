@@ -221,7 +221,9 @@ class Ray(Backend):
         return [PY, "-c", HTTP_GET, "http://127.0.0.1:8265/api/jobs/"]
 
     def own_status(self) -> list[str]:
-        job = self.handles[0].rpartition("/")[2]
+        from torchx.schedulers._ray.client import split_app_id
+
+        _, job = split_app_id(self.handles[0].rpartition("/")[2])  # `ADDRESS-JOB` -> JOB
         return [PY, "-c", HTTP_GET, f"http://127.0.0.1:8265/api/jobs/{job}"]
 
 

@@ -90,3 +90,14 @@ def test_max_parallel_one_asks_for_sequential_children_and_others_are_refused(
             {"queue": batch_queue}, max_parallel=2,
         )  # fmt: skip
     assert "\n" not in str(e.value)
+
+
+def test_a_sweep_of_1000_is_one_array_job(runner: Any, batch_queue: str) -> None:
+    """One SubmitJob for a thousand elements (the request; the emulator would start a
+    thousand containers)."""
+    info = runner.dryrun_sweep(
+        COMPONENT, {"image": IMAGE}, {"batch": [str(n) for n in range(1000)]}, "aws_batch",
+        {"queue": batch_queue},
+    )  # fmt: skip
+    assert info.request.submit["arrayProperties"] == {"size": 1000}
+    assert info.request.job_def["type"] == "container"

@@ -91,3 +91,23 @@ def test_max_parallel_is_the_jobs_parallelism(kube: Any, namespace: str) -> None
     assert len(spans) == 3
     for (_, end), (start, _) in itertools.pairwise(spans):
         assert start >= end - dt.timedelta(seconds=1), spans  # one after another
+
+
+def test_a_sweep_of_1000_is_one_job(kube: Any, namespace: str) -> None:
+    """One API call for a thousand elements: a single Indexed Job; status reads them all."""
+    with get_runner() as runner:
+        handle = runner.run_sweep(
+            COMPONENT,
+            {"image": IMAGE, "hold": 60},
+            {"batch": [str(n) for n in range(1000)]},
+            "kubernetes",
+            batch(namespace),
+            max_parallel=1,
+        )
+        [job] = _jobs(kube, namespace)
+        assert (job.spec.completions, job.spec.parallelism) == (1000, 1)
+        status = runner.status(handle)
+        assert status is not None and status.array is not None
+        assert len(status.array.elements) == 1000
+        assert status.array.elements[999].values == {"batch": "999"}
+        runner.cancel(handle)

@@ -164,3 +164,24 @@ def test_the_python_api_runs_a_sweep_and_a_list_of_apps(home: Path) -> None:
         assert [e.index for e in again.array.elements] == [0, 1, 2]
         with pytest.raises(ValueError, match="pass the apps again"):
             runner.retry_failed(apps_handle)
+
+
+def test_stdin_json_takes_a_sweep(home: Path) -> None:
+    """``torchx run --stdin``: the same sweep as the flags, from ``sweep`` and
+    ``max_parallel`` keys."""
+    request = {
+        "component_name": COMPONENT,
+        "scheduler": "local_cwd",
+        "scheduler_args": {},
+        "component_args_str": ["--fail_batch", "16"],
+        "sweep": {"batch": ["8", "16"]},
+        "max_parallel": 1,
+    }
+    run = subprocess.run(
+        [TORCHX, "run", "--stdin"], input=json.dumps(request), cwd=home,
+        env={**os.environ, "LOGLEVEL": "WARNING"}, capture_output=True, text=True,
+        timeout=120, check=False,
+    )  # fmt: skip
+    assert run.returncode == 1, run.stderr
+    array = _status(run.stdout.splitlines()[0], home)["array"]
+    assert isinstance(array, dict) and array["failed"] == [1] and array["size"] == 2
