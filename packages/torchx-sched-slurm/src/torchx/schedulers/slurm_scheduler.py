@@ -26,7 +26,7 @@ replica's two log files are followed as one stream by ``_shared.log_files.follow
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from torchx.schedulers._slurm import commands, parse, records
@@ -222,6 +222,27 @@ def _user(via: SshTarget | None) -> str:
                 )
             _USERS[via] = out.strip()
     return _USERS[via]
+
+
+def _each_array(
+    req: SlurmBatchRequest, sbatch: Callable[[list[str]], str], via: SshTarget | None = None
+) -> str:
+    """Submits the request with ``sbatch(cmd)``: once, or a sweep's arrays one by one (a
+    later one names the first); their job ids, ``FIRST,SECOND``. A sweep is submitted whole
+    or not at all."""
+    if req.array is None:
+        return sbatch(req.cmd)
+    from torchx.schedulers._slurm.array_request import array_commands
+
+    job_ids: list[str] = []
+    try:
+        for c in range(len(req.array.chunks())):
+            job_ids.append(sbatch(array_commands(req, job_ids)[c]))
+    except BaseException:
+        if job_ids:
+            commands.run_once(["scancel", *job_ids], via=via)
+        raise
+    return ",".join(job_ids)
 
 
 def _check_owner(app_id: str, job_id: str, via: SshTarget | None) -> None:
@@ -470,11 +491,6 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
         cache = opts.container_cache
         from torchx.specs._array import AppArray
 
-        array_limit = 0
-        if isinstance(app, AppArray):  # a sweep: one more call, to split it where it must
-            from torchx.schedulers._slurm.arrays import max_array_size
-
-            array_limit = max_array_size(via)
         request = assemble(
             app,
             opts,
@@ -491,9 +507,19 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
             )
             if mode == "oci"
             else None,
-            max_array_size=array_limit,
         )
-        return AppDryRunInfo(request, repr)
+        from torchx.schedulers._slurm.array_request import SlurmArray, max_array_size, shown
+
+        if isinstance(app, AppArray):  # a sweep: one more call, to split it where it must
+            request.array = SlurmArray(
+                size=len(app.elements),
+                max_parallel=app.max_parallel,
+                max_array_size=max_array_size(via),
+                indices=app.indices(),
+                values=app.values(),
+                sweep_size=app.size or len(app.elements),
+            )
+        return AppDryRunInfo(request, shown)
 
     # -- submit -----------------------------------------------------------------------------
 
@@ -536,22 +562,12 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
         return job_id
 
     def _sbatch(self, req: SlurmBatchRequest) -> str:
-        if req.array is None:
-            return self._sbatch_one(req, req.cmd)
-        from torchx.schedulers._slurm.arrays import array_commands
-
-        job_ids: list[str] = []
-        try:
-            for c in range(len(req.array.chunks())):
-                job_ids.append(self._sbatch_one(req, array_commands(req, job_ids)[c]))
-        except BaseException:
-            if job_ids:  # a sweep is submitted whole or not at all
-                commands.run_once(["scancel", *job_ids])
-            raise
-        return ",".join(job_ids)
+        return _each_array(req, lambda cmd: self._sbatch_one(req, cmd))
 
     def _sbatch_one(self, req: SlurmBatchRequest, cmd: list[str]) -> str:
-        script = req.materialize().encode("utf-8", "surrogateescape")
+        from torchx.schedulers._slurm.array_request import script_of
+
+        script = script_of(req).encode("utf-8", "surrogateescape")
         argv = list(cmd)
         # the script and the logs (written by Slurm with the umask sbatch passes on) are
         # private, as TORCHX_HOME is; a team exports SLURM_UMASK (e.g. 0027) to share them
@@ -585,24 +601,31 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
         assert via is not None
         staged = self._staged.pop(req.job_dir, None) if req.job_dir is not None else None
         token = secrets.token_hex(16)
-        script = req.materialize().encode("utf-8", "surrogateescape")
+        from torchx.schedulers._slurm.array_request import script_of
+
+        script = script_of(req).encode("utf-8", "surrogateescape")
         env = {"SLURM_UMASK": os.environ.get("SLURM_UMASK", "0077")}
         made = None
         try:
+            stdin: bytes | None = None
             if req.job_dir is not None:
                 made = remote.make_job_dir(via, req.job_dir, token)
                 remote.send_files(via, made, staged, {SCRIPT_NAME: script})
-                argv = [*req.cmd, f"--chdir={made}", f"{made}/{SCRIPT_NAME}"]
+                after = [f"--chdir={made}", f"{made}/{SCRIPT_NAME}"]
                 log_dir = made
-                code, out, err = commands.run_through_outages(
-                    argv, "Slurm (sbatch)", env=env, resend=False, via=via
-                )
             else:
                 log_dir = remote.home(via)  # sbatch runs there: the job and its logs do too
-                code, out, err = commands.run_through_outages(
-                    req.cmd, "Slurm (sbatch)", stdin=script, env=env, resend=False, via=via
-                )
-            job_id = _job_id_of(code, out, err)
+                after, stdin = [], script
+
+            def sbatch(cmd: list[str]) -> str:
+                return _job_id_of(
+                    *commands.run_through_outages(
+                        [*cmd, *after], "Slurm (sbatch)", stdin=stdin, env=env, resend=False,
+                        via=via,
+                    )
+                )  # fmt: skip
+
+            job_id = _each_array(req, sbatch, via)
         except BaseException:
             if made is not None:
                 remote.remove_dir(via, made, token)

@@ -11,6 +11,10 @@ import os
 import sys
 import time
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 POLL_S = 0.5
 _BUSY = ("running", "restarting", "paused")
 
@@ -21,20 +25,32 @@ def log_path(app_id: str) -> str:
     return os.path.join(torchx_home(), "local_docker", f"{app_id}.starter.log")
 
 
+def _api() -> Any:
+    """The daemon's API, as the scheduler reaches it (its light client, else the SDK's)."""
+    from torchx.schedulers._docker import engine, retry
+
+    light = engine.from_env()
+    if light is not None:
+        return retry.RetryingApi(light, light.address)
+    import docker
+
+    return retry.RetryingApi(docker.from_env().api, "DOCKER_HOST")
+
+
 def start_in_turn(app_id: str, permits: int) -> None:
     """Starts the app's created containers in position order, at most ``permits``
-    running at once, until none is left to start."""
-    from torchx.schedulers.docker_scheduler import LABEL_REPLICA_ID, create_scheduler
+    running at once, until none is left to start (or the app was cancelled)."""
+    from torchx.schedulers._docker.request import LABEL_APP_ID, LABEL_CANCELLED, LABEL_REPLICA_ID
 
-    scheduler = create_scheduler("torchx")
-    api = scheduler._api
+    api = _api()
+    cancelled = {"label": [f"{LABEL_APP_ID}={app_id}", LABEL_CANCELLED]}
     while True:
-        found = scheduler._containers(app_id)
+        found = api.containers(all=True, filters={"label": [f"{LABEL_APP_ID}={app_id}"]})
         waiting = sorted(
             (s for s in found if s.get("State") == "created"),
             key=lambda s: int((s.get("Labels") or {}).get(LABEL_REPLICA_ID, "0") or 0),
         )
-        if not waiting or app_id in scheduler._cancelled_apps(app_id):
+        if not waiting or (api.volumes(filters=cancelled) or {}).get("Volumes"):
             return
         busy = sum(1 for s in found if s.get("State") in _BUSY)
         for summary in waiting[: max(0, permits - busy)]:

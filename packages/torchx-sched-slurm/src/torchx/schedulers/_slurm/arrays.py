@@ -1,200 +1,29 @@
-"""A sweep on Slurm: one job array (``sbatch --array=0-(N-1)%K``), split into several
-arrays under one app id (``FIRST,SECOND``) when it has more elements than the cluster's
-``MaxArraySize`` allows.
-
-Every array task runs the same batch script; the script picks its element from its
-position (``TORCHX_ARRAY_OFFSET`` + ``SLURM_ARRAY_TASK_ID``) and runs it with ``srun``, its
-logs named by the first array's id and the element's position
-(``slurm-<id>-<role>-<position>.out``), as a replica's are. The arrays are named
-``<app>:<role>-array-<offset>``: the name tells ``describe`` that a job is a sweep and
-where its elements start, with no record needed.
+"""A sweep on Slurm as ``describe`` reads it: each element's state from the tasks of its
+arrays (:mod:`torchx.schedulers._slurm.array_request` submits them). The arrays are named
+``<app>:<role>-array-<offset>``: the name tells that a job is a sweep and where its
+elements start, with no record needed; the record adds the elements' values.
 """
 
 from __future__ import annotations
 
 from torchx.schedulers._slurm import commands
 from torchx.schedulers._slurm.parse import base_state, slurm_time
-from torchx.util._startup.lazy_dataclass import dataclass, field
+from torchx.util._startup.lazy_dataclass import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
     from torchx.schedulers._slurm.records import JobRecord
-    from torchx.schedulers._slurm.request import SlurmBatchRequest
     from torchx.schedulers._slurm.ssh import SshTarget
     from torchx.schedulers.api import DescribeAppResponse
     from torchx.specs._failure import Failure
     from torchx.specs._status import AppState
 
-__all__ = [
-    "ARRAY_ROLE_SUFFIX",
-    "SlurmArray",
-    "array_commands",
-    "array_script",
-    "describe_array",
-    "is_array_name",
-    "max_array_size",
-]
+__all__ = ["ARRAY_ROLE_SUFFIX", "describe_array", "is_array_name"]
 
 ARRAY_ROLE_SUFFIX = "-array"
 """A sweep's job name is ``<app>:<role>-array-<offset>``."""
-_APP = '"$app"'
-"""The app id (the first array's job id) in the script: what the job-id mark becomes."""
-_DEFAULT_MAX_ARRAY_SIZE = 1001  # Slurm's default
-
-
-@dataclass
-class SlurmArray:
-    """A sweep's arrays: ``size`` elements, at most ``max_parallel`` running, in arrays of
-    at most ``max_array_size`` tasks (0: one array); each element's sweep index and values
-    for ``describe``."""
-
-    size: int
-    max_parallel: int | None = None
-    max_array_size: int = 0
-    indices: list[int] = field(default_factory=list)
-    values: list[dict[str, str]] = field(default_factory=list)
-    sweep_size: int = 0
-
-    def chunks(self) -> list[tuple[int, int]]:
-        """``(offset, count)`` of each array, in submission order."""
-        step = self.max_array_size if self.max_array_size > 0 else self.size
-        return [(start, min(step, self.size - start)) for start in range(0, self.size, step)]
-
-    def to_record(self) -> str:
-        """What the job record keeps of it (JSON, read by :func:`describe_array`)."""
-        import json
-
-        return json.dumps(
-            {
-                "size": self.size,
-                "indices": self.indices,
-                "values": self.values,
-                "sweep_size": self.sweep_size,
-            }
-        )
-
-
-def max_array_size(via: SshTarget | None) -> int:
-    """The cluster's ``MaxArraySize`` (``scontrol show config``); Slurm's default if it
-    does not say."""
-    code, out, _ = commands.run_through_outages(["scontrol", "show", "config"], via=via)
-    if code == 0:
-        for line in out.splitlines():
-            key, _, value = line.partition("=")
-            if key.strip() == "MaxArraySize" and value.strip().isdigit():
-                return int(value.strip())
-    return _DEFAULT_MAX_ARRAY_SIZE
-
-
-def job_name(req: SlurmBatchRequest, offset: int) -> str:
-    first = next(iter(req.replicas.values()))
-    return f"{first.name}-{offset}"
-
-
-def array_commands(req: SlurmBatchRequest, job_ids: list[str]) -> list[list[str]]:
-    """The ``sbatch`` command of each array; ``job_ids`` are those of the arrays submitted
-    so far (the later arrays name the first, and with ``max_parallel`` wait for the one
-    before; a dry run shows placeholders)."""
-    array = req.array
-    assert array is not None
-    throttle = f"%{array.max_parallel}" if array.max_parallel else ""
-    cmds = []
-    for c, (offset, count) in enumerate(array.chunks()):
-        cmd = [*req.cmd, f"--array=0-{count - 1}{throttle}"]
-        if c > 0:
-            first = job_ids[0] if job_ids else "FIRST_ARRAY_ID"
-            cmd += [
-                f"--job-name={job_name(req, offset)}",
-                f"--export=ALL,TORCHX_ARRAY_OFFSET={offset},TORCHX_ARRAY_APP={first}",
-            ]
-            if array.max_parallel:  # at most K at once over all the arrays: one after another
-                before = job_ids[c - 1] if len(job_ids) >= c else "PREVIOUS_ARRAY_ID"
-                cmd.append(f"--dependency=afterany:{before}")
-        cmds.append(cmd)
-    return cmds
-
-
-def array_script(req: SlurmBatchRequest) -> str:
-    """The batch script every task of the sweep's arrays runs: it finds its element by its
-    position and runs it as a replica runs (its env from a private file, ``srun`` with
-    the element's logs); a failed element is requeued while ``max_retries`` last."""
-    from shlex import join
-
-    from torchx.schedulers._slurm.request import (
-        APP_ID_MARK,
-        _requeue,
-        _shell_word,
-        safe_name,
-        sbatch_value,
-    )
-    from torchx.settings import ENV_TORCHX_ATTEMPT
-    from torchx.version import __version__
-
-    replicas = list(req.replicas.values())
-    sbatch_args, _ = replicas[0].materialize()
-    sbatch_args = [a for a in sbatch_args if not a.startswith("--job-name=")]
-    log_prefix = f"{req.log_dir.replace('%', '%%')}/" if req.log_dir else ""
-    output = sbatch_value("the log directory", f"{log_prefix}slurm-%A_%a.out")
-    name = sbatch_value("job name", job_name(req, 0))
-    lines = [
-        "#!/bin/bash",
-        "#",
-        f"# Generated by TorchX {__version__}: a sweep of {len(replicas)} elements",
-        f"# Run with: {join(req.cmd)} --array=...",
-        "#",
-        f"#SBATCH --job-name={name} {' '.join(sbatch_args)} --output={output} --open-mode=append",
-        "set -e",
-        "",
-        "export PYTHONUNBUFFERED=1",
-        "export SLURM_UNBUFFEREDIO=1",
-        f"export TORCHX_MAX_RETRIES={int(req.max_retries)}",
-        f'export {ENV_TORCHX_ATTEMPT}="${{SLURM_RESTART_COUNT:-0}}"',
-        "pos=$(( ${TORCHX_ARRAY_OFFSET:-0} + SLURM_ARRAY_TASK_ID ))",
-        'app="${TORCHX_ARRAY_APP:-$SLURM_ARRAY_JOB_ID}"',
-        "",
-        "set +e",
-        'case "$pos" in',
-    ]
-    for p, replica in enumerate(replicas):
-        env_dir = f"{req.log_dir or '.'}/.torchx-env-{APP_ID_MARK}-{p}"
-        _, srun_args = replica.materialize(env_dir, job_id=_APP)
-        lines.append(f"{p})")
-        if replica.env:
-            lines += [
-                f"    envdir={_shell_word(env_dir, _APP)}",
-                f"    (umask 077 && mkdir -p -- \"$envdir\" && printf '%s\\n'"
-                f" {' '.join(replica.env_file(job_id=_APP))}"
-                f' >"$envdir"/{_shell_word(safe_name(replica.name))})',
-            ]
-        lines.append("    srun " + " ".join(srun_args))
-        lines.append("    exitcode=$?")
-        if replica.env:
-            lines.append('    rm -rf -- "$envdir"')
-        lines.append("    ;;")
-    logs = _shell_word(f"{req.log_dir}/" if req.log_dir else "./")
-    batch_log = f'{logs}slurm-"$SLURM_ARRAY_JOB_ID"_"$SLURM_ARRAY_TASK_ID".out'
-    lines += [
-        '*) echo "torchx: no element at position $pos of this sweep" >&2; exit 2 ;;',
-        "esac",
-        "",
-        'echo "job exited with code $exitcode"',
-        "if [ $exitcode -eq 0 ]; then",
-        "    exit 0",
-        "fi",
-        f"retries=$(grep -c '^torchx: requeueing: FAILED' {batch_log} 2>/dev/null)",
-        'retries="${retries:-0}"',
-        'if [ "$TORCHX_MAX_RETRIES" -gt "$retries" ]; then',
-        *_requeue(
-            "FAILED (exit code $exitcode; retry $((retries + 1)) of $TORCHX_MAX_RETRIES)",
-            "FAILED",
-        ),
-        "fi",
-        "exit $exitcode",
-        "",
-    ]
-    return "\n".join(lines)
 
 
 def is_array_name(name: str) -> bool:

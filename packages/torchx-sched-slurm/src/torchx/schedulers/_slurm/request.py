@@ -21,7 +21,7 @@ from torchx.version import __version__
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from torchx.schedulers._slurm.arrays import SlurmArray
+    from torchx.schedulers._slurm.array_request import SlurmArray
     from torchx.schedulers._slurm.oci import RoleBundle
     from torchx.schedulers._slurm.ssh import SshTarget
 
@@ -382,10 +382,6 @@ class SlurmBatchRequest:
         saved their work and stopped) or while the app's ``max_retries`` last; the reason
         is logged on a ``torchx: requeued:`` line, which also counts the retries spent.
         """
-        if self.array is not None:
-            from torchx.schedulers._slurm.arrays import array_script
-
-            return array_script(self)
         from shlex import join
 
         lines = [
@@ -470,31 +466,11 @@ class SlurmBatchRequest:
                 "    exit $exitcode",
                 "fi",
             ]
-        lines += [
-            f"retries=$(grep -c '^torchx: requeueing: FAILED' {batch_log} 2>/dev/null)",
-            'retries="${retries:-0}"',
-            'if [ "$TORCHX_MAX_RETRIES" -gt "$retries" ]; then',
-            *_requeue(
-                "FAILED (exit code $exitcode; retry $((retries + 1)) of $TORCHX_MAX_RETRIES)",
-                "FAILED",
-            ),
-            "fi",
-            "exit $exitcode",
-            "",
-        ]
-        return "\n".join(lines)
+        return "\n".join([*lines, *retry_lines(batch_log)])
 
     def __repr__(self) -> str:
         from shlex import join
 
-        if self.array is not None:
-            from torchx.schedulers._slurm.arrays import array_commands
-
-            cmds = "\n".join(f"{join(c)} $SBATCH_SCRIPT" for c in array_commands(self, []))
-            return (
-                f"{cmds}\n#----------------\n# SBATCH_SCRIPT\n#----------------\n"
-                + self.materialize()
-            )
         return (
             f"{join(self.cmd)} $SBATCH_SCRIPT\n"
             "#----------------\n# SBATCH_SCRIPT\n#----------------\n" + self.materialize()
@@ -504,6 +480,23 @@ class SlurmBatchRequest:
 GAVE_UP = "torchx: not requeued: TIMEOUT, every requeue spent "
 """The batch log's line when the job stopped after the warning once more than
 ``max_requeues`` allows: the job ends FAILED, its cause ``time_limit``."""
+
+
+def retry_lines(batch_log: str) -> list[str]:
+    """The end of a batch script: a failed job is requeued while ``TORCHX_MAX_RETRIES``
+    last (its requeues counted in ``batch_log``, a shell word), then exits as it ended."""
+    return [
+        f"retries=$(grep -c '^torchx: requeueing: FAILED' {batch_log} 2>/dev/null)",
+        'retries="${retries:-0}"',
+        'if [ "$TORCHX_MAX_RETRIES" -gt "$retries" ]; then',
+        *_requeue(
+            "FAILED (exit code $exitcode; retry $((retries + 1)) of $TORCHX_MAX_RETRIES)",
+            "FAILED",
+        ),
+        "fi",
+        "exit $exitcode",
+        "",
+    ]
 
 
 def _requeue(reason: str, kind: str) -> list[str]:
@@ -605,15 +598,14 @@ def assemble(
     warning_lead_s: int | None,
     bundles_dir: str,
     container_cache: str | None,
-    max_array_size: int = 0,
 ) -> SlurmBatchRequest:
     """The request for ``app``: its ``sbatch`` command and one het component per replica.
 
     Pure: every check against the host or the cluster happened before (the scheduler's
     ``_submit_dryrun``); ``workdir`` is where the logs go, ``mode`` the container mode,
     ``bundles_dir`` where ``container=oci`` bundles are made ("" otherwise);
-    ``gpus_per_node`` whether the cluster's Slurm takes ``--gpus-per-node``;
-    ``max_array_size`` the cluster's ``MaxArraySize`` (a sweep only).
+    ``gpus_per_node`` whether the cluster's Slurm takes ``--gpus-per-node``. A sweep gets
+    one replica per element (the scheduler adds its arrays, ``array_request``).
     """
     from torchx.schedulers._slurm import containers
     from torchx.schedulers.ids import current_key
@@ -621,18 +613,6 @@ def assemble(
     from torchx.specs.api import macros
 
     array = app if isinstance(app, AppArray) else None
-    slurm_array = None
-    if array is not None:
-        from torchx.schedulers._slurm.arrays import SlurmArray
-
-        slurm_array = SlurmArray(
-            size=len(array.elements),
-            max_parallel=array.max_parallel,
-            max_array_size=max_array_size,
-            indices=array.indices(),
-            values=array.values(),
-            sweep_size=array.size or len(array.elements),
-        )
     idempotency_key = current_key()
     cmd = ["sbatch", "--parsable"]
     for key in SBATCH_JOB_OPTIONS:
@@ -708,5 +688,4 @@ def assemble(
         bundles=bundles,
         via=via,
         container_cache=container_cache if bundles else None,
-        array=slurm_array,
     )
