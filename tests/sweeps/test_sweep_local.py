@@ -185,3 +185,48 @@ def test_stdin_json_takes_a_sweep(home: Path) -> None:
     assert run.returncode == 1, run.stderr
     array = _status(run.stdout.splitlines()[0], home)["array"]
     assert isinstance(array, dict) and array["failed"] == [1] and array["size"] == 2
+
+
+def test_flags_given_wrong_are_one_line_each(home: Path) -> None:
+    cases = [
+        (["run", "--max-parallel", "2", COMPONENT], "give --sweep ARG=V1,V2 too"),
+        (["run", "--sweep", "lr=0.1", "--max-parallel", "0", COMPONENT], "at least 1"),
+        (["run", "--sweep", "lr", COMPONENT], "write it ARG=V1,V2"),
+        (["run", "--sweep", "lr=0.1,", COMPONENT], "an empty value"),
+        (["run", "--sweep", "lr=1", "--sweep", "lr=2", COMPONENT], "given twice"),
+        (["run", "--retry-failed", "local_cwd://torchx/x", COMPONENT], "cannot be combined"),
+        (["run", "--retry-failed", "local_cwd://torchx/nothing-here"], "no app"),
+    ]
+    for args, words in cases:
+        out = _torchx(*args, cwd=home)
+        assert out.returncode != 0, args
+        [line] = out.stderr.splitlines()
+        assert line.startswith("torchx: error: ") and words in line, (args, line)
+    single = _torchx("run", "-s", "local_cwd", "utils.echo", "--msg", "hi", cwd=home)
+    handle = single.stdout.splitlines()[0]
+    not_a_sweep = _torchx("run", "--retry-failed", handle, cwd=home)
+    [line] = not_a_sweep.stderr.splitlines()
+    assert "is not a sweep" in line, line
+    listed = json.loads(_torchx("list", "-s", "local_cwd", "--json", cwd=home).stdout)
+    assert [a["app_handle"] for a in listed] == [handle]  # the bad lines submitted nothing
+
+
+def test_a_scheduler_without_arrays_refuses_a_sweep_in_one_line(home: Path) -> None:
+    """A plugin scheduler that does not say it renders arrays gets no sweep: one line, not
+    a single job made of the first element."""
+    from torchx.runner import Runner
+    from torchx.schedulers.local_scheduler import CWDImageProvider, LocalScheduler
+
+    class NoArrays(LocalScheduler):
+        supports_arrays = False
+
+    def factory(session_name: str, **kwargs: object) -> NoArrays:
+        return NoArrays(session_name=session_name, image_provider_class=CWDImageProvider)
+
+    with Runner("torchx", {"plain": factory}) as runner:
+        try:
+            runner.run_sweep(COMPONENT, {}, {"lr": ["0.1", "0.2"]}, "plain")
+        except ValueError as e:
+            assert "cannot run a sweep as one submission" in str(e) and "\n" not in str(e)
+        else:
+            raise AssertionError("a sweep reached a scheduler that cannot run one")
