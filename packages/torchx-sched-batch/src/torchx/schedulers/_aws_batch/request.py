@@ -419,7 +419,10 @@ class BatchJob:
     """What ``SubmitJob`` takes besides the name, queue and definition (a sweep's array)."""
 
     def __str__(self) -> str:
-        return json.dumps(asdict(self), indent=2, default=str)
+        doc = asdict(self)
+        if not doc["submit"]:
+            del doc["submit"]  # an app's document stays upstream's; a sweep's shows its array
+        return json.dumps(doc, indent=2, default=str)
 
     def __repr__(self) -> str:
         return str(self)
