@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from torchx_testsupport.k8s.cluster import IMAGE
 from torchx_testsupport.k8s.running import batch
-from torchx_testsupport.sweep import COMPONENT, names_a_failed_element
+from torchx_testsupport.sweep import ARRAY_2X2, COMPONENT, LOG_2X2, names_a_failed_element
 
 from torchx.runner import get_runner
 from torchx.specs import AppState
@@ -42,22 +42,12 @@ def test_a_2x2_sweep_is_one_indexed_job_and_its_retry_another(kube: Any, namespa
         status = runner.wait(handle, wait_interval=0.5)
         assert status is not None and status.state == AppState.FAILED
         assert status.array is not None
-        assert status.array.to_json() == {
-            "size": 4,
-            "states": {"SUCCEEDED": 2, "FAILED": 2},
-            "failed": [1, 3],
-            "elements": [
-                {"index": 0, "args": {"lr": "0.1", "batch": "8"}, "state": "SUCCEEDED"},
-                {"index": 1, "args": {"lr": "0.1", "batch": "16"}, "state": "FAILED"},
-                {"index": 2, "args": {"lr": "0.2", "batch": "8"}, "state": "SUCCEEDED"},
-                {"index": 3, "args": {"lr": "0.2", "batch": "16"}, "state": "FAILED"},
-            ],
-        }
+        assert status.array.to_json() == ARRAY_2X2
         assert status.failure is not None
         assert names_a_failed_element(status.failure.replica_id, status.failure.message)
-        for i, (lr, size) in enumerate([("0.1", 8), ("0.1", 16), ("0.2", 8), ("0.2", 16)]):
+        for i, printed in enumerate(LOG_2X2):
             lines = [line.split(" ", 1)[1] for line in runner.log_lines(handle, "train", i)]
-            assert lines == [f"lr={lr} batch={size} index={i} size=4\n"], lines
+            assert lines == [f"{printed}\n"], lines
 
         retried = runner.retry_failed(handle)
         again = runner.wait(retried, wait_interval=0.5)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from torchx_testsupport import terminal_status
-from torchx_testsupport.sweep import COMPONENT, FAILED_2X2, most_at_once
+from torchx_testsupport.sweep import ARRAY_2X2, COMPONENT, FAILED_2X2, most_at_once
 
 from torchx.specs import AppState
 
@@ -77,17 +77,7 @@ def test_a_2x2_sweep_is_one_job_array_and_retry_failed_resubmits_two(
     status = terminal_status(runner, handle, 120)
     assert status.state == AppState.FAILED
     assert status.array is not None
-    assert status.array.to_json() == {
-        "size": 4,
-        "states": {"SUCCEEDED": 2, "FAILED": 2},
-        "failed": [1, 3],
-        "elements": [
-            {"index": 0, "args": {"lr": "0.1", "batch": "8"}, "state": "SUCCEEDED"},
-            {"index": 1, "args": {"lr": "0.1", "batch": "16"}, "state": "FAILED"},
-            {"index": 2, "args": {"lr": "0.2", "batch": "8"}, "state": "SUCCEEDED"},
-            {"index": 3, "args": {"lr": "0.2", "batch": "16"}, "state": "FAILED"},
-        ],
-    }
+    assert status.array.to_json() == ARRAY_2X2
     assert _array_tasks(job_id) == [f"{job_id}_{i}" for i in range(4)]
     text = _torchx("status", handle).stdout
     assert "Sweep: 4 elements: 2 succeeded, 2 failed (1, 3)" in text

@@ -10,7 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from torchx_testsupport.sweep import COMPONENT, most_at_once, names_a_failed_element, train
+from torchx_testsupport.sweep import (
+    ARRAY_2X2,
+    COMPONENT,
+    most_at_once,
+    names_a_failed_element,
+    train,
+)
 
 from torchx.runner import get_runner
 from torchx.specs import AppState, app_array
@@ -54,17 +60,7 @@ def test_a_2x2_sweep_is_one_app_with_each_element_labelled(home: Path) -> None:
         assert f"train/{i} lr={lr} batch={batch} index={i} size=4\n" in run.stderr
     status = _status(handle, home)
     assert status["state"] == "FAILED"
-    assert status["array"] == {
-        "size": 4,
-        "states": {"SUCCEEDED": 2, "FAILED": 2},
-        "failed": [1, 3],
-        "elements": [
-            {"index": 0, "args": {"lr": "0.1", "batch": "8"}, "state": "SUCCEEDED"},
-            {"index": 1, "args": {"lr": "0.1", "batch": "16"}, "state": "FAILED"},
-            {"index": 2, "args": {"lr": "0.2", "batch": "8"}, "state": "SUCCEEDED"},
-            {"index": 3, "args": {"lr": "0.2", "batch": "16"}, "state": "FAILED"},
-        ],
-    }
+    assert status["array"] == ARRAY_2X2
     failure = status["failure"]
     assert isinstance(failure, dict)
     assert names_a_failed_element(failure["replica_id"], failure["message"])

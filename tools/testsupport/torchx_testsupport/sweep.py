@@ -73,3 +73,22 @@ def names_a_failed_element(replica_id: int, message: str) -> bool:
     """Whether a 2x2 sweep's root cause (``replica_id``, ``message``) is one of its failed
     elements, named with its values."""
     return replica_id in FAILED_2X2 and message.startswith(FAILED_2X2[replica_id])
+
+
+ARRAY_2X2 = {
+    "size": 4,
+    "states": {"SUCCEEDED": 2, "FAILED": 2},
+    "failed": [1, 3],
+    "elements": [
+        {"index": 0, "args": {"lr": "0.1", "batch": "8"}, "state": "SUCCEEDED"},
+        {"index": 1, "args": {"lr": "0.1", "batch": "16"}, "state": "FAILED"},
+        {"index": 2, "args": {"lr": "0.2", "batch": "8"}, "state": "SUCCEEDED"},
+        {"index": 3, "args": {"lr": "0.2", "batch": "16"}, "state": "FAILED"},
+    ],
+}
+"""``status --json``'s ``"array"`` of that 2x2 sweep once it ended."""
+
+LOG_2X2 = [f"lr={lr} batch={b} index={i} size=4" for i, (lr, b) in enumerate(
+    [("0.1", 8), ("0.1", 16), ("0.2", 8), ("0.2", 16)]
+)]  # fmt: skip
+"""What each element of that sweep prints, by index."""

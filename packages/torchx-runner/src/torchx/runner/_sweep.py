@@ -124,10 +124,6 @@ class SweepRecord:
     def __init__(self, data: dict[str, Any]) -> None:
         self.data = data
 
-    @property
-    def indices(self) -> list[int]:
-        return [int(i) for i in self.data["indices"]]
-
 
 def _records_dir() -> str:
     from torchx.util._support.home import torchx_home

@@ -371,11 +371,9 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
             roles=[Role(name=role, image="", num_replicas=len(elements))],
             array=status,
         )
-        failed = [p for p, s in enumerate(states) if s == AppState.FAILED]
-        if failed:
-            which = ", ".join(str(status.elements[p].index) for p in failed)
-            response.msg = f"{len(failed)} of {len(states)} elements failed: {which}"
+        response.msg = status.failed_message() or response.msg
         if state == AppState.FAILED:
+            failed = [p for p, s in enumerate(states) if s == AppState.FAILED]
             first = min(failed, key=lambda p: (elements[p].get("end_time") or 0, p))
             element = self.describe(f"{prefix}{elements[first].get('submission_id')}")
             if element is not None and element.failure is not None:

@@ -517,7 +517,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
                 max_array_size=max_array_size(via),
                 indices=app.indices(),
                 values=app.values(),
-                sweep_size=app.size or len(app.elements),
+                sweep_size=app.size_of(),
             )
         return AppDryRunInfo(request, shown)
 

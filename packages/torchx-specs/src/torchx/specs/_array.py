@@ -119,7 +119,7 @@ class AppArray(AppDef):
         """``$TORCHX_ARRAY_INDEX`` and ``$TORCHX_ARRAY_SIZE`` of element ``position``."""
         return {
             ENV_ARRAY_INDEX: str(self.elements[position].index),
-            ENV_ARRAY_SIZE: str(self.size or len(self.elements)),
+            ENV_ARRAY_SIZE: str(self.size_of()),
         }
 
     def indices(self) -> list[int]:
@@ -129,6 +129,15 @@ class AppArray(AppDef):
     def values(self) -> list[dict[str, str]]:
         """The swept values of each element, by position."""
         return [dict(e.values) for e in self.elements]
+
+    def record(self) -> dict[str, Any]:
+        """What a scheduler keeps with the submission for ``describe``: each element's
+        index and values, and the sweep's size (JSON-able)."""
+        return {"indices": self.indices(), "values": self.values(), "size": self.size_of()}
+
+    def size_of(self) -> int:
+        """The sweep's size (``size``, else the number of elements)."""
+        return self.size or len(self.elements)
 
 
 def app_array(
@@ -233,20 +242,28 @@ def sweep_values(sweep: Mapping[str, Sequence[str]]) -> list[dict[str, str]]:
     return [dict(zip(names, combo, strict=True)) for combo in product(*(sweep[n] for n in names))]
 
 
-def shell_dispatch(array: AppArray, position_expr: str) -> str:
+def shell_dispatch(
+    array: AppArray, position_expr: str, macro_values: Mapping[str, str] | None = None
+) -> str:
     """A POSIX ``sh`` script that runs the element at position ``position_expr`` (a shell
     expression: ``$SLURM_ARRAY_TASK_ID``, ``$JOB_COMPLETION_INDEX``...) with its env and
     arguments, by ``exec``; a position out of range exits 2 with one line.
 
     Every value reaches the script through :func:`shlex.quote`, the one quoting of this
-    context. Macros (``${app_id}``...) must be substituted by the caller first."""
+    context. ``macro_values`` (``app_id``, ``replica_id``...) are substituted in each
+    element's args and env first."""
     from shlex import quote
+
+    from torchx.specs.replica_macros import ReplicaMacros
 
     lines = [f'case "{position_expr}" in']
     for position, element in enumerate(array.elements):
-        env = {**element.env, **array.array_env(position)}
+        args, own_env = element.args, element.env
+        if macro_values is not None:
+            args, own_env = ReplicaMacros(args, own_env).apply(dict(macro_values))
+        env = {**own_env, **array.array_env(position)}
         exports = " ".join(f"{k}={quote(v)}" for k, v in env.items())
-        argv = " ".join(quote(a) for a in [array.role.entrypoint, *element.args])
+        argv = " ".join(quote(a) for a in [array.role.entrypoint, *args])
         lines.append(f"  {position}) export {exports}; exec {argv} ;;")
     lines.append(
         f'  *) echo "torchx: no element at position {position_expr} of this array" >&2; exit 2 ;;'
@@ -343,6 +360,14 @@ class ArrayStatus:
             if element.index == index:
                 return position
         return None
+
+    def failed_message(self) -> str:
+        """``2 of 4 elements failed: 1, 3`` ("" when none failed): a sweep's ``msg``."""
+        failed = self.failed()
+        if not failed:
+            return ""
+        which = ", ".join(str(i) for i in failed)
+        return f"{len(failed)} of {len(self.elements)} elements failed: {which}"
 
     def state(self) -> AppState:
         """The array's state from its elements' (:func:`array_state`)."""

@@ -40,7 +40,6 @@ def array_job(
 
     from torchx.specs._array import shell_dispatch
     from torchx.specs.api import macros
-    from torchx.specs.replica_macros import ReplicaMacros
     from torchx.util._startup.lazy_dataclass import shallow_copy
 
     size = len(array.elements)
@@ -51,23 +50,14 @@ def array_job(
             " environment's vCPUs"
         )
     values = macros.Values(img_root="", app_id=app_id, replica_id="0", rank0_env="")
-    mapping = values.to_dict()
-    substituted = shallow_copy(array)
-    substituted.elements = []
-    for element in array.elements:
-        args, env = ReplicaMacros(element.args, element.env).apply(mapping)
-        copy = shallow_copy(element)
-        copy.args, copy.env = args, env
-        substituted.elements.append(copy)
     role = shallow_copy(array.role)
     role.entrypoint = "/bin/sh"
-    role.args = ["-c", shell_dispatch(substituted, _POSITION)]
+    role.args = ["-c", shell_dispatch(array, _POSITION, values.to_dict())]
     container = node_range(role, 0, 0, app_id, container_extra)["container"]
     container.pop("instanceType", None)  # a node range's, not a single container's
-    record = {"indices": array.indices(), "values": array.values(), "size": array.size or size}
     submit: dict[str, Any] = {
         "arrayProperties": {"size": size},
-        "parameters": {PARAMETER: json.dumps(record)},
+        "parameters": {PARAMETER: json.dumps(array.record())},
     }
     if array.max_parallel == 1 and size > 1:
         submit["dependsOn"] = [{"type": "SEQUENTIAL"}]
@@ -153,10 +143,7 @@ def describe_array(
     )
     if state == AppState.FAILED:
         response.failure = _root_cause(failed, [role], tail)
-        which = ", ".join(
-            str(status.elements[p].index) for p, _ in enumerate(ids) if states[p] == AppState.FAILED
-        )
-        response.msg = f"{len(failed)} of {len(ids)} elements failed: {which}"
+        response.msg = status.failed_message()
     elif failed:
         response.msg = failure_message(failed[0][1])
     return response

@@ -295,7 +295,7 @@ def assemble(app: AppDef, opts: Opts) -> DockerJob:
                     {
                         "index": element_of.index,
                         "values": element_of.values,
-                        "size": array.size or count,
+                        "size": array.size_of(),
                     },
                     separators=(",", ":"),
                 )

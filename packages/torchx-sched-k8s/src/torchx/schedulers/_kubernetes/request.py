@@ -899,17 +899,8 @@ def sweep_job(array: AppArray, app_id: str, opts: Opts) -> dict[str, Any]:
         "rank0_env": RANK0_ENV,
         "base_img_root": "DEPRECATED",
     }
-    from torchx.util._startup.lazy_dataclass import shallow_copy
-
-    substituted = shallow_copy(array)
-    substituted.elements = []
-    for element in array.elements:
-        args, env = ReplicaMacros(element.args, element.env).apply(mapping)
-        copy = shallow_copy(element)
-        copy.args, copy.env = args, env
-        substituted.elements.append(copy)
     # kubelet expands $(NAME) in it, as in any role's args (the replica_id macro)
-    script = shell_dispatch(substituted, "$JOB_COMPLETION_INDEX")
+    script = shell_dispatch(array, "$JOB_COMPLETION_INDEX", mapping)
     container = pod["spec"]["containers"][0]
     container["command"] = [*COUNT_ATTEMPTS, "/bin/sh", "-c", script]
     size = len(array.elements)
@@ -920,11 +911,10 @@ def sweep_job(array: AppArray, app_id: str, opts: Opts) -> dict[str, Any]:
         spec["maxFailedIndexes"] = size  # every element runs; the Job fails at the end
     if queued(opts):
         spec["suspend"] = True  # Kueue resumes it once admitted
-    record = {"indices": array.indices(), "values": array.values(), "size": array.size or size}
     meta = {
         "name": job,
         "labels": labels,
-        "annotations": {**(opts.annotations or {}), ANNOTATION_ARRAY: json.dumps(record)},
+        "annotations": {**(opts.annotations or {}), ANNOTATION_ARRAY: json.dumps(array.record())},
     }
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": spec}
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from torchx.specs._array import AppArray
 
-__all__ = ["META_ELEMENT", "META_SWEEP", "RaySweep", "element_ids", "elements_of", "sweep_state"]
+__all__ = ["META_ELEMENT", "META_SWEEP", "RaySweep", "elements_of", "gate", "sweep_state"]
 
 META_SWEEP = "torchx.sweep"
 """An element job's metadata: the id of its sweep."""
@@ -38,16 +38,8 @@ class RaySweep:
     sweep_id: str
     jobs: list[RayJob] = field(default_factory=list)
 
-    @property
-    def address(self) -> str:
-        return self.jobs[0].address
-
     def __str__(self) -> str:
         return "\n".join(str(job) for job in self.jobs)
-
-
-def element_ids(sweep_id: str, size: int) -> list[str]:
-    return [f"{sweep_id}-{p}" for p in range(size)]
 
 
 def gate(array: AppArray, sweep_id: str) -> dict[str, Any] | None:
@@ -64,7 +56,7 @@ def element_metadata(array: AppArray, sweep_id: str, position: int) -> dict[str,
         "position": position,
         "index": element.index,
         "values": dict(element.values),
-        "size": array.size or len(array.elements),
+        "size": array.size_of(),
     }
     return {META_SWEEP: sweep_id, META_ELEMENT: json.dumps(record, separators=(",", ":"))}
 

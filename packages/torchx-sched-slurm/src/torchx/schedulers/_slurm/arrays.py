@@ -233,9 +233,7 @@ def describe_array(
         response.failure = _first_failure(
             job_ids[0], role=role, tasks=tasks, states=states, record=record, via=via
         )
-    failed = [str(status.elements[p].index) for p in range(size) if states[p] == AppState.FAILED]
-    if failed:
-        response.msg = f"{len(failed)} of {size} elements failed: {', '.join(failed)}"
+    response.msg = status.failed_message() or response.msg
     return response
 
 
