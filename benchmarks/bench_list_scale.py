@@ -37,7 +37,7 @@ CHEAPEST = textwrap.dedent(
     """
     import subprocess, sys
     sacct = subprocess.Popen(["sacct", "--parsable2", "--allocations",
-        "--format=JobID,JobName%256,State", "--starttime=" + sys.argv[1]],
+        "--format=JobID,JobName%256,State,Submit", "--starttime=" + sys.argv[1]],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     squeue = subprocess.Popen(["squeue", "-h", "-t", "all", "-O", sys.argv[2]],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE)

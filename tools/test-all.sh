@@ -74,6 +74,7 @@ step run types:check
 step run specs:test
 step run runner:test
 step run cli:test
+step run ui:test
 step run workspace-docker:test
 step run docker:test
 step run slurm:test

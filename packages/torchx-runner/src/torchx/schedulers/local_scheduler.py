@@ -1139,6 +1139,7 @@ class LocalScheduler(Scheduler[Opts]):
                         state=AppState[state["state"]],
                         app_handle=handle,
                         name=str(request.get("app_name", "")),
+                        submitted=float(request.get("created") or 0) or None,
                     ),
                 )
             )

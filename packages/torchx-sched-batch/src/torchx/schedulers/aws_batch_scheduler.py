@@ -483,6 +483,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                         state=_state.app_state(job),
                         name=str(tags.get(TAG_TORCHX_APPNAME, "")),
                         waiting=waits.reason if waits is not None else "",
+                        submitted=int(job.get("createdAt") or 0) / 1000 or None,
                     )
                     yield int(job.get("createdAt") or 0), row
 

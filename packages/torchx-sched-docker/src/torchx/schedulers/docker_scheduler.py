@@ -648,6 +648,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                     state=state,
                     name=str((found[-1].get("Labels") or {}).get(labels.APP_NAME, "")),
                     waiting=waits.reason if waits is not None else "",
+                    submitted=float(found[0].get("Created") or 0) or None,
                 )
             )
         return rows

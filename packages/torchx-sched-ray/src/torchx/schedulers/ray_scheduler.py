@@ -426,6 +426,7 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
                         app_id=f"{prefix}-{sweep_id}" if prefix else str(sweep_id),
                         state=status.state(),
                         name=str(metadata.get("torchx.app") or ""),
+                        submitted=(job.get("start_time") or 0) / 1000 or None,
                     )
                 )
                 continue
@@ -443,6 +444,7 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
                     # Ray's own word from the same listing; the driver's wait for its
                     # placement group is in its events, read by status only
                     waiting=_describe.app_state(job, [])[1] if state == AppState.PENDING else "",
+                    submitted=(job.get("start_time") or 0) / 1000 or None,
                 )
             )
         return rows

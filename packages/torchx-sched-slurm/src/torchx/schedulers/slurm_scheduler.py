@@ -826,7 +826,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
                             "sacct",
                             "--parsable2",
                             "--allocations",
-                            "--format=JobID,JobName%256,State",
+                            "--format=JobID,JobName%256,State,Submit",
                             f"--starttime={start}",
                             f"--user={_user(via)}",
                         ],
@@ -865,6 +865,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
                     state=state,
                     name=(parsed[0] or parsed[1]) if parsed else group[0].name,
                     waiting=waiting or ("queued" if state == AppState.PENDING else ""),
+                    submitted=min((r.submit for r in group if r.submit), default=None),
                 )
             )
         return result

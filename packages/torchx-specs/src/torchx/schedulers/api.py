@@ -138,6 +138,9 @@ class ListAppResponse:
     waiting: str = ""
     """Why the app waits, while it does and where the listing already says it (no extra
     call per app): e.g. Slurm's pending reason."""
+    submitted: float | None = field(default=None, compare=False)
+    """When the app was submitted (unix seconds), where the listing says it (``torchx ui``
+    shows its age); not part of a row's equality."""
 
     def __hash__(self) -> int:
         return hash((self.app_id, self.app_handle, self.state))

@@ -377,12 +377,7 @@ class _Replicas:
         scheduler's words, as ``describe`` says them)."""
         from torchx.specs._timeline import Waiting, timeline
 
-        created = [
-            t
-            for o in objects
-            if (t := unix_time((o.get("metadata") or {}).get("creationTimestamp")))
-        ]
-        submitted = min(created) if created else None
+        submitted = created_at(objects)
         queued_in_kueue = any(labels_of(o).get(LABEL_KUEUE_QUEUE) for o in objects)
         admitted = None
         if queued_in_kueue:
@@ -826,6 +821,12 @@ def kueue_reason(workloads: list[dict[str, Any]], queue: str, cluster_queue: str
     return "; ".join(dict.fromkeys(r for r in reasons if r))
 
 
+def created_at(objects: list[dict[str, Any]]) -> float | None:
+    """When the first of an app's objects was created (unix seconds), None if unknown."""
+    stamps = (unix_time((o.get("metadata") or {}).get("creationTimestamp")) for o in objects)
+    return min((t for t in stamps if t), default=None)
+
+
 def list_rows(
     namespace: str,
     volcano_jobs: list[dict[str, Any]],
@@ -841,6 +842,7 @@ def list_rows(
                 app_id=app_id_of(namespace, "volcano", str((j.get("metadata") or {}).get("name"))),
                 state=volcano_app_state(j),
                 name=labels_of(j).get(LABEL_APP_NAME, ""),
+                submitted=created_at([j]),
             ),
             [j],
         )
@@ -855,6 +857,7 @@ def list_rows(
                 app_id=app_id_of(namespace, "batch", app),
                 state=batch_app_state(jobs),
                 name=labels_of(jobs[0]).get(LABEL_APP_NAME, ""),
+                submitted=created_at(jobs),
             ),
             jobs,
         )
@@ -867,6 +870,7 @@ def list_rows(
                 app_id=app_id_of(namespace, "jobset", str((j.get("metadata") or {}).get("name"))),
                 state=jobset_app_state(j),
                 name=labels_of(j).get(LABEL_APP_NAME, ""),
+                submitted=created_at([j]),
             ),
             [j],
         )

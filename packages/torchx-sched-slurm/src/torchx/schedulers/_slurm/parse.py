@@ -488,7 +488,10 @@ def slurm_time(value: Any) -> float | None:
     text = value.strip() if isinstance(value, str) else ""
     if not _SUBMIT_TIME_SHAPE.match(text):
         return None
-    return time.mktime(time.strptime(text, _SUBMIT_TIME))
+    # the fields by position: strptime cost a listing of 2,000 jobs tens of ms
+    fields = (text[0:4], text[5:7], text[8:10], text[11:13], text[14:16], text[17:19])
+    year, month, day, hour, minute, second = (int(f) for f in fields)
+    return time.mktime((year, month, day, hour, minute, second, 0, 0, -1))
 
 
 def _times(row: SlurmJob, submit: Any, eligible: Any, start: Any, end: Any) -> None:
@@ -550,6 +553,7 @@ def parse_squeue_list(text: str, since: float | None = None) -> list[SlurmJob]:
         row.state = base_state(state)
         row.reason = _reason(reason)
         row.name = name.rstrip("|").strip()
+        row.submit = slurm_time(submitted)
         rows.append(row)
     return rows
 

@@ -1,0 +1,262 @@
+"""The dashboard's web application (Starlette): two pages, served as files, and the JSON
+and event-stream endpoints their scripts read. Every endpoint that calls a scheduler is a
+plain function, which Starlette runs in its thread pool; the live log is a thread that
+follows the log as ``torchx log -f`` does, feeding a server-sent event stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.responses import FileResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from torchx.ui._auth import TokenGate
+from torchx.ui._sources import AppsSource
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from typing import Any
+
+    from starlette.requests import Request
+
+    from torchx.runner import Runner
+    from torchx.specs.api import AppStatus
+
+__all__ = ["FIRST_LIST_WAIT_S", "LOG_BATCH_LINES", "PROGRESS_POINTS", "create_app"]
+
+STATIC = Path(__file__).parent / "static"
+
+FIRST_LIST_WAIT_S = 1.5
+"""How long the first answer of ``/api/apps`` waits for the schedulers' first listings
+(a scheduler that has not answered by then is shown as listing, and fills in later)."""
+
+PROGRESS_POINTS = 2000
+"""Progress reports kept for the chart of an app (the last ones)."""
+
+LOG_BATCH_LINES = 500
+"""Log lines sent in one event at most (a long log arrives in a few events, not thousands)."""
+
+
+def _json(data: object, status_code: int = 200) -> Response:
+    return Response(
+        json.dumps(data, default=str), status_code=status_code, media_type="application/json"
+    )
+
+
+def _error(message: str, status_code: int) -> Response:
+    return _json({"error": message}, status_code)
+
+
+class _Api:
+    """The endpoints, sharing one runner and one :class:`AppsSource`."""
+
+    def __init__(self, runner: Runner, source: AppsSource) -> None:
+        self.runner = runner
+        self.source = source
+        self._first = True
+
+    def _handle(self, request: Request) -> tuple[str, str] | Response:
+        """(scheduler, handle) of the app the request names, or the error to answer."""
+        app_id = request.path_params["app_id"]
+        scheduler = request.query_params.get("scheduler") or self.source.scheduler_of(app_id)
+        if not scheduler:
+            names = ", ".join(s.name for s in self.source.sources)
+            return _error(
+                f"no app {app_id!r} in the listings of {names}; add ?scheduler=NAME", 404
+            )
+        return scheduler, self.source.handle_of(scheduler, app_id)
+
+    def apps(self, request: Request) -> Response:
+        del request
+        wait_s, self._first = (FIRST_LIST_WAIT_S if self._first else 0.0), False
+        return _json(self.source.snapshot(wait_s))
+
+    def app(self, request: Request) -> Response:
+        found = self._handle(request)
+        if isinstance(found, Response):
+            return found
+        scheduler, handle = found
+        try:
+            status = self.runner.status(handle)
+        except Exception as e:
+            return _error(f"{scheduler}: {' '.join(str(e).split())[:300]}", 502)
+        if status is None:
+            return _error(f"{handle}: the scheduler does not know this app (any more)", 404)
+        app_id = request.path_params["app_id"]
+        name = next(
+            (a.name for s in self.source.sources for a in s.apps if a.app_handle == handle), ""
+        )
+        return _json(
+            {
+                "handle": handle,
+                "app_id": app_id,
+                "scheduler": scheduler,
+                "name": name,
+                "terminal": status.is_terminal(),
+                "status": _named_states(status.to_json()),
+            }
+        )
+
+    def progress(self, request: Request) -> Response:
+        found = self._handle(request)
+        if isinstance(found, Response):
+            return found
+        _, handle = found
+        try:
+            status = self.runner.status(handle)
+            reports = _progress_history(self.runner, handle, status) if status else []
+        except Exception as e:
+            return _error(" ".join(str(e).split())[:300], 502)
+        return _json({"reports": reports})
+
+    def cancel(self, request: Request) -> Response:
+        found = self._handle(request)
+        if isinstance(found, Response):
+            return found
+        _, handle = found
+        try:
+            self.runner.cancel(handle)
+        except Exception as e:
+            return _error(" ".join(str(e).split())[:300], 502)
+        return _json({"cancelled": handle})
+
+    async def log(self, request: Request) -> Response:
+        found = self._handle(request)
+        if isinstance(found, Response):
+            return found
+        _, handle = found
+        role = request.query_params.get("role", "")
+        try:
+            replica = int(request.query_params.get("replica", "0"))
+        except ValueError:
+            return _error("replica must be a number", 400)
+        if not role:
+            return _error("role is required (?role=NAME&replica=K)", 400)
+        return StreamingResponse(
+            self._follow(handle, role, replica),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    async def _follow(self, handle: str, role: str, replica: int) -> AsyncIterator[str]:
+        """Server-sent events: ``lines`` (a JSON list of lines), ``failed`` (why the log
+        cannot be read), then ``end`` once the log ends (the app ended)."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+        stop = threading.Event()
+
+        def put(kind: str, text: str) -> None:
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, (kind, text))
+            except RuntimeError:  # the server is shutting down
+                stop.set()
+
+        def follow() -> None:
+            try:
+                for line in self.runner.log_lines(handle, role, replica, should_tail=True):
+                    if stop.is_set():
+                        return
+                    put("line", line.rstrip("\n"))
+            except Exception as e:
+                put("failed", " ".join(str(e).split())[:300] or type(e).__name__)
+            finally:
+                put("end", "")
+
+        threading.Thread(target=follow, name="ui-log", daemon=True).start()
+        try:
+            while True:
+                kind, text = await queue.get()
+                batch = [text] if kind == "line" else []
+                while kind == "line" and len(batch) < LOG_BATCH_LINES and not queue.empty():
+                    kind, text = queue.get_nowait()
+                    if kind == "line":
+                        batch.append(text)
+                if batch:
+                    yield f"event: lines\ndata: {json.dumps(batch)}\n\n"
+                if kind == "failed":
+                    yield f"event: failed\ndata: {json.dumps(text)}\n\n"
+                elif kind == "end":
+                    yield "event: end\ndata: {}\n\n"
+                    return
+        finally:
+            stop.set()  # the page went away: the thread stops at its next line
+
+
+def _named_states(status: dict[str, Any]) -> dict[str, Any]:
+    """The status with each replica's state by name (``--json`` keeps upstream's number)."""
+    from torchx.specs.api import AppState
+
+    for role in status["roles"]:
+        for replica in role["replicas"]:
+            replica["state"] = AppState(replica["state"]).name
+    return status
+
+
+def _progress_history(runner: Runner, handle: str, status: AppStatus) -> list[dict[str, Any]]:
+    """Every ``torchx.progress`` report in the reporting replica's log, oldest first."""
+    from torchx.progress import MARK
+
+    if status.progress is not None:
+        role, replica = status.progress.role, status.progress.replica_id
+    elif status.roles:
+        role, replica = status.roles[0].role, 0
+    else:
+        return []
+    reports: list[dict[str, Any]] = []
+    lead = MARK + " "
+    for line in runner.log_lines(handle, role, replica, regex=MARK):
+        at = line.find(lead)
+        if at < 0:
+            continue
+        try:
+            report = json.loads(line[at + len(lead) :])
+        except ValueError:
+            continue
+        if isinstance(report, dict) and isinstance(report.get("step"), int):
+            reports.append(report)
+    return reports[-PROGRESS_POINTS:]
+
+
+def create_app(runner: Runner, schedulers: list[str], *, token: str, port: int) -> Starlette:
+    """The dashboard for the apps of ``schedulers``, behind ``token``."""
+    source = AppsSource(runner, schedulers)
+    api = _Api(runner, source)
+
+    def page(name: str) -> Any:
+        def serve(request: Request) -> Response:
+            del request
+            return FileResponse(STATIC / name, headers={"Cache-Control": "no-store"})
+
+        return serve
+
+    routes = [
+        Route("/", page("apps.html")),
+        Route("/app/{app_id:path}", page("app.html")),
+        Route("/api/apps", api.apps),
+        Route("/api/app/{app_id:path}", api.app),
+        Route("/api/progress/{app_id:path}", api.progress),
+        Route("/api/log/{app_id:path}", api.log),
+        Route("/api/cancel/{app_id:path}", api.cancel, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        del app
+        yield
+        source.close()
+
+    return Starlette(
+        routes=routes,
+        middleware=[Middleware(TokenGate, token=token, port=port)],
+        lifespan=lifespan,
+    )

@@ -1,0 +1,169 @@
+"""``torchx ui``: one local dashboard for every app of the configured schedulers.
+
+Registered in the ``torchx.cli.cmds`` entry-point group by the ``torchx-ui``
+distribution, so the CLI itself carries no web stack. The web libraries are imported
+only when the command runs (``torchx --help`` stays instant).
+"""
+
+from __future__ import annotations
+
+from torchx.cli.cmd_base import SubCommand
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    import socket
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "CmdUi"]
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+"""Tried first when ``--port`` is not given; the next nine ports, then any free one,
+when it is taken."""
+
+
+class CmdUi(SubCommand):
+    """``torchx ui [--host 127.0.0.1] [--port N] [--no-browser] [-s SCHEDULERS]``."""
+
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+        subparser.add_argument(
+            "--host",
+            default=DEFAULT_HOST,
+            help="address to serve on (default: 127.0.0.1, this machine only; another"
+            " address lets anyone who reaches it and has the token cancel your apps)",
+        )
+        subparser.add_argument(
+            "--port",
+            type=int,
+            default=None,
+            help=f"port to serve on (default: {DEFAULT_PORT}, or the next free one; 0: any)",
+        )
+        subparser.add_argument(
+            "--no-browser", action="store_true", help="print the URL only, do not open it"
+        )
+        subparser.add_argument(
+            "-s",
+            "--schedulers",
+            default=None,
+            help="comma-separated schedulers to show, or `all` (default: the default"
+            " scheduler and those with a section in .torchxconfig)",
+        )
+
+    def run(self, args: argparse.Namespace) -> None:
+        from torchx.cli._errors import CliError
+        from torchx.runner import get_runner
+
+        if args.port is not None and not 0 <= args.port <= 65535:
+            raise CliError(f"--port must be 0-65535, got {args.port}", exit_code=2)
+        with get_runner() as runner:
+            schedulers = _schedulers(runner, args.schedulers)
+            sock = _bind(args.host, args.port)
+            serve(runner, schedulers, sock, args.host, open_browser=not args.no_browser)
+
+
+def _schedulers(runner: object, given: str | None) -> list[str]:
+    from torchx.cli._errors import CliError
+    from torchx.schedulers import get_scheduler_factories
+    from torchx.ui._sources import configured_schedulers
+
+    installed = sorted(get_scheduler_factories())
+    if given is None:
+        names = configured_schedulers(runner)  # type: ignore[arg-type]
+    elif given.strip() == "all":
+        names = installed
+    else:
+        names = [n.strip() for n in given.split(",") if n.strip()]
+        unknown = [n for n in names if n not in installed]
+        if unknown:
+            raise CliError(
+                f"-s {given}: no scheduler `{unknown[0]}` is installed; installed:"
+                f" {', '.join(installed)}",
+                exit_code=2,
+            )
+    if not names:
+        raise CliError(
+            "no scheduler to show: install torchx-runner (local_cwd) or name one with -s",
+            exit_code=2,
+        )
+    return names
+
+
+def _bind(host: str, port: int | None) -> socket.socket:
+    """A listening socket on ``host``: ``port``, else the default port or the next free."""
+    import errno
+    import socket
+
+    from torchx.cli._errors import CliError
+
+    candidates = [port] if port is not None else [*range(DEFAULT_PORT, DEFAULT_PORT + 10), 0]
+    try:
+        family, kind, proto, _, _ = socket.getaddrinfo(host, 0, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as e:
+        raise CliError(f"--host {host}: not an address of this machine ({e.strerror})") from None
+    last: OSError | None = None
+    for candidate in candidates:
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, candidate))
+        except OSError as e:
+            sock.close()
+            last = e
+            if e.errno == errno.EADDRINUSE:
+                continue
+            raise CliError(f"--host {host}: cannot serve there ({e.strerror})") from None
+        sock.listen(128)
+        return sock
+    raise CliError(
+        f"port {port} on {host} is in use ({last.strerror if last else 'taken'}):"
+        " choose another with --port N (0: any free port)"
+    )
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def serve(
+    runner: object, schedulers: list[str], sock: socket.socket, host: str, *, open_browser: bool
+) -> None:
+    """Serves the dashboard on ``sock`` until interrupted; prints its URL first."""
+    import socket
+    import sys
+    import threading
+
+    import uvicorn
+
+    from torchx.ui._auth import new_token
+    from torchx.ui._server import create_app
+
+    token = new_token()
+    port = sock.getsockname()[1]
+    app = create_app(runner, schedulers, token=token, port=port)  # type: ignore[arg-type]
+    if not _is_loopback(host):
+        print(
+            f"torchx ui: warning: --host {host} is not a loopback address: anyone who can"
+            " reach it and has the token can see your apps and cancel them",
+            file=sys.stderr,
+        )
+    shown = socket.gethostname() if host in ("0.0.0.0", "::", "") else host  # noqa: S104
+    if ":" in shown:
+        shown = f"[{shown}]"
+    url = f"http://{shown}:{port}/?token={token}"
+    print(f"torchx ui: the apps of {', '.join(schedulers)}; Ctrl-C stops it. Open:")
+    print(url, flush=True)
+    if open_browser:
+        import webbrowser
+
+        threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, timeout_graceful_shutdown=2
+    )
+    uvicorn.Server(config).run(sockets=[sock])

@@ -1,0 +1,76 @@
+/* Helpers both pages share. Every value from a scheduler reaches the page through
+   textContent (el()), never as HTML. */
+"use strict";
+
+function el(tag, attrs, children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key === "text") node.textContent = value;
+    else if (key === "class") node.className = value;
+    else node.setAttribute(key, value);
+  }
+  for (const child of children || []) {
+    if (child !== null && child !== undefined) node.append(child);
+  }
+  return node;
+}
+
+function duration(seconds) {
+  if (seconds < 10) return Math.max(0, seconds).toFixed(1) + "s";
+  const whole = Math.round(seconds);
+  if (whole < 60) return whole + "s";
+  const minutes = Math.floor(whole / 60), secs = whole % 60;
+  if (minutes < 60) return minutes + "m" + String(secs).padStart(2, "0") + "s";
+  const hours = Math.floor(minutes / 60);
+  if (hours < 48) return hours + "h" + String(minutes % 60).padStart(2, "0") + "m";
+  return Math.floor(hours / 24) + "d";
+}
+
+function age(submitted, now) {
+  return submitted ? duration(now - submitted) : "";
+}
+
+function stateBadge(state) {
+  return el("span", { class: "state state-" + state, text: state });
+}
+
+function progressCell(progress) {
+  if (!progress) return null;
+  const fraction = progress.fraction;
+  const parts = [];
+  if (fraction !== null && fraction !== undefined) {
+    const bar = el("span", { class: "bar", role: "progressbar", "aria-valuenow": Math.round(fraction * 100) },
+      [el("div", { style: "width:" + (100 * Math.min(1, Math.max(0, fraction))).toFixed(1) + "%" })]);
+    parts.push(bar, Math.round(fraction * 100) + "%");
+  }
+  parts.push(progress.total ? ` (${progress.step}/${progress.total})` : ` step ${progress.step}`);
+  if (progress.eta_s !== null && progress.eta_s !== undefined) parts.push(", ETA " + duration(progress.eta_s));
+  const metrics = Object.entries(progress.metrics || {}).map(([k, v]) => k + "=" + formatNumber(v));
+  const node = el("span", { class: "progress" }, parts);
+  if (metrics.length) node.append(el("div", { class: "metrics", text: metrics.join(", ") }));
+  return node;
+}
+
+function formatNumber(value) {
+  if (typeof value !== "number") return String(value);
+  if (Number.isInteger(value)) return String(value);
+  return Math.abs(value) >= 100 ? value.toFixed(1) : value.toPrecision(3);
+}
+
+async function getJson(path) {
+  const answer = await fetch(path, { credentials: "same-origin", cache: "no-store" });
+  const body = await answer.json().catch(() => ({ error: answer.statusText }));
+  if (!answer.ok) throw new Error(body.error || answer.statusText);
+  return body;
+}
+
+/* The token came in the URL (once): the cookie carries it now, so take it out of the
+   address bar, where it would be shared with a copied link or a screenshot. */
+function dropTokenFromUrl() {
+  const url = new URL(location.href);
+  if (url.searchParams.has("token")) {
+    url.searchParams.delete("token");
+    history.replaceState(null, "", url.pathname + url.search + url.hash);
+  }
+}
