@@ -252,6 +252,7 @@ def create_app(runner: Runner, schedulers: list[str], *, token: str, port: int) 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         del app
+        source.start()  # the first listings are under way before the first page asks
         yield
         source.close()
 

@@ -72,8 +72,9 @@ def failure_line(failure: dict[str, Any] | None) -> str:
         cause = cause.replace("_", " ")
     where = f"{failure.get('role')}[{failure.get('replica_id')}]"
     message = str(failure.get("message") or "")
-    said = f": {message}" if message and message != cause else ""
-    return f"{where}: {cause}{said}"
+    if cause in message:  # it says the cause already (a sweep's names its element too)
+        return f"{where}: {message}"
+    return f"{where}: {cause}" + (f": {message}" if message else "")
 
 
 class SchedulerSource:
@@ -166,6 +167,11 @@ class AppsSource:
         self._reading: set[str] = set()
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=DETAIL_READERS, thread_name_prefix="ui-status")
+
+    def start(self) -> None:
+        """Starts every scheduler's first listing."""
+        for source in self.sources:
+            source.refresh()
 
     def scheduler_of(self, app_id: str) -> str | None:
         """The scheduler whose last listing has ``app_id`` (the first one that has it)."""

@@ -116,7 +116,8 @@ function renderTables(status) {
   if (array) {
     const counts = Object.entries(array.states).map(([s, n]) => `${n} ${s.toLowerCase()}`).join(", ");
     document.getElementById("array-line").textContent = `${array.size} elements: ${counts}` + (array.failed.length ? `; failed: ${array.failed.join(", ")}` : "");
-    rows("elements", array.elements.map((e) => [String(e.index), e.args.join(" "), stateBadge(e.state)]));
+    const args = (a) => Array.isArray(a) ? a.join(" ") : Object.entries(a || {}).map(([k, v]) => k + "=" + v).join(", ");
+    rows("elements", array.elements.map((e) => [String(e.index), args(e.args), stateBadge(e.state)]));
   }
   const select = document.getElementById("log-replica");
   const options = status.roles.flatMap((role) => role.replicas.map((r) => role.role + "/" + r.id));
