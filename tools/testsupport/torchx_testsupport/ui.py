@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -22,6 +23,9 @@ from torchx_testsupport import backend_missing
 
 WIDTH = 1280
 """The window width every page is checked and shot at."""
+
+MAX_SHOT_HEIGHT = 2400
+"""A page taller than this is shot as the window shows it (1280 x 900)."""
 
 TORCHX = str(Path(sys.executable).parent / "torchx")
 
@@ -71,7 +75,9 @@ def torchx_ui(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Itera
             proc.kill()
             _, err = proc.communicate(timeout=30)
             raise AssertionError(f"torchx ui printed no URL: {lines} {err[-2000:]}")
-        yield Ui(proc, lines[-1], lines[0])
+        ui = Ui(proc, lines[-1], lines[0])
+        _answers(ui.base.replace(socket.gethostname(), "127.0.0.1"))
+        yield ui
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGINT)
@@ -80,6 +86,24 @@ def torchx_ui(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Itera
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def _answers(base: str) -> None:
+    """Returns once the server answers HTTP (401 without the token): it is serving."""
+    import time
+    import urllib.error
+    import urllib.request
+
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(base + "/", timeout=10)  # noqa: S310
+        except urllib.error.HTTPError as e:
+            assert e.code == 401, e
+            return
+        except OSError:
+            assert time.monotonic() < deadline, f"{base} never answered"
+            time.sleep(0.05)
 
 
 def chromium_path() -> str:
@@ -142,10 +166,77 @@ def shoot(page: Any, name: str, fallback_dir: Path) -> Path:
     where = Path(os.environ.get("TORCHX_UI_SHOTS") or fallback_dir)
     where.mkdir(parents=True, exist_ok=True)
     path = where / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
+    # the whole page, unless it is a long list (a cluster's thousands of jobs): its top
+    tall = page.evaluate("document.documentElement.scrollHeight") > MAX_SHOT_HEIGHT
+    page.screenshot(path=str(path), full_page=not tall)
     return path
 
 
 def texts(page: Any, selector: str) -> list[str]:
     """The text of every element ``selector`` matches."""
     return [str(t) for t in page.eval_on_selector_all(selector, "els => els.map(e => e.textContent)")]
+
+
+def app_id_of(handle: str) -> str:
+    """The app id in ``handle`` (``scheduler://session/APP_ID``; Slurm's may hold commas,
+    Kubernetes' colons)."""
+    return handle.split("://", 1)[1].split("/", 1)[1]
+
+
+def rows_of(page: Any) -> dict[str, dict[str, Any]]:
+    """The apps table, by handle: state, age, the detail cell's text, the progress bar."""
+    found = page.eval_on_selector_all(
+        "#apps tbody tr",
+        """els => els.map(e => ({handle: e.dataset.handle, state: e.dataset.state,
+            age: e.querySelector('.age').textContent,
+            detail: e.querySelector('.detail').textContent,
+            bar: (e.querySelector('[role=progressbar]') || {}).ariaValueNow || null}))""",
+    )
+    return {row["handle"]: row for row in found}
+
+
+def check_a_backend(
+    ui: Ui, page: Any, handles: dict[str, str], *, cause: str, name: str, shots: Path
+) -> None:
+    """The pages of one real backend's apps: ``failed`` (printed ``boom`` on stderr and
+    exited 3; its root cause reads ``cause``), ``running`` (reported step 3 of 4 and a loss
+    of 0.33) and ``waiting`` (queued, with the scheduler's reason), which is cancelled from
+    its page after a confirmation. Each page shot as ``NAME-...``."""
+    page.goto(ui.page_url("/"))
+    loaded(page)
+    until(page, "document.querySelectorAll('#apps .failure').length >= 1")
+    until(page, "document.querySelector('#apps [role=progressbar]') !== null")
+    rows = rows_of(page)
+    assert {rows[h]["state"] for h in (handles["failed"],)} == {"FAILED"}, rows
+    assert rows[handles["running"]]["state"] == "RUNNING", rows
+    assert rows[handles["waiting"]]["state"] == "PENDING", rows
+    assert all(r["age"] for r in rows.values()), rows
+    assert rows[handles["failed"]]["detail"] == cause, rows
+    running = rows[handles["running"]]
+    assert running["bar"] == "75" and "loss=0.33" in running["detail"], running
+    assert rows[handles["waiting"]]["detail"].startswith("waiting for: "), rows
+    shoot(page, f"{name}-apps", shots)
+
+    page.goto(f"{ui.base}/app/{app_id_of(handles['failed'])}")
+    loaded(page)
+    assert page.text_content("#failure strong") == cause.split(": ", 1)[0] + ": exited with code 3"
+    assert "boom" in (page.text_content("#failure-log") or "")
+    assert "FAILED" in texts(page, "#replicas tbody td")
+    until(page, "document.getElementById('log').dataset.ended === '1'")
+    assert "boom" in (page.text_content("#log") or "")
+    shoot(page, f"{name}-app-failed", shots)
+
+    page.goto(f"{ui.base}/app/{app_id_of(handles['running'])}")
+    loaded(page)
+    assert page.get_attribute("#progress [role=progressbar]", "aria-valuenow") == "75"
+    until(page, "document.querySelector('#charts [data-metric=loss]') !== null")
+    until(page, "(document.getElementById('log').textContent || '').includes('TORCHX_PROGRESS')")
+    assert [r for r in texts(page, "#timeline .row > span:first-child") if r == "running"]
+    shoot(page, f"{name}-app-running", shots)
+
+    page.goto(f"{ui.base}/app/{app_id_of(handles['waiting'])}")
+    loaded(page)
+    assert (page.text_content("#waiting") or "").startswith("Waiting"), page.text_content("#waiting")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#cancel")
+    until(page, "document.body.dataset.state === 'CANCELLED'", timeout_s=120)

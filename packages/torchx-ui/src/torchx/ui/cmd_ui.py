@@ -157,13 +157,18 @@ def serve(
     if ":" in shown:
         shown = f"[{shown}]"
     url = f"http://{shown}:{port}/?token={token}"
-    print(f"torchx ui: the apps of {', '.join(schedulers)}; Ctrl-C stops it. Open:")
-    print(url, flush=True)
-    if open_browser:
-        import webbrowser
-
-        threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
     config = uvicorn.Config(
         app, log_level="warning", access_log=False, timeout_graceful_shutdown=2
     )
-    uvicorn.Server(config).run(sockets=[sock])
+    server = uvicorn.Server(config)
+    try:
+        print(f"torchx ui: the apps of {', '.join(schedulers)}; Ctrl-C stops it. Open:")
+        print(url, flush=True)
+        if open_browser:
+            import webbrowser
+
+            threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn hands Ctrl-C on once it has shut down
+        pass
+    print("torchx ui: stopped", file=sys.stderr)

@@ -1,0 +1,210 @@
+"""``torchx ui`` as a user starts it: the URL on a line of its own with a fresh token, the
+token required by every request, a warning for an address others can reach, one line for
+each mistake, and the JSON its pages read, against real apps on local_cwd."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from torchx_testsupport.ui import TORCHX, torchx_ui
+
+from torchx.runner import get_runner
+from torchx.specs import AppDef, AppState, Resource, Role
+
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TORCHX_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, str, Any]:
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310
+            return answer.status, answer.read().decode(), answer.headers
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(), e.headers
+
+
+def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(  # noqa: S603
+        [TORCHX, *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def _app(name: str, script: str) -> AppDef:
+    role = Role(name=name, image=os.getcwd(), entrypoint="sh", args=["-c", script],
+                resource=Resource(cpu=1, gpu=0, memMB=128))  # fmt: skip
+    return AppDef(name, [role])
+
+
+def test_the_url_has_a_fresh_token_and_every_request_needs_it(home: Path) -> None:
+    with torchx_ui(cwd=home) as first, torchx_ui(cwd=home) as second:
+        for ui in (first, second):
+            assert ui.first_line.startswith("torchx ui: the apps of local_cwd;"), ui.first_line
+            assert re.fullmatch(r"http://127\.0\.0\.1:\d+/\?token=[0-9a-f]{48}", ui.url), ui.url
+        assert first.token != second.token
+        ui = first
+        assert _get(ui.base + "/api/apps")[0] == 401
+        assert _get(ui.base + "/")[0] == 401
+        assert _get(ui.base + "/api/apps?token=" + second.token)[0] == 403
+        assert _get(ui.base + "/api/apps", {"Authorization": "token nope"})[0] == 403
+        code, body, headers = _get(ui.url)
+        assert code == 200 and "<title>torchx ui: apps</title>" in body
+        cookie = headers["set-cookie"]
+        port = ui.base.rsplit(":", 1)[1]
+        assert cookie.startswith(f"torchx_ui_{port}={ui.token};"), cookie
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        # the cookie alone, or the header alone, carries it from then on
+        assert _get(ui.base + "/api/apps", {"Cookie": cookie.split(";")[0]})[0] == 200
+        assert _get(ui.base + "/api/apps", {"Authorization": f"token {ui.token}"})[0] == 200
+
+
+def test_an_address_others_can_reach_is_warned_about(home: Path) -> None:
+    with torchx_ui("--host", "0.0.0.0", cwd=home) as ui:  # noqa: S104
+        assert ui.url.startswith(f"http://{socket.gethostname()}:"), ui.url
+    assert ui.proc.stderr is not None
+    warned = ui.proc.stderr.read()
+    assert (
+        "torchx ui: warning: --host 0.0.0.0 is not a loopback address: anyone who can reach it"
+        " and has the token can see your apps and cancel them"
+    ) in warned
+    # Ctrl-C (SIGINT) is how it is stopped: a clean exit
+    assert ui.proc.returncode == 0
+    assert warned.strip().splitlines()[1:] == ["torchx ui: stopped"], warned
+
+
+def test_mistakes_are_one_line_each(home: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        cases = {
+            ("ui", "--port", str(port), "--no-browser"): f"port {port} on 127.0.0.1 is in use",
+            ("ui", "-s", "local_cwd,nope", "--no-browser"): "-s local_cwd,nope: no scheduler `nope`",
+            ("ui", "--port", "70000", "--no-browser"): "--port must be 0-65535, got 70000",
+            ("ui", "--host", "no-such-host.invalid", "--no-browser"): "--host no-such-host.invalid",
+        }
+        for args, said in cases.items():
+            done = _run(*args, cwd=home)
+            assert done.returncode != 0, (args, done.stdout)
+            assert done.stdout == "", (args, done.stdout)
+            lines = done.stderr.strip().splitlines()
+            assert len(lines) == 1 and said in lines[0], (args, done.stderr)
+            assert "Traceback" not in done.stderr
+
+
+def test_help_loads_no_web_library(home: Path) -> None:
+    code = (
+        "import sys\n"
+        "from torchx.cli.main import main\n"
+        "try:\n    main(['ui', '--help'])\n"
+        "except SystemExit:\n    pass\n"
+        "print([m for m in ('starlette', 'uvicorn', 'anyio') if m in sys.modules])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)  # noqa: S603
+    assert "--no-browser" in done.stdout
+    assert done.stdout.strip().endswith("[]"), done.stdout
+    listed = _run("--help", cwd=home)
+    assert re.search(r"^\s+ui\s", listed.stdout, re.MULTILINE), listed.stdout
+
+
+@pytest.fixture
+def apps(home: Path) -> Iterator[dict[str, str]]:
+    with get_runner() as runner:
+        handles = {
+            "failed": runner.run(_app("crash", "echo 'boom' >&2; exit 3"), "local_cwd"),
+            "running": runner.run(
+                _app("train", 'echo "TORCHX_PROGRESS {\\"step\\": 1, \\"total\\": 2,'
+                     ' \\"metrics\\": {\\"loss\\": 0.5}}" >&2; echo ready; sleep 600'),
+                "local_cwd",
+            ),  # fmt: skip
+        }
+        runner.wait(handles["failed"], wait_interval=0.2)
+        try:
+            yield handles
+        finally:
+            runner.cancel(handles["running"])
+
+
+def _events(url: str, headers: dict[str, str], until: str) -> list[tuple[str, Any]]:
+    """The server-sent events of ``url`` up to the first named ``until``."""
+    found: list[tuple[str, Any]] = []
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=60) as s:  # noqa: S310
+        assert s.headers["content-type"].startswith("text/event-stream")
+        event = ""
+        for raw in s:
+            line = raw.decode().rstrip("\n")
+            if line.startswith("event: "):
+                event = line[len("event: ") :]
+            elif line.startswith("data: "):
+                found.append((event, json.loads(line[len("data: ") :])))
+                if event == until:
+                    return found
+    return found
+
+
+def test_the_json_behind_the_pages(apps: dict[str, str], home: Path) -> None:
+    failed_id = apps["failed"].rsplit("/", 1)[1]
+    running_id = apps["running"].rsplit("/", 1)[1]
+    with torchx_ui("-s", "local_cwd", cwd=home) as ui:
+        auth = {"Authorization": f"token {ui.token}"}
+        snapshot: dict[str, Any] = {}
+        for _ in range(100):  # the root cause comes from a status read the listing starts
+            snapshot = json.loads(_get(ui.base + "/api/apps", auth)[1])
+            rows = {row["app_id"]: row for row in snapshot["apps"]}
+            if rows.get(failed_id, {}).get("failure"):
+                break
+            time.sleep(0.2)
+        assert snapshot["schedulers"][0]["name"] == "local_cwd"
+        assert snapshot["schedulers"][0]["state"] == "ok"
+        rows = {row["app_id"]: row for row in snapshot["apps"]}
+        assert rows[failed_id]["state"] == "FAILED"
+        assert rows[failed_id]["failure"] == "crash[0]: exited with code 3"
+        assert rows[failed_id]["submitted"] <= snapshot["now"]
+        assert rows[running_id]["state"] == "RUNNING"
+        assert rows[running_id]["handle"] == apps["running"]
+
+        code, body, _ = _get(f"{ui.base}/api/app/{failed_id}", auth)
+        app = json.loads(body)
+        assert code == 200 and app["terminal"] is True and app["scheduler"] == "local_cwd"
+        assert app["status"]["failure"]["log_tail"] == ["boom"]
+        assert app["status"]["roles"][0]["replicas"][0]["state"] == "FAILED"
+        code, body, _ = _get(f"{ui.base}/api/app/no-such-app", auth)
+        assert code == 404 and "no app 'no-such-app' in the listings of local_cwd" in body
+
+        events = _events(f"{ui.base}/api/log/{failed_id}?role=crash&replica=0", auth, "end")
+        assert events == [("lines", ["boom"]), ("end", {})]
+        follow = f"{ui.base}/api/log/{running_id}?role=train&replica=0"
+        first = _events(follow, auth, "lines")  # followed: the stream stays open
+        assert first[0][0] == "lines" and "ready" in first[0][1]
+
+        progress = json.loads(_get(f"{ui.base}/api/progress/{running_id}", auth)[1])
+        assert [(r["step"], r["metrics"]) for r in progress["reports"]] == [(1, {"loss": 0.5})]
+
+        assert _get(f"{ui.base}/api/cancel/{running_id}", auth)[0] == 405  # POST only
+        request = urllib.request.Request(
+            f"{ui.base}/api/cancel/{running_id}", method="POST", headers=auth
+        )
+        with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310
+            assert json.loads(answer.read()) == {"cancelled": apps["running"]}
+        with get_runner() as runner:
+            status = runner.wait(apps["running"], wait_interval=0.2)
+            assert status is not None and status.state == AppState.CANCELLED
