@@ -216,7 +216,7 @@ document.getElementById("f").onload = function () {
 @pytest.mark.parametrize(
     "page",
     ["install.html", "quickstart.html", "components.html", "check.html", "cli.html",
-     "examples/ddp_training.html", "api/specs.html"],
+     "examples/ddp_training.html", "api/specs.html", "ui.html"],
 )  # fmt: skip
 def test_wide_tables_and_code_scroll_at_1280_pixels(built_site: Path, page: str) -> None:
     """Nothing wider than the text column is cut off at 1280 pixels: tables and code

@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 import zipfile
 from collections.abc import Callable, Iterator
@@ -344,6 +345,7 @@ def _cli_and_slurm(root: Path, index: str) -> None:
     venv = Venv(root, "cli-slurm", index)
     venv.install("torchx-cli", "torchx-sched-slurm")
     assert venv.schedulers() == ["local_cwd", "slurm"], venv.schedulers()
+    assert "starlette" not in venv.installed()  # the web stack comes with torchx-ui only
     dry = venv.run("torchx", "run", "--dryrun", "-s", "slurm", "utils.echo")
     assert "#SBATCH" in dry.stdout, dry.stdout
     venv.pip("uninstall", "torchx-sched-slurm")
@@ -369,6 +371,54 @@ def _meta_package_and_extras(root: Path, index: str) -> None:
     assert "docker" in installed  # kubernetes/aws_batch bring the workspace builder
     # the kfp extra adds the KFP adapter (kept out of the default set: kfp pins kubernetes)
     assert "torchx-pipelines-kfp" in installed and "torchx-sched-ray" in installed, installed
+
+
+@scenario
+def _dashboard(root: Path, index: str) -> None:
+    """pip install torchx-ui, then `torchx ui`: the apps of local_cwd (a job run first),
+    behind the token of the URL it prints; the CLI alone carries no web library"""
+    import re
+    import signal
+
+    venv = Venv(root, "ui", index)
+    venv.install("torchx-ui")
+    installed = venv.installed()
+    assert {"torchx-ui", "torchx-cli", "starlette", "uvicorn"} <= set(installed), installed
+    assert not {n for n in installed if n.startswith("torchx-sched")}, installed
+    venv.run("torchx", "run", "-s", "local_cwd", "utils.echo", "--msg", "hi")
+    server = subprocess.Popen(
+        ["torchx", "ui", "--no-browser", "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=venv.env, cwd=venv.path,
+    )  # fmt: skip
+    try:
+        assert server.stdout is not None
+        server.stdout.readline()
+        url = server.stdout.readline().strip()
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/\?token=[0-9a-f]{48}", url), url
+        base, token = url.split("/?token=")
+        try:
+            urllib.request.urlopen(f"{base}/api/apps", timeout=30)
+            raise AssertionError("answered without the token")
+        except urllib.error.HTTPError as e:
+            assert e.code == 401, e
+        request = urllib.request.Request(
+            f"{base}/api/apps", headers={"Authorization": f"token {token}"}
+        )
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            apps = json.loads(answer.read())["apps"]
+        assert [(a["name"], a["state"]) for a in apps] == [("echo", "SUCCEEDED")], apps
+        for path, shows in (
+            ("/", "<title>torchx ui: apps</title>"),
+            ("/static/app.js", "EventSource"),
+        ):
+            request = urllib.request.Request(
+                base + path, headers={"Authorization": f"token {token}"}
+            )
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                assert shows in answer.read().decode(), f"the wheel lacks {path}"
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=30)
 
 
 @scenario

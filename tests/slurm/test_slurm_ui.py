@@ -28,12 +28,17 @@ def test_the_pages_of_slurm_jobs(runner: Any, workdir: Path, tmp_path: Path) -> 
         "waiting": runner.run(held, "slurm", {"comment": "held"}),
     }
     try:
-        subprocess.run(["scontrol", "hold", app_id_of(handles["waiting"])], check=True)  # noqa: S607
+        subprocess.run(["scontrol", "hold", app_id_of(handles["waiting"])], check=True)
         runner.wait(handles["failed"], wait_interval=0.5)
         reported(runner, handles["running"])
         with torchx_ui("-s", "slurm", cwd=workdir) as ui, browser_page() as page:
             check_a_backend(
-                ui, page, handles, cause="train[0]: exited with code 3", name="slurm", shots=tmp_path
+                ui,
+                page,
+                handles,
+                cause="train[0]: exited with code 3",
+                name="slurm",
+                shots=tmp_path,
             )
         status = runner.status(handles["waiting"])
         assert status is not None and status.state.name == "CANCELLED"

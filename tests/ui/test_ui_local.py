@@ -79,7 +79,10 @@ def test_the_apps_page_shows_every_app_and_each_scheduler(
 ) -> None:
     (workdir / ".torchxconfig").write_text(f"[ray]\ndashboard_address = 127.0.0.1:{silent_port}\n")
     env = {**os.environ, "KUBECONFIG": str(tmp_path / "no-such-kubeconfig")}
-    with torchx_ui("-s", "local_cwd,ray,kubernetes", cwd=workdir, env=env) as ui, browser_page() as page:
+    with (
+        torchx_ui("-s", "local_cwd,ray,kubernetes", cwd=workdir, env=env) as ui,
+        browser_page() as page,
+    ):
         assert ui.url.startswith("http://127.0.0.1:"), ui.url
         page.goto(ui.page_url("/"))
         loaded(page)
@@ -90,7 +93,10 @@ def test_the_apps_page_shows_every_app_and_each_scheduler(
         ))  # fmt: skip
         assert chips["local_cwd"] == "ok"
         assert chips["ray"] in ("listing", "not answering"), chips
-        until(page, "document.querySelector('.sched[data-scheduler=kubernetes]').dataset.state === 'down'")
+        until(
+            page,
+            "document.querySelector('.sched[data-scheduler=kubernetes]').dataset.state === 'down'",
+        )
         assert "token" not in page.url  # the cookie carries it now
         # the root causes and the progress fill in as their status reads come back
         until(page, "document.querySelectorAll('#apps .failure').length === 2")

@@ -37,14 +37,14 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, str, Any]:
     request = urllib.request.Request(url, headers=headers or {})
     try:
-        with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=30) as answer:
             return answer.status, answer.read().decode(), answer.headers
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode(), e.headers
 
 
 def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(  # noqa: S603
+    return subprocess.run(
         [TORCHX, *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False
     )
 
@@ -78,7 +78,7 @@ def test_the_url_has_a_fresh_token_and_every_request_needs_it(home: Path) -> Non
 
 
 def test_an_address_others_can_reach_is_warned_about(home: Path) -> None:
-    with torchx_ui("--host", "0.0.0.0", cwd=home) as ui:  # noqa: S104
+    with torchx_ui("--host", "0.0.0.0", cwd=home) as ui:
         assert ui.url.startswith(f"http://{socket.gethostname()}:"), ui.url
     assert ui.proc.stderr is not None
     warned = ui.proc.stderr.read()
@@ -98,7 +98,12 @@ def test_mistakes_are_one_line_each(home: Path) -> None:
         port = taken.getsockname()[1]
         cases = {
             ("ui", "--port", str(port), "--no-browser"): f"port {port} on 127.0.0.1 is in use",
-            ("ui", "-s", "local_cwd,nope", "--no-browser"): "-s local_cwd,nope: no scheduler `nope`",
+            (
+                "ui",
+                "-s",
+                "local_cwd,nope",
+                "--no-browser",
+            ): "-s local_cwd,nope: no scheduler `nope`",
             ("ui", "--port", "70000", "--no-browser"): "--port must be 0-65535, got 70000",
             ("ui", "--host", "no-such-host.invalid", "--no-browser"): "--host no-such-host.invalid",
         }
@@ -119,7 +124,7 @@ def test_help_loads_no_web_library(home: Path) -> None:
         "except SystemExit:\n    pass\n"
         "print([m for m in ('starlette', 'uvicorn', 'anyio') if m in sys.modules])\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)  # noqa: S603
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "--no-browser" in done.stdout
     assert done.stdout.strip().endswith("[]"), done.stdout
     listed = _run("--help", cwd=home)
@@ -132,10 +137,13 @@ def apps(home: Path) -> Iterator[dict[str, str]]:
         handles = {
             "failed": runner.run(_app("crash", "echo 'boom' >&2; exit 3"), "local_cwd"),
             "running": runner.run(
-                _app("train", 'echo "TORCHX_PROGRESS {\\"step\\": 1, \\"total\\": 2,'
-                     ' \\"metrics\\": {\\"loss\\": 0.5}}" >&2; echo ready; sleep 600'),
+                _app(
+                    "train",
+                    'echo "TORCHX_PROGRESS {\\"step\\": 1, \\"total\\": 2,'
+                    ' \\"metrics\\": {\\"loss\\": 0.5}}" >&2; echo ready; sleep 600',
+                ),
                 "local_cwd",
-            ),  # fmt: skip
+            ),
         }
         runner.wait(handles["failed"], wait_interval=0.2)
         try:
@@ -147,7 +155,7 @@ def apps(home: Path) -> Iterator[dict[str, str]]:
 def _events(url: str, headers: dict[str, str], until: str) -> list[tuple[str, Any]]:
     """The server-sent events of ``url`` up to the first named ``until``."""
     found: list[tuple[str, Any]] = []
-    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=60) as s:  # noqa: S310
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=60) as s:
         assert s.headers["content-type"].startswith("text/event-stream")
         event = ""
         for raw in s:
@@ -203,7 +211,7 @@ def test_the_json_behind_the_pages(apps: dict[str, str], home: Path) -> None:
         request = urllib.request.Request(
             f"{ui.base}/api/cancel/{running_id}", method="POST", headers=auth
         )
-        with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=30) as answer:
             assert json.loads(answer.read()) == {"cancelled": apps["running"]}
         with get_runner() as runner:
             status = runner.wait(apps["running"], wait_interval=0.2)

@@ -50,7 +50,7 @@ class Ui:
 def torchx_ui(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Iterator[Ui]:
     """``torchx ui --no-browser --port 0 ARGS`` from ``cwd``, until the block ends (then
     stopped by its pid, as Ctrl-C would)."""
-    proc = subprocess.Popen(  # noqa: S603
+    proc = subprocess.Popen(
         [TORCHX, "ui", "--no-browser", "--port", "0", *args],
         cwd=cwd,
         env=env if env is not None else dict(os.environ),
@@ -97,7 +97,7 @@ def _answers(base: str) -> None:
     deadline = time.monotonic() + 60
     while True:
         try:
-            urllib.request.urlopen(base + "/", timeout=10)  # noqa: S310
+            urllib.request.urlopen(base + "/", timeout=10)
         except urllib.error.HTTPError as e:
             assert e.code == 401, e
             return
@@ -149,7 +149,7 @@ _CUT_OFF = """() => {
   if (document.documentElement.scrollWidth > width + 1) cut.push("the page scrolls sideways");
   for (const table of document.querySelectorAll("table")) {
     const box = table.getBoundingClientRect();
-    if (box.width && box.right > width + 1) cut.push("table #" + table.id + " ends at " + box.right);
+    if (box.width && box.right > width + 1) cut.push("#" + table.id + " ends at " + box.right);
     for (const cell of table.querySelectorAll("th, td")) {
       if (cell.scrollWidth > cell.clientWidth + 1)
         cut.push("#" + table.id + " cell cut off: " + cell.textContent.slice(0, 60));
@@ -174,7 +174,9 @@ def shoot(page: Any, name: str, fallback_dir: Path) -> Path:
 
 def texts(page: Any, selector: str) -> list[str]:
     """The text of every element ``selector`` matches."""
-    return [str(t) for t in page.eval_on_selector_all(selector, "els => els.map(e => e.textContent)")]
+    return [
+        str(t) for t in page.eval_on_selector_all(selector, "els => els.map(e => e.textContent)")
+    ]
 
 
 def app_id_of(handle: str) -> str:
@@ -236,7 +238,9 @@ def check_a_backend(
 
     page.goto(f"{ui.base}/app/{app_id_of(handles['waiting'])}")
     loaded(page)
-    assert (page.text_content("#waiting") or "").startswith("Waiting"), page.text_content("#waiting")
+    assert (page.text_content("#waiting") or "").startswith("Waiting"), page.text_content(
+        "#waiting"
+    )
     page.once("dialog", lambda dialog: dialog.accept())
     page.click("#cancel")
     until(page, "document.body.dataset.state === 'CANCELLED'", timeout_s=120)

@@ -70,9 +70,7 @@ class _Api:
         scheduler = request.query_params.get("scheduler") or self.source.scheduler_of(app_id)
         if not scheduler:
             names = ", ".join(s.name for s in self.source.sources)
-            return _error(
-                f"no app {app_id!r} in the listings of {names}; add ?scheduler=NAME", 404
-            )
+            return _error(f"no app {app_id!r} in the listings of {names}; add ?scheduler=NAME", 404)
         return scheduler, self.source.handle_of(scheduler, app_id)
 
     def apps(self, request: Request) -> Response:

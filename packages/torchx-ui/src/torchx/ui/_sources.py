@@ -9,6 +9,7 @@ now, and a scheduler that is slow or down is shown as such (its last error, or
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -49,10 +50,8 @@ def configured_schedulers(runner: Runner) -> list[str]:
 
     installed = get_scheduler_factories()
     names: list[str] = []
-    try:
+    with contextlib.suppress(RuntimeError):  # none installed: only the configured ones
         names.append(get_default_scheduler_name())
-    except RuntimeError:
-        pass
     for path in config.find_configs():
         names += [section for section in read_config(path) if section in installed]
     del runner

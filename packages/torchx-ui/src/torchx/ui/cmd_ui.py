@@ -157,9 +157,7 @@ def serve(
     if ":" in shown:
         shown = f"[{shown}]"
     url = f"http://{shown}:{port}/?token={token}"
-    config = uvicorn.Config(
-        app, log_level="warning", access_log=False, timeout_graceful_shutdown=2
-    )
+    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)
     try:
         print(f"torchx ui: the apps of {', '.join(schedulers)}; Ctrl-C stops it. Open:")
