@@ -56,6 +56,7 @@ OWN_DISTRIBUTIONS = frozenset(
         "torchx-tracker-mlflow",
         "torchx-pipelines-kfp",
         "torchx-workspace-docker",
+        "torchx-ui",
     }
 )
 """TorchX's own distributions: their entry points are the built-in plugins, which load
