@@ -19,11 +19,11 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from torchx.ui._auth import TokenGate
-from torchx.ui._sources import AppsSource
+from torchx.ui._sources import AppsSource, one_line
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Callable
     from typing import Any
 
     from starlette.requests import Request
@@ -56,6 +56,29 @@ def _error(message: str, status_code: int) -> Response:
     return _json({"error": message}, status_code)
 
 
+class _Refused(Exception):
+    """An answer other than the one asked for: the app is not there, a bad parameter."""
+
+    def __init__(self, message: str, status_code: int = 404) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
+def _answering(endpoint: Callable[[Request], Response]) -> Callable[[Request], Response]:
+    """The endpoint, answering a refusal or a scheduler's error as ``{"error": ...}``
+    (502: the scheduler failed, not this server)."""
+
+    def serve(request: Request) -> Response:
+        try:
+            return endpoint(request)
+        except _Refused as e:
+            return _error(str(e), e.status_code)
+        except Exception as e:
+            return _error(one_line(e), 502)
+
+    return serve
+
+
 class _Api:
     """The endpoints, sharing one runner and one :class:`AppsSource`."""
 
@@ -64,13 +87,13 @@ class _Api:
         self.source = source
         self._first = True
 
-    def _handle(self, request: Request) -> tuple[str, str] | Response:
-        """(scheduler, handle) of the app the request names, or the error to answer."""
+    def _handle(self, request: Request) -> tuple[str, str]:
+        """(scheduler, handle) of the app the request names."""
         app_id = request.path_params["app_id"]
         scheduler = request.query_params.get("scheduler") or self.source.scheduler_of(app_id)
         if not scheduler:
             names = ", ".join(s.name for s in self.source.sources)
-            return _error(f"no app {app_id!r} in the listings of {names}; add ?scheduler=NAME", 404)
+            raise _Refused(f"no app {app_id!r} in the listings of {names}; add ?scheduler=NAME")
         return scheduler, self.source.handle_of(scheduler, app_id)
 
     def apps(self, request: Request) -> Response:
@@ -79,24 +102,17 @@ class _Api:
         return _json(self.source.snapshot(wait_s))
 
     def app(self, request: Request) -> Response:
-        found = self._handle(request)
-        if isinstance(found, Response):
-            return found
-        scheduler, handle = found
-        try:
-            status = self.runner.status(handle)
-        except Exception as e:
-            return _error(f"{scheduler}: {' '.join(str(e).split())[:300]}", 502)
+        scheduler, handle = self._handle(request)
+        status = self.runner.status(handle)
         if status is None:
-            return _error(f"{handle}: the scheduler does not know this app (any more)", 404)
-        app_id = request.path_params["app_id"]
+            raise _Refused(f"{handle}: the scheduler does not know this app (any more)")
         name = next(
             (a.name for s in self.source.sources for a in s.apps if a.app_handle == handle), ""
         )
         return _json(
             {
                 "handle": handle,
-                "app_id": app_id,
+                "app_id": request.path_params["app_id"],
                 "scheduler": scheduler,
                 "name": name,
                 "terminal": status.is_terminal(),
@@ -105,42 +121,24 @@ class _Api:
         )
 
     def progress(self, request: Request) -> Response:
-        found = self._handle(request)
-        if isinstance(found, Response):
-            return found
-        _, handle = found
-        try:
-            status = self.runner.status(handle)
-            reports = _progress_history(self.runner, handle, status) if status else []
-        except Exception as e:
-            return _error(" ".join(str(e).split())[:300], 502)
+        _, handle = self._handle(request)
+        status = self.runner.status(handle)
+        reports = _progress_history(self.runner, handle, status) if status else []
         return _json({"reports": reports})
 
     def cancel(self, request: Request) -> Response:
-        found = self._handle(request)
-        if isinstance(found, Response):
-            return found
-        _, handle = found
-        try:
-            self.runner.cancel(handle)
-        except Exception as e:
-            return _error(" ".join(str(e).split())[:300], 502)
+        _, handle = self._handle(request)
+        self.runner.cancel(handle)
         return _json({"cancelled": handle})
 
-    async def log(self, request: Request) -> Response:
-        found = self._handle(request)
-        if isinstance(found, Response):
-            return found
-        _, handle = found
+    def log(self, request: Request) -> Response:
+        _, handle = self._handle(request)
         role = request.query_params.get("role", "")
-        try:
-            replica = int(request.query_params.get("replica", "0"))
-        except ValueError:
-            return _error("replica must be a number", 400)
-        if not role:
-            return _error("role is required (?role=NAME&replica=K)", 400)
+        replica = request.query_params.get("replica", "0")
+        if not role or not replica.isdigit():
+            raise _Refused("name the replica: ?role=NAME&replica=K", 400)
         return StreamingResponse(
-            self._follow(handle, role, replica),
+            self._follow(handle, role, int(replica)),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
@@ -165,7 +163,7 @@ class _Api:
                         return
                     put("line", line.rstrip("\n"))
             except Exception as e:
-                put("failed", " ".join(str(e).split())[:300] or type(e).__name__)
+                put("failed", one_line(e))
             finally:
                 put("end", "")
 
@@ -240,10 +238,10 @@ def create_app(runner: Runner, schedulers: list[str], *, token: str, port: int) 
         Route("/", page("apps.html")),
         Route("/app/{app_id:path}", page("app.html")),
         Route("/api/apps", api.apps),
-        Route("/api/app/{app_id:path}", api.app),
-        Route("/api/progress/{app_id:path}", api.progress),
-        Route("/api/log/{app_id:path}", api.log),
-        Route("/api/cancel/{app_id:path}", api.cancel, methods=["POST"]),
+        Route("/api/app/{app_id:path}", _answering(api.app)),
+        Route("/api/progress/{app_id:path}", _answering(api.progress)),
+        Route("/api/log/{app_id:path}", _answering(api.log)),
+        Route("/api/cancel/{app_id:path}", _answering(api.cancel), methods=["POST"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
 

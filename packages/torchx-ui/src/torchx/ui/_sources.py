@@ -24,7 +24,14 @@ if TYPE_CHECKING:
     from torchx.schedulers.api import ListAppResponse
     from torchx.specs.api import AppStatus
 
-__all__ = ["REFRESH_S", "AppsSource", "SchedulerSource", "configured_schedulers"]
+__all__ = [
+    "REFRESH_S",
+    "AppsSource",
+    "SchedulerSource",
+    "configured_schedulers",
+    "failure_line",
+    "one_line",
+]
 
 REFRESH_S = 3.0
 """How often a scheduler is listed again, and a running app's status read again, while
@@ -109,7 +116,7 @@ class SchedulerSource:
             apps = self.runner.list(self.name, cfg=cfg)
             error = None
         except Exception as e:  # a scheduler that is down is shown, never raised
-            apps, error = None, _one_line(e)
+            apps, error = None, one_line(e)
         with self._lock:
             if apps is not None:
                 self.apps = apps
@@ -136,7 +143,8 @@ class SchedulerSource:
             }
 
 
-def _one_line(error: BaseException) -> str:
+def one_line(error: BaseException) -> str:
+    """The error as one line of at most 300 characters, for a page to show."""
     text = " ".join(str(error).split()) or type(error).__name__
     return text[:300]
 
