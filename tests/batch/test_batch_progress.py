@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from torchx_testsupport import submitted_as_status_says
 from torchx_testsupport.docker import IMAGE
 from torchx_testsupport.progress import SHELL_REPORTS, check_reported, reporting_app
 
@@ -33,3 +34,7 @@ def test_a_job_shows_its_last_report(runner: Any, batch_queue: str) -> None:
     status = runner.status(handle)
     check_reported(status)
     assert status.progress.role == "train" and status.progress.eta_s is None
+    # the listing says when it was submitted (what `torchx ui` shows as its age)
+    (row,) = [r for r in runner.list("aws_batch", cfg={"queue": batch_queue})
+              if r.app_handle == handle]  # fmt: skip
+    submitted_as_status_says(row, status)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from torchx_testsupport import submitted_as_status_says
 from torchx_testsupport.docker import IMAGE, REGISTRY, all_torchx_containers, app_containers
 from torchx_testsupport.processes import concurrent_handles
 
@@ -335,8 +336,9 @@ def test_cancel_keeps_containers_and_delete_removes_them(runner: Any, docker_cli
     assert cancelled.state == AppState.CANCELLED
     assert cancelled.roles[0].replicas[0].state == AppState.CANCELLED  # not FAILED
     assert cancelled.num_restarts == 0
-    listed = {r.app_id: (r.state, r.name) for r in runner._scheduler(SCHED).list()}
-    assert listed[app_id] == (AppState.CANCELLED, "sleepy")  # APP NAME filled in
+    rows = {r.app_id: r for r in runner._scheduler(SCHED).list()}
+    assert (rows[app_id].state, rows[app_id].name) == (AppState.CANCELLED, "sleepy")
+    submitted_as_status_says(rows[app_id], cancelled)
     (role,) = runner.describe(handle).roles
     assert (role.entrypoint, role.args) == ("sh", ["-c", "echo started; sleep 300"])
     kept = app_containers(docker_client, app_id)

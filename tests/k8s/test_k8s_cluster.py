@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from torchx_testsupport import submitted_as_status_says
 from torchx_testsupport.k8s.cluster import IMAGE, LIMITED, create_torchx_jobs, exec_in_app_pod
 from torchx_testsupport.k8s.running import batch, finished, sh, until
 
@@ -117,6 +118,7 @@ def test_pending_says_why_the_real_scheduler_waits(
     (row,) = [r for r in sched.list({"namespace": namespace}) if r.app_id == app_id]
     assert row.state == AppState.PENDING
     assert row.waiting.startswith("Unschedulable: ") and "Insufficient cpu" in row.waiting, row
+    submitted_as_status_says(row, status)
 
 
 def test_an_image_being_pulled_is_what_the_app_waits_for(

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from torchx_testsupport import wait_until
+from torchx_testsupport import submitted_as_status_says, wait_until
 from torchx_testsupport.processes import pid_from, running
 from torchx_testsupport.ray import (
     DASHBOARD,
@@ -389,7 +389,8 @@ def test_a_second_run_with_the_key_returns_the_first_handle(runner: Any, workdir
     again = runner.run(app, "ray", idempotency_key=KEY_RAY_K1)
     assert again == first and runner.found_by_idempotency_key(again)
     suffix = first.rsplit("-", 1)[1]
-    assert sum(a.app_id.endswith(suffix) for a in runner.list("ray")) == 1
+    (row,) = [a for a in runner.list("ray") if a.app_id.endswith(suffix)]
+    submitted_as_status_says(row, runner.status(first))
     assert list(runner.log_lines(first, "r", 0)) == [f"run={KEY_RAY_K1}\n"]
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from torchx_testsupport import submitted_as_status_says
 
 from torchx.specs import AppDef, AppState, Resource, Role
 
@@ -199,6 +200,7 @@ def test_a_job_behind_a_full_cluster_says_why_it_waits_then_where_its_time_went(
         assert "Waiting " in status.format()
         rows = {r.app_handle: r for r in runner.list("slurm")}
         assert rows[handle].waiting.startswith(("Resources", "Priority"))
+        submitted_as_status_says(rows[handle], status)
     finally:
         subprocess.run(["scancel", holder], check=False)
     final = _final(runner, handle)

@@ -329,3 +329,11 @@ def fresh_venv(path: Any) -> tuple[Any, list[str]]:
         else [str(python), "-m", "pip", "install", "-q"]
     )
     return python, install
+
+
+def submitted_as_status_says(row: Any, status: Any) -> None:
+    """A ``list`` row's ``submitted`` (``torchx ui``'s age) is the moment the app's status
+    timeline starts with, within the second (a listing may read whole seconds)."""
+    (submitted,) = [p.start for p in status.timeline if p.phase == "submitted"]
+    assert row.submitted is not None, row
+    assert abs(row.submitted - submitted) < 1.0, (row.submitted, submitted)
