@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -216,3 +217,31 @@ def test_the_json_behind_the_pages(apps: dict[str, str], home: Path) -> None:
         with get_runner() as runner:
             status = runner.wait(apps["running"], wait_interval=0.2)
             assert status is not None and status.state == AppState.CANCELLED
+
+
+def test_it_opens_the_browser_unless_told_not_to(home: Path) -> None:
+    """The browser ``webbrowser`` finds ($BROWSER here: a script noting what it opened)."""
+    opened = home / "opened.txt"
+    browser = home / "browser.sh"
+    browser.write_text(f'#!/bin/sh\necho "$1" >> {opened}\n')
+    browser.chmod(0o700)
+    env = {**os.environ, "BROWSER": str(browser)}
+    proc = subprocess.Popen(
+        [TORCHX, "ui", "--port", "0"], cwd=home, env=env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        proc.stdout.readline()
+        url = proc.stdout.readline().strip()
+        deadline = time.monotonic() + 60
+        while not opened.exists() or not opened.read_text().strip():
+            assert time.monotonic() < deadline, "no browser was opened"
+            time.sleep(0.1)
+        assert opened.read_text().splitlines() == [url]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    with torchx_ui(cwd=home, env=env):  # --no-browser
+        pass
+    assert opened.read_text().splitlines() == [url]  # opened once, by the first only
