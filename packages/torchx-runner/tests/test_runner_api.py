@@ -680,3 +680,32 @@ def test_an_unknown_component_argument_is_refused_through_the_api() -> None:
             runner.dryrun_component("utils.echo", {"mgs": "hi"}, "local_cwd")
         info = runner.dryrun_component("utils.echo", {"msg": "hi"}, "local_cwd")
         assert info._app is not None and info._app.roles[0].args[-1] == "hi"
+
+
+def test_threads_share_one_instance_of_a_scheduler() -> None:
+    """`torchx list --progress` and `torchx ui` read statuses from several threads: the
+    first calls, side by side, make one scheduler, not one each (the others never closed)."""
+    import threading
+    import time
+
+    made: list[MemoryScheduler] = []
+
+    def slow_factory(session_name: str, **kw: object) -> MemoryScheduler:
+        time.sleep(0.05)  # a client that takes a moment to build: the threads overlap
+        made.append(MemoryScheduler(session_name, **kw))
+        return made[-1]
+
+    runner = Runner("sess", {"memory": slow_factory})
+    start = threading.Barrier(8)
+
+    def first_call() -> None:
+        start.wait()
+        runner.list("memory")
+
+    threads = [threading.Thread(target=first_call) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(made) == 1
+    runner.close()

@@ -14,6 +14,7 @@ schedulers, trackers and workspaces only when a call needs them (benchmarks/benc
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
@@ -227,6 +228,7 @@ class Runner:
             **(scheduler_params or {}),
         }
         self._scheduler_instances: dict[str, Scheduler[Any]] = {}
+        self._instances_lock = threading.Lock()  # one instance per scheduler, whatever thread
         self._apps: dict[AppHandle, AppDef] = {}
         self._found_by_key: set[AppHandle] = set()
         self._component_defaults: dict[str, dict[str, str]] = {
@@ -1078,12 +1080,16 @@ class Runner:
 
     def _scheduler(self, scheduler: str) -> Scheduler[Any]:
         instance = self._scheduler_instances.get(scheduler)
-        if instance is None:
-            factory = self._scheduler_factories.get(scheduler)
-            if factory is None:
-                raise UnknownSchedulerException(scheduler, self._scheduler_factories)
-            instance = factory(self._name, **self._scheduler_params)
-            self._scheduler_instances[scheduler] = instance
+        if instance is not None:
+            return instance
+        with self._instances_lock:  # threads (torchx list --progress, torchx ui) share one
+            instance = self._scheduler_instances.get(scheduler)
+            if instance is None:
+                factory = self._scheduler_factories.get(scheduler)
+                if factory is None:
+                    raise UnknownSchedulerException(scheduler, self._scheduler_factories)
+                instance = factory(self._name, **self._scheduler_params)
+                self._scheduler_instances[scheduler] = instance
         return instance
 
     def _scheduler_app_id(self, app_handle: AppHandle) -> tuple[Scheduler[Any], str, str]:
