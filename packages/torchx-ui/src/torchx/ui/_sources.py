@@ -48,7 +48,7 @@ SLOW_S = 10.0
 """A listing that has not answered by then is shown as not answering (it goes on)."""
 
 
-def configured_schedulers(runner: Runner) -> list[str]:
+def configured_schedulers() -> list[str]:
     """The default scheduler, then every installed scheduler with a section of its own in
     a ``.torchxconfig`` (the files ``torchx run`` reads)."""
     from torchx.runner import config
@@ -61,7 +61,6 @@ def configured_schedulers(runner: Runner) -> list[str]:
         names.append(get_default_scheduler_name())
     for path in config.find_configs():
         names += [section for section in read_config(path) if section in installed]
-    del runner
     return list(dict.fromkeys(names))
 
 
@@ -157,11 +156,13 @@ class _Detail:
     def __init__(self, status: AppStatus | None, read_at: float) -> None:
         self.read_at = read_at
         self.state = status.state if status is not None else None
-        found = status.to_json() if status is not None else {}
-        self.failure = failure_line(found.get("failure")) or (
-            status.msg if status is not None and status.state == AppState.FAILED else ""
-        )
-        self.progress = found.get("progress")
+        self.failure = ""
+        self.progress = None
+        if status is not None:
+            failure = status.failure.to_json() if status.failure is not None else None
+            failed = status.state == AppState.FAILED
+            self.failure = failure_line(failure) or (status.msg if failed else "")
+            self.progress = status.progress.to_json() if status.progress is not None else None
 
 
 class AppsSource:

@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     import argparse
     import socket
 
+    from torchx.runner import Runner
+
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "CmdUi"]
 
 DEFAULT_HOST = "127.0.0.1"
@@ -56,19 +58,19 @@ class CmdUi(SubCommand):
         if args.port is not None and not 0 <= args.port <= 65535:
             raise CliError(f"--port must be 0-65535, got {args.port}", exit_code=2)
         with get_runner() as runner:
-            schedulers = _schedulers(runner, args.schedulers)
+            schedulers = _schedulers(args.schedulers)
             sock = _bind(args.host, args.port)
             serve(runner, schedulers, sock, args.host, open_browser=not args.no_browser)
 
 
-def _schedulers(runner: object, given: str | None) -> list[str]:
+def _schedulers(given: str | None) -> list[str]:
     from torchx.cli._errors import CliError
     from torchx.schedulers import get_scheduler_factories
     from torchx.ui._sources import configured_schedulers
 
     installed = sorted(get_scheduler_factories())
     if given is None:
-        names = configured_schedulers(runner)  # type: ignore[arg-type]
+        names = configured_schedulers()
     elif given.strip() == "all":
         names = installed
     else:
@@ -132,7 +134,7 @@ def _is_loopback(host: str) -> bool:
 
 
 def serve(
-    runner: object, schedulers: list[str], sock: socket.socket, host: str, *, open_browser: bool
+    runner: Runner, schedulers: list[str], sock: socket.socket, host: str, *, open_browser: bool
 ) -> None:
     """Serves the dashboard on ``sock`` until interrupted; prints its URL first."""
     import socket
@@ -146,7 +148,7 @@ def serve(
 
     token = new_token()
     port = sock.getsockname()[1]
-    app = create_app(runner, schedulers, token=token, port=port)  # type: ignore[arg-type]
+    app = create_app(runner, schedulers, token=token, port=port)
     if not _is_loopback(host):
         print(
             f"torchx ui: warning: --host {host} is not a loopback address: anyone who can"
