@@ -9,6 +9,7 @@ const query = scheduler ? "?scheduler=" + encodeURIComponent(scheduler) : "";
 const api = (kind, extra) => `/api/${kind}/${encodeURIComponent(appId)}${query}${extra ? (query ? "&" : "?") + extra : ""}`;
 const MAX_LOG_LINES = 5000;
 let current = null, follower = null, followed = "";
+let reports = [], reportsMark = null;
 
 function show(id, visible) { document.getElementById(id).hidden = !visible; }
 
@@ -154,12 +155,18 @@ function follow(replica) {
 async function refresh() {
   const banner = document.getElementById("banner");
   try {
-    const [app, progress] = await Promise.all([getJson(api("app")), getJson(api("progress")).catch(() => ({ reports: [] }))]);
+    const app = await getJson(api("app"));
+    // the reports are read from the log: again only when a new one came (or the app ended)
+    const mark = JSON.stringify([app.status.progress && app.status.progress.step, app.terminal]);
+    if (mark !== reportsMark) {
+      reports = (await getJson(api("progress")).catch(() => ({ reports }))).reports;
+      reportsMark = mark;
+    }
     const now = Date.now() / 1000;
     current = app;
     banner.hidden = true;
     renderHeader(app, now);
-    renderProgress(app.status.progress, progress.reports);
+    renderProgress(app.status.progress, reports);
     renderFailure(app.status.failure, app.status.msg, app.status.state);
     renderTimeline(app.status.timeline, now);
     renderTables(app.status);
