@@ -40,7 +40,7 @@ function matches(app) {
 }
 
 function detailCell(app) {
-  const cell = el("td", { class: "detail" });
+  const cell = el("td", { class: "detail", role: "cell" });
   if (app.waiting) cell.append(el("div", { class: "waiting", text: "waiting for: " + app.waiting }));
   const progress = progressCell(app.progress);
   if (progress) cell.append(progress);
@@ -50,12 +50,13 @@ function detailCell(app) {
 
 function appRow(app, now) {
   const link = "/app/" + encodeURIComponent(app.app_id) + "?scheduler=" + encodeURIComponent(app.scheduler);
-  return el("tr", { "data-handle": app.handle, "data-state": app.state, "data-scheduler": app.scheduler }, [
-    el("td", { class: "name" }, [el("a", { href: link, text: app.name || app.app_id })]),
-    el("td", { class: "handle", text: app.handle }),
-    el("td", { class: "scheduler", text: app.scheduler }),
-    el("td", { class: "state-cell" }, [stateBadge(app.state)]),
-    el("td", { class: "age", text: age(app.submitted, now) }),
+  // the table is laid out as a grid (ui.css): the roles keep it a table for screen readers
+  return el("tr", { role: "row", "data-handle": app.handle, "data-state": app.state, "data-scheduler": app.scheduler }, [
+    el("td", { class: "name", role: "cell" }, [el("a", { href: link, text: app.name || app.app_id })]),
+    el("td", { class: "handle", role: "cell", text: app.handle }),
+    el("td", { class: "scheduler", role: "cell", text: app.scheduler }),
+    el("td", { class: "state-cell", role: "cell" }, [stateBadge(app.state)]),
+    el("td", { class: "age", role: "cell", text: age(app.submitted, now) }),
     detailCell(app),
   ]);
 }
