@@ -149,6 +149,10 @@ def test_the_page_of_a_failed_app_shows_its_root_cause_and_log(
         phases = texts(page, "#timeline .row > span:first-child")
         assert phases[0] == "submitted" and "running" in phases and phases[-1] == "finished"
         assert texts(page, "#replicas tbody td") == ["crash", "0", "FAILED", "localhost"]
+        (attempt,) = page.eval_on_selector_all(
+            "#attempts tbody tr", "rows => rows.map(r => [...r.cells].map(c => c.textContent))"
+        )
+        assert attempt[:2] == ["0", "FAILED"] and attempt[3] == "exited with code 3", attempt
         assert page.is_hidden("#cancel")  # it ended: nothing to cancel
         until(page, "document.getElementById('log').dataset.ended === '1'")
         assert page.text_content("#log") == "starting\nboom: bad batch"

@@ -26,6 +26,7 @@ __all__ = [
     "LOG_TAIL_BYTES",
     "LOG_TAIL_LINES",
     "Failure",
+    "cause_words",
     "from_error_file",
     "from_exit_status",
     "from_log_tail",
@@ -47,6 +48,26 @@ CAUSES = (
     "unknown",
 )
 """What can have ended a replica (``Failure.cause``)."""
+
+_CAUSE_WORDS = {
+    "exception": "a Python exception",
+    "exit_code": "exited with code {exit_code}",
+    "signal": "killed by {signal}",
+    "oom": "out of memory",
+    "time_limit": "hit its time limit",
+    "preempted": "preempted",
+    "node_failure": "its node failed",
+    "image_pull": "its image could not be pulled",
+    "rejected": "rejected by the scheduler",
+    "cancelled": "cancelled",
+    "unknown": "unknown",
+}
+
+
+def cause_words(cause: str, exit_code: int | None = None, signal: str | None = None) -> str:
+    """A cause as ``torchx status`` says it: ``exited with code 3``, ``out of memory``."""
+    return _CAUSE_WORDS.get(cause, cause).format(exit_code=exit_code, signal=signal)
+
 
 LOG_TAIL_BYTES = 64 << 10
 """At most this much of a failed replica's log is read: a 1 GiB log costs what a small one

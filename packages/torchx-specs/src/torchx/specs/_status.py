@@ -192,27 +192,12 @@ def _format_timestamp(timestamp: object) -> str:
     return str(datetime.fromtimestamp(seconds))
 
 
-_CAUSE_WORDS = {
-    "exception": "a Python exception",
-    "exit_code": "exited with code {exit_code}",
-    "signal": "killed by {signal}",
-    "oom": "out of memory",
-    "time_limit": "hit its time limit",
-    "preempted": "preempted",
-    "node_failure": "its node failed",
-    "image_pull": "its image could not be pulled",
-    "rejected": "rejected by the scheduler",
-    "cancelled": "cancelled",
-    "unknown": "unknown",
-}
-
-
 def _format_failure(failure: Failure) -> str:
     """The ``Root cause:`` block of ``torchx status`` (after the upstream layout)."""
     rank = f", rank {failure.rank}" if failure.rank is not None else ""
-    words = _CAUSE_WORDS.get(failure.cause, failure.cause).format(
-        exit_code=failure.exit_code, signal=failure.signal
-    )
+    from torchx.specs._failure import cause_words
+
+    words = cause_words(failure.cause, failure.exit_code, failure.signal)
     lines = [f"    Root cause: {failure.role}[{failure.replica_id}]{rank}: {words}"]
     if failure.message:
         lines.append(f"        {failure.message}")

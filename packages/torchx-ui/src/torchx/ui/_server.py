@@ -116,7 +116,7 @@ class _Api:
                 "scheduler": scheduler,
                 "name": name,
                 "terminal": status.is_terminal(),
-                "status": _named_states(status.to_json()),
+                "status": _for_the_page(status.to_json()),
             }
         )
 
@@ -187,13 +187,19 @@ class _Api:
             stop.set()  # the page went away: the thread stops at its next line
 
 
-def _named_states(status: dict[str, Any]) -> dict[str, Any]:
-    """The status with each replica's state by name (``--json`` keeps upstream's number)."""
+def _for_the_page(status: dict[str, Any]) -> dict[str, Any]:
+    """``status --json``'s object with each replica's state by name (``--json`` keeps
+    upstream's number), and ``words`` for the failure's and each attempt's cause, as
+    ``torchx status`` says them."""
+    from torchx.specs._failure import cause_words
     from torchx.specs.api import AppState
 
     for role in status["roles"]:
         for replica in role["replicas"]:
             replica["state"] = AppState(replica["state"]).name
+    for found in [status["failure"], *status["attempts"]]:
+        if found and found.get("cause"):
+            found["words"] = cause_words(found["cause"], found["exit_code"], found.get("signal"))
     return status
 
 

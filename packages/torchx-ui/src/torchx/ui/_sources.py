@@ -68,13 +68,9 @@ def failure_line(failure: dict[str, Any] | None) -> str:
     """``train[1]: exited with code 3: ValueError: bad batch``, the cell of a failed app."""
     if not failure:
         return ""
-    cause = str(failure.get("cause") or "unknown")
-    if cause == "exit_code" and failure.get("exit_code") is not None:
-        cause = f"exited with code {failure['exit_code']}"
-    elif cause == "signal" and failure.get("signal"):
-        cause = f"killed by {failure['signal']}"
-    else:
-        cause = cause.replace("_", " ")
+    from torchx.specs._failure import cause_words
+
+    cause = cause_words(str(failure["cause"]), failure.get("exit_code"), failure.get("signal"))
     where = f"{failure.get('role')}[{failure.get('replica_id')}]"
     message = str(failure.get("message") or "")
     if cause in message:  # it says the cause already (a sweep's names its element too)

@@ -35,8 +35,7 @@ function renderFailure(failure, msg, state) {
   show("failure-section", Boolean(failure) || (state === "FAILED" && Boolean(msg)));
   const box = document.getElementById("failure");
   if (!failure) { box.textContent = msg || ""; show("failure-log", false); return; }
-  const words = failure.cause === "exit_code" ? "exited with code " + failure.exit_code
-    : failure.cause === "signal" ? "killed by " + failure.signal : failure.cause.replace("_", " ");
+  const words = failure.words;
   const where = `${failure.role}[${failure.replica_id}]` + (failure.rank !== null ? `, rank ${failure.rank}` : "");
   const said = failure.message && failure.message !== words ? el("div", { text: failure.message }) : null;
   box.replaceChildren(el("strong", { text: where + ": " + words }), said);
@@ -111,7 +110,7 @@ function renderTables(status) {
   const attempts = status.attempts || [];
   show("attempts-section", attempts.length > 0);
   rows("attempts", attempts.map((a) => [String(a.attempt), stateBadge(a.state),
-    a.start && a.end ? duration(a.end - a.start) : "", a.cause ? a.cause + (a.exit_code !== null ? ` (${a.exit_code})` : "") : ""]));
+    a.start && a.end ? duration(a.end - a.start) : "", a.words || ""]));
   const array = status.array;
   show("array-section", Boolean(array));
   if (array) {
