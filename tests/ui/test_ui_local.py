@@ -164,6 +164,13 @@ def test_the_page_of_a_failed_app_shows_its_root_cause_and_log(
         elements = texts(page, "#elements tbody td")
         assert elements == ["0", "batch=8", "SUCCEEDED", "1", "batch=16", "FAILED"]
         assert page.text_content("#failure strong") == "train[1]: exited with code 1"
+        # each element's log: the failed one first, then the one chosen
+        assert page.input_value("#log-replica") == "train/1"
+        until(page, "document.getElementById('log').dataset.ended === '1'")
+        assert page.text_content("#log") == "lr=0.1 batch=16 index=1 size=2"
+        page.select_option("#log-replica", "train/0")
+        until(page, "document.getElementById('log').dataset.ended === '1'")
+        assert page.text_content("#log") == "lr=0.1 batch=8 index=0 size=2"
         shoot(page, "app-sweep", tmp_path)
 
 

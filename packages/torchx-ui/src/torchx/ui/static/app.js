@@ -136,6 +136,8 @@ function follow(replica) {
   const [role, k] = [replica.slice(0, replica.lastIndexOf("/")), replica.slice(replica.lastIndexOf("/") + 1)];
   const log = document.getElementById("log"), state = document.getElementById("log-state");
   log.textContent = "";
+  delete log.dataset.ended;
+  log.dataset.lines = "0";
   state.textContent = "following";
   let lines = [];
   follower = new EventSource(api("log", `role=${encodeURIComponent(role)}&replica=${k}`));
