@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from torchx_testsupport.ui import TORCHX, torchx_ui
+from torchx_testsupport.ui import TORCHX, shell_app, torchx_ui
 
 from torchx.runner import get_runner
-from torchx.specs import AppDef, AppState, Resource, Role
+from torchx.specs import AppState
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -48,12 +48,6 @@ def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [TORCHX, *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False
     )
-
-
-def _app(name: str, script: str) -> AppDef:
-    role = Role(name=name, image=os.getcwd(), entrypoint="sh", args=["-c", script],
-                resource=Resource(cpu=1, gpu=0, memMB=128))  # fmt: skip
-    return AppDef(name, [role])
 
 
 def test_the_url_has_a_fresh_token_and_every_request_needs_it(home: Path) -> None:
@@ -136,9 +130,9 @@ def test_help_loads_no_web_library(home: Path) -> None:
 def apps(home: Path) -> Iterator[dict[str, str]]:
     with get_runner() as runner:
         handles = {
-            "failed": runner.run(_app("crash", "echo 'boom' >&2; exit 3"), "local_cwd"),
+            "failed": runner.run(shell_app("crash", "echo 'boom' >&2; exit 3"), "local_cwd"),
             "running": runner.run(
-                _app(
+                shell_app(
                     "train",
                     'echo "TORCHX_PROGRESS {\\"step\\": 1, \\"total\\": 2,'
                     ' \\"metrics\\": {\\"loss\\": 0.5}}" >&2; echo ready; sleep 600',

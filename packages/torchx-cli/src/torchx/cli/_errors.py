@@ -16,6 +16,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_USAGE",
     "CliError",
+    "error_line",
     "report_exception",
     "usage_error",
 ]
@@ -62,6 +63,15 @@ _USER_FACING_BUILTINS = (
 def one_line(text: str) -> str:
     """Collapses a multi-line message into one line (blank lines dropped)."""
     return " ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+def error_line(error: BaseException) -> str:
+    """The error's message on one line of at most 300 characters (its type when it has
+    none), credentials masked, for a place that shows it beside others (``torchx check``,
+    ``torchx ui``)."""
+    from torchx.util._support.secrets import mask_text
+
+    return mask_text(one_line(str(error)))[:300] or type(error).__name__
 
 
 def _message_of(exc: BaseException) -> str:

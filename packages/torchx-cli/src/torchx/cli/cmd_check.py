@@ -42,16 +42,16 @@ class _Target:
         self.thread = threading.Thread(target=self._main, name=f"check-{name}", daemon=True)
 
     def _main(self) -> None:
+        from torchx.cli._errors import error_line
         from torchx.util.readiness import not_ready
 
         try:
             self.checks = self._run()
         except Exception as e:
-            found = " ".join(str(e).split())[:300] or type(e).__name__
             self.checks = [
                 not_ready(
                     "load",
-                    f"{type(e).__name__}: {found}",
+                    f"{type(e).__name__}: {error_line(e)}",
                     f"see `torchx plugins` and `torchx --log_level DEBUG check -s {self.name}`",
                 )
             ]

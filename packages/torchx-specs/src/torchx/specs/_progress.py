@@ -7,7 +7,18 @@ from torchx.progress import MARK
 from torchx.specs._timeline import duration
 from torchx.util._startup.lazy_dataclass import dataclass, field
 
-__all__ = ["Progress", "from_log_tail", "progress_cell", "progress_line"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = [
+    "Progress",
+    "from_log_tail",
+    "metrics_text",
+    "progress_cell",
+    "progress_line",
+    "reports_in",
+]
 
 
 @dataclass
@@ -71,6 +82,17 @@ def _first_report(tail: str, before: int) -> dict[str, object] | None:
             return report
         start = at + 1
     return None
+
+
+def reports_in(lines: Iterable[str]) -> list[dict[str, object]]:
+    """Every well-formed report in ``lines`` (a replica's log), oldest first: the app's
+    progress over time (``torchx ui`` charts its metrics)."""
+    reports = []
+    for line in lines:
+        at = line.find(_LEAD)
+        if at >= 0 and (report := _report_at(line, at)) is not None:
+            reports.append(report)
+    return reports
 
 
 def _number(value: object) -> float | None:
@@ -139,10 +161,16 @@ def progress_cell(progress: Progress) -> str:
     return ", ".join(parts)
 
 
+def metrics_text(progress: Progress) -> str:
+    """``loss=0.33, lr=0.1``: the last metrics reported."""
+    return ", ".join(f"{name}={value:.4g}" for name, value in progress.metrics.items())
+
+
 def progress_line(progress: Progress, now: float) -> str:
     """``Progress: 75% (3/4), ETA 12m, loss=0.33, updated 4s ago``."""
     parts = [progress_cell(progress)]
-    parts += [f"{name}={value:.4g}" for name, value in progress.metrics.items()]
+    if progress.metrics:
+        parts.append(metrics_text(progress))
     if progress.updated is not None:
         parts.append(f"updated {duration(now - progress.updated)} ago")
     return "Progress: " + ", ".join(parts)

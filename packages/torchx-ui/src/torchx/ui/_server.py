@@ -18,8 +18,9 @@ from starlette.responses import FileResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from torchx.cli._errors import error_line
 from torchx.ui._auth import TokenGate
-from torchx.ui._sources import AppsSource, one_line
+from torchx.ui._sources import AppsSource, progress_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ def _answering(endpoint: Callable[[Request], Response]) -> Callable[[Request], R
         except _Refused as e:
             return _error(str(e), e.status_code)
         except Exception as e:
-            return _error(one_line(e), 502)
+            return _error(error_line(e), 502)
 
     return serve
 
@@ -116,7 +117,7 @@ class _Api:
                 "scheduler": scheduler,
                 "name": name,
                 "terminal": status.is_terminal(),
-                "status": _for_the_page(status.to_json()),
+                "status": _for_the_page(status),
             }
         )
 
@@ -163,7 +164,7 @@ class _Api:
                         return
                     put("line", line.rstrip("\n"))
             except Exception as e:
-                put("failed", one_line(e))
+                put("failed", error_line(e))
             finally:
                 put("end", "")
 
@@ -187,25 +188,33 @@ class _Api:
             stop.set()  # the page went away: the thread stops at its next line
 
 
-def _for_the_page(status: dict[str, Any]) -> dict[str, Any]:
-    """``status --json``'s object with each replica's state by name (``--json`` keeps
-    upstream's number), and ``words`` for the failure's and each attempt's cause, as
-    ``torchx status`` says them."""
+def _for_the_page(status: AppStatus) -> dict[str, Any]:
+    """``status --json``'s object with what the page shows as ``torchx status`` says it:
+    each replica's state by name (``--json`` keeps upstream's number), ``words`` for the
+    failure's and each attempt's cause, the waiting ``line``, the progress ``cell``."""
+    import time
+
     from torchx.specs._failure import cause_words
+    from torchx.specs._timeline import waiting_line
     from torchx.specs.api import AppState
 
-    for role in status["roles"]:
+    found = status.to_json()
+    for role in found["roles"]:
         for replica in role["replicas"]:
             replica["state"] = AppState(replica["state"]).name
-    for found in [status["failure"], *status["attempts"]]:
-        if found and found.get("cause"):
-            found["words"] = cause_words(found["cause"], found["exit_code"], found.get("signal"))
-    return status
+    for cause in [found["failure"], *found["attempts"]]:
+        if cause and cause.get("cause"):
+            cause["words"] = cause_words(cause["cause"], cause["exit_code"], cause.get("signal"))
+    if status.waiting is not None:
+        found["waiting"]["line"] = waiting_line(status.waiting, time.time())
+    found["progress"] = progress_json(status.progress)
+    return found
 
 
 def _progress_history(runner: Runner, handle: str, status: AppStatus) -> list[dict[str, Any]]:
     """Every ``torchx.progress`` report in the reporting replica's log, oldest first."""
     from torchx.progress import MARK
+    from torchx.specs._progress import reports_in
 
     if status.progress is not None:
         role, replica = status.progress.role, status.progress.replica_id
@@ -213,19 +222,7 @@ def _progress_history(runner: Runner, handle: str, status: AppStatus) -> list[di
         role, replica = status.roles[0].role, 0
     else:
         return []
-    reports: list[dict[str, Any]] = []
-    lead = MARK + " "
-    for line in runner.log_lines(handle, role, replica, regex=MARK):
-        at = line.find(lead)
-        if at < 0:
-            continue
-        try:
-            report = json.loads(line[at + len(lead) :])
-        except ValueError:
-            continue
-        if isinstance(report, dict) and isinstance(report.get("step"), int):
-            reports.append(report)
-    return reports[-PROGRESS_POINTS:]
+    return reports_in(runner.log_lines(handle, role, replica, regex=MARK))[-PROGRESS_POINTS:]
 
 
 def create_app(runner: Runner, schedulers: list[str], *, token: str, port: int) -> Starlette:

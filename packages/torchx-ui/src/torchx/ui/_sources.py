@@ -14,6 +14,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from torchx.cli._errors import error_line
 from torchx.specs.api import AppState
 
 TYPE_CHECKING = False
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
 
     from torchx.runner import Runner
     from torchx.schedulers.api import ListAppResponse
+    from torchx.specs._failure import Failure
+    from torchx.specs._progress import Progress
     from torchx.specs.api import AppStatus
 
 __all__ = [
@@ -30,7 +33,7 @@ __all__ = [
     "SchedulerSource",
     "configured_schedulers",
     "failure_line",
-    "one_line",
+    "progress_json",
 ]
 
 REFRESH_S = 3.0
@@ -64,18 +67,32 @@ def configured_schedulers() -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def failure_line(failure: dict[str, Any] | None) -> str:
+def failure_line(failure: Failure | None) -> str:
     """``train[1]: exited with code 3: ValueError: bad batch``, the cell of a failed app."""
-    if not failure:
+    if failure is None:
         return ""
     from torchx.specs._failure import cause_words
 
-    cause = cause_words(str(failure["cause"]), failure.get("exit_code"), failure.get("signal"))
-    where = f"{failure.get('role')}[{failure.get('replica_id')}]"
-    message = str(failure.get("message") or "")
-    if cause in message:  # it says the cause already (a sweep's names its element too)
-        return f"{where}: {message}"
-    return f"{where}: {cause}" + (f": {message}" if message else "")
+    cause = cause_words(failure.cause, failure.exit_code, failure.signal)
+    where = f"{failure.role}[{failure.replica_id}]"
+    if cause in failure.message:  # it says the cause already (a sweep's names its element)
+        return f"{where}: {failure.message}"
+    return f"{where}: {cause}" + (f": {failure.message}" if failure.message else "")
+
+
+def progress_json(progress: Progress | None) -> dict[str, Any] | None:
+    """``status --json``'s ``progress`` with the words the pages show beside the bar, as
+    ``torchx list --progress`` and ``torchx status`` say them: ``cell`` (``75% (3/4), ETA
+    12m``) and ``metrics_line`` (``loss=0.33``)."""
+    if progress is None:
+        return None
+    from torchx.specs._progress import metrics_text, progress_cell
+
+    return {
+        **progress.to_json(),
+        "cell": progress_cell(progress),
+        "metrics_line": metrics_text(progress),
+    }
 
 
 class SchedulerSource:
@@ -111,7 +128,7 @@ class SchedulerSource:
             apps = self.runner.list(self.name, cfg=cfg)
             error = None
         except Exception as e:  # a scheduler that is down is shown, never raised
-            apps, error = None, one_line(e)
+            apps, error = None, error_line(e)
         with self._lock:
             if apps is not None:
                 self.apps = apps
@@ -138,12 +155,6 @@ class SchedulerSource:
             }
 
 
-def one_line(error: BaseException) -> str:
-    """The error as one line of at most 300 characters, for a page to show."""
-    text = " ".join(str(error).split()) or type(error).__name__
-    return text[:300]
-
-
 class _Detail:
     """What a status read added to an app's row."""
 
@@ -155,10 +166,9 @@ class _Detail:
         self.failure = ""
         self.progress = None
         if status is not None:
-            failure = status.failure.to_json() if status.failure is not None else None
             failed = status.state == AppState.FAILED
-            self.failure = failure_line(failure) or (status.msg if failed else "")
-            self.progress = status.progress.to_json() if status.progress is not None else None
+            self.failure = failure_line(status.failure) or (status.msg if failed else "")
+            self.progress = progress_json(status.progress)
 
 
 class AppsSource:

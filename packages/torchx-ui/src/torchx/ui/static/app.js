@@ -25,10 +25,7 @@ function renderHeader(app, now) {
   line.replaceChildren(meta.join(" \u00b7 "));
   if (status.url && /^https?:/.test(status.url)) line.append(" \u00b7 ", el("a", { href: status.url, text: "scheduler's page" }));
   show("cancel", !app.terminal);
-  const waiting = status.waiting;
-  document.getElementById("waiting").textContent = waiting
-    ? `Waiting${waiting.since ? " " + duration(now - waiting.since) : ""}: ${waiting.phase.replace("_", " ")}${waiting.position !== null ? ", position " + waiting.position : ""}${waiting.reason ? " (" + waiting.reason + ")" : ""}`
-    : "";
+  document.getElementById("waiting").textContent = status.waiting ? status.waiting.line : "";
 }
 
 function renderFailure(failure, msg, state) {

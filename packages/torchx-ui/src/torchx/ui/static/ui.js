@@ -35,20 +35,18 @@ function stateBadge(state) {
   return el("span", { class: "state state-" + state, text: state });
 }
 
+/* The bar, then the words torchx list --progress and torchx status use (from the server). */
 function progressCell(progress) {
   if (!progress) return null;
-  const fraction = progress.fraction;
   const parts = [];
+  const fraction = progress.fraction;
   if (fraction !== null && fraction !== undefined) {
-    const bar = el("span", { class: "bar", role: "progressbar", "aria-valuenow": Math.round(fraction * 100) },
-      [el("div", { style: "width:" + (100 * Math.min(1, Math.max(0, fraction))).toFixed(1) + "%" })]);
-    parts.push(bar, Math.round(fraction * 100) + "%");
+    parts.push(el("span", { class: "bar", role: "progressbar", "aria-valuenow": Math.round(fraction * 100) },
+      [el("div", { style: "width:" + (100 * Math.min(1, Math.max(0, fraction))).toFixed(1) + "%" })]));
   }
-  parts.push(progress.total ? ` (${progress.step}/${progress.total})` : ` step ${progress.step}`);
-  if (progress.eta_s !== null && progress.eta_s !== undefined) parts.push(", ETA " + duration(progress.eta_s));
-  const metrics = Object.entries(progress.metrics || {}).map(([k, v]) => k + "=" + formatNumber(v));
+  parts.push(progress.cell);
   const node = el("span", { class: "progress" }, parts);
-  if (metrics.length) node.append(el("div", { class: "metrics", text: metrics.join(", ") }));
+  if (progress.metrics_line) node.append(el("div", { class: "metrics", text: progress.metrics_line }));
   return node;
 }
 
