@@ -15,26 +15,24 @@ from typing import Any
 import pytest
 from torchx_testsupport.progress import python_reporter, reported
 from torchx_testsupport.sweep import COMPONENT
-from torchx_testsupport.ui import browser_page, loaded, shoot, texts, torchx_ui, until
+from torchx_testsupport.ui import (
+    browser_page,
+    loaded,
+    rows_of,
+    shell_app,
+    shoot,
+    texts,
+    torchx_ui,
+    until,
+)
 
 from torchx.runner import get_runner
-from torchx.specs import AppDef, AppState, Resource, Role
+from torchx.specs import AppState
 
 pytestmark = pytest.mark.timeout(300)
 
 TICKS = "i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.3; done"
 """A running app's output after its progress reports: a line every 0.3 s, until cancelled."""
-
-
-def _app(name: str, script: str) -> AppDef:
-    role = Role(
-        name=name,
-        image=os.getcwd(),
-        entrypoint="sh",
-        args=["-c", script],
-        resource=Resource(cpu=1, gpu=0, memMB=128),
-    )
-    return AppDef(name, [role])
 
 
 @pytest.fixture
@@ -44,10 +42,10 @@ def apps(workdir: Path) -> Iterator[dict[str, str]]:
     with get_runner() as runner:
         handles = {
             "failed": runner.run(
-                _app("crash", "echo starting; echo 'boom: bad batch' >&2; exit 3"), "local_cwd"
+                shell_app("crash", "echo starting; echo 'boom: bad batch' >&2; exit 3"), "local_cwd"
             ),
-            "done": runner.run(_app("tidy", "echo all good"), "local_cwd"),
-            "running": runner.run(_app("train", f"{reports}; {TICKS}"), "local_cwd"),
+            "done": runner.run(shell_app("tidy", "echo all good"), "local_cwd"),
+            "running": runner.run(shell_app("train", f"{reports}; {TICKS}"), "local_cwd"),
             "sweep": runner.run_sweep(
                 COMPONENT, {"fail_batch": 16}, {"batch": [8, 16]}, "local_cwd"
             ),
@@ -101,16 +99,7 @@ def test_the_apps_page_shows_every_app_and_each_scheduler(
         # the root causes and the progress fill in as their status reads come back
         until(page, "document.querySelectorAll('#apps .failure').length === 2")
         until(page, "document.querySelector('#apps [role=progressbar]') !== null")
-        rows = {
-            row["handle"]: row
-            for row in page.eval_on_selector_all(
-                "#apps tbody tr",
-                """els => els.map(e => ({handle: e.dataset.handle, state: e.dataset.state,
-                    age: e.querySelector('.age').textContent,
-                    detail: e.querySelector('.detail').textContent,
-                    bar: (e.querySelector('[role=progressbar]') || {}).ariaValueNow || null}))""",
-            )
-        }
+        rows = rows_of(page)
         assert {h: r["state"] for h, r in rows.items()} == {
             apps["failed"]: "FAILED",
             apps["done"]: "SUCCEEDED",

@@ -9,10 +9,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from torchx_testsupport.ui import browser_page, loaded, torchx_ui
+from torchx_testsupport.ui import browser_page, loaded, shell_app, torchx_ui
 
 from torchx.runner import get_runner
-from torchx.specs import AppDef, AppState, Resource, Role
+from torchx.specs import AppState
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -23,10 +23,8 @@ BUDGET_MS = 2000
 def test_two_thousand_apps_render_in_under_two_seconds(
     workdir: Path, _private_torchx_home: Path
 ) -> None:
-    role = Role("tidy", os.getcwd(), entrypoint="sh", args=["-c", "echo ok"],
-                resource=Resource(cpu=1, gpu=0, memMB=128))  # fmt: skip
     with get_runner() as runner:
-        handle = runner.run(AppDef("tidy", [role]), "local_cwd")
+        handle = runner.run(shell_app("tidy", "echo ok"), "local_cwd")
         status = runner.wait(handle, wait_interval=0.2)
         assert status is not None and status.state == AppState.SUCCEEDED
     apps = _private_torchx_home / "local_cwd"

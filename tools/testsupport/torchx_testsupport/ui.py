@@ -17,9 +17,12 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torchx_testsupport import backend_missing
+
+if TYPE_CHECKING:
+    from torchx.specs import AppDef
 
 WIDTH = 1280
 """The window width every page is checked and shot at."""
@@ -177,6 +180,16 @@ def texts(page: Any, selector: str) -> list[str]:
     return [
         str(t) for t in page.eval_on_selector_all(selector, "els => els.map(e => e.textContent)")
     ]
+
+
+def shell_app(name: str, script: str) -> AppDef:
+    """An app of one role ``name`` running ``script`` with ``sh -c`` from the current
+    directory (its image on local_cwd)."""
+    from torchx.specs import AppDef, Resource, Role
+
+    resource = Resource(cpu=1, gpu=0, memMB=128)
+    role = Role(name, os.getcwd(), entrypoint="sh", args=["-c", script], resource=resource)
+    return AppDef(name, [role])
 
 
 def app_id_of(handle: str) -> str:
