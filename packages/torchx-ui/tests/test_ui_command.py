@@ -147,8 +147,12 @@ def apps(home: Path) -> Iterator[dict[str, str]]:
             runner.cancel(handles["running"])
 
 
-def _events(url: str, headers: dict[str, str], until: str) -> list[tuple[str, Any]]:
-    """The server-sent events of ``url`` up to the first named ``until``."""
+def _events(
+    url: str, headers: dict[str, str], until: str, containing: str | None = None
+) -> list[tuple[str, Any]]:
+    """The server-sent events of ``url`` up to the first named ``until`` (and, with
+    ``containing``, holding that line: a followed log arrives in as many batches as the
+    app's writes happened to fall into)."""
     found: list[tuple[str, Any]] = []
     with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=60) as s:
         assert s.headers["content-type"].startswith("text/event-stream")
@@ -159,7 +163,7 @@ def _events(url: str, headers: dict[str, str], until: str) -> list[tuple[str, An
                 event = line[len("event: ") :]
             elif line.startswith("data: "):
                 found.append((event, json.loads(line[len("data: ") :])))
-                if event == until:
+                if event == until and (containing is None or containing in found[-1][1]):
                     return found
     return found
 
@@ -196,8 +200,9 @@ def test_the_json_behind_the_pages(apps: dict[str, str], home: Path) -> None:
         events = _events(f"{ui.base}/api/log/{failed_id}?role=crash&replica=0", auth, "end")
         assert events == [("lines", ["boom"]), ("end", {})]
         follow = f"{ui.base}/api/log/{running_id}?role=train&replica=0"
-        first = _events(follow, auth, "lines")  # followed: the stream stays open
-        assert first[0][0] == "lines" and "ready" in first[0][1]
+        followed = _events(follow, auth, "lines", containing="ready")  # the stream stays open
+        assert {event for event, _ in followed} == {"lines"}
+        assert "ready" in [line for _, lines in followed for line in lines]
 
         progress = json.loads(_get(f"{ui.base}/api/progress/{running_id}", auth)[1])
         assert [(r["step"], r["metrics"]) for r in progress["reports"]] == [(1, {"loss": 0.5})]

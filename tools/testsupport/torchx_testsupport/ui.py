@@ -17,10 +17,11 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from torchx_testsupport import backend_missing
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from torchx.specs import AppDef
 
