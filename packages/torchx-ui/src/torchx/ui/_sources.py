@@ -158,17 +158,20 @@ class SchedulerSource:
 class _Detail:
     """What a status read added to an app's row."""
 
-    __slots__ = ("failure", "progress", "read_at", "state")
+    __slots__ = ("failure", "progress", "read_at", "state", "waiting")
 
     def __init__(self, status: AppStatus | None, read_at: float) -> None:
         self.read_at = read_at
         self.state = status.state if status is not None else None
         self.failure = ""
         self.progress = None
+        self.waiting = ""
         if status is not None:
             failed = status.state == AppState.FAILED
             self.failure = failure_line(status.failure) or (status.msg if failed else "")
             self.progress = progress_json(status.progress)
+            if status.state == AppState.PENDING and status.waiting is not None:
+                self.waiting = status.waiting.reason or status.waiting.phase
 
 
 class AppsSource:
@@ -236,15 +239,20 @@ class AppsSource:
             wanted.append((-(app.submitted or 0.0), app.app_handle))
         elif app.state == AppState.RUNNING and (detail is None or now - detail.read_at > REFRESH_S):
             wanted.append((-(app.submitted or 0.0) - 1e12, app.app_handle))  # running first
-        running = app.state == AppState.RUNNING
+        state, waiting = app.state, app.waiting
+        if state == AppState.RUNNING and detail is not None and detail.state == AppState.PENDING:
+            # the listing's word is the job's (Ray: its driver runs); the status read knows
+            # the app still waits (Ray: for its placement group), as `torchx status` says
+            state, waiting = AppState.PENDING, detail.waiting
+        running = state == AppState.RUNNING
         return {
             "handle": app.app_handle,
             "app_id": app.app_id,
             "name": app.name,
             "scheduler": scheduler,
-            "state": app.state.name,
+            "state": state.name,
             "submitted": app.submitted,
-            "waiting": app.waiting or None,
+            "waiting": waiting or None,
             "progress": detail.progress if detail is not None and running else None,
             "failure": (detail.failure or None) if detail is not None else None,
         }

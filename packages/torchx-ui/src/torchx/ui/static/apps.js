@@ -41,7 +41,11 @@ function matches(app) {
 
 function detailCell(app) {
   const cell = el("td", { class: "detail", role: "cell" });
-  if (app.waiting) cell.append(el("div", { class: "waiting", text: "waiting for: " + app.waiting }));
+  if (app.waiting) {
+    // a scheduler's reason is a word (Slurm's "Resources") or already a sentence (Ray's)
+    const said = /^waiting\b/i.test(app.waiting) ? app.waiting : "waiting for: " + app.waiting;
+    cell.append(el("div", { class: "waiting", text: said }));
+  }
   const progress = progressCell(app.progress);
   if (progress) cell.append(progress);
   if (app.failure) cell.append(el("div", { class: "failure", text: app.failure }));
