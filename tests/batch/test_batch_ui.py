@@ -51,8 +51,9 @@ def test_the_pages_of_batch_jobs(
             lambda: runner.status(handles["busy"]).state == AppState.RUNNING,
             "the busy job to run", timeout=120, interval=0.5,
         )  # fmt: skip
-        (workdir / ".torchxconfig").write_text(f"[aws_batch]\nqueue = {batch_queue}\n")
-        with torchx_ui("-s", "aws_batch", cwd=workdir) as ui, browser_page() as page:
+        # -cfg's queue goes to the scheduler that has the option (local_cwd has none)
+        shown = ("-s", "aws_batch,local_cwd", "-cfg", f"queue={batch_queue}")
+        with torchx_ui(*shown, cwd=workdir) as ui, browser_page() as page:
             check_a_backend(
                 ui, page, handles, cause="train[0]: exited with code 3", name="aws_batch",
                 shots=tmp_path, cancel="busy",

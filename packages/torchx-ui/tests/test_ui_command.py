@@ -101,6 +101,14 @@ def test_mistakes_are_one_line_each(home: Path) -> None:
             ): "-s local_cwd,nope: no scheduler `nope`",
             ("ui", "--port", "70000", "--no-browser"): "--port must be 0-65535, got 70000",
             ("ui", "--host", "no-such-host.invalid", "--no-browser"): "--host no-such-host.invalid",
+            (
+                "ui",
+                "-s",
+                "local_cwd",
+                "-cfg",
+                "log_dri=/tmp",
+                "--no-browser",
+            ): "unknown run option 'log_dri' for scheduler 'local_cwd' (did you mean 'log_dir'?)",
         }
         for args, said in cases.items():
             done = _run(*args, cwd=home)

@@ -19,7 +19,13 @@ if TYPE_CHECKING:
     from torchx.runner import Runner
     from torchx.specs import CfgVal, runopts
 
-__all__ = ["invalid_run_config_error", "parse_cfg_json", "parse_cfg_str", "scheduler_runopts"]
+__all__ = [
+    "invalid_run_config_error",
+    "parse_cfg_json",
+    "parse_cfg_str",
+    "parse_cfg_str_for",
+    "scheduler_runopts",
+]
 
 
 def scheduler_runopts(runner: "Runner", scheduler: str) -> "runopts":
@@ -67,7 +73,6 @@ def parse_cfg_str(opts: "runopts", scheduler: str, cfg_str: "str | None") -> "di
     """Parses ``k1=v1,k2=v2`` into typed values; unknown keys and bad values are errors."""
     if not cfg_str or not cfg_str.strip():
         return {}
-    from torchx.specs import get_type_name
     from torchx.util.types import to_dict
 
     try:
@@ -78,10 +83,15 @@ def parse_cfg_str(opts: "runopts", scheduler: str, cfg_str: "str | None") -> "di
             f" (see `torchx runopts {scheduler}`)",
             exit_code=EXIT_USAGE,
         ) from None
+    return _typed(opts, scheduler, {k: v for k, v in raw.items() if _check_key(opts, scheduler, k)})
+
+
+def _typed(opts: "runopts", scheduler: str, raw: "Mapping[str, str]") -> "dict[str, CfgVal]":
+    """``raw``'s values cast to the types of ``opts`` (whose keys they are)."""
+    from torchx.specs import get_type_name
+
     cfg: dict[str, CfgVal] = {}
     for key, value in raw.items():
-        if not _check_key(opts, scheduler, key):
-            continue
         opt = opts.get(key)
         assert opt is not None
         try:
@@ -92,6 +102,40 @@ def parse_cfg_str(opts: "runopts", scheduler: str, cfg_str: "str | None") -> "di
                 f" (type {get_type_name(opt.opt_type)}): {e} (see `torchx runopts {scheduler}`)"
             ) from None
     return cfg
+
+
+def parse_cfg_str_for(
+    opts_of: "Mapping[str, runopts]", cfg_str: "str | None"
+) -> "dict[str, dict[str, CfgVal]]":
+    """``-cfg k1=v1,...`` for several schedulers at once (``torchx ui``): each key goes to
+    every scheduler that has that run option; a key none of them has is an error."""
+    if len(opts_of) == 1:
+        ((scheduler, opts),) = opts_of.items()
+        return {scheduler: parse_cfg_str(opts, scheduler, cfg_str)}
+    found: dict[str, dict[str, CfgVal]] = {scheduler: {} for scheduler in opts_of}
+    if not cfg_str or not cfg_str.strip():
+        return found
+    from torchx.util.types import to_dict
+
+    try:
+        raw = to_dict(cfg_str)
+    except ValueError as e:
+        raise CliError(
+            f"malformed -cfg '{cfg_str}': {e}; expected KEY=VALUE pairs separated by ','",
+            exit_code=EXIT_USAGE,
+        ) from None
+    names = ", ".join(opts_of)
+    for key in raw:
+        if not any(opts.get(key) is not None for opts in opts_of.values()):
+            raise CliError(
+                f"-cfg {key}: none of {names} has a run option '{key}'"
+                " (see `torchx runopts SCHEDULER`)",
+                exit_code=EXIT_USAGE,
+            )
+    for scheduler, opts in opts_of.items():
+        mine = {key: value for key, value in raw.items() if opts.get(key) is not None}
+        found[scheduler] = _typed(opts, scheduler, mine)
+    return found
 
 
 def parse_cfg_json(

@@ -11,18 +11,29 @@ This module imports nothing heavy: the web stack is loaded by :func:`create_app`
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from starlette.applications import Starlette
 
     from torchx.runner import Runner
+    from torchx.specs import CfgVal
 
 __all__ = ["create_app"]
 
 
-def create_app(runner: "Runner", schedulers: list[str], *, token: str, port: int) -> "Starlette":
+def create_app(
+    runner: "Runner",
+    schedulers: list[str],
+    *,
+    token: str,
+    port: int,
+    cfgs: "Mapping[str, Mapping[str, CfgVal]] | None" = None,
+) -> "Starlette":
     """The dashboard's ASGI application for the apps of ``schedulers``: every request
     must carry ``token`` (``?token=``, the cookie the first page sets, or
-    ``Authorization: token ...``); ``port`` names that cookie. Serve it with any ASGI
-    server (``torchx ui`` uses uvicorn)."""
+    ``Authorization: token ...``); ``port`` names that cookie. ``cfgs`` holds run options
+    per scheduler for its listing (``.torchxconfig`` fills in the rest). Serve it with any
+    ASGI server (``torchx ui`` uses uvicorn)."""
     from torchx.ui._server import create_app as create
 
-    return create(runner, schedulers, token=token, port=port)
+    return create(runner, schedulers, token=token, port=port, cfgs=cfgs)

@@ -24,13 +24,13 @@ from torchx.ui._sources import AppsSource, progress_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable
+    from collections.abc import AsyncIterator, Callable, Mapping
     from typing import Any
 
     from starlette.requests import Request
 
     from torchx.runner import Runner
-    from torchx.specs.api import AppStatus
+    from torchx.specs.api import AppStatus, CfgVal
 
 __all__ = ["FIRST_LIST_WAIT_S", "LOG_BATCH_LINES", "PROGRESS_POINTS", "create_app"]
 
@@ -225,9 +225,16 @@ def _progress_history(runner: Runner, handle: str, status: AppStatus) -> list[di
     return reports_in(runner.log_lines(handle, role, replica, regex=MARK))[-PROGRESS_POINTS:]
 
 
-def create_app(runner: Runner, schedulers: list[str], *, token: str, port: int) -> Starlette:
-    """The dashboard for the apps of ``schedulers``, behind ``token``."""
-    source = AppsSource(runner, schedulers)
+def create_app(
+    runner: Runner,
+    schedulers: list[str],
+    *,
+    token: str,
+    port: int,
+    cfgs: Mapping[str, Mapping[str, CfgVal]] | None = None,
+) -> Starlette:
+    """The dashboard for the apps of ``schedulers`` (listed with ``cfgs``), behind ``token``."""
+    source = AppsSource(runner, schedulers, cfgs)
     api = _Api(runner, source)
 
     def page(name: str) -> Any:

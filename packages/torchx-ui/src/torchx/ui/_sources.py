@@ -19,13 +19,14 @@ from torchx.specs.api import AppState
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
     from torchx.runner import Runner
     from torchx.schedulers.api import ListAppResponse
     from torchx.specs._failure import Failure
     from torchx.specs._progress import Progress
-    from torchx.specs.api import AppStatus
+    from torchx.specs.api import AppStatus, CfgVal
 
 __all__ = [
     "REFRESH_S",
@@ -98,9 +99,10 @@ def progress_json(progress: Progress | None) -> dict[str, Any] | None:
 class SchedulerSource:
     """One scheduler's listing, refreshed in a thread of its own."""
 
-    def __init__(self, runner: Runner, name: str) -> None:
+    def __init__(self, runner: Runner, name: str, cfg: Mapping[str, CfgVal] | None = None) -> None:
         self.runner = runner
         self.name = name
+        self.cfg = dict(cfg or {})
         self.apps: list[ListAppResponse] = []
         self.error: str | None = None
         self.listed_at: float | None = None
@@ -123,7 +125,7 @@ class SchedulerSource:
         from torchx.runner import config
 
         try:
-            cfg: dict[str, Any] = {}
+            cfg: dict[str, Any] = dict(self.cfg)  # -cfg first, then .torchxconfig's
             config.apply(scheduler=self.name, cfg=cfg)
             apps = self.runner.list(self.name, cfg=cfg)
             error = None
@@ -177,9 +179,15 @@ class _Detail:
 class AppsSource:
     """Every configured scheduler's apps, with the details their rows show."""
 
-    def __init__(self, runner: Runner, schedulers: list[str]) -> None:
+    def __init__(
+        self,
+        runner: Runner,
+        schedulers: list[str],
+        cfgs: Mapping[str, Mapping[str, CfgVal]] | None = None,
+    ) -> None:
         self.runner = runner
-        self.sources = [SchedulerSource(runner, name) for name in schedulers]
+        cfgs = cfgs or {}
+        self.sources = [SchedulerSource(runner, name, cfgs.get(name)) for name in schedulers]
         self._details: dict[str, _Detail] = {}
         self._reading: set[str] = set()
         self._lock = threading.Lock()

@@ -13,6 +13,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     import socket
+    from typing import Any
 
     from torchx.runner import Runner
 
@@ -25,7 +26,7 @@ when it is taken."""
 
 
 class CmdUi(SubCommand):
-    """``torchx ui [--host 127.0.0.1] [--port N] [--no-browser] [-s SCHEDULERS]``."""
+    """``torchx ui [--host 127.0.0.1] [--port N] [--no-browser] [-s SCHEDULERS] [-cfg K=V]``."""
 
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
         subparser.add_argument(
@@ -50,6 +51,14 @@ class CmdUi(SubCommand):
             help="comma-separated schedulers to show, or `all` (default: the default"
             " scheduler and those with a section in .torchxconfig)",
         )
+        subparser.add_argument(
+            "-cfg",
+            "--scheduler_args",
+            default=None,
+            help="run options for listing, as KEY=VALUE,KEY2=VALUE2: each goes to the"
+            " schedulers shown that have it (see `torchx runopts`); .torchxconfig fills in"
+            " the rest",
+        )
 
     def run(self, args: argparse.Namespace) -> None:
         from torchx.cli._errors import CliError
@@ -59,8 +68,9 @@ class CmdUi(SubCommand):
             raise CliError(f"--port must be 0-65535, got {args.port}", exit_code=2)
         with get_runner() as runner:
             schedulers = _schedulers(args.schedulers)
+            cfgs = _cfgs(runner, schedulers, args.scheduler_args)
             sock = _bind(args.host, args.port)
-            serve(runner, schedulers, sock, args.host, open_browser=not args.no_browser)
+            serve(runner, schedulers, sock, args.host, open_browser=not args.no_browser, cfgs=cfgs)
 
 
 def _schedulers(given: str | None) -> list[str]:
@@ -88,6 +98,16 @@ def _schedulers(given: str | None) -> list[str]:
             exit_code=2,
         )
     return names
+
+
+def _cfgs(runner: Runner, schedulers: list[str], given: str | None) -> dict[str, Any]:
+    """``-cfg``'s options, checked and typed, per scheduler shown."""
+    from torchx.cli._cfg import parse_cfg_str_for, scheduler_runopts
+
+    if not given:
+        return {}
+    opts_of = {name: scheduler_runopts(runner, name) for name in schedulers}
+    return parse_cfg_str_for(opts_of, given)
 
 
 def _bind(host: str, port: int | None) -> socket.socket:
@@ -134,7 +154,13 @@ def _is_loopback(host: str) -> bool:
 
 
 def serve(
-    runner: Runner, schedulers: list[str], sock: socket.socket, host: str, *, open_browser: bool
+    runner: Runner,
+    schedulers: list[str],
+    sock: socket.socket,
+    host: str,
+    *,
+    open_browser: bool,
+    cfgs: dict[str, Any] | None = None,
 ) -> None:
     """Serves the dashboard on ``sock`` until interrupted; prints its URL first."""
     import socket
@@ -148,7 +174,7 @@ def serve(
 
     token = new_token()
     port = sock.getsockname()[1]
-    app = create_app(runner, schedulers, token=token, port=port)
+    app = create_app(runner, schedulers, token=token, port=port, cfgs=cfgs)
     if not _is_loopback(host):
         print(
             f"torchx ui: warning: --host {host} is not a loopback address: anyone who can"
