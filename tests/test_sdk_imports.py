@@ -7,6 +7,7 @@ every scheduler's options) and a dry run without a workspace must not pay for `d
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -55,6 +56,9 @@ def test_light_commands_import_no_sdk(argv: list[str], tmp_path: Path) -> None:
         "[torchx:tracker]\nmlflow =\n\n[tracker:mlflow]\nconfig = http://127.0.0.1:9\n"
     )
     # A command that fails (a typo, a missing option) loads nothing and would pass unseen.
-    probe = sdk_imports(sys.executable, argv, SDKS, cwd=tmp_path)
+    # `run --wait` hands the app's end to a detached helper, which would wait out the
+    # tracking server's "outage" (nothing listens on port 9) for 10 minutes after the test.
+    env = {**os.environ, "TORCHX_OUTAGE_S": "1"}
+    probe = sdk_imports(sys.executable, argv, SDKS, cwd=tmp_path, env=env)
     assert probe.succeeded, probe.stderr
     assert probe.modules == [], probe.stderr
