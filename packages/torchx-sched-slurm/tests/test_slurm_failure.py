@@ -6,8 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from torchx.schedulers._slurm.failure import _replica_failure, parse_steps
+from torchx.schedulers._slurm.failure import (
+    _replica_failure,
+    blame_failed_nodes,
+    nodes_srun_saw_fail,
+    parse_steps,
+)
 from torchx.schedulers._slurm.parse import SlurmJob
+from torchx.specs._failure import Failure
 
 SACCT = """JobIDRaw|State|ExitCode|End
 7|OUT_OF_MEMORY|0:125|2026-11-29T04:25:43
@@ -76,3 +82,42 @@ def test_a_step_that_ended_without_an_error_of_its_own_was_stopped() -> None:
     node = parse_steps(SACCT.replace("8.0|CANCELLED|0:15", "8.0|NODE_FAIL|"), HET)
     failure = _replica_failure("train", 1, _row(1, "FAILED"), node[1])
     assert failure is not None and failure.cause == "node_failure"
+
+
+BATCH_LOG = """srun: error: Node failure on n2
+srun: Job step aborted: Waiting up to 7 seconds for job step to finish.
+slurmstepd-n1: error: *** JOB 7 ON n1 CANCELLED AT 2026-11-29T22:58:03 DUE TO NODE FAILURE ***
+srun: error: n1: task 0: Terminated
+echo said: srun: error: Node failure on n9 (a program's own words)
+"""
+
+
+def test_the_node_srun_names_is_the_failure_and_the_other_replica_its_survivor() -> None:
+    """A node set down can still report its step and write slurmstepd's note, like the
+    node that lived: only srun's line in the batch log says which node failed."""
+    assert nodes_srun_saw_fail(BATCH_LOG.splitlines()) == {"n2"}
+    rows = [_row(0, "NODE_FAIL"), _row(1, "NODE_FAIL")]
+    rows[0].hosts, rows[1].hosts = ["n1"], ["n2"]
+    lived = Failure(role="train", replica_id=0, cause="node_failure", message="node n1 failed")
+    downed = Failure(role="train", replica_id=1, cause="cancelled", message="stopped")
+    failures = [(lived, rows[0]), (downed, rows[1])]
+    assert blame_failed_nodes(failures, {"n2"}) == [(downed, rows[1])]
+    assert (downed.cause, downed.message) == (
+        "node_failure",
+        "node n2 failed under the job (Slurm state NODE_FAIL)",
+    )
+    assert (lived.cause, lived.message) == (
+        "cancelled",
+        "stopped because another replica's node failed",
+    )
+
+
+def test_without_srun_naming_a_node_of_the_job_nothing_changes() -> None:
+    row = _row(0, "NODE_FAIL")
+    failure = Failure(role="train", replica_id=0, cause="node_failure", message="node n3 failed")
+    assert blame_failed_nodes([(failure, row)], set()) == []
+    assert blame_failed_nodes([(failure, row)], {"n9"}) == []
+    assert failure.cause == "node_failure"
+    own = Failure(role="train", replica_id=0, cause="exit_code", exit_code=3, message="exit 3")
+    assert blame_failed_nodes([(own, row)], {"n3"}) == []  # it failed on its own first
+    assert own.cause == "exit_code"

@@ -21,11 +21,18 @@ if TYPE_CHECKING:
     from torchx.schedulers._slurm.records import JobRecord
     from torchx.schedulers._slurm.ssh import SshTarget
 
-__all__ = ["StepEnd", "parse_steps", "root_failure"]
+__all__ = [
+    "StepEnd",
+    "blame_failed_nodes",
+    "nodes_srun_saw_fail",
+    "parse_steps",
+    "root_failure",
+]
 
 _LAUNCH_FAILED = "Task launch for StepId="
 
 _NODE_FAILURE_NOTE = "DUE TO NODE FAILURE"
+_SRUN_NODE_FAILURE = ": error: Node failure on "
 _NOT_ENDED = frozenset({"", "PENDING", "RUNNING", "COMPLETING", "SUSPENDED"})
 _ACCOUNTING_LAG_S = 10.0
 """How long a FAILED job's steps may still read as running in accounting (slurmdbd)."""
@@ -108,19 +115,62 @@ def root_failure(
         elif failure.cause != "cancelled":
             log_dir = (record.log_dir if record is not None else "") or row.workdir
             _with_logs(failure, job_id, log_dir, via)
-    # slurmstepd writes "CANCELLED ... DUE TO NODE FAILURE" into the log of a replica whose
-    # node lived: another replica's node died (a dead node writes nothing)
-    node_failures = [f for f, _ in failures if f.cause == "node_failure"]
-    survivors = [f for f in node_failures if any(_NODE_FAILURE_NOTE in line for line in f.log_tail)]
-    if survivors and len(survivors) < len(node_failures):
-        for failure in survivors:
-            failure.cause = "cancelled"
-            failure.message = "stopped because another replica's node failed"
+    failed_nodes = nodes_srun_saw_fail(batch_log.lines())
+    for failure, row in blame_failed_nodes(failures, failed_nodes):
+        log_dir = (record.log_dir if record is not None else "") or row.workdir
+        _with_logs(failure, job_id, log_dir, via)  # it was taken for a survivor: no tail yet
+    if not any(set(row.hosts) & failed_nodes for _, row in failures):
+        # srun named no node of the job (the batch host itself died): slurmstepd writes
+        # "CANCELLED ... DUE TO NODE FAILURE" into the log of a replica whose node lived
+        node_failures = [f for f, _ in failures if f.cause == "node_failure"]
+        survivors = [
+            f for f in node_failures if any(_NODE_FAILURE_NOTE in line for line in f.log_tail)
+        ]
+        if survivors and len(survivors) < len(node_failures):
+            for failure in survivors:
+                failure.cause = "cancelled"
+                failure.message = "stopped because another replica's node failed"
     order = [name for name, _ in (record.roles if record is not None else [])]
     root = root_cause([f for f, _ in failures], order)
     if root is not None:
         _with_requeues_spent(root, batch_log)
     return root
+
+
+def nodes_srun_saw_fail(batch_log: list[str]) -> set[str]:
+    """The nodes ``srun`` says failed under its step, from the job's batch log
+    (``srun: error: Node failure on n2``)."""
+    found = set()
+    for line in batch_log:
+        head, marker, node = line.partition(_SRUN_NODE_FAILURE)
+        if marker and head.startswith("srun") and node.strip():
+            found.add(node.split()[0])
+    return found
+
+
+def blame_failed_nodes(
+    failures: list[tuple[Failure, SlurmJob]], failed_nodes: set[str]
+) -> list[tuple[Failure, SlurmJob]]:
+    """Where ``srun`` named the node that failed, the replicas on it are the node failure
+    and the others that a node failure ended were stopped because of it: a node set down
+    (or a slurmd that came back) can still report its steps and write slurmstepd's note,
+    so neither says which node it was. Returns the failures newly blamed."""
+    if not any(set(row.hosts) & failed_nodes for _, row in failures):
+        return []
+    blamed = []
+    for failure, row in failures:
+        on = sorted(set(row.hosts) & failed_nodes)
+        if on and (failure.cause == "node_failure" or _stopped(failure)):
+            if failure.cause != "node_failure":
+                blamed.append((failure, row))
+            failure.cause = "node_failure"
+            failure.message = f"node {on[0]} failed under the job (Slurm state {row.state})"
+        elif (not on and failure.cause == "node_failure") or (
+            not on and row.state == "NODE_FAIL" and _stopped(failure)
+        ):
+            failure.cause = "cancelled"
+            failure.message = "stopped because another replica's node failed"
+    return blamed
 
 
 class _BatchLog:
