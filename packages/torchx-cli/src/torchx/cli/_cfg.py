@@ -73,17 +73,21 @@ def parse_cfg_str(opts: "runopts", scheduler: str, cfg_str: "str | None") -> "di
     """Parses ``k1=v1,k2=v2`` into typed values; unknown keys and bad values are errors."""
     if not cfg_str or not cfg_str.strip():
         return {}
+    raw = _pairs(cfg_str, f" (see `torchx runopts {scheduler}`)")
+    return _typed(opts, scheduler, {k: v for k, v in raw.items() if _check_key(opts, scheduler, k)})
+
+
+def _pairs(cfg_str: str, see: str) -> "dict[str, str]":
+    """``k1=v1,k2=v2`` as strings; a malformed one is a usage error (``see``: its hint)."""
     from torchx.util.types import to_dict
 
     try:
-        raw = to_dict(cfg_str)
+        return to_dict(cfg_str)
     except ValueError as e:
         raise CliError(
-            f"malformed -cfg '{cfg_str}': {e}; expected KEY=VALUE pairs separated by ','"
-            f" (see `torchx runopts {scheduler}`)",
+            f"malformed -cfg '{cfg_str}': {e}; expected KEY=VALUE pairs separated by ','{see}",
             exit_code=EXIT_USAGE,
         ) from None
-    return _typed(opts, scheduler, {k: v for k, v in raw.items() if _check_key(opts, scheduler, k)})
 
 
 def _typed(opts: "runopts", scheduler: str, raw: "Mapping[str, str]") -> "dict[str, CfgVal]":
@@ -115,15 +119,7 @@ def parse_cfg_str_for(
     found: dict[str, dict[str, CfgVal]] = {scheduler: {} for scheduler in opts_of}
     if not cfg_str or not cfg_str.strip():
         return found
-    from torchx.util.types import to_dict
-
-    try:
-        raw = to_dict(cfg_str)
-    except ValueError as e:
-        raise CliError(
-            f"malformed -cfg '{cfg_str}': {e}; expected KEY=VALUE pairs separated by ','",
-            exit_code=EXIT_USAGE,
-        ) from None
+    raw = _pairs(cfg_str, "")
     names = ", ".join(opts_of)
     for key in raw:
         if not any(opts.get(key) is not None for opts in opts_of.values()):

@@ -103,8 +103,11 @@ def root_failure(
         failure = _replica_failure(role, replica, row, step)
         if failure is not None:
             failures.append((failure, row))
-    log_dir = (record.log_dir if record is not None else "") or (rows[0].workdir if rows else "")
-    batch_log = _BatchLog(job_id, log_dir, via)
+
+    def log_dir_of(row: SlurmJob | None) -> str:
+        return (record.log_dir if record is not None else "") or (row.workdir if row else "")
+
+    batch_log = _BatchLog(job_id, log_dir_of(rows[0] if rows else None), via)
     _with_launch_errors(failures, batch_log)
     # srun stops the other replicas with SIGTERM when one fails: those are not blamed
     own = [f for f, _ in failures if not _stopped(f)]
@@ -113,12 +116,10 @@ def root_failure(
             failure.cause = "cancelled"
             failure.message = "stopped because another replica failed"
         elif failure.cause != "cancelled":
-            log_dir = (record.log_dir if record is not None else "") or row.workdir
-            _with_logs(failure, job_id, log_dir, via)
+            _with_logs(failure, job_id, log_dir_of(row), via)
     failed_nodes = nodes_srun_saw_fail(batch_log.lines())
     for failure, row in blame_failed_nodes(failures, failed_nodes):
-        log_dir = (record.log_dir if record is not None else "") or row.workdir
-        _with_logs(failure, job_id, log_dir, via)  # it was taken for a survivor: no tail yet
+        _with_logs(failure, job_id, log_dir_of(row), via)  # taken for a survivor: no tail yet
     if not any(set(row.hosts) & failed_nodes for _, row in failures):
         # srun named no node of the job (the batch host itself died): slurmstepd writes
         # "CANCELLED ... DUE TO NODE FAILURE" into the log of a replica whose node lived
