@@ -313,3 +313,103 @@ def test_a_login_node_account_with_a_csh_or_fish_shell(workspace: Path, account:
             break
         time.sleep(0.5)
     assert handle in listed.stdout, listed.stdout + listed.stderr
+
+
+# -- another user of a shared job directory and the role env files -----------------------
+
+SECRET = "hf_" + uuid.uuid4().hex
+_ENV_COMPONENT = f'''
+from torchx.specs import AppDef, Resource, Role
+
+
+def train(lr: float = 0.1) -> AppDef:
+    role = Role(
+        name="train",
+        image="/tmp",
+        entrypoint="sh",
+        args=["-c", 'echo "token seen: ${{HF_TOKEN:+yes}}"'],
+        env={{"HF_TOKEN": "{SECRET}"}},
+        resource=Resource(cpu=1, gpu=0, memMB=128),
+    )
+    return AppDef(name="envsweep", roles=[role])
+'''
+
+
+def _last_job_id() -> int:
+    """The id Slurm gave the job submitted just now (the next ones follow it)."""
+    out = subprocess.run(
+        ["sbatch", "--parsable", "--output=/dev/null", "--wrap", "true"],
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout  # fmt: skip
+    return int(out.strip().split(";")[0])
+
+
+def _pre_make(shared: Path, names: list[str]) -> None:
+    """The other user makes ``.torchx-env-*`` directories for the next job ids, open to
+    all, each holding the files a replica would source, whose lines run its own command."""
+    script = "\n".join(
+        f'mkdir -m 777 "{shared}/{name}" && for f in sh-0 envsweep_train-0; do '
+        f'printf "touch {shared}/pwned-{name}\\n" > "{shared}/{name}/$f"; '
+        f'chmod 666 "{shared}/{name}/$f"; done'
+        for name in names
+    )
+    made = _as_login("sh", "-ec", script)
+    assert made.returncode == 0, made.stderr
+
+
+@pytest.mark.parametrize("kind", ["job", "sweep"])
+def test_a_pre_made_env_directory_neither_reads_the_secret_nor_runs_its_lines(
+    slurm_cluster: None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+    kind: str,
+) -> None:
+    """Another user who can write the submit directory (sticky and open to all, as /tmp or
+    a shared /scratch) pre-makes ``.torchx-env-<id>`` for the next job ids: the job refuses
+    to write the role's env there, the secret stays with the submitter, and none of that
+    user's lines runs."""
+    from torchx_testsupport import terminal_status
+
+    from torchx.runner import get_runner
+    from torchx.specs import AppDef, AppState, Resource, Role
+
+    import shutil
+
+    shared = Path("/tmp") / f"torchx-shared-{uuid.uuid4().hex[:8]}"  # every user reaches it
+    shared.mkdir()
+    shared.chmod(0o1777)
+    request.addfinalizer(lambda: shutil.rmtree(shared, ignore_errors=True))
+    monkeypatch.chdir(shared)  # no job_dir: the job and its logs are in the submit dir
+    after = _last_job_id()
+    ids = range(after + 1, after + 40)
+    _pre_make(
+        shared,
+        [f".torchx-env-{i}" for i in ids]
+        + [f".torchx-env-{i}-{p}" for i in ids for p in (0, 1)],
+    )
+    runner = get_runner()
+    try:
+        if kind == "job":
+            role = Role(
+                name="sh", image="/tmp", entrypoint="sh",
+                args=["-c", 'echo "token seen: ${HF_TOKEN:+yes}"'],
+                env={"HF_TOKEN": SECRET}, resource=Resource(cpu=1, gpu=0, memMB=128),
+            )  # fmt: skip
+            handle = runner.run(AppDef(name="envjob", roles=[role]), "slurm")
+        else:
+            component = tmp_path / "envsweep.py"
+            component.write_text(_ENV_COMPONENT)
+            handle = runner.run_sweep(f"{component}:train", [], {"lr": [0.1, 0.2]}, "slurm")
+        status = terminal_status(runner, handle, 120)
+    finally:
+        runner.close()
+    assert status.state == AppState.FAILED, status
+    written = "".join(
+        p.read_text(errors="replace") for p in shared.rglob("*") if p.is_file() and p.stat().st_uid != 0
+    )
+    assert SECRET not in written  # nothing of the job's env in the other user's files
+    logs = "".join(p.read_text(errors="replace") for p in shared.glob("slurm-*.out"))
+    assert "is not this job's own private directory" in logs, logs
+    assert "token seen: yes" not in logs
+    assert not list(shared.glob("pwned-*"))  # the other user's lines never ran

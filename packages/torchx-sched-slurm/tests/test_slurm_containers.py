@@ -10,10 +10,12 @@ import json
 import os
 import re
 from pathlib import Path
+from shlex import quote
 from typing import Any
 
 import pytest
 
+from torchx.schedulers._slurm.request import _LOAD_ENV
 from torchx.schedulers._slurm import containers, oci
 from torchx.schedulers.slurm_scheduler import SlurmBatchRequest, SlurmScheduler, create_scheduler
 from torchx.specs import AppDef, BindMount, DeviceMount, Resource, Role, VolumeMount
@@ -56,7 +58,7 @@ class TestPyxis:
             " --kill-on-bad-exit=1 --container-image='nvcr.io#nvidia/pytorch:24.01-py3'"
             f" --container-mounts={job_dir}:{job_dir},/scratch/data:/data:ro,"
             f"/scratch/out:/out,/dev/fuse:/dev/fuse --container-workdir={job_dir}"
-            ' /bin/sh -c \'f="$1" && shift && . "$f" && exec "$@"\' torchx-env'
+            f" /bin/sh -c {quote(_LOAD_ENV)} torchx-env"
             f' {job_dir}/.torchx-env-"$SLURM_JOB_ID"/app_trainer-0'
             " python -c 'print(1)'"
         )

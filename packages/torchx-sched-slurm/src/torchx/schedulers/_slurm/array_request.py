@@ -15,8 +15,9 @@ from torchx.schedulers._slurm.request import (
     APP_ID_MARK,
     SlurmBatchRequest,
     _shell_word,
+    env_dir_lines,
+    env_file_line,
     retry_lines,
-    safe_name,
     sbatch_value,
 )
 from torchx.util._startup.lazy_dataclass import dataclass, field
@@ -143,12 +144,8 @@ def array_script(req: SlurmBatchRequest) -> str:
         _, srun_args = replica.materialize(env_dir, job_id=_APP)
         lines.append(f"{p})")
         if replica.env:
-            lines += [
-                f"    envdir={_shell_word(env_dir, _APP)}",
-                f"    (umask 077 && mkdir -p -- \"$envdir\" && printf '%s\\n'"
-                f" {' '.join(replica.env_file(job_id=_APP))}"
-                f' >"$envdir"/{_shell_word(safe_name(replica.name))})',
-            ]
+            lines += env_dir_lines(env_dir, _APP, indent="    ")
+            lines.append(env_file_line(replica, _APP, indent="    "))
         lines.append("    srun " + " ".join(srun_args))
         lines.append("    exitcode=$?")
         if replica.env:

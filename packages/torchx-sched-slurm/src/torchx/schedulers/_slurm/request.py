@@ -293,9 +293,56 @@ def _is_identifier(name: str) -> bool:
     return name.isidentifier() and name.isascii()
 
 
-_LOAD_ENV = 'f="$1" && shift && . "$f" && exec "$@"'
-"""What a replica runs first when its role has env: reads the file (``$1``), then becomes
-the role's command (the other words)."""
+_LOAD_ENV = (
+    'f="$1" && shift && d="${f%/*}"'
+    ' && { [ -d "$d" ] && [ ! -L "$d" ] && [ -O "$d" ] && [ -f "$f" ] && [ ! -L "$f" ]'
+    ' && [ -O "$f" ] && case "$(ls -ld -- "$d")" in drwx------*) ;; *) false ;; esac'
+    ' || { echo "torchx: not reading $f: it or its directory is not the job user own private one"'
+    " >&2; exit 1; }; } && . \"$f\" && exec \"$@\""
+)
+"""What a replica runs first when its role has env: reads the file (``$1``) only if it
+and its directory are the job user's own, not links, the directory mode 0700 (another
+user who can write the job's directory must not have made them), then becomes the role's
+command (the other words). Plain POSIX ``sh`` and ``ls``: it runs in the role's image."""
+
+ENV_DIR_CHECK = (
+    'torchx_own_dir() { [ -d "$1" ] && [ ! -L "$1" ] && [ -O "$1" ]'
+    ' && case "$(ls -ld -- "$1")" in drwx------*) ;; *) false ;; esac; }'
+)
+"""The batch script's test of an env directory: a directory, not a link, the job user's,
+mode 0700."""
+
+
+def env_dir_lines(env_dir: str, job_id: str = _JOB_ID, indent: str = "") -> list[str]:
+    """Batch-script lines that make the private directory of the role env files, new.
+
+    ``mkdir`` without ``-p`` fails on a directory someone else made first (a shared,
+    sticky job directory lets another user pre-make ``.torchx-env-<next job id>``); the
+    job then stops before any env is written. A directory that passes the check is an
+    earlier attempt's of this same job (a requeue), and is made anew."""
+    refuse = (
+        'echo "torchx: $envdir exists and is not this job\'s own private directory'
+        " (another user may have made it): the role's env is not written there; remove it"
+        ' and run the job again" >&2; exit 1'
+    )
+    return [
+        f"{indent}envdir={_shell_word(env_dir, job_id)}",
+        f"{indent}{ENV_DIR_CHECK}",
+        f'{indent}if [ -e "$envdir" ] || [ -L "$envdir" ]; then',
+        f'{indent}    torchx_own_dir "$envdir" || {{ {refuse}; }}',
+        f'{indent}    rm -rf -- "$envdir"',
+        f"{indent}fi",
+        f'{indent}(umask 077 && mkdir -- "$envdir") && torchx_own_dir "$envdir" || {{ {refuse}; }}',
+    ]
+
+
+def env_file_line(replica: SlurmReplicaRequest, job_id: str = _JOB_ID, indent: str = "") -> str:
+    """The batch-script line that writes ``replica``'s env file, created exclusively
+    (``set -C``: it fails on a file that is there)."""
+    return (
+        f"{indent}(umask 077 && set -C && printf '%s\\n' {' '.join(replica.env_file(job_id))}"
+        f' >"$envdir"/{_shell_word(safe_name(replica.name))}) || exit 1'
+    )
 
 
 def group_opts(
@@ -403,14 +450,8 @@ class SlurmBatchRequest:
                 srun_args = [a for a in srun_args if not a.startswith("--container=")]
             if replica.env:
                 if not env_lines:  # one private directory of env files, shared by the nodes
-                    env_lines = [
-                        f"envdir={_shell_word(env_dir)}",
-                        '(umask 077 && mkdir -p -- "$envdir")',
-                    ]
-                env_lines.append(
-                    f"(umask 077 && printf '%s\\n' {' '.join(replica.env_file())}"
-                    f' >"$envdir"/{_shell_word(safe_name(replica.name))})'
-                )
+                    env_lines = env_dir_lines(env_dir)
+                env_lines.append(env_file_line(replica))
             if i == 0:
                 output = sbatch_value("the log directory", f"{log_prefix}slurm-%j.out")
                 sbatch_args += [f"--output={output}", "--open-mode=append"]
