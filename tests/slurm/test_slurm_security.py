@@ -369,12 +369,12 @@ def test_a_pre_made_env_directory_neither_reads_the_secret_nor_runs_its_lines(
     a shared /scratch) pre-makes ``.torchx-env-<id>`` for the next job ids: the job refuses
     to write the role's env there, the secret stays with the submitter, and none of that
     user's lines runs."""
+    import shutil
+
     from torchx_testsupport import terminal_status
 
     from torchx.runner import get_runner
     from torchx.specs import AppDef, AppState, Resource, Role
-
-    import shutil
 
     shared = Path("/tmp") / f"torchx-shared-{uuid.uuid4().hex[:8]}"  # every user reaches it
     shared.mkdir()
@@ -385,8 +385,7 @@ def test_a_pre_made_env_directory_neither_reads_the_secret_nor_runs_its_lines(
     ids = range(after + 1, after + 40)
     _pre_make(
         shared,
-        [f".torchx-env-{i}" for i in ids]
-        + [f".torchx-env-{i}-{p}" for i in ids for p in (0, 1)],
+        [f".torchx-env-{i}" for i in ids] + [f".torchx-env-{i}-{p}" for i in ids for p in (0, 1)],
     )
     runner = get_runner()
     try:
@@ -406,7 +405,9 @@ def test_a_pre_made_env_directory_neither_reads_the_secret_nor_runs_its_lines(
         runner.close()
     assert status.state == AppState.FAILED, status
     written = "".join(
-        p.read_text(errors="replace") for p in shared.rglob("*") if p.is_file() and p.stat().st_uid != 0
+        p.read_text(errors="replace")
+        for p in shared.rglob("*")
+        if p.is_file() and p.stat().st_uid != 0
     )
     assert SECRET not in written  # nothing of the job's env in the other user's files
     logs = "".join(p.read_text(errors="replace") for p in shared.glob("slurm-*.out"))

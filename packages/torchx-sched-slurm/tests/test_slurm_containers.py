@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from torchx.schedulers._slurm.request import _LOAD_ENV
 from torchx.schedulers._slurm import containers, oci
+from torchx.schedulers._slurm.request import _LOAD_ENV
 from torchx.schedulers.slurm_scheduler import SlurmBatchRequest, SlurmScheduler, create_scheduler
 from torchx.specs import AppDef, BindMount, DeviceMount, Resource, Role, VolumeMount
 

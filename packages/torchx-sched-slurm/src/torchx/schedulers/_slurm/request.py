@@ -298,7 +298,7 @@ _LOAD_ENV = (
     ' && { [ -d "$d" ] && [ ! -L "$d" ] && [ -O "$d" ] && [ -f "$f" ] && [ ! -L "$f" ]'
     ' && [ -O "$f" ] && case "$(ls -ld -- "$d")" in drwx------*) ;; *) false ;; esac'
     ' || { echo "torchx: not reading $f: it or its directory is not the job user own private one"'
-    " >&2; exit 1; }; } && . \"$f\" && exec \"$@\""
+    ' >&2; exit 1; }; } && . "$f" && exec "$@"'
 )
 """What a replica runs first when its role has env: reads the file (``$1``) only if it
 and its directory are the job user's own, not links, the directory mode 0700 (another
@@ -321,7 +321,7 @@ def env_dir_lines(env_dir: str, job_id: str = _JOB_ID, indent: str = "") -> list
     job then stops before any env is written. A directory that passes the check is an
     earlier attempt's of this same job (a requeue), and is made anew."""
     refuse = (
-        'echo "torchx: $envdir exists and is not this job\'s own private directory'
+        "echo \"torchx: $envdir exists and is not this job's own private directory"
         " (another user may have made it): the role's env is not written there; remove it"
         ' and run the job again" >&2; exit 1'
     )
