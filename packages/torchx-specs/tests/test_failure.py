@@ -133,3 +133,25 @@ def test_a_long_log_is_read_from_its_end_only(tmp_path: Path) -> None:
     tail = read_log_tail(str(log))
     assert tail == "last line\n"
     assert read_log_tail(str(tmp_path / "missing.log")) == ""
+
+
+def test_a_tail_of_traceback_headers_is_read_in_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The audit's tail (traceback headers that never end) took 4.6-9.4 s: every line is
+    now looked at once, whatever the number of headers."""
+    from torchx.specs import _failure
+    from torchx.specs._failure import Failure, from_log_tail
+
+    headers = 20_000
+    seen = 0
+    real = _failure._tee_prefix
+
+    def counted(line: str) -> tuple[str, str]:
+        nonlocal seen
+        seen += 1
+        return real(line)
+
+    monkeypatch.setattr(_failure, "_tee_prefix", counted)
+    tail = "Traceback (most recent call last):\n" * headers + "ValueError: last\n"
+    failure = from_log_tail(Failure(role="r", replica_id=0), tail)
+    assert failure.message == "ValueError: last"
+    assert seen <= headers + 1 + 64  # one look per line (and at most a few more)

@@ -21,6 +21,7 @@ import threading
 from itertools import islice
 
 from torchx.cli._term import palette_for
+from torchx.util.strings import terminal_bytes, terminal_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -110,10 +111,21 @@ class LogPrinter:
 
     ``colorize=None`` colours the prefix only when ``file`` is a terminal.
     ``strip`` removes surrounding whitespace from each line (the tee helper's format).
+    The lines are a job's own output, data: their control characters but carriage returns
+    (a progress bar's, redrawn behind its prefix) are written escaped
+    (:func:`~torchx.util.strings.terminal_text`) unless ``raw``.
     """
 
-    def __init__(self, file: "TextIO", colorize: "bool | None" = None, strip: bool = False) -> None:
+    def __init__(
+        self,
+        file: "TextIO",
+        colorize: "bool | None" = None,
+        strip: bool = False,
+        *,
+        raw: bool = False,
+    ) -> None:
         self.file = file
+        self.raw = raw
         self._lock = threading.Lock()
         palette = palette_for(file)
         enabled = bool(palette.GREEN) if colorize is None else colorize
@@ -128,6 +140,8 @@ class LogPrinter:
         return f"{self._start}{role}/{replica}{self._end} "
 
     def _format(self, prefix: str, line: str) -> str:
+        if not self.raw:
+            line = terminal_text(line, keep_cr=True)
         if self.strip:
             return f"{prefix}{line.strip()}\n"
         if not line.endswith("\n"):
@@ -148,7 +162,7 @@ class LogPrinter:
 
     def write_chunk(self, prefix: bytes, chunk: bytes) -> None:
         """Writes a block of raw whole lines (see :py:func:`prefix_chunk`) as one write."""
-        data = prefix_chunk(prefix, chunk)
+        data = prefix_chunk(prefix, chunk if self.raw else terminal_bytes(chunk, keep_cr=True))
         with self._lock:
             if self._binary is None:
                 self.file.write(data.decode("utf-8", "replace"))

@@ -44,7 +44,9 @@ def _wrapped(rows: "list[list[str]]", headers: "list[str]", width: int) -> "list
 def format_table(rows: "list[list[str]]", headers: "list[str]", width: int | None = None) -> str:
     """Left-aligned columns separated by two spaces, a dashed rule under the headers; with
     ``width``, the last column wraps so that no line is longer."""
-    cells = [[str(c) for c in row] for row in rows]
+    from torchx.util.strings import escape_unprintable
+
+    cells = [[escape_unprintable(str(c)) for c in row] for row in rows]  # a job's words are data
     if width is not None and cells:
         cells = _wrapped(cells, headers, width)
     widths = [len(h) for h in headers]

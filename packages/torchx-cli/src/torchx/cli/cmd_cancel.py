@@ -22,7 +22,7 @@ class CmdCancel(AppHandleSubCommand):
     OPTIONS = ()  # none: `torchx cancel HANDLE` needs no argparse
 
     def run_with_runner(self, args: "argparse.Namespace", runner: "Runner") -> None:
-        if runner.status(args.app_handle) is None:
+        if runner.status(args.app_handle, progress=False) is None:
             import sys
 
             print(

@@ -67,9 +67,11 @@ class CmdDescribe(AppHandleSubCommand):
             from pprint import pformat
 
             from torchx.util._startup.lazy_dataclass import asdict
+            from torchx.util.strings import escape_unprintable, terminal_text
 
-            print(pformat(asdict(app), indent=2, width=80))
+            print(terminal_text(pformat(asdict(app), indent=2, width=80)))
             if attempts:
                 print("attempts:")
                 for attempt in attempts:
-                    print("  " + ", ".join(f"{k}={v}" for k, v in attempt.items()))
+                    pairs = ", ".join(f"{k}={v}" for k, v in attempt.items())
+                    print("  " + escape_unprintable(pairs))

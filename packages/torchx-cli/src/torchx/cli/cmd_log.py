@@ -158,7 +158,9 @@ def _failed_replicas(
         replicas.remove((root.role, root.replica_id))
         replicas.insert(0, (root.role, root.replica_id))
         rank = f", rank {root.rank}" if root.rank is not None else ""
-        what = root.message or root.cause
+        from torchx.util.strings import escape_unprintable
+
+        what = escape_unprintable(root.message or root.cause)
         print(
             f"torchx: root cause: {root.role}[{root.replica_id}]{rank}: {what}",
             file=sys.stderr,
@@ -180,12 +182,15 @@ def get_logs(  # noqa: PLR0917 (positional order is the public API)
     since: "datetime | None" = None,
     until: "datetime | None" = None,
     failed: bool = False,
+    raw: bool = False,
 ) -> None:
     """Prints the log lines selected by ``identifier`` (see :py:data:`ID_FORMAT`) to ``file``.
 
     Without replica ids, waits until the app has started and prints every replica of the
     role (or of all roles). With ``should_tail``, follows the logs until the app ends.
-    With ``failed``, only the failed replicas', the root cause's first.
+    With ``failed``, only the failed replicas', the root cause's first. The lines are a
+    job's own output: their control characters are shown escaped (``\\x1b``) unless
+    ``raw``.
     """
     validate(identifier)
     if runner is None:
@@ -202,6 +207,7 @@ def get_logs(  # noqa: PLR0917 (positional order is the public API)
                 since=since,
                 until=until,
                 failed=failed,
+                raw=raw,
             )
         return
 
@@ -235,7 +241,7 @@ def get_logs(  # noqa: PLR0917 (positional order is the public API)
 
     from torchx.cli._logstream import element_labels
 
-    printer = LogPrinter(file)
+    printer = LogPrinter(file, raw=raw)
     streamers, threads = stream_replicas(
         runner,
         app_handle,
@@ -332,6 +338,12 @@ class CmdLog(SubCommand):
             help="only the failed replicas' output, the root cause's first",
         )
         subparser.add_argument(
+            "--raw",
+            action="store_true",
+            help="print the output exactly as the job wrote it, escape sequences included"
+            " (by default control characters are shown escaped, as \\x1b)",
+        )
+        subparser.add_argument(
             "identifier",
             type=str,
             metavar=ID_FORMAT,
@@ -361,4 +373,5 @@ class CmdLog(SubCommand):
             since=since,
             until=until,
             failed=args.failed,
+            raw=args.raw,
         )

@@ -755,7 +755,10 @@ class _PendingNotes:
         reason = status.msg if status.msg and status.msg != NONE else "pending"
         if reason != self._said:
             self._said = reason
-            print(f"torchx: {self.app_handle} is waiting: {reason}", file=sys.stderr, flush=True)
+            from torchx.util.strings import escape_unprintable
+
+            shown = escape_unprintable(reason)
+            print(f"torchx: {self.app_handle} is waiting: {shown}", file=sys.stderr, flush=True)
 
 
 def _wait_and_exit(

@@ -191,9 +191,8 @@ def from_log_tail(failure: Failure, tail: str) -> Failure:
     rank = _torchrun_rank(lines)
     if rank is not None and failure.rank is None:
         failure.rank = rank
-    blocks = [b for b in _tracebacks(lines) if _LAUNCHER_ERROR not in b[-1]]
-    if blocks and failure.traceback is None:
-        block = blocks[-1]  # the last one the program itself raised
+    block = _last_program_traceback(lines) if failure.traceback is None else None
+    if block is not None:
         failure.traceback = "\n".join(block)
         if _exception_line(block[-1]):
             failure.message = block[-1].strip()
@@ -205,25 +204,39 @@ _LAUNCHER_ERROR = "ChildFailedError"
 """torchrun's own traceback after a worker failed: the worker's is the one to show."""
 
 
-def _tracebacks(lines: list[str]) -> list[list[str]]:
-    """Every Python traceback in ``lines``, each up to its exception's line; lines a
-    worker wrote under torchrun's ``--tee`` prefix (``[1]:``, ``[default0]:``) count as
-    that worker's, prefix dropped."""
-    blocks = []
-    for start, first in enumerate(lines):
-        prefix, line = _tee_prefix(first)
-        if line.strip() != _TRACEBACK:
-            continue
-        block = [line]
-        for raw in lines[start + 1 :]:
-            follow_prefix, follow = _tee_prefix(raw)
-            if follow_prefix != prefix:
-                continue  # another worker's line, interleaved
-            block.append(follow)
-            if _exception_line(follow):
-                break
-        blocks.append(block)
-    return blocks
+def _traceback_spans(lines: list[str]) -> list[tuple[list[str], int, int]]:
+    """(a worker's lines, first, past the last) of every traceback in ``lines``, in the
+    order their headers come; lines a worker wrote under torchrun's ``--tee`` prefix
+    (``[1]:``, ``[default0]:``) count as that worker's, prefix dropped.
+
+    One pass over the lines (a tail full of traceback headers that never end must not
+    cost a scan per header): each worker's lines are kept once, a traceback is a span of
+    them, and an exception line ends every span of that worker still open."""
+    seqs: dict[str, list[str]] = {}
+    still_open: dict[str, list[int]] = {}
+    spans: list[list[Any]] = []  # [worker's lines, first, past the last (None: open)]
+    for raw in lines:
+        prefix, line = _tee_prefix(raw)
+        seq = seqs.setdefault(prefix, [])
+        seq.append(line)
+        waiting = still_open.setdefault(prefix, [])
+        if waiting and _exception_line(line):
+            for i in waiting:
+                spans[i][2] = len(seq)
+            waiting.clear()
+        if line.strip() == _TRACEBACK:
+            waiting.append(len(spans))
+            spans.append([seq, len(seq) - 1, None])
+    return [(seq, begin, len(seq) if end is None else end) for seq, begin, end in spans]
+
+
+def _last_program_traceback(lines: list[str]) -> list[str] | None:
+    """The last traceback the program itself raised (not torchrun's own after a worker
+    failed), or None."""
+    for seq, begin, end in reversed(_traceback_spans(lines)):
+        if _LAUNCHER_ERROR not in seq[end - 1]:
+            return seq[begin:end]
+    return None
 
 
 def _exception_line(line: str) -> bool:

@@ -3,9 +3,12 @@ the end of its log): ``status --json``'s ``"progress"`` and the text ``Progress:
 
 from __future__ import annotations
 
+import math
+
 from torchx.progress import MARK
 from torchx.specs._timeline import duration
 from torchx.util._startup.lazy_dataclass import dataclass, field
+from torchx.util.log import get_logger
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -14,6 +17,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Progress",
     "from_log_tail",
+    "json_number",
     "metrics_text",
     "progress_cell",
     "progress_line",
@@ -37,12 +41,15 @@ class Progress:
     replica_id: int = 0
 
     def to_json(self) -> dict[str, object]:
+        """Plain data, valid JSON: a metric that is NaN or infinite is the string
+        ``"NaN"``, ``"Infinity"`` or ``"-Infinity"`` (JavaScript's ``Number()`` reads them
+        back), since JSON has no such numbers."""
         return {
             "step": self.step,
             "total": self.total,
             "fraction": self.fraction,
             "eta_s": self.eta_s,
-            "metrics": dict(self.metrics),
+            "metrics": {name: json_number(value) for name, value in self.metrics.items()},
             "updated": self.updated,
             "role": self.role,
             "replica_id": self.replica_id,
@@ -51,17 +58,76 @@ class Progress:
 
 _LEAD = MARK + " "
 
+MAX_STEP = 2**63 - 1
+"""The largest ``step`` or ``total`` taken (a 64-bit counter): a larger one is dropped."""
+
+_log = get_logger("torchx.progress")
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    """One warning per kind of bad value in a process (a status read every few seconds
+    by ``torchx ui`` must not repeat it)."""
+    kind = message.split(":", 1)[0]
+    if kind not in _warned:
+        _warned.add(kind)
+        _log.warning(message)
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
+
+
+def json_number(value: float) -> float | str:
+    """``value`` as JSON can hold it: NaN and the infinities as strings."""
+    if math.isfinite(value):
+        return value
+    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+
+
+def _count(value: object) -> int | None:
+    """An integer step or total in ``0..MAX_STEP``; None otherwise."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_STEP:
+        return value
+    return None
+
+
+def _number(value: object) -> float | None:
+    """A metric's value as a float (NaN and the infinities kept); None for what is not a
+    number or has no float (an integer of 400 digits)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return None
+
+
+def _finite(value: object) -> float | None:
+    number = _number(value)
+    return number if number is not None and math.isfinite(number) else None
+
 
 def _report_at(tail: str, at: int) -> dict[str, object] | None:
-    """The report on the line whose mark is at ``at``, or None if it is malformed."""
+    """The report on the line whose mark is at ``at``, or None if it is malformed or its
+    ``step`` is not a count (dropped with a warning)."""
     import json
 
     end = tail.find("\n", at)
     try:
         report = json.loads(tail[at + len(_LEAD) : end if end >= 0 else len(tail)])
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
-    return report if isinstance(report, dict) and isinstance(report.get("step"), int) else None
+    if not isinstance(report, dict) or "step" not in report:
+        return None
+    if _count(report["step"]) is None:
+        _warn_once(
+            f"progress step: a report's step {_shown(report['step'])} is not an integer in"
+            f" 0..{MAX_STEP}; the report is ignored"
+        )
+        return None
+    return report
 
 
 def _last_report(tail: str) -> tuple[int, dict[str, object]] | None:
@@ -86,17 +152,39 @@ def _first_report(tail: str, before: int) -> dict[str, object] | None:
 
 def reports_in(lines: Iterable[str]) -> list[dict[str, object]]:
     """Every well-formed report in ``lines`` (a replica's log), oldest first: the app's
-    progress over time (``torchx ui`` charts its metrics)."""
+    progress over time (``torchx ui`` charts its metrics). Each is plain JSON data: a
+    metric that is not a number is dropped, NaN and infinities are strings
+    (:func:`json_number`)."""
     reports = []
     for line in lines:
         at = line.find(_LEAD)
         if at >= 0 and (report := _report_at(line, at)) is not None:
+            report["metrics"] = {
+                name: json_number(value) for name, value in _metrics_of(report).items()
+            }
+            for key in ("total", "time", "rate"):
+                if key in report and _finite(report[key]) is None:
+                    del report[key]
             reports.append(report)
     return reports
 
 
-def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+def _metrics_of(report: dict[str, object]) -> dict[str, float]:
+    """The report's metrics that are numbers; another value is dropped with a warning."""
+    found = report.get("metrics")
+    if not isinstance(found, dict):
+        return {}
+    metrics = {}
+    for name, value in found.items():
+        number = _number(value)
+        if number is None:
+            _warn_once(
+                f"progress metric: metric {_shown(name)}'s value {_shown(value)} is not a"
+                " number a float can hold; it is left out"
+            )
+        else:
+            metrics[str(name)] = number
+    return metrics
 
 
 def from_log_tail(
@@ -109,21 +197,20 @@ def from_log_tail(
     if found is None:
         return None
     at, last = found
-    step = int(str(last["step"]))
-    total_value = last.get("total")
-    total = total_value if isinstance(total_value, int) and total_value > 0 else None
-    metrics_value = last.get("metrics")
-    metrics = {
-        str(k): float(v)
-        for k, v in (metrics_value.items() if isinstance(metrics_value, dict) else ())
-        if _number(v) is not None
-    }
-    updated = _number(last.get("time"))
-    rate = _number(last.get("rate"))
+    step = _count(last["step"]) or 0
+    total = _count(last.get("total")) or None
+    if "total" in last and last["total"] is not None and total is None:
+        _warn_once(
+            f"progress total: a report's total {_shown(last['total'])} is not an integer in"
+            f" 1..{MAX_STEP}; it is left out"
+        )
+    metrics = _metrics_of(last)
+    updated = _finite(last.get("time"))
+    rate = _finite(last.get("rate"))
     if rate is None and updated is not None and (first := _first_report(tail, at)) is not None:
-        since = _number(first.get("time"))
+        since = _finite(first.get("time"))
         if since is not None and updated > since:
-            rate = (step - int(str(first["step"]))) / (updated - since)
+            rate = (step - (_count(first["step"]) or 0)) / (updated - since)
     fraction = min(1.0, max(0.0, step / total)) if total else None
     eta = None
     if running and total is not None and rate is not None and rate > 0:
@@ -163,7 +250,11 @@ def progress_cell(progress: Progress) -> str:
 
 def metrics_text(progress: Progress) -> str:
     """``loss=0.33, lr=0.1``: the last metrics reported."""
-    return ", ".join(f"{name}={value:.4g}" for name, value in progress.metrics.items())
+    from torchx.util.strings import escape_unprintable
+
+    return ", ".join(
+        f"{escape_unprintable(name)}={value:.4g}" for name, value in progress.metrics.items()
+    )
 
 
 def progress_line(progress: Progress, now: float) -> str:

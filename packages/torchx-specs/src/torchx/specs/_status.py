@@ -200,10 +200,10 @@ def _format_failure(failure: Failure) -> str:
     words = cause_words(failure.cause, failure.exit_code, failure.signal)
     lines = [f"    Root cause: {failure.role}[{failure.replica_id}]{rank}: {words}"]
     if failure.message:
-        lines.append(f"        {failure.message}")
+        lines.append("        " + failure.message.replace("\n", "\n        "))
     if failure.log_tail:
         lines.append("        last lines of its log:")
-        lines += [f"          | {line}" for line in failure.log_tail]
+        lines += ["          | " + line.replace("\n", "\\n") for line in failure.log_tail]
     return "\n".join(lines) + "\n"
 
 
@@ -329,7 +329,9 @@ class AppStatus:
             text = text.rstrip(" ") + "".join(f"    {line}\n" for line in lines)
         if self.failure is not None:
             text = text.rstrip(" ") + _format_failure(self.failure)
-        return text
+        from torchx.util.strings import terminal_text
+
+        return terminal_text(text)  # a job's words are data: no escape sequence acts
 
     def _timing_lines(self) -> list[str]:
         """``Waiting 2m13s: ...`` while the app waits; ``Started after 41s: ...`` once it

@@ -10,6 +10,8 @@ __all__ = [
     "escape_unprintable",
     "is_shell_name",
     "normalize_str",
+    "terminal_bytes",
+    "terminal_text",
 ]
 
 _log = get_logger("torchx.env")
@@ -124,6 +126,46 @@ def escape_unprintable(text: str) -> str:
     as Python escapes (``\\n``, ``\\x1b``): safe on one line of a script comment or an
     error message, where they could end the line early or rewrite the terminal."""
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+_CONTROL = "\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f\\u202a-\\u202e\\u2066-\\u2069"
+"""What a terminal acts on rather than shows, but tab, line feed and carriage return: C0
+(ESC starts every CSI and OSC sequence), DEL, C1 (8-bit CSI and OSC) and the bidi
+overrides that reorder what follows them."""
+
+_CONTROL_BYTES = (
+    b"[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f]|\\xc2[\\x80-\\x9f]"
+    b"|\\xe2\\x80[\\xaa-\\xae]|\\xe2\\x81[\\xa6-\\xa9]"
+)
+""":data:`_CONTROL` in UTF-8."""
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_text(text: str, *, keep_cr: bool = False) -> str:
+    """``text`` (a job's own words: an exception's message, a log tail, a metric's name)
+    as data on a terminal: every control character but tab and line feed is written as
+    ``\\x1b``/``\\u202e``, so it cannot move the cursor, recolour, retitle or rewrite
+    what TorchX prints around it. ``keep_cr`` keeps carriage returns: a log view puts the
+    replica's prefix after each, so a progress bar redraws only its own line."""
+    import re
+
+    pattern = f"[{_CONTROL}]" if keep_cr else f"[\\r{_CONTROL}]"
+    return re.sub(pattern, lambda m: _escaped(m.group()), text)
+
+
+def terminal_bytes(data: bytes, *, keep_cr: bool = False) -> bytes:
+    """:func:`terminal_text` of UTF-8 ``data``, without decoding it (a log read in raw
+    chunks)."""
+    import re
+
+    pattern = _CONTROL_BYTES if keep_cr else b"\\r|" + _CONTROL_BYTES
+    return re.sub(
+        pattern, lambda m: _escaped(m.group().decode("utf-8", "surrogateescape")).encode(), data
+    )
 
 
 _CONNECTION_PROBLEMS = (

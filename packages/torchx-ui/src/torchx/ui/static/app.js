@@ -25,19 +25,19 @@ function renderHeader(app, now) {
   line.replaceChildren(meta.join(" \u00b7 "));
   if (status.url && /^https?:/.test(status.url)) line.append(" \u00b7 ", el("a", { href: status.url, text: "scheduler's page" }));
   show("cancel", !app.terminal);
-  document.getElementById("waiting").textContent = status.waiting ? status.waiting.line : "";
+  document.getElementById("waiting").textContent = printable(status.waiting ? status.waiting.line : "");
 }
 
 function renderFailure(failure, msg, state) {
   show("failure-section", Boolean(failure) || (state === "FAILED" && Boolean(msg)));
   const box = document.getElementById("failure");
-  if (!failure) { box.textContent = msg || ""; show("failure-log", false); return; }
+  if (!failure) { box.textContent = printable(msg || ""); show("failure-log", false); return; }
   const words = failure.words;
   const where = `${failure.role}[${failure.replica_id}]` + (failure.rank !== null ? `, rank ${failure.rank}` : "");
   const said = failure.message && failure.message !== words ? el("div", { text: failure.message }) : null;
   box.replaceChildren(el("strong", { text: where + ": " + words }), said);
   const tail = document.getElementById("failure-log");
-  tail.textContent = (failure.log_tail || []).join("\n");
+  tail.textContent = (failure.log_tail || []).map(printable).join("\n");
   tail.hidden = !(failure.log_tail || []).length;
 }
 
@@ -81,14 +81,19 @@ function chart(name, points) {
 function renderProgress(progress, reports) {
   show("progress-section", Boolean(progress) || reports.length > 0);
   document.getElementById("progress").replaceChildren(progressCell(progress) || "");
-  const series = {};
+  // metric names are a job's data: a Map, never an object's keys ("constructor", "__proto__")
+  const series = new Map();
   for (const report of reports) {
     for (const [key, value] of Object.entries(report.metrics || {})) {
-      if (typeof value === "number") (series[key] = series[key] || []).push([report.step, value]);
+      const number = Number(value); // NaN and the infinities come as strings
+      if (Number.isFinite(number)) {
+        if (!series.has(key)) series.set(key, []);
+        series.get(key).push([report.step, number]);
+      }
     }
   }
   const steps = reports.map((r) => [r.step, r.step]);
-  const charts = Object.entries(series).slice(0, 8).map(([key, points]) => chart(key, points));
+  const charts = Array.from(series.entries()).slice(0, 8).map(([key, points]) => chart(key, points));
   if (!charts.length && steps.length > 1) charts.push(chart("step", reports.map((r) => [r.time || 0, r.step])));
   document.getElementById("charts").replaceChildren(...charts);
 }
@@ -112,7 +117,7 @@ function renderTables(status) {
   show("array-section", Boolean(array));
   if (array) {
     const counts = Object.entries(array.states).map(([s, n]) => `${n} ${s.toLowerCase()}`).join(", ");
-    document.getElementById("array-line").textContent = `${array.size} elements: ${counts}` + (array.failed.length ? `; failed: ${array.failed.join(", ")}` : "");
+    document.getElementById("array-line").textContent = printable(`${array.size} elements: ${counts}` + (array.failed.length ? `; failed: ${array.failed.join(", ")}` : ""));
     const args = (a) => Array.isArray(a) ? a.join(" ") : Object.entries(a || {}).map(([k, v]) => k + "=" + v).join(", ");
     rows("elements", array.elements.map((e) => [String(e.index), args(e.args), stateBadge(e.state)]));
   }
@@ -140,12 +145,12 @@ function follow(replica) {
   follower = new EventSource(api("log", `role=${encodeURIComponent(role)}&replica=${k}`));
   follower.addEventListener("lines", (event) => {
     const atEnd = log.scrollTop + log.clientHeight >= log.scrollHeight - 4;
-    lines = lines.concat(JSON.parse(event.data)).slice(-MAX_LOG_LINES);
+    lines = lines.concat(JSON.parse(event.data).map(printable)).slice(-MAX_LOG_LINES);
     log.textContent = lines.join("\n");
     if (atEnd) log.scrollTop = log.scrollHeight;
     log.dataset.lines = String(lines.length);
   });
-  follower.addEventListener("failed", (event) => { state.textContent = "cannot read the log: " + JSON.parse(event.data); });
+  follower.addEventListener("failed", (event) => { state.textContent = printable("cannot read the log: " + JSON.parse(event.data)); });
   follower.addEventListener("end", () => { follower.close(); state.textContent = "the log ended"; log.dataset.ended = "1"; });
   follower.onerror = () => { follower.close(); if (!log.dataset.ended) state.textContent = "disconnected"; };
 }
@@ -173,7 +178,7 @@ async function refresh() {
     document.body.dataset.state = app.status.state;
     if (app.terminal) return; // it will not change any more
   } catch (error) {
-    banner.textContent = "cannot read this app: " + error.message;
+    banner.textContent = printable("cannot read this app: " + error.message);
     banner.hidden = false;
   }
   setTimeout(refresh, 3000);
@@ -184,7 +189,7 @@ document.getElementById("cancel").addEventListener("click", async () => {
   const answer = await fetch(api("cancel"), { method: "POST", credentials: "same-origin" });
   const body = await answer.json().catch(() => ({}));
   const banner = document.getElementById("banner");
-  banner.textContent = answer.ok ? "cancel requested: " + body.cancelled : "cancel failed: " + (body.error || answer.statusText);
+  banner.textContent = printable(answer.ok ? "cancel requested: " + body.cancelled : "cancel failed: " + (body.error || answer.statusText));
   banner.hidden = false;
 });
 document.getElementById("log-replica").addEventListener("change", (event) => follow(event.target.value));

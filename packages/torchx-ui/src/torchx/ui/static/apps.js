@@ -101,7 +101,7 @@ async function poll() {
     render();
     document.body.dataset.loaded = String((Number(document.body.dataset.loaded) || 0) + 1);
   } catch (error) {
-    banner.textContent = "torchx ui is not answering (" + error.message + "); retrying";
+    banner.textContent = printable("torchx ui is not answering (" + error.message + "); retrying");
     banner.hidden = false;
   }
   setTimeout(poll, ((latest && latest.refresh_s) || 3) * 1000);

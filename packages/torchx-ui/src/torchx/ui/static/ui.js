@@ -2,11 +2,21 @@
    textContent (el()), never as HTML. */
 "use strict";
 
+/* A job's words are data: a control character (an escape sequence's ESC, CR, C1, a bidi
+   override) is shown as \xNN or \uNNNN, as the command line shows it. */
+const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/g;
+function printable(text) {
+  return String(text).replace(CONTROL, (c) => {
+    const code = c.charCodeAt(0);
+    return code < 0x100 ? "\\x" + code.toString(16).padStart(2, "0") : "\\u" + code.toString(16).padStart(4, "0");
+  });
+}
+
 function el(tag, attrs, children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs || {})) {
     if (value === null || value === undefined || value === false) continue;
-    if (key === "text") node.textContent = value;
+    if (key === "text") node.textContent = printable(value);
     else if (key === "class") node.className = value;
     else node.setAttribute(key, value);
   }
