@@ -58,18 +58,48 @@ def test_the_url_has_a_fresh_token_and_every_request_needs_it(home: Path) -> Non
         assert first.token != second.token
         ui = first
         assert _get(ui.base + "/api/apps")[0] == 401
-        assert _get(ui.base + "/")[0] == 401
-        assert _get(ui.base + "/api/apps?token=" + second.token)[0] == 403
+        assert _get(ui.base + "/api/apps?token=" + ui.token)[0] == 401  # the header only
+        assert _get(ui.base + "/api/apps", {"Authorization": f"token {second.token}"})[0] == 403
         assert _get(ui.base + "/api/apps", {"Authorization": "token nope"})[0] == 403
-        code, body, headers = _get(ui.url)
+        code, body, headers = _get(ui.url)  # the page itself holds no data
         assert code == 200 and "<title>torchx ui: apps</title>" in body
-        cookie = headers["set-cookie"]
-        port = ui.base.rsplit(":", 1)[1]
-        assert cookie.startswith(f"torchx_ui_{port}={ui.token};"), cookie
-        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
-        # the cookie alone, or the header alone, carries it from then on
-        assert _get(ui.base + "/api/apps", {"Cookie": cookie.split(";")[0]})[0] == 200
+        assert "set-cookie" not in headers  # a cookie would go to every port of the host
+        assert headers["x-frame-options"] == "DENY"
+        assert headers["referrer-policy"] == "no-referrer"
         assert _get(ui.base + "/api/apps", {"Authorization": f"token {ui.token}"})[0] == 200
+
+
+def test_a_request_from_another_origin_or_host_changes_nothing(
+    apps: dict[str, str], home: Path
+) -> None:
+    """The audit's CSRF: a page of another local port posted a cancel. Now a request that
+    changes something must come from the dashboard's own origin, with the token's header;
+    a rebound host name is refused; only a scheduler the dashboard shows is used."""
+    running_id = apps["running"].rsplit("/", 1)[1]
+    with torchx_ui("-s", "local_cwd", cwd=home) as ui:
+        auth = {"Authorization": f"token {ui.token}"}
+        port = ui.base.rsplit(":", 1)[1]
+
+        def post(path: str, headers: dict[str, str]) -> int:
+            request = urllib.request.Request(ui.base + path, method="POST", headers=headers)
+            try:
+                with urllib.request.urlopen(request, timeout=30) as answer:
+                    return int(answer.status)
+            except urllib.error.HTTPError as e:
+                return e.code
+
+        cancel = f"/api/cancel/{running_id}"
+        assert post(cancel, {"Origin": "http://127.0.0.1:1"}) == 401  # no token: nothing
+        assert post(cancel, {**auth, "Origin": "http://127.0.0.1:1"}) == 403
+        assert post(cancel, {**auth, "Sec-Fetch-Site": "same-site"}) == 403
+        assert post(cancel, {**auth, "Host": f"rebound.example:{port}"}) == 421
+        assert _get(ui.base + "/api/apps", {**auth, "Host": f"rebound.example:{port}"})[0] == 421
+        assert post(cancel + "?scheduler=kubernetes", auth) == 400  # not one it shows
+        with get_runner() as runner:
+            status = runner.status(apps["running"])
+            assert status is not None and status.state == AppState.RUNNING
+        origin = {"Origin": ui.base, "Sec-Fetch-Site": "same-origin"}
+        assert post(cancel, {**auth, **origin}) == 200  # the dashboard's own page
 
 
 def test_an_address_others_can_reach_is_warned_about(home: Path) -> None:
@@ -227,7 +257,9 @@ def test_the_json_behind_the_pages(apps: dict[str, str], home: Path) -> None:
 
 
 def test_it_opens_the_browser_unless_told_not_to(home: Path) -> None:
-    """The browser ``webbrowser`` finds ($BROWSER here: a script noting what it opened)."""
+    """The browser ``webbrowser`` finds ($BROWSER here: a script noting what it opened)
+    is given a private file that leads to the dashboard, not the token: a browser's
+    command line is in ``ps`` for every user."""
     opened = home / "opened.txt"
     browser = home / "browser.sh"
     browser.write_text(f'#!/bin/sh\necho "$1" >> {opened}\n')
@@ -241,14 +273,21 @@ def test_it_opens_the_browser_unless_told_not_to(home: Path) -> None:
         assert proc.stdout is not None
         proc.stdout.readline()
         url = proc.stdout.readline().strip()
+        token = url.rsplit("token=", 1)[1]
         deadline = time.monotonic() + 60
         while not opened.exists() or not opened.read_text().strip():
             assert time.monotonic() < deadline, "no browser was opened"
             time.sleep(0.1)
-        assert opened.read_text().splitlines() == [url]
+        (given,) = opened.read_text().splitlines()
+        assert token not in given and given.startswith("file://"), given
+        page = Path(given[len("file://") :])
+        assert page.parent == home / "home" / "ui"
+        assert (page.stat().st_mode & 0o777, page.parent.stat().st_mode & 0o777) == (0o600, 0o700)
+        assert url.replace("/?token=", "/#token=") in page.read_text()
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=30)
+    assert not page.exists()  # removed when the dashboard stops
     with torchx_ui(cwd=home, env=env):  # --no-browser
         pass
-    assert opened.read_text().splitlines() == [url]  # opened once, by the first only
+    assert opened.read_text().splitlines() == [given]  # opened once, by the first only

@@ -93,7 +93,7 @@ def torchx_ui(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Itera
 
 
 def _answers(base: str) -> None:
-    """Returns once the server answers HTTP (401 without the token): it is serving."""
+    """Returns once the server answers HTTP (its API 401 without the token): it is serving."""
     import time
     import urllib.error
     import urllib.request
@@ -101,7 +101,7 @@ def _answers(base: str) -> None:
     deadline = time.monotonic() + 60
     while True:
         try:
-            urllib.request.urlopen(base + "/", timeout=10)
+            urllib.request.urlopen(base + "/api/apps", timeout=10)
         except urllib.error.HTTPError as e:
             assert e.code == 401, e
             return

@@ -91,10 +91,17 @@ class _Api:
     def _handle(self, request: Request) -> tuple[str, str]:
         """(scheduler, handle) of the app the request names."""
         app_id = request.path_params["app_id"]
+        names = [s.name for s in self.source.sources]
         scheduler = request.query_params.get("scheduler") or self.source.scheduler_of(app_id)
         if not scheduler:
-            names = ", ".join(s.name for s in self.source.sources)
-            raise _Refused(f"no app {app_id!r} in the listings of {names}; add ?scheduler=NAME")
+            raise _Refused(
+                f"no app {app_id!r} in the listings of {', '.join(names)}; add ?scheduler=NAME"
+            )
+        if scheduler not in names:  # only what the dashboard shows can be read or cancelled
+            raise _Refused(
+                f"scheduler {scheduler!r} is not one this dashboard shows ({', '.join(names)})",
+                400,
+            )
         return scheduler, self.source.handle_of(scheduler, app_id)
 
     def apps(self, request: Request) -> Response:
@@ -232,8 +239,10 @@ def create_app(
     token: str,
     port: int,
     cfgs: Mapping[str, Mapping[str, CfgVal]] | None = None,
+    loopback: bool = True,
 ) -> Starlette:
-    """The dashboard for the apps of ``schedulers`` (listed with ``cfgs``), behind ``token``."""
+    """The dashboard for the apps of ``schedulers`` (listed with ``cfgs``), behind ``token``,
+    served on ``port`` of a loopback address (``loopback``) or of one others reach."""
     source = AppsSource(runner, schedulers, cfgs)
     api = _Api(runner, source)
 
@@ -264,6 +273,6 @@ def create_app(
 
     return Starlette(
         routes=routes,
-        middleware=[Middleware(TokenGate, token=token, port=port)],
+        middleware=[Middleware(TokenGate, token=token, port=port, loopback=loopback)],
         lifespan=lifespan,
     )

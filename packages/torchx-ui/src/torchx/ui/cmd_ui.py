@@ -7,6 +7,9 @@ only when the command runs (``torchx --help`` stays instant).
 
 from __future__ import annotations
 
+import contextlib
+import os
+
 from torchx.cli.cmd_base import SubCommand
 
 TYPE_CHECKING = False
@@ -142,7 +145,8 @@ def _bind(host: str, port: int | None) -> socket.socket:
     )
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address) is this machine's loopback."""
     import ipaddress
 
     if host == "localhost":
@@ -174,8 +178,10 @@ def serve(
 
     token = new_token()
     port = sock.getsockname()[1]
-    app = create_app(runner, schedulers, token=token, port=port, cfgs=cfgs)
-    if not _is_loopback(host):
+    app = create_app(
+        runner, schedulers, token=token, port=port, cfgs=cfgs, loopback=is_loopback(host)
+    )
+    if not is_loopback(host):
         print(
             f"torchx ui: warning: --host {host} is not a loopback address: anyone who can"
             " reach it and has the token can see your apps and cancel them",
@@ -187,14 +193,44 @@ def serve(
     url = f"http://{shown}:{port}/?token={token}"
     config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)
+    opener = None
     try:
         print(f"torchx ui: the apps of {', '.join(schedulers)}; Ctrl-C stops it. Open:")
         print(url, flush=True)
         if open_browser:
             import webbrowser
 
-            threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
+            opener = _opener_file(url.replace("/?token=", "/#token="), port)
+            threading.Thread(
+                target=webbrowser.open, args=(f"file://{opener}",), daemon=True
+            ).start()
         server.run(sockets=[sock])
     except KeyboardInterrupt:  # uvicorn hands Ctrl-C on once it has shut down
         pass
+    finally:
+        if opener is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(opener)
     print("torchx ui: stopped", file=sys.stderr)
+
+
+def _opener_file(url: str, port: int) -> str:
+    """A private page (mode 0600 in ``$TORCHX_HOME/ui``, 0700) that sends the browser on
+    to ``url``: the browser is started with this file's path, so the token is not on its
+    command line, which ``ps`` shows every user of the machine."""
+    import html
+
+    from torchx.util._support.atomic import check_private, write_private
+    from torchx.util._support.home import torchx_home
+
+    directory = os.path.join(torchx_home(), "ui")
+    check_private(directory, torchx_home())
+    path = os.path.join(directory, f"open-{port}.html")
+    shown = html.escape(url, quote=True)
+    page = (
+        '<!doctype html><meta charset="utf-8"><title>torchx ui</title>'
+        f'<meta http-equiv="refresh" content="0;url={shown}">'
+        f'<p><a href="{shown}">Open torchx ui</a></p>\n'
+    )
+    write_private(path, page.encode())
+    return path

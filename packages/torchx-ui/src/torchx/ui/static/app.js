@@ -142,17 +142,18 @@ function follow(replica) {
   log.dataset.lines = "0";
   state.textContent = "following";
   let lines = [];
-  follower = new EventSource(api("log", `role=${encodeURIComponent(role)}&replica=${k}`));
-  follower.addEventListener("lines", (event) => {
-    const atEnd = log.scrollTop + log.clientHeight >= log.scrollHeight - 4;
-    lines = lines.concat(JSON.parse(event.data).map(printable)).slice(-MAX_LOG_LINES);
-    log.textContent = lines.join("\n");
-    if (atEnd) log.scrollTop = log.scrollHeight;
-    log.dataset.lines = String(lines.length);
+  follower = followEvents(api("log", `role=${encodeURIComponent(role)}&replica=${k}`), {
+    lines: (data) => {
+      const atEnd = log.scrollTop + log.clientHeight >= log.scrollHeight - 4;
+      lines = lines.concat(JSON.parse(data).map(printable)).slice(-MAX_LOG_LINES);
+      log.textContent = lines.join("\n");
+      if (atEnd) log.scrollTop = log.scrollHeight;
+      log.dataset.lines = String(lines.length);
+    },
+    failed: (data) => { state.textContent = printable("cannot read the log: " + JSON.parse(data)); },
+    end: () => { follower.close(); state.textContent = "the log ended"; log.dataset.ended = "1"; },
+    error: () => { if (!log.dataset.ended) state.textContent = "disconnected"; },
   });
-  follower.addEventListener("failed", (event) => { state.textContent = printable("cannot read the log: " + JSON.parse(event.data)); });
-  follower.addEventListener("end", () => { follower.close(); state.textContent = "the log ended"; log.dataset.ended = "1"; });
-  follower.onerror = () => { follower.close(); if (!log.dataset.ended) state.textContent = "disconnected"; };
 }
 
 async function refresh() {
@@ -186,12 +187,11 @@ async function refresh() {
 
 document.getElementById("cancel").addEventListener("click", async () => {
   if (!current || !confirm(`Cancel ${current.handle}? Its replicas are stopped.`)) return;
-  const answer = await fetch(api("cancel"), { method: "POST", credentials: "same-origin" });
-  const body = await answer.json().catch(() => ({}));
+  const answer = await postJson(api("cancel"));
+  const body = answer.body;
   const banner = document.getElementById("banner");
   banner.textContent = printable(answer.ok ? "cancel requested: " + body.cancelled : "cancel failed: " + (body.error || answer.statusText));
   banner.hidden = false;
 });
 document.getElementById("log-replica").addEventListener("change", (event) => follow(event.target.value));
-dropTokenFromUrl();
 refresh();

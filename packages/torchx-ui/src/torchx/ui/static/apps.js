@@ -107,7 +107,6 @@ async function poll() {
   setTimeout(poll, ((latest && latest.refresh_s) || 3) * 1000);
 }
 
-dropTokenFromUrl();
 readFilters();
 for (const input of Object.values(filters)) input.addEventListener("input", () => { writeFilters(); render(); });
 poll();

@@ -66,19 +66,70 @@ function formatNumber(value) {
   return Math.abs(value) >= 100 ? value.toFixed(1) : value.toPrecision(3);
 }
 
+/* The token: taken from the address `torchx ui` printed (?token=, or #token= from the page
+   that opened the browser), kept in this origin's storage (per port, unlike a cookie)
+   and sent in a header with every request; the address bar no longer shows it. */
+const TOKEN_KEY = "torchx_ui_token";
+
+function takeTokenFromUrl() {
+  const url = new URL(location.href);
+  const given = url.searchParams.get("token") || new URLSearchParams(url.hash.slice(1)).get("token");
+  if (!given) return;
+  localStorage.setItem(TOKEN_KEY, given);
+  url.searchParams.delete("token");
+  history.replaceState(null, "", url.pathname + url.search);
+}
+takeTokenFromUrl();
+
+function authHeaders() {
+  const token = localStorage.getItem(TOKEN_KEY);
+  return token ? { Authorization: "token " + token } : {};
+}
+
 async function getJson(path) {
-  const answer = await fetch(path, { credentials: "same-origin", cache: "no-store" });
+  const answer = await fetch(path, { headers: authHeaders(), cache: "no-store" });
   const body = await answer.json().catch(() => ({ error: answer.statusText }));
   if (!answer.ok) throw new Error(body.error || answer.statusText);
   return body;
 }
 
-/* The token came in the URL (once): the cookie carries it now, so take it out of the
-   address bar, where it would be shared with a copied link or a screenshot. */
-function dropTokenFromUrl() {
-  const url = new URL(location.href);
-  if (url.searchParams.has("token")) {
-    url.searchParams.delete("token");
-    history.replaceState(null, "", url.pathname + url.search + url.hash);
-  }
+async function postJson(path) {
+  const answer = await fetch(path, { method: "POST", headers: authHeaders(), cache: "no-store" });
+  const body = await answer.json().catch(() => ({ error: answer.statusText }));
+  return { ok: answer.ok, body, statusText: answer.statusText };
+}
+
+/* Server-sent events read with fetch, which can send the token's header (EventSource
+   cannot). `on` maps an event's name to a function of its data; on.error(message) when
+   the stream cannot be read or breaks off. Returns { close() }. */
+function followEvents(path, on) {
+  const controller = new AbortController();
+  (async () => {
+    const answer = await fetch(path, { headers: authHeaders(), cache: "no-store", signal: controller.signal });
+    if (!answer.ok || !answer.body) {
+      const body = await answer.json().catch(() => ({}));
+      throw new Error(body.error || answer.statusText);
+    }
+    const reader = answer.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += value;
+      let cut;
+      while ((cut = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, cut);
+        buffer = buffer.slice(cut + 2);
+        let name = "message";
+        const data = [];
+        for (const line of block.split("\n")) {
+          if (line.startsWith("event: ")) name = line.slice(7);
+          else if (line.startsWith("data: ")) data.push(line.slice(6));
+        }
+        if (on[name]) on[name](data.join("\n"));
+      }
+    }
+    throw new Error("the stream ended");
+  })().catch((error) => { if (!controller.signal.aborted && on.error) on.error(error.message); });
+  return { close: () => controller.abort() };
 }
