@@ -121,3 +121,62 @@ def test_a_bad_key_is_one_line(tmp_path: Path) -> None:
         " give printable text"
     ]
     assert _apps(tmp_path) == []
+
+
+_HOLD_THE_KEY = """
+import sys, time
+from torchx.runner._idempotency import _key_lock
+with _key_lock(sys.argv[1]):
+    print("held", flush=True)
+    time.sleep(300)
+"""
+
+
+def test_a_run_waiting_on_a_held_key_says_who_holds_it_and_gives_up(tmp_path: Path) -> None:
+    """The audit's run waited forever without a word: now it says which process holds the
+    key's lock, and gives up after ``TORCHX_LOCK_WAIT_S`` with one line, submitting
+    nothing."""
+    from torchx_testsupport import one_error_line
+
+    env = {**_env(), "TORCHX_HOME": str(tmp_path / "home"), "TORCHX_LOCK_WAIT_S": "1"}
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_THE_KEY, "held-key"], env=env, stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        proc = subprocess.run(
+            [TORCHX, "run", "--idempotency-key", "held-key", "-s", "local_cwd", "utils.sh", "true"],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    finally:
+        holder.kill()
+        holder.wait()
+    line = one_error_line(proc, alone=False, no_stdout=True)
+    assert "another run of idempotency key 'held-key' on this host is still submitting" in line
+    assert f"pid {holder.pid} (" in line and "TORCHX_LOCK_WAIT_S" in line, line
+    waiting = proc.stderr.splitlines()[0]
+    assert "waiting for another run of idempotency key 'held-key'" in waiting, proc.stderr
+    assert f"pid {holder.pid}" in waiting
+    listed = subprocess.run(
+        [TORCHX, "list", "-s", "local_cwd", "--json"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert json.loads(listed.stdout) == []  # nothing was submitted
+
+
+def test_a_locks_directory_that_is_a_link_is_refused(tmp_path: Path) -> None:
+    from torchx_testsupport import one_error_line
+
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    (tmp_path / "elsewhere").mkdir()
+    (home / "locks").symlink_to(tmp_path / "elsewhere")
+    env = {**_env(), "TORCHX_HOME": str(home)}
+    proc = subprocess.run(
+        [TORCHX, "run", "--idempotency-key", "k", "-s", "local_cwd", "utils.sh", "true"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    line = one_error_line(proc, no_stdout=True)
+    assert f"{home / 'locks'} is a link" in line, line
+    assert list((tmp_path / "elsewhere").iterdir()) == []

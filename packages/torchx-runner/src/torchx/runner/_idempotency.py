@@ -26,7 +26,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from torchx.schedulers.api import Scheduler
 
-__all__ = ["check_key", "submit_once"]
+__all__ = ["IdempotencyLockTimeout", "check_key", "submit_once"]
 
 logger = get_logger(__name__)
 
@@ -48,24 +48,77 @@ def check_key(key: str) -> str:
     return key
 
 
+LOCK_WAIT_S = 600.0
+"""How long a run waits for another run of the same key on this host to finish
+submitting (``$TORCHX_LOCK_WAIT_S`` overrides it) before it gives up with one line."""
+
+
+class IdempotencyLockTimeout(TimeoutError):
+    """Another run of the same key on this host held its lock longer than allowed."""
+
+
+def _holder(fd: int) -> str:
+    """Who holds the lock, from what its holder wrote into the lock file."""
+    try:
+        text = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+    except OSError:
+        text = ""
+    from torchx.util.strings import escape_unprintable
+
+    return escape_unprintable(text) or "another process (it wrote nothing yet)"
+
+
 @contextmanager
 def _key_lock(key: str) -> Iterator[None]:
-    """Holds this host's lock of ``key`` (``$TORCHX_HOME/locks/``, private)."""
+    """Holds this host's lock of ``key`` (``$TORCHX_HOME/locks/``: the user's own, mode
+    0700, no link). The holder writes who it is into the file; a run that has to wait
+    says who holds it, and gives up after :data:`LOCK_WAIT_S` with one line."""
     import fcntl
+    import time
 
     from torchx.schedulers.ids import key_id
-    from torchx.util._support.atomic import FILE_MODE, make_private_dirs
+    from torchx.util._support.atomic import FILE_MODE, check_private, make_private_dirs
     from torchx.util._support.home import torchx_home
 
     locks = os.path.join(torchx_home(), "locks")
+    check_private(locks, torchx_home())
     make_private_dirs(locks)
+    check_private(locks, torchx_home())  # made by another process just now: checked too
     fd = os.open(
         os.path.join(locks, f"idempotency-{key_id(key)}.lock"),
         os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
         FILE_MODE,
     )
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        wait_s = float(os.environ.get("TORCHX_LOCK_WAIT_S") or LOCK_WAIT_S)
+        deadline = None
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                now = time.monotonic()
+                if deadline is None:
+                    deadline = now + wait_s
+                    logger.warning(
+                        "waiting for another run of idempotency key %r on this host to"
+                        " finish submitting: %s (giving up after %.0f s)",
+                        key,
+                        _holder(fd),
+                        wait_s,
+                    )
+                elif now >= deadline:
+                    raise IdempotencyLockTimeout(
+                        f"another run of idempotency key {key!r} on this host is still"
+                        f" submitting after {wait_s:.0f} s: {_holder(fd)}; wait for it, or"
+                        " stop it and run again (TORCHX_LOCK_WAIT_S sets the wait)"
+                    ) from None
+                time.sleep(0.1)
+        import sys
+
+        me = f"pid {os.getpid()} ({' '.join(sys.argv)[:200]}) since {time.strftime('%H:%M:%S')}"
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, me.encode("utf-8", "replace"), 0)
         yield
     finally:
         os.close(fd)
