@@ -163,3 +163,47 @@ def test_nan_and_odd_metric_names_are_kept_as_data(tmp_path: Path) -> None:
     json.dumps(progress.to_json(), allow_nan=False)  # valid JSON
     assert metrics_text(progress).startswith("loss=nan, gnorm=inf, constructor=0.25")
     assert "\\x1b[31mred=2" in metrics_text(progress)
+
+
+_PEAK_OF = """
+import resource, subprocess, sys
+done = subprocess.run(sys.argv[1:], capture_output=True)
+assert done.returncode == 0, done.stderr[-2000:]
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
+"""
+
+
+def _peak_mb(*args: str, cwd: Path, home: Path) -> int:
+    """The peak memory (MiB) of ``torchx ARGS``, measured by a process of its own."""
+    env = {**os.environ, "TORCHX_HOME": str(home), "LOGLEVEL": "WARNING"}
+    out = subprocess.run(
+        [sys.executable, "-c", _PEAK_OF, TORCHX, *args],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=True,
+    ).stdout  # fmt: skip
+    return int(out.strip())
+
+
+GIANT_MB = 96
+
+
+def test_log_regex_and_progress_do_not_hold_a_giant_line(tmp_path: Path) -> None:
+    """The audit's 300 MB line cost ``torchx log --regex`` 650 MB: now a line is read in
+    pieces of at most 1 MiB. Measured against the same command on a small log (the
+    floor): the giant line adds a small part of itself."""
+    home = tmp_path / "home"
+    giant = (
+        f'{shlex.quote(sys.executable)} -c \'import sys; sys.stdout.write("x" * {GIANT_MB << 20}'
+        ' + "\\n"); print("TORCHX_PROGRESS {\\"step\\": 1}"); print("needle")\''
+    )
+    handles = {}
+    for name, script in (("small", "echo x; echo needle"), ("giant", giant)):
+        run = _torchx("run", "--wait", "utils.sh", "sh", "-c", script, cwd=tmp_path, home=home)
+        assert run.returncode == 0, run.stderr
+        handles[name] = run.stdout.decode().split()[0]
+    floor = _peak_mb("log", "--regex", "needle", handles["small"], cwd=tmp_path, home=home)
+    peak = _peak_mb("log", "--regex", "needle", handles["giant"], cwd=tmp_path, home=home)
+    assert peak - floor < GIANT_MB / 4, (floor, peak)
+    found = _torchx("log", "--regex", "needle", handles["giant"], cwd=tmp_path, home=home)
+    assert found.stdout.decode().splitlines() == ["sh/0 needle"]
+    status = _torchx("status", "--json", handles["giant"], cwd=tmp_path, home=home)
+    assert json.loads(status.stdout)["progress"]["step"] == 1

@@ -532,6 +532,25 @@ def test_a_second_run_with_the_key_returns_the_first_handle(
     assert [a["app_handle"] for a in listed if a["app_handle"] == handle] == [handle]
 
 
+def test_a_key_is_each_users_on_a_shared_queue(batch_queue: str, project: Path) -> None:
+    """Two users of one job queue run the same key: neither's run takes the other's job."""
+    from torchx_testsupport.idempotency import USERS, per_user_key
+
+    key = per_user_key()
+
+    def run_as(user: str) -> str:
+        done = _torchx(
+            "run", "--idempotency-key", key, "-s", "aws_batch", "-cfg", f"queue={batch_queue}",
+            "--workspace", "", *_sh("true"), cwd=project, env={"LOGNAME": user, "USER": user},
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    first = {user: run_as(user) for user in USERS}
+    assert first["alice"] != first["bob"], first
+    assert {user: run_as(user) for user in USERS} == first
+
+
 def test_concurrent_runs_with_one_key_submit_once(batch_queue: str, project: Path) -> None:
     handles = concurrent_handles(
         [

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from torchx_testsupport import submitted_as_status_says
 from torchx_testsupport.docker import IMAGE, REGISTRY, all_torchx_containers, app_containers
+from torchx_testsupport.idempotency import check_a_key_is_each_users, per_user_key
 from torchx_testsupport.processes import concurrent_handles
 
 from torchx import specs
@@ -741,6 +742,16 @@ def test_a_second_run_with_the_key_returns_the_first_handle(runner: Any) -> None
         _app_id(first)
     ]
     assert _log(runner, first, "r") == [f"run={KEY_DOCKER_K1}\n"]
+
+
+def test_a_key_is_each_users_on_a_shared_daemon(
+    runner: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two users of one Docker daemon run the same key: neither's run takes the other's
+    containers."""
+    key = per_user_key()
+    app = _app("peruser", _role("r", "true"))
+    check_a_key_is_each_users(lambda: runner.run(app, SCHED, idempotency_key=key), monkeypatch)
 
 
 def test_concurrent_runs_with_one_key_submit_once(tmp_path: Path) -> None:

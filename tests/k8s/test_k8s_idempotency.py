@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from torchx_testsupport.idempotency import check_a_key_is_each_users, per_user_key
 from torchx_testsupport.k8s.running import batch, finished, sh
 from torchx_testsupport.processes import concurrent_handles
 
@@ -90,3 +91,16 @@ def test_concurrent_runs_with_one_key_submit_once(
     )
     assert len(handles) == 1
     assert len(_jobs(kube, namespace)) == 1
+
+
+def test_a_key_is_each_users_on_a_shared_namespace(
+    kube: Any, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two users of one namespace run the same key: neither's run takes the other's Job."""
+    key = per_user_key()
+    with get_runner() as runner:
+        check_a_key_is_each_users(
+            lambda: runner.run(sh("true"), "kubernetes", batch(namespace), idempotency_key=key),
+            monkeypatch,
+        )
+    assert len(_jobs(kube, namespace)) == 2

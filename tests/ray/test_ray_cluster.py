@@ -394,6 +394,17 @@ def test_a_second_run_with_the_key_returns_the_first_handle(runner: Any, workdir
     assert list(runner.log_lines(first, "r", 0)) == [f"run={KEY_RAY_K1}\n"]
 
 
+def test_a_key_is_each_users_on_a_shared_cluster(
+    runner: Any, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two users of one Ray cluster run the same key: neither's run takes the other's job."""
+    from torchx_testsupport.idempotency import check_a_key_is_each_users, per_user_key
+
+    key = per_user_key()
+    app = AppDef("peruser", [sh("r", "true")])
+    check_a_key_is_each_users(lambda: runner.run(app, "ray", idempotency_key=key), monkeypatch)
+
+
 def test_a_replica_lost_with_its_actor_restarts_as_the_next_attempt(
     runner: Any, tmp_path: Path
 ) -> None:

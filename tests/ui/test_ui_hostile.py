@@ -185,3 +185,73 @@ def test_another_user_sees_no_token_in_ps(workdir: Path, tmp_path: Path) -> None
         proc.terminate()
         proc.wait(timeout=30)
         subprocess.run(["pkill", "-f", f"{browser} file://"], check=False)
+
+
+def _peak_rss_mb(pid: int) -> float:
+    """The process's peak resident memory so far (VmHWM), in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no VmHWM for {pid}")
+
+
+def _tasks(pid: int) -> int:
+    return len(list(Path(f"/proc/{pid}/task").iterdir()))
+
+
+BIG_LINE_MB = 64
+
+
+def test_a_giant_log_line_and_closed_pages_leave_the_server_bounded(workdir: Path) -> None:
+    """The audit's 300 MB line added 330 MB to the server, and 243 follower threads stayed
+    after their pages closed. Here a 64 MiB line (no line end until its last byte): the
+    page gets it cut, the server's peak memory grows by far less than the line; and the
+    followers of 20 pages opened and closed on an idle log all end."""
+    import urllib.request
+
+    from torchx_testsupport import wait_until
+
+    big = (
+        f'python3 -c \'import sys; sys.stdout.write("x" * {BIG_LINE_MB << 20} + "\\n")\';'
+        " echo after; sleep 600"
+    )
+    with get_runner() as runner:
+        handle = runner.run(shell_app("big", big), "local_cwd")
+        try:
+            wait_until(
+                lambda: any("after" in line for line in runner.log_lines(handle, "big", 0)),
+                "the big line written", 120, 0.2,
+            )  # fmt: skip
+            app_id = handle.rsplit("/", 1)[-1]
+            with torchx_ui("-s", "local_cwd", cwd=workdir) as ui:
+                auth = {"Authorization": f"token {ui.token}"}
+                url = f"{ui.base}/api/log/{app_id}?role=big&replica=0"
+
+                def lines_until_after() -> list[str]:
+                    got: list[str] = []
+                    request = urllib.request.Request(url, headers=auth)
+                    with urllib.request.urlopen(request, timeout=120) as stream:
+                        for raw in stream:
+                            if raw.startswith(b"data: ["):
+                                got += json.loads(raw[len(b"data: ") :])
+                                if "after" in got:
+                                    return got
+                    return got
+
+                lines_until_after()  # warm: the server's own peak before the big one counts
+                base_mb, base_tasks = _peak_rss_mb(ui.proc.pid), _tasks(ui.proc.pid)
+                got = lines_until_after()
+                grown = _peak_rss_mb(ui.proc.pid) - base_mb
+                assert grown < BIG_LINE_MB / 4, f"the server grew {grown:.0f} MiB"
+                assert all(len(line) < 20000 for line in got)
+                assert any("more characters; torchx log shows them" in line for line in got)
+                for _ in range(20):  # pages opened and closed on the idle log
+                    request = urllib.request.Request(url, headers=auth)
+                    with urllib.request.urlopen(request, timeout=60) as stream:
+                        stream.readline()
+                wait_until(
+                    lambda: _tasks(ui.proc.pid) <= base_tasks + 2,
+                    "the followers of closed pages to end", 60, 0.2,
+                )  # fmt: skip
+        finally:
+            runner.cancel(handle)

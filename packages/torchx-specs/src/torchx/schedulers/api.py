@@ -339,13 +339,14 @@ class Scheduler(abc.ABC, GenericBase[T]):
         """The id of the app submitted with idempotency ``key`` to the target ``cfg``
         names (namespace, queue, cluster...), or None.
 
-        Default: an app of :meth:`list` whose id ends in the key's id, which
-        :func:`~torchx.schedulers.ids.make_unique` gives every app submitted with the key.
-        A scheduler whose ids are not made that way (Slurm's are numbers) overrides it.
+        Default: an app of :meth:`list` whose id ends in the id of this user's key,
+        which :func:`~torchx.schedulers.ids.make_unique` gives every app this user
+        submits with the key (another user's run of the key is not found). A scheduler
+        whose ids are not made that way (Slurm's are numbers) overrides it.
         """
-        from torchx.schedulers.ids import key_id
+        from torchx.schedulers.ids import user_key_id
 
-        suffix = f"-{key_id(key)}"
+        suffix = f"-{user_key_id(key)}"
         for app in self.list(cfg):
             if app.app_id.endswith(suffix):
                 return app.app_id

@@ -5,9 +5,12 @@ with a consonant (valid Kubernetes/DNS names never start with a digit) and conta
 vowels, so they never spell words.
 
 Under :func:`keyed_ids` (a run with an idempotency key) the id is the key's instead
-(:func:`key_id`): every submission with that key names its app alike, so a backend that
-refuses a second object of one name (a Kubernetes Job, a Docker container, a Ray
-submission id) refuses the second submission, and the app is found by the end of its id.
+(:func:`user_key_id`): every submission of that key by one user names its app alike, so a
+backend that refuses a second object of one name (a Kubernetes Job, a Docker container, a
+Ray submission id) refuses the second submission, and the app is found by the end of its
+id. The id is drawn from the submitting user's login name with the key: on a namespace,
+queue, cluster or daemon several users share, another user's run of the same key names
+its app apart, and is never taken for this user's.
 """
 
 import os
@@ -24,6 +27,7 @@ __all__ = [
     "make_unique",
     "random_id",
     "random_uint64",
+    "user_key_id",
 ]
 
 _KEY: ContextVar[str | None] = ContextVar("torchx_idempotency_key", default=None)
@@ -86,6 +90,14 @@ def _id_from(draw: Callable[[], int], max_length: int | None) -> str:
     return "".join(chars)
 
 
+def user_key_id(key: str, max_length: int | None = None) -> str:
+    """The id the apps of idempotency ``key`` are named by: :func:`key_id` of the key
+    with the submitting user's login name (``current_user``), so the key is this user's."""
+    from torchx.util._support.user import current_user
+
+    return key_id(f"{current_user()}\x00{key}", max_length)
+
+
 @contextmanager
 def keyed_ids(key: str | None) -> Iterator[None]:
     """Within it, :func:`make_unique` gives ``key``'s id (nothing changes for ``None``)."""
@@ -103,8 +115,8 @@ def current_key() -> str | None:
 
 def make_unique(name: str, string_length: int = 0) -> str:
     """``{name}-{random id}``; ``string_length > 0`` fixes the length of the id part.
-    Under :func:`keyed_ids` the id part is the key's (:func:`key_id`)."""
+    Under :func:`keyed_ids` the id part is the user's key's (:func:`user_key_id`)."""
     key = _KEY.get()
     if key is not None:
-        return f"{name}-{key_id(key, string_length or None)}"
+        return f"{name}-{user_key_id(key, string_length or None)}"
     return f"{name}-{random_id(string_length or None)}"

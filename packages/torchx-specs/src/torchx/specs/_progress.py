@@ -12,7 +12,7 @@ from torchx.util.log import get_logger
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Iterator
 
 __all__ = [
     "Progress",
@@ -57,6 +57,9 @@ class Progress:
 
 
 _LEAD = MARK + " "
+
+MAX_REPORT_CHARS = 1 << 16
+"""A longer line holds no report ``torchx.progress`` writes: it is not parsed."""
 
 MAX_STEP = 2**63 - 1
 """The largest ``step`` or ``total`` taken (a 64-bit counter): a larger one is dropped."""
@@ -150,13 +153,20 @@ def _first_report(tail: str, before: int) -> dict[str, object] | None:
     return None
 
 
-def reports_in(lines: Iterable[str]) -> list[dict[str, object]]:
-    """Every well-formed report in ``lines`` (a replica's log), oldest first: the app's
-    progress over time (``torchx ui`` charts its metrics). Each is plain JSON data: a
-    metric that is not a number is dropped, NaN and infinities are strings
-    (:func:`json_number`)."""
-    reports = []
-    for line in lines:
+def reports_in(lines: Iterable[str], last: int | None = None) -> list[dict[str, object]]:
+    """Every well-formed report in ``lines`` (a replica's log), oldest first, or the
+    ``last`` ones only (never more held: a log of a million reports): the app's progress
+    over time (``torchx ui`` charts its metrics). Each is plain JSON data: a metric that
+    is not a number is dropped, NaN and infinities are strings (:func:`json_number`)."""
+    from collections import deque
+
+    marked: Iterator[str] = (
+        line for line in lines if len(line) <= MAX_REPORT_CHARS and _LEAD in line
+    )
+    if last is not None:  # only the last ones are parsed, and only they are held
+        marked = iter(deque(marked, maxlen=last))
+    reports: deque[dict[str, object]] = deque(maxlen=last)
+    for line in marked:
         at = line.find(_LEAD)
         if at >= 0 and (report := _report_at(line, at)) is not None:
             report["metrics"] = {
@@ -166,7 +176,7 @@ def reports_in(lines: Iterable[str]) -> list[dict[str, object]]:
                 if key in report and _finite(report[key]) is None:
                     del report[key]
             reports.append(report)
-    return reports
+    return list(reports)
 
 
 def _metrics_of(report: dict[str, object]) -> dict[str, float]:

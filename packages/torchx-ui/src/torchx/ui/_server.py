@@ -7,6 +7,7 @@ follows the log as ``torchx log -f`` does, feeding a server-sent event stream.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import threading
@@ -19,6 +20,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from torchx.cli._errors import error_line
+from torchx.schedulers._shared.log_files import FOLLOW_STOP
 from torchx.ui._auth import TokenGate
 from torchx.ui._sources import AppsSource, progress_json
 
@@ -32,7 +34,14 @@ if TYPE_CHECKING:
     from torchx.runner import Runner
     from torchx.specs.api import AppStatus, CfgVal
 
-__all__ = ["FIRST_LIST_WAIT_S", "LOG_BATCH_LINES", "PROGRESS_POINTS", "create_app"]
+__all__ = [
+    "FIRST_LIST_WAIT_S",
+    "LOG_BATCH_LINES",
+    "LOG_LINE_CHARS",
+    "LOG_QUEUE_LINES",
+    "PROGRESS_POINTS",
+    "create_app",
+]
 
 STATIC = Path(__file__).parent / "static"
 
@@ -45,6 +54,12 @@ PROGRESS_POINTS = 2000
 
 LOG_BATCH_LINES = 500
 """Log lines sent in one event at most (a long log arrives in a few events, not thousands)."""
+
+LOG_QUEUE_LINES = 1000
+"""Log lines read but not yet sent to a page, at most: then the reader waits."""
+
+LOG_LINE_CHARS = 16384
+"""The longest log line a page gets whole (a longer one is cut, and says so)."""
 
 
 def _json(data: object, status_code: int = 200) -> Response:
@@ -153,23 +168,36 @@ class _Api:
 
     async def _follow(self, handle: str, role: str, replica: int) -> AsyncIterator[str]:
         """Server-sent events: ``lines`` (a JSON list of lines), ``failed`` (why the log
-        cannot be read), then ``end`` once the log ends (the app ended)."""
+        cannot be read), then ``end`` once the log ends (the app ended).
+
+        Bounded: the reading thread waits while :data:`LOG_QUEUE_LINES` lines are not yet
+        sent (a slow page slows the reader, it does not fill the server), a line is cut
+        to :data:`LOG_LINE_CHARS` for the page, and once the page goes away the thread
+        ends at its next line (an idle local_cwd or Slurm log: at its next poll)."""
         loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+        queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue(maxsize=LOG_QUEUE_LINES)
         stop = threading.Event()
 
-        def put(kind: str, text: str) -> None:
-            try:
-                loop.call_soon_threadsafe(queue.put_nowait, (kind, text))
-            except RuntimeError:  # the server is shutting down
-                stop.set()
+        def put(kind: str, text: str) -> bool:
+            """Hands one item to the page, waiting for room; False once the page is gone."""
+            future = asyncio.run_coroutine_threadsafe(queue.put((kind, text)), loop)
+            while not stop.is_set():
+                try:
+                    future.result(timeout=0.5)
+                    return True
+                except concurrent.futures.TimeoutError:
+                    continue
+                except (RuntimeError, concurrent.futures.CancelledError):  # shutting down
+                    break
+            future.cancel()
+            return False
 
         def follow() -> None:
+            FOLLOW_STOP.set(stop)
             try:
                 for line in self.runner.log_lines(handle, role, replica, should_tail=True):
-                    if stop.is_set():
+                    if stop.is_set() or not put("line", _cut(line.rstrip("\n"))):
                         return
-                    put("line", line.rstrip("\n"))
             except Exception as e:
                 put("failed", error_line(e))
             finally:
@@ -193,6 +221,14 @@ class _Api:
                     return
         finally:
             stop.set()  # the page went away: the thread stops at its next line
+
+
+def _cut(line: str) -> str:
+    """``line`` as the page shows it: at most :data:`LOG_LINE_CHARS` characters."""
+    if len(line) <= LOG_LINE_CHARS:
+        return line
+    rest = len(line) - LOG_LINE_CHARS
+    return f"{line[:LOG_LINE_CHARS]} [torchx ui: {rest} more characters; torchx log shows them]"
 
 
 def _for_the_page(status: AppStatus) -> dict[str, Any]:
@@ -229,7 +265,7 @@ def _progress_history(runner: Runner, handle: str, status: AppStatus) -> list[di
         role, replica = status.roles[0].role, 0
     else:
         return []
-    return reports_in(runner.log_lines(handle, role, replica, regex=MARK))[-PROGRESS_POINTS:]
+    return reports_in(runner.log_lines(handle, role, replica, regex=MARK), last=PROGRESS_POINTS)
 
 
 def create_app(

@@ -22,8 +22,10 @@ Imports inside functions are deliberate: ``import torchx.specs`` stays close to 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 
 from torchx.schedulers.api import LINE_SPLIT_MARK, MAX_LINE_BYTES
 
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
 
 
 __all__ = [
+    "FOLLOW_STOP",
     "LogIterator",
     "LogLines",
     "follow_chunks",
@@ -51,6 +54,17 @@ __all__ = [
 ]
 
 
+FOLLOW_STOP: ContextVar[threading.Event | None] = ContextVar("torchx_follow_stop", default=None)
+"""Set (in the thread that follows) to an event that ends the follow once set, at its next
+round: a follower whose reader went away (a closed dashboard page) ends within
+``_MAX_WAIT_S`` even when the log is idle."""
+
+
+def _stopped() -> bool:
+    stop = FOLLOW_STOP.get()
+    return stop is not None and stop.is_set()
+
+
 def open_log(path: str) -> IO[str]:
     return open(path, encoding="utf-8", errors="replace", newline="\n")
 
@@ -58,16 +72,24 @@ def open_log(path: str) -> IO[str]:
 def read_lines(path: str, regex: str | None = None) -> Iterator[str]:
     """The lines currently in ``path`` (filtered by ``re.search(regex)`` when given).
 
-    Deliberately nothing but the file object's own line iteration: this is as fast as
-    reading a file line by line gets in Python.
+    The file object's own ``readline``, bounded: a line longer than
+    :data:`~torchx.schedulers.api.MAX_LINE_BYTES` comes in pieces, each but the last
+    ending with the split mark (as a followed log has it), so a program that never ends
+    its line cannot make a reader (``torchx log --regex``, the dashboard's progress
+    history) hold all of it. As fast as iterating the file.
     """
+    from functools import partial
+
+    split = LINE_SPLIT_MARK.decode()
     with open_log(path) as f:
+        pieces = iter(partial(f.readline, MAX_LINE_BYTES), "")
+        lines = (p + split if len(p) == MAX_LINE_BYTES and p[-1] != "\n" else p for p in pieces)
         if regex:
             import re
 
-            yield from filter(re.compile(regex).search, f)
+            yield from filter(re.compile(regex).search, lines)
         else:
-            yield from f
+            yield from lines
 
 
 def _is_finished(scheduler: _AppWatcher, app_id: str) -> bool:
@@ -93,6 +115,8 @@ _BLOCK = 1 << 16  # below malloc's mmap threshold: a block's buffers are reused,
 def _wait_for_file(scheduler: _AppWatcher, app_id: str, path: str) -> None:
     delay = _MIN_WAIT_S
     while not os.path.isfile(path):
+        if _stopped():
+            return
         if _is_finished(scheduler, app_id):
             raise RuntimeError(f"app {app_id} finished without writing its log file {path}")
         _wait(scheduler, app_id, delay)
@@ -116,7 +140,7 @@ def _follow(
         for item in drain(finished):
             got_data = True
             yield item
-        if finished:
+        if finished or _stopped():
             return
         if got_data:
             delay = _MIN_WAIT_S
@@ -149,6 +173,8 @@ def follow_lines(scheduler: _AppWatcher, app_id: str, path: str) -> Iterator[str
     Only complete lines are yielded while the app runs.
     """
     _wait_for_file(scheduler, app_id, path)
+    if _stopped():
+        return
     with open_log(path) as f:
         pending: list[str] = []
 
@@ -254,6 +280,8 @@ def follow_chunks(scheduler: _AppWatcher, app_id: str, path: str) -> Iterator[by
     :py:func:`follow_lines` in blocks: a partial line is held back while the app runs.
     """
     _wait_for_file(scheduler, app_id, path)
+    if _stopped():
+        return
     with open(path, "rb") as f:
         pending = bytearray()
 
