@@ -22,7 +22,7 @@ import secrets
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from torchx.ui.cmd_ui import is_loopback
+from torchx.ui._hosts import is_loopback_host
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -45,13 +45,6 @@ click cancel an app), and no address leaks to another site."""
 def new_token() -> str:
     """A fresh random token (192 bits)."""
     return secrets.token_hex(24)
-
-
-def _is_loopback_host(host: str) -> bool:
-    """Whether a ``Host`` header (``name:port``, ``[::1]:port``) names this machine's
-    loopback."""
-    name = host.rsplit(":", 1)[0] if ":" in host.rsplit("]", 1)[-1] else host
-    return is_loopback(name.strip("[]"))
 
 
 class TokenGate:
@@ -79,7 +72,7 @@ class TokenGate:
     def _refusal(self, request: Request) -> tuple[int, str] | None:
         host = request.headers.get("host", "")
         if self.loopback and not (
-            _is_loopback_host(host) and host.rsplit(":", 1)[-1] == str(self.port)
+            is_loopback_host(host) and host.rsplit(":", 1)[-1] == str(self.port)
         ):
             return 421, f"this dashboard is not {host!r}: open the URL `torchx ui` printed"
         if not request.url.path.startswith("/api/"):

@@ -11,6 +11,7 @@ import contextlib
 import os
 
 from torchx.cli.cmd_base import SubCommand
+from torchx.ui._hosts import is_loopback
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -143,18 +144,6 @@ def _bind(host: str, port: int | None) -> socket.socket:
         f"port {port} on {host} is in use ({last.strerror if last else 'taken'}):"
         " choose another with --port N (0: any free port)"
     )
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (a name or an address) is this machine's loopback."""
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def serve(
