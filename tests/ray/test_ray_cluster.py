@@ -394,6 +394,21 @@ def test_a_second_run_with_the_key_returns_the_first_handle(runner: Any, workdir
     assert list(runner.log_lines(first, "r", 0)) == [f"run={KEY_RAY_K1}\n"]
 
 
+def test_logs_without_a_role_are_the_jobs_whole_log(runner: Any, workdir: Path) -> None:
+    """codeflare's ``job.logs()`` (and its operator's e2e test) ask for the log of no
+    role: the job's whole log, as upstream's Ray scheduler gives it, every role's lines
+    in it; followed, it ends with the job."""
+    app = AppDef("whole", [sh("a", "echo from-a"), sh("b", "echo from-b")])
+    handle = runner.run(app, "ray")
+    followed = "".join(runner.log_lines(handle, None, should_tail=True))
+    assert wait(runner, handle).state == AppState.SUCCEEDED
+    whole = "".join(runner.log_lines(handle, None))
+    for text in (followed, whole):
+        assert "from-a" in text and "from-b" in text, text
+    sched = runner._scheduler("ray")
+    assert "from-a" in "".join(sched.log_iter(handle.rsplit("/", 1)[1], None))
+
+
 def test_a_key_is_each_users_on_a_shared_cluster(
     runner: Any, workdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -405,3 +405,61 @@ def test_namespace_package_plugins_run_and_are_listed(cli: Cli) -> None:
     text = cli.run("plugins").stdout
     assert "torchx_plugins.schedulers" in text
     assert "torchx_plugins.named_resources.needs_sdk" in text.split("failed to load")[1]
+
+
+UPSTREAM_STYLE_SCHEDULER = """
+from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
+from torchx.specs import AppState, runopts
+from torchx.util.shlex import quote
+
+
+class LsfLike(Scheduler):
+    '''Written as upstream's LSF scheduler and NeMo-Run's slurm_tunnel are: ``list(self)``
+    takes no run options, and ``torchx.util.shlex.quote`` builds its commands.'''
+
+    def __init__(self, session_name: str, **kwargs: object) -> None:
+        super().__init__("lsflike", session_name)
+
+    def _run_opts(self) -> runopts:
+        opts = runopts()
+        opts.add("queue", type_=str, default="normal", help="the queue")
+        return opts
+
+    def schedule(self, dryrun_info):
+        return "job-1"
+
+    def _submit_dryrun(self, app, cfg):
+        raise NotImplementedError
+
+    def describe(self, app_id):
+        return DescribeAppResponse(app_id=app_id, state=AppState.RUNNING)
+
+    def _cancel_existing(self, app_id):
+        pass
+
+    def log_iter(self, *args, **kwargs):
+        return iter(())
+
+    def list(self):
+        return [ListAppResponse(app_id=quote("job 1"), state=AppState.RUNNING)]
+
+
+def create_scheduler(session_name: str, **kwargs: object) -> LsfLike:
+    return LsfLike(session_name)
+"""
+
+
+def test_a_scheduler_plugin_whose_list_takes_no_cfg_lists(cli: Cli) -> None:
+    cli.add_distribution(
+        "lsf-like-plugin", "1.0",
+        {"torchx.schedulers": {"lsflike": "lsf_like:create_scheduler"}},
+        {"lsf_like.py": UPSTREAM_STYLE_SCHEDULER},
+    )  # fmt: skip
+    listed = cli.run("list", "-s", "lsflike")
+    assert listed.returncode == 0, listed.stderr
+    assert "lsflike://torchx/'job 1'" in listed.stdout, listed.stdout
+    as_json = cli.run("list", "-s", "lsflike", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    assert [a["app_id"] for a in json.loads(as_json.stdout)] == ["'job 1'"]
+    (cli.cwd / ".torchxconfig").write_text("[lsflike]\nqueue = night\n")
+    assert cli.run("list", "-s", "lsflike").returncode == 0  # options it cannot take

@@ -1260,7 +1260,7 @@ class Runner:
     def log_lines(  # noqa: PLR0917 (positional order is the public API)
         self,
         app_handle: AppHandle,
-        role_name: str,
+        role_name: str | None,
         k: int = 0,
         regex: str | None = None,
         since: datetime | None = None,
@@ -1268,7 +1268,9 @@ class Runner:
         should_tail: bool = False,
         streams: Stream | None = None,
     ) -> Iterable[str]:
-        """Lines logged by replica ``k`` of ``role_name`` (each ends with a newline).
+        """Lines logged by replica ``k`` of ``role_name`` (each ends with a newline); with
+        no role (``None``), the app's whole log where its scheduler keeps one (Ray's job
+        log, as codeflare's ``job.logs()`` asks for it).
 
         ``regex`` keeps matching lines, ``since``/``until`` bound the time range and
         ``should_tail`` follows the log until the replica ends. Raises
@@ -1276,7 +1278,7 @@ class Runner:
 
         Args:
             app_handle: the app, as :meth:`run` returned it.
-            role_name: the role whose replica is read.
+            role_name: the role whose replica is read (``None``: the whole app's log).
             k: the replica's index in the role.
             regex: keep only the lines in which it matches (``re.search``).
             since: the earliest time of a line, where the scheduler keeps times.
@@ -1336,7 +1338,7 @@ class Runner:
             if list_filter is not None:
                 apps = sched.list_filtered(cfg, list_filter)
             else:
-                apps = sched.list(cfg) if cfg is not None else sched.list()
+                apps = sched.list_with(cfg)
             for app in apps:
                 app.app_handle = make_app_handle(scheduler, self._name, app.app_id)
             return apps

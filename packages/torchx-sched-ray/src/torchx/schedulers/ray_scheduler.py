@@ -483,8 +483,28 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
 
     def _log_lines(self, query: LogQuery) -> Iterable[str]:
         """Replica ``k`` of ``role_name``: its own output (every attempt in order), each line
-        as written; the stream is stdout, stderr or both (merged by time)."""
+        as written; the stream is stdout, stderr or both (merged by time). No role (as
+        upstream's Ray scheduler and the SDKs built on it ask, ``log_iter(app_id, None)``):
+        the job's whole log, as Ray's own ``get_job_logs`` gives it."""
+        if not query.role_name:
+            return self._job_log_lines(query.app_id, query.follow)
         return self._replica_lines(query)
+
+    def _job_log_lines(self, app_id: str, follow: bool) -> Iterator[str]:
+        """The job's whole log: what Ray's job log holds (runtime env set-up, the driver's
+        own errors; not TorchX's event lines), then every replica's output, role by role
+        (each followed until it ends when ``follow``)."""
+        client, job_id = self._located(app_id)
+        found = self._job_and_events(client, job_id)
+        if found is None:
+            raise ValueError(f"unknown Ray job {job_id!r} (see `torchx list -s ray`)")
+        job, _ = found
+        for line in client.driver_log(job_id).splitlines(keepends=True):
+            if not line.startswith(_describe.EVENT_PREFIX):
+                yield line if line.endswith("\n") else line + "\n"
+        for role, replicas in _roles_of(job.get("metadata") or {}).items():
+            for k in range(replicas):
+                yield from self._replica_lines(LogQuery(app_id, role, k, follow=follow))
 
     def _replica_lines(self, query: LogQuery) -> Iterator[str]:
         """A generator: nothing is asked of the cluster until the first line is wanted."""

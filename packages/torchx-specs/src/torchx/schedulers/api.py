@@ -196,8 +196,15 @@ class Scheduler(abc.ABC, GenericBase[T]):
             get_logger(__name__).warning(
                 "scheduler `%s` cannot list by start time: --since is not applied", self.backend
             )
-        rows = self.list(cfg) if cfg is not None else self.list()
-        return list_filter.apply(rows)
+        return list_filter.apply(self.list_with(cfg))
+
+    def list_with(self, cfg: Mapping[str, CfgVal] | None) -> list[ListAppResponse]:
+        """:meth:`list`, given ``cfg`` when there is one and the method takes it: a plugin
+        written for upstream may define ``list(self)``, which a listing without run options
+        calls as it is (with options, they cannot narrow its listing)."""
+        if not cfg or not _takes_an_argument(self.list):
+            return self.list()
+        return self.list(cfg)
 
     def list_iter(
         self, cfg: Mapping[str, CfgVal] | None = None, list_filter: ListFilter | None = None
@@ -209,7 +216,7 @@ class Scheduler(abc.ABC, GenericBase[T]):
         if list_filter is not None:
             yield from self.list_filtered(cfg, list_filter)
         else:
-            yield from (self.list(cfg) if cfg is not None else self.list())
+            yield from self.list_with(cfg)
 
     def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
         """Cheap, read-only probes of what this scheduler needs (``torchx check``).
@@ -347,7 +354,7 @@ class Scheduler(abc.ABC, GenericBase[T]):
         from torchx.schedulers.ids import user_key_id
 
         suffix = f"-{user_key_id(key)}"
-        for app in self.list(cfg):
+        for app in self.list_with(cfg):
             if app.app_id.endswith(suffix):
                 return app.app_id
         return None
@@ -389,7 +396,7 @@ class Scheduler(abc.ABC, GenericBase[T]):
     def log_iter(  # noqa: PLR0917 (positional order is the public API)
         self,
         app_id: str,
-        role_name: str,
+        role_name: str | None,
         k: int = 0,
         regex: str | None = None,
         since: datetime | None = None,
@@ -414,7 +421,11 @@ class Scheduler(abc.ABC, GenericBase[T]):
         filters by ``regex``. A scheduler implements ``_log_lines``; one that overrides
         ``log_iter`` itself, as upstream's plugins do, keeps working.
         """
-        query = LogQuery(app_id, role_name, k, stream_name(streams), since, until, should_tail)
+        # a role of None (upstream's plugins and SDKs ask so): the app's whole log, where
+        # the scheduler has one (Ray); the others say which roles there are
+        query = LogQuery(
+            app_id, role_name or "", k, stream_name(streams), since, until, should_tail
+        )
         if (since or until) and not self.log_time_bounds:
             import warnings
 
@@ -503,6 +514,20 @@ def stream_name(streams: Stream | str | None) -> str:
     if name not in ("stdout", "stderr", "combined"):
         raise ValueError(f"unknown log stream {name!r}; use stdout, stderr or combined")
     return name
+
+
+def _takes_an_argument(method: Callable[..., object]) -> bool:
+    """Whether the bound ``method`` accepts a positional argument."""
+    code = getattr(getattr(method, "__func__", None), "__code__", None)
+    if code is not None and not code.co_flags & 0x04:  # no *args: count its parameters
+        return bool(code.co_argcount > 1)
+    import inspect
+
+    try:
+        params = inspect.signature(method).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params)
 
 
 def filter_regex(regex: str, lines: Iterable[str]) -> Iterator[str]:
