@@ -149,6 +149,19 @@ def test_builtins_lists_the_builtin_components(cli: Cli) -> None:
     assert {"dist.ddp", "utils.echo", "utils.sh", "utils.python"} <= set(names)
 
 
+def test_builtins_to_a_pipe_prints_upstreams_lines(cli: Cli) -> None:
+    """Scripts parse ``torchx builtins | grep``: a numbered name per line, as upstream
+    prints it; the purposes come on a terminal or with ``--purposes``."""
+    lines = cli.run("builtins").stdout.splitlines()
+    assert re.fullmatch(r"Found \d+ builtin components:", lines[0]), lines[0]
+    assert all(re.fullmatch(r" *\d+\. [\w.]+", line) for line in lines[1:]), lines
+    assert "  1. " + lines[1].split(". ", 1)[1] == lines[1]  # `  1. dist.ddp`
+    assert any(line.endswith(". dist.ddp") for line in lines)
+    described = cli.run("builtins", "--purposes").stdout.splitlines()
+    ddp = next(line for line in described if ". dist.ddp " in line)
+    assert len(ddp.split()) > 2, ddp  # a purpose beside the name
+
+
 def test_builtins_print_source(cli: Cli, one_line_error: OneLineError) -> None:
     proc = cli.run("builtins", "--print", "utils.echo")
     assert proc.returncode == 0, proc.stderr

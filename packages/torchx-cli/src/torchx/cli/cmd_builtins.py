@@ -34,6 +34,12 @@ class CmdBuiltins(SubCommand):
             once=False,
             metavar="NAME",
         ),
+        Option(
+            ("--purposes",),
+            "purposes",
+            "show each component's purpose beside its name (the default on a terminal)",
+            flag=True,
+        ),
     )
 
     def add_arguments(self, subparser: "argparse.ArgumentParser") -> None:
@@ -77,10 +83,13 @@ class CmdBuiltins(SubCommand):
             print(get_builtin_source(args.print))
             return
         listing = self._component_names()
-        width = max((len(name) for name, _ in listing), default=0)
         lines = [f"Found {len(listing)} builtin components:"]
-        lines += [
-            f" {i:2d}. {name.ljust(width)}  {purpose}".rstrip()
-            for i, (name, purpose) in enumerate(listing, start=1)
-        ]
+        if args.purposes or sys.stdout.isatty():
+            width = max((len(name) for name, _ in listing), default=0)
+            lines += [
+                f"{i:3d}. {name.ljust(width)}  {purpose}".rstrip()
+                for i, (name, purpose) in enumerate(listing, start=1)
+            ]
+        else:  # upstream's lines, which scripts parse: `  1. dist.ddp`
+            lines += [f"{i:3d}. {name}" for i, (name, _) in enumerate(listing, start=1)]
         print("\n".join(lines))

@@ -359,8 +359,9 @@ def _format_default(value: CfgVal) -> str:
 
 def _section_values(scheduler: Scheduler[Any], required_only: bool) -> dict[str, str]:
     values: dict[str, str] = {}
+    placeholders = scheduler.configure_placeholders()
     for key, opt in scheduler.run_opts():
-        if opt.is_required:
+        if opt.is_required or key in placeholders:
             values[key] = _fixme(opt)
         elif not required_only:
             values[key] = _format_default(opt.default)

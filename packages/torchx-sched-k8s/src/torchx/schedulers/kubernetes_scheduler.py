@@ -300,6 +300,11 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     def _run_opts(self) -> runopts:
         return Opts.as_runopts()
 
+    def configure_placeholders(self) -> tuple[str, ...]:
+        """``queue``: the default job type (Volcano) needs one, as upstream's required
+        option had it."""
+        return ("queue",) if Opts().job_type == "volcano" else ()
+
     def _validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal]) -> None:
         """Roles need no resource: a pod without one gets no requests or limits."""
 
@@ -313,10 +318,11 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             raise TypeError(f"run option `queue` must be a string, got {opts.queue!r}")
         _request.check_namespace(opts.namespace)
         if opts.job_type not in JOB_TYPES:
-            raise _request.SpecError(
+            raise _request.RunOptionError(
                 f"unknown job_type {opts.job_type!r}; use -cfg job_type=volcano (Volcano Job),"
                 " job_type=batch (Indexed batch/v1 Jobs, no Volcano needed) or job_type=jobset"
-                " (a JobSet)"
+                " (a JobSet)",
+                "job_type",
             )
         images_to_push = self.dryrun_push_images(app, cfg)
         opts.check()

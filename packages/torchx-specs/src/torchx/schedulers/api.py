@@ -319,6 +319,12 @@ class Scheduler(abc.ABC, GenericBase[T]):
         """The scheduler's own run options. Default: none."""
         return runopts()
 
+    def configure_placeholders(self) -> tuple[str, ...]:
+        """Run options that are not required in every case but that ``torchx configure``
+        writes as placeholders to fill in, since the scheduler's defaults need them (the
+        Kubernetes scheduler's ``queue`` for its default Volcano job type). Default: none."""
+        return ()
+
     @abc.abstractmethod
     def describe(self, app_id: str) -> DescribeAppResponse | None:
         """The app's current state, or ``None`` when the scheduler does not know it.

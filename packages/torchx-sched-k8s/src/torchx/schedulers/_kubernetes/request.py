@@ -31,6 +31,7 @@ from torchx.settings import ENV_TORCHX_ATTEMPT
 from torchx.specs.api import (
     AppDef,
     BindMount,
+    InvalidRunConfigException,
     DeviceMount,
     RetryPolicy,
     Role,
@@ -67,6 +68,7 @@ __all__ = [
     "RETRY_POLICIES",
     "KubernetesOpts",
     "Opts",
+    "RunOptionError",
     "SpecError",
     "batch_objects",
     "check_namespace",
@@ -170,6 +172,16 @@ class SpecError(ValueError):
     """The app cannot be expressed as valid Kubernetes objects (the message says why)."""
 
 
+class RunOptionError(SpecError, InvalidRunConfigException):
+    """A run option the objects cannot carry (or one that is missing): a
+    :class:`SpecError` like the others, and the ``InvalidRunConfigException`` callers of
+    upstream's API catch. The message is the one line that names the fix."""
+
+    def __init__(self, message: str, cfg_key: str = "") -> None:
+        ValueError.__init__(self, message)
+        self.cfg_key = cfg_key
+
+
 @dataclass
 class Opts(StructuredOpts):
     """Run options of ``kubernetes`` (the workspace adds ``quiet`` and ``build_args``)."""
@@ -270,8 +282,16 @@ class Opts(StructuredOpts):
     )
 
     def check(self) -> None:
-        """Raises :class:`SpecError` for an option the objects cannot carry (a bad label,
-        key, domain, secret mount or timeout)."""
+        """Raises :class:`RunOptionError` for an option the objects cannot carry (a bad
+        label, key, domain, secret mount or timeout)."""
+        try:
+            self._check()
+        except RunOptionError:
+            raise
+        except SpecError as e:
+            raise RunOptionError(str(e)) from None
+
+    def _check(self) -> None:
         check_dns_label(self.cluster_domain, "cluster_domain", limit=253, dots=True)
         for toleration in self.tolerations or ():
             parse_toleration(toleration)
@@ -312,8 +332,12 @@ def check_dns_label(value: str, what: str, *, limit: int = MAX_NAME, dots: bool 
 
 
 def check_namespace(namespace: str) -> None:
-    """Raises :class:`SpecError` with the fix unless ``namespace`` is a valid namespace name."""
-    check_dns_label(namespace, "namespace (-cfg namespace=...)")
+    """Raises :class:`RunOptionError` with the fix unless ``namespace`` is a valid
+    namespace name."""
+    try:
+        check_dns_label(namespace, "namespace (-cfg namespace=...)")
+    except SpecError as e:
+        raise RunOptionError(str(e), "namespace") from None
 
 
 def check_label(key: str, value: str) -> None:
@@ -553,9 +577,10 @@ def _check_pod_names(app_id: str, task_names: list[str]) -> None:
 def volcano_job(app: AppDef, app_id: str, opts: Opts) -> dict[str, Any]:
     """The Volcano Job of ``app``: one task (one pod) per replica, role-major order."""
     if not opts.queue:
-        raise SpecError(
+        raise RunOptionError(
             "the kubernetes scheduler needs a Volcano queue: -cfg queue=NAME (or"
-            " -cfg job_type=batch on a cluster without Volcano)"
+            " -cfg job_type=batch on a cluster without Volcano)",
+            "queue",
         )
     for role in app.roles:
         _check_pod_names(app_id, [normalize_str(f"{role.name}-{role.num_replicas - 1}")])
