@@ -397,7 +397,7 @@ def test_a_dict_argument_that_does_not_parse_names_its_text(
 
 
 def test_builtins_say_what_each_component_is_for(cli: Cli) -> None:
-    proc = cli.run("builtins")
+    proc = cli.run("builtins", "--purposes")  # as a terminal shows them
     assert proc.returncode == 0, proc.stderr
     line = next(line for line in proc.stdout.splitlines() if " utils.echo " in line)
     assert line.split("utils.echo", 1)[1].strip() == "Prints a message (runs `echo`)."

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import logging
 import os
 import stat
 import subprocess
@@ -636,7 +635,14 @@ def test_runopts_resolve() -> None:
     opts = kubernetes_like_opts()
     opts.add("retries", type_=int, help="h", default=3)
     cfg = {"queue": "q", "serviceAccount": "sa", "retries": None, "extra": "kept"}
-    resolved = opts.resolve(cfg)
+    # a key no option has is refused by name, with the nearest option (upstream's head)
+    with pytest.raises(InvalidRunConfigException, match="unknown run option 'extra'") as e:
+        opts.resolve(cfg)
+    assert e.value.cfg_key == "extra"
+    with pytest.raises(InvalidRunConfigException, match="did you mean 'namespace'"):
+        opts.resolve({"queue": "q", "namespce": "x"})
+    # a facade scheduler hands unknown keys on
+    resolved = opts.resolve(cfg, ignore_unknown=True)
     assert resolved == {
         "queue": "q",
         "namespace": "default",
@@ -646,6 +652,27 @@ def test_runopts_resolve() -> None:
         "extra": "kept",
     }
     assert "serviceAccount" in cfg and "namespace" not in cfg  # input untouched
+
+
+def test_runopts_canonical_spellings() -> None:
+    opts = kubernetes_like_opts()
+    assert opts.canonical_key("serviceAccount") == "service_account"
+    assert opts.canonical_key("service_account") == "service_account"
+    assert opts.canonical_key("nope") == "nope"
+    same = opts.resolve({"queue": "q", "serviceAccount": "sa", "service_account": "sa"})
+    assert same["service_account"] == "sa"  # one value under two spellings
+    with pytest.raises(InvalidRunConfigException, match="given twice") as e:
+        opts.resolve({"queue": "q", "serviceAccount": "a", "service_account": "b"})
+    assert "'serviceAccount'='a'" in str(e.value) and "'service_account'='b'" in str(e.value)
+    assert opts.cfg_from_str("queue=q,serviceAccount=sa") == {
+        "queue": "q",
+        "service_account": "sa",
+    }
+    with pytest.raises(InvalidRunConfigException, match="did you mean 'queue'"):
+        opts.cfg_from_str("queeu=q")
+    with pytest.raises(InvalidRunConfigException, match="unknown run option 'nope'"):
+        opts.cfg_from_json_repr('{"queue": "q", "nope": 1}')
+    assert opts.cfg_from_json_repr('{"serviceAccount": "sa"}') == {"service_account": "sa"}
 
 
 def test_runopts_resolve_errors() -> None:
@@ -695,13 +722,13 @@ def test_runopt_cast_to_type() -> None:
         runopt(None, None, False, "h").cast_to_type("x")
 
 
-def test_runopts_cfg_from_str(caplog: pytest.LogCaptureFixture) -> None:
+def test_runopts_cfg_from_str() -> None:
     opts = kubernetes_like_opts()
     opts.add("debug", type_=bool, help="h", default=False)
-    with caplog.at_level(logging.WARNING):
-        cfg = opts.cfg_from_str("queue=q,copy_env=A,B,debug=true,bogus=1,serviceAccount=sa")
-    assert cfg == {"queue": "q", "copy_env": ["A", "B"], "debug": True, "serviceAccount": "sa"}
-    assert "Unknown run option passed to scheduler: bogus=1" in caplog.text
+    cfg = opts.cfg_from_str("queue=q,copy_env=A,B,debug=true,serviceAccount=sa")
+    assert cfg == {"queue": "q", "copy_env": ["A", "B"], "debug": True, "service_account": "sa"}
+    with pytest.raises(InvalidRunConfigException, match="unknown run option 'bogus'"):
+        opts.cfg_from_str("queue=q,bogus=1")  # refused, as upstream's head does
     assert opts.cfg_from_str("") == {}
     assert opts.resolve(cfg)["service_account"] == "sa"
 
@@ -711,9 +738,7 @@ def test_runopts_cfg_from_json_repr() -> None:
     opts.add("env", type_=dict[str, str], help="h")
     opts.add("n", type_=int, help="h")
     cfg = opts.cfg_from_json_repr(
-        json.dumps(
-            {"queue": "q", "copy_env": [1, "b"], "env": {"A": 1}, "n": 2, "x": 1, "namespace": None}
-        )
+        json.dumps({"queue": "q", "copy_env": [1, "b"], "env": {"A": 1}, "n": 2, "namespace": None})
     )
     assert cfg == {
         "queue": "q",

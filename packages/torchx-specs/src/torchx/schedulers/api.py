@@ -533,7 +533,9 @@ def _takes_an_argument(method: Callable[..., object]) -> bool:
         params = inspect.signature(method).parameters.values()
     except (TypeError, ValueError):
         return True
-    return any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params)
+    return any(
+        p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params
+    )
 
 
 def filter_regex(regex: str, lines: Iterable[str]) -> Iterator[str]:

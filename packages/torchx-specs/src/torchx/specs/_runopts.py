@@ -216,6 +216,18 @@ class runopts:
         snake = cases.camel_to_snake(name)
         return snake if snake in self._opts else None
 
+    def canonical_key(self, name: str) -> str:
+        """The declared name of the option ``name`` spells (``serviceAccount`` ->
+        ``service_account``); ``name`` itself when no option has that name.
+
+        Args:
+            name: an option's name, snake_case or camelCase.
+
+        Returns:
+            The option's own key, or ``name``.
+        """
+        return self._key_of(name) or name
+
     def get(self, name: str) -> runopt | None:
         """The option named ``name`` (or its camelCase spelling), else ``None``.
 
@@ -228,28 +240,67 @@ class runopts:
         key = self._key_of(name)
         return self._opts[key] if key is not None else None
 
-    def resolve(self, cfg: Mapping[str, CfgVal]) -> dict[str, CfgVal]:
+    def unknown_key_message(self, key: str) -> str:
+        """``unknown run option 'KEY' (did you mean 'NEAREST'?); accepted: ...``."""
+        import difflib
+
+        names = list(self._opts)
+        close = difflib.get_close_matches(key, names, n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        return f"unknown run option '{key}'{hint}; accepted: {', '.join(names) or '<none>'}"
+
+    def canonical(
+        self, cfg: Mapping[str, CfgVal], *, ignore_unknown: bool = False
+    ) -> dict[str, CfgVal]:
+        """``cfg`` with every key spelled as its option declares it. An option given under
+        two spellings with different values is refused, and so is a key no option has,
+        unless ``ignore_unknown`` (then it passes through as it is).
+
+        Raises:
+            InvalidRunConfigException: an unknown key, or two values for one option.
+        """
+        found: dict[str, CfgVal] = {}
+        spelled: dict[str, str] = {}
+        for name, value in cfg.items():
+            key = self._key_of(name)
+            if key is None:
+                if not ignore_unknown:
+                    raise InvalidRunConfigException(self.unknown_key_message(name), name, cfg)
+                key = name
+            if key in found and found[key] != value:
+                raise InvalidRunConfigException(
+                    f"run option {key!r} is given twice, as {spelled[key]!r}={found[key]!r}"
+                    f" and as {name!r}={value!r}; give it once",
+                    key,
+                    cfg,
+                )
+            found[key], spelled[key] = value, name
+        return found
+
+    def resolve(
+        self, cfg: Mapping[str, CfgVal], *, ignore_unknown: bool = False
+    ) -> dict[str, CfgVal]:
         """Returns a validated copy of ``cfg`` with defaults filled in.
 
-        A camelCase key is renamed to its snake_case option. Defaults fill only ABSENT keys: an
-        explicit ``None`` stays ``None``. Unknown keys pass through untouched.
+        A camelCase key is renamed to its snake_case option (the same option under two
+        spellings with different values is refused). Defaults fill only ABSENT keys: an
+        explicit ``None`` stays ``None``. A key no option has is refused, naming the
+        nearest option, unless ``ignore_unknown`` (a facade scheduler handing keys on to
+        another), which passes it through untouched.
 
         Args:
             cfg: the given options.
+            ignore_unknown: pass unknown keys through instead of refusing them.
 
         Returns:
             A new dict: every option, given or defaulted.
 
         Raises:
-            InvalidRunConfigException: a required option is missing, or a value is not
-                of its option's type.
+            InvalidRunConfigException: an unknown key, an option given twice, a required
+                option missing, or a value not of its option's type.
         """
-        resolved: dict[str, CfgVal] = dict(cfg)
+        resolved = self.canonical(cfg, ignore_unknown=ignore_unknown)
         for key, opt in self._opts.items():
-            if key not in resolved:
-                camel = cases.snake_to_camel(key)
-                if camel != key and camel in resolved:
-                    resolved[key] = resolved.pop(camel)
             if key not in resolved:
                 if opt.is_required:
                     raise InvalidRunConfigException(
@@ -280,8 +331,9 @@ class runopts:
     def cfg_from_str(self, cfg_str: str | None) -> dict[str, CfgVal]:
         """Parses ``k1=v1,k2=v2`` (CLI ``-cfg``) into typed values.
 
-        Unknown keys are dropped with a warning; a camelCase key keeps its spelling (``resolve``
-        renames it).
+        A key no option has is refused, naming the nearest option (as upstream's head
+        does); a camelCase key is renamed to its option, and one option given under two
+        spellings with different values is refused.
 
         Args:
             cfg_str: the text (``None`` or blank: no options).
@@ -291,29 +343,21 @@ class runopts:
 
         Raises:
             ValueError: the text is not ``KEY=VALUE`` pairs, or a value does not parse.
+            InvalidRunConfigException: an unknown key, or one option given twice.
         """
         if not cfg_str or not cfg_str.strip():
             return {}
         from torchx.util.types import to_dict
 
         result: dict[str, CfgVal] = {}
-        for key, value in to_dict(cfg_str).items():
-            opt = self.get(key)
-            if opt is None:
-                import logging
-
-                logging.getLogger(__name__).warning(
-                    "Unknown run option passed to scheduler: %s=%s (known options: %s)",
-                    key,
-                    value,
-                    ", ".join(self._opts) or "<none>",
-                )
-                continue
-            result[key] = opt.cast_to_type(value)
+        for key, value in self.canonical(to_dict(cfg_str)).items():
+            opt = self._opts[key]
+            result[key] = opt.cast_to_type(str(value))
         return result
 
     def cfg_from_json_repr(self, json_repr: str) -> dict[str, CfgVal]:
-        """Parses a JSON object of option values; unknown keys are dropped.
+        """Parses a JSON object of option values; a key no option has is refused (naming
+        the nearest), camelCase keys are renamed to their options.
 
         Args:
             json_repr: the JSON text of an object.
@@ -323,6 +367,7 @@ class runopts:
 
         Raises:
             ValueError: the text is not a JSON object.
+            InvalidRunConfigException: an unknown key, or one option given twice.
         """
         import json
 
@@ -330,10 +375,9 @@ class runopts:
         if not isinstance(raw, dict):
             raise ValueError(f"run config JSON must be an object, got: {json_repr!r}")
         result: dict[str, CfgVal] = {}
-        for key, value in raw.items():
-            opt = self.get(key)
-            if opt is None:
-                continue
+        given: dict[str, Any] = self.canonical(raw)
+        for key, value in given.items():
+            opt = self._opts[key]
             if value is None:
                 result[key] = None
             elif opt.is_type_list_of_str:

@@ -31,8 +31,8 @@ from torchx.settings import ENV_TORCHX_ATTEMPT
 from torchx.specs.api import (
     AppDef,
     BindMount,
-    InvalidRunConfigException,
     DeviceMount,
+    InvalidRunConfigException,
     RetryPolicy,
     Role,
     VolumeMount,
