@@ -409,7 +409,7 @@ def _dashboard(root: Path, index: str) -> None:
         assert [(a["name"], a["state"]) for a in apps] == [("echo", "SUCCEEDED")], apps
         for path, shows in (
             ("/", "<title>torchx ui: apps</title>"),
-            ("/static/app.js", "EventSource"),
+            ("/static/app.js", "followEvents"),
         ):
             request = urllib.request.Request(
                 base + path, headers={"Authorization": f"token {token}"}
