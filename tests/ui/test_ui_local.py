@@ -95,7 +95,7 @@ def test_the_apps_page_shows_every_app_and_each_scheduler(
             page,
             "document.querySelector('.sched[data-scheduler=kubernetes]').dataset.state === 'down'",
         )
-        assert "token" not in page.url  # the cookie carries it now
+        assert "token" not in page.url  # the page keeps it, out of the address bar
         # the root causes and the progress fill in as their status reads come back
         until(page, "document.querySelectorAll('#apps .failure').length === 2")
         until(page, "document.querySelector('#apps [role=progressbar]') !== null")
