@@ -265,3 +265,28 @@ def test_the_interpreter_option_is_one_shell_word() -> None:
     cfg = {"python": "/opt/my env/bin/python; touch /tmp/pwned"}
     job = create_scheduler("t").submit_dryrun(_app(), cfg).request  # type: ignore[arg-type]
     assert job.entrypoint == f"exec '/opt/my env/bin/python; touch /tmp/pwned' {DRIVER_PATH}"
+
+
+def test_working_dir_of_torchrecs_readme_expands_the_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """torchrec's Ray README passes ``working_dir=~/repos/torchrec/examples/ray``, which a
+    shell expanded on upstream's command line; one that is no directory is dropped with a
+    warning, as upstream dropped the option."""
+    import logging
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    example = tmp_path / "repos" / "torchrec" / "examples" / "ray"
+    example.mkdir(parents=True)
+    (example / "requirements.txt").write_text("torchrec\n")
+    cfg = {
+        "working_dir": "~/repos/torchrec/examples/ray",
+        "requirements": "~/repos/torchrec/examples/ray/requirements.txt",
+    }
+    job = create_scheduler("t").submit_dryrun(_app(), cfg).request  # type: ignore[arg-type]
+    assert job.working_dir == str(example)
+    assert job.requirements == str(example / "requirements.txt")
+    with caplog.at_level(logging.WARNING):
+        job = create_scheduler("t").submit_dryrun(_app(), {"working_dir": "~/nope"}).request  # type: ignore[arg-type]
+    assert job.working_dir == ""
+    assert "working_dir=~/nope is not a directory here, so it is not used" in caplog.text

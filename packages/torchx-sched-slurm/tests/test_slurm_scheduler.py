@@ -462,3 +462,25 @@ def test_a_command_that_exits_before_reading_its_input_reports_its_status() -> N
         ["sh", "-c", "echo refused >&2; exit 3"], stdin=b"#!/bin/bash\n" * 200_000
     )
     assert (code, out, err) == (3, "", "refused\n")
+
+
+def test_a_job_dir_under_the_home_is_expanded_as_a_shell_would(
+    sched: SlurmScheduler, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``job_dir=~/runs/x`` (a shell expanded it on upstream's command line): the copy of
+    the workspace, the role's image and the batch script all name the same directory
+    under the home, and no directory named ``~`` is made here."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "train.py").write_text("print(1)\n")
+    role = Role(name="r", image="/tmp", entrypoint="python", args=["train.py"])
+    role.workspace = Workspace.from_str(str(tmp_path / "project"))
+    cfg = {"job_dir": "~/runs/x"}
+    expected = str(tmp_path / "home" / "runs" / "x")
+    assert sched.planned_image(role, cfg) == expected
+    sched.build_workspace_and_update_role(role, str(tmp_path / "project"), cfg)
+    assert role.image == expected and (Path(expected) / "train.py").is_file()
+    assert not (tmp_path / "~").exists()
+    script = sched.submit_dryrun(AppDef("a", [role]), cfg).request.materialize()
+    assert f"--output={expected}/slurm-%j.out" in script

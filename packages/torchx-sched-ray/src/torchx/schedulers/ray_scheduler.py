@@ -657,10 +657,17 @@ def _local_dir(project: str) -> str:
 def _legacy_working_dir(working_dir: str, directories: set[str]) -> set[str]:
     """Upstream's ``working_dir`` run option (2021-22, still in torchrec's Ray README) is
     the workspace: the job's working dir, with one deprecation line. Given explicitly, it
-    wins over the workspace (by default the current directory)."""
-    directory = _local_dir(working_dir)
+    wins over the workspace (by default the current directory). ``~`` is the home
+    directory, as the shell made it on upstream's command line; one that is not a
+    directory here is warned about and dropped, as upstream dropped the option."""
+    directory = os.path.expanduser(_local_dir(working_dir))
     if not os.path.isdir(directory):
-        raise ValueError(f"-cfg working_dir={working_dir} is not a directory here")
+        logger.warning(
+            "run option working_dir=%s is not a directory here, so it is not used (the"
+            " workspace is the job's working dir; use `torchx run --workspace DIR`)",
+            working_dir,
+        )
+        return directories
     instead = directories - {directory}
     logger.warning(
         "run option working_dir is upstream's old name of the workspace: %s becomes the"

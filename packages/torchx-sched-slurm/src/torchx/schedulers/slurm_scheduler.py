@@ -179,6 +179,16 @@ def _via(cfg: Mapping[str, CfgVal] | None) -> SshTarget | None:
     return SshTarget.parse(str(value))
 
 
+def _home_expanded(cfg: Mapping[str, CfgVal]) -> Mapping[str, CfgVal]:
+    """``cfg`` with a local ``job_dir``'s ``~`` expanded, as a shell would have done on
+    upstream's command line (over ssh ``~`` is the login node's home: see
+    :func:`_remote_job_dir`)."""
+    job_dir = cfg.get("job_dir")
+    if isinstance(job_dir, str) and job_dir.startswith("~"):
+        return {**cfg, "job_dir": os.path.expanduser(job_dir)}
+    return cfg
+
+
 def _remote_job_dir(job_dir: str) -> str:
     """``job_dir`` as the login node's commands take it: ``~/x`` is ``x`` (they start in
     the home there)."""
@@ -313,7 +323,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
             return role.image
         if _via(cfg) is not None and isinstance(job_dir, str):
             return _remote_job_dir(job_dir)
-        return super().planned_image(role, cfg)
+        return super().planned_image(role, _home_expanded(cfg))
 
     def build_workspace_and_update_role(
         self, role: Role, workspace: str, cfg: Mapping[str, CfgVal]
@@ -349,6 +359,8 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
                 role.workspace or workspace,
             )
         else:
+            cfg = _home_expanded(cfg)
+            job_dir = cfg.get("job_dir")
             super().build_workspace_and_update_role(role, workspace, cfg)
             if isinstance(job_dir, str):
                 try:

@@ -283,7 +283,7 @@ def requirements_of(opts: Opts, package_dir: str | None) -> str | None:
     """The requirements file of the job: the option, else ``requirements.txt`` at the root
     of the workspace (as upstream)."""
     if opts.requirements:
-        return opts.requirements
+        return os.path.expanduser(opts.requirements)  # `~` as a shell made it
     if package_dir and os.path.isfile(os.path.join(package_dir, "requirements.txt")):
         return os.path.join(package_dir, "requirements.txt")
     return None
