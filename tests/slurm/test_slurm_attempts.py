@@ -199,7 +199,7 @@ def test_own_failure_is_not_retried(runner: Any, workdir: Path) -> None:
     handle = runner.run(_app('echo "attempt $TORCHX_ATTEMPT"; exit 3'), "slurm")
     final = _finish(runner, handle)
     assert (final.state, final.num_restarts) == (AppState.FAILED, 0), final
-    assert "exit code 3" in final.msg
+    assert final.failure is not None and final.failure.exit_code == 3, final.failure
     assert _log(runner, handle) == "attempt 0\n"
     batch_log = (workdir / f"slurm-{handle.rsplit('/', 1)[1]}.out").read_text()
     assert "requeued" not in batch_log and "attempt 1" not in batch_log
@@ -207,19 +207,34 @@ def test_own_failure_is_not_retried(runner: Any, workdir: Path) -> None:
 
 def test_a_retry_whose_requeue_is_refused_ends_the_job_failed(runner: Any, workdir: Path) -> None:
     """``scontrol requeue`` refuses a job submitted with ``--no-requeue``: the job ends
-    FAILED with the replica's exit code, says the requeue was refused, and no line claims
-    a requeue that did not happen."""
+    FAILED (the root cause: the replica's exit code; the job's own: scontrol's, as
+    upstream's script had it), says the requeue was refused, and no line claims a requeue
+    that did not happen."""
     handle = runner.run(
         _app('echo "attempt $TORCHX_ATTEMPT"; exit 3', max_retries=2), "slurm",
         cfg={"requeue": False},
     )  # fmt: skip
     final = _finish(runner, handle)
     assert (final.state, final.num_restarts) == (AppState.FAILED, 0), final
-    assert "exit code 3" in final.msg
+    assert final.failure is not None and final.failure.exit_code == 3, final.failure
     batch_log = (workdir / f"slurm-{handle.rsplit('/', 1)[1]}.out").read_text()
     assert "torchx: the requeue was refused (scontrol requeue exited 1)" in batch_log
     assert "torchx: requeued:" not in batch_log, batch_log
     assert _log(runner, handle) == "attempt 0\n"
+    # the batch script ends with scontrol's exit code, as upstream's (under `set -e`) did:
+    # that is what sacct shows of the job
+    import subprocess
+
+    from torchx_testsupport import wait_until
+
+    def job_exit_code() -> str:
+        return subprocess.run(
+            ["sacct", "-n", "-X", "--parsable2", "-o", "ExitCode", "-j", handle.rsplit("/", 1)[1]],
+            capture_output=True, text=True, check=False,
+        ).stdout.strip()  # fmt: skip
+
+    wait_until(lambda: job_exit_code(), "the job in accounting", 60, 0.5)
+    assert job_exit_code() == "1:0"
 
 
 # a 1-minute limit, warned 55 s before it (Slurm sends it up to a minute early)

@@ -153,7 +153,7 @@ def torchx_run_args_from_argparse(
         workspace=args.workspace,
         parent_run_id=args.parent_run_id,
         tee_logs=args.tee_logs,
-        idempotency_key=args.idempotency_key,
+        idempotency_key=getattr(args, "idempotency_key", None),
         sweep=_sweep_of(args),
         max_parallel=_max_parallel_of(args),
         component_args_str=component_args,
@@ -201,8 +201,9 @@ def _parse_component_name_and_args(
     """Splits ``[COMPONENT] [ARGS...]``; the component defaults to ``[cli:run] component``.
 
     A leading ``--`` is dropped. If the first token is an option, every token is a
-    component argument. An option repeated within one ``--``-delimited group is an error
-    (reported by ``subparser``, else as ``torchx run`` reports usage errors).
+    component argument. A token repeated within one ``--``-delimited group (``--msg a
+    --msg b``) is an error (reported by ``subparser``, else as ``torchx run`` reports
+    usage errors).
     """
     from torchx.runner import config
 
@@ -222,7 +223,9 @@ def _parse_component_name_and_args(
         if arg != "--":
             group.append(arg)
             continue
-        options = [a.split("=", 1)[0] for a in group if a.startswith("-") and a.strip("-")]
+        # whole tokens, as upstream compares them (``--msg=a --msg=b`` is no repeat), and
+        # bare dashes (``-``: stdin) are no options
+        options = [a for a in group if a.startswith("-") and a.strip("-")]
         duplicates = sorted({o for o in options if options.count(o) > 1})
         if duplicates:
             _run_usage_error(subparser, f"Repeated Command Line Arguments: {duplicates}")

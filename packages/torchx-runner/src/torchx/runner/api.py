@@ -910,7 +910,7 @@ class Runner:
             if idempotency_key is not None:
                 dryrun_info._torchx_idempotency_key = idempotency_key  # type: ignore[attr-defined]
             if unbuilt is not None:
-                dryrun_info._torchx_unbuilt = _Unbuilt(unbuilt, repr(dryrun_info))  # type: ignore[attr-defined]
+                dryrun_info._torchx_unbuilt = _Unbuilt(unbuilt, _rendered(dryrun_info))  # type: ignore[attr-defined]
         return dryrun_info
 
     def _build_planned(self, sched: Scheduler[Any], info: AppDryRunInfo[Any]) -> AppDryRunInfo[Any]:
@@ -921,7 +921,7 @@ class Runner:
             return info
         from torchx.schedulers.api import as_workspace_scheduler
 
-        if repr(info) != unbuilt.rendered:
+        if _rendered(info) != unbuilt.rendered:
             raise ValueError(
                 "this request was edited after a dry run that left its workspace unbuilt;"
                 " render it with runner.dryrun(..., build_workspaces=True) before editing it"
@@ -1460,6 +1460,16 @@ def _fill_event(ctx: log_event, dryrun_info: AppDryRunInfo[Any], handle: AppHand
     if app is not None and app.roles:
         event.app_image = app.roles[0].image
         event.app_metadata = _str_metadata(app.metadata)
+
+
+def _rendered(info: AppDryRunInfo[Any]) -> str:
+    """The request as its scheduler's formatter renders it, to see later whether it was
+    edited: any value the formatter returns (a formatter of a test or a plugin may not
+    return text, where ``repr`` would raise), or the request's own ``repr``."""
+    try:
+        return str(info._fmt(info.request))
+    except Exception:
+        return repr(info.request)
 
 
 def _progress_of(desc: DescribeAppResponse) -> Progress | None:

@@ -49,6 +49,7 @@ from torchx.schedulers._docker.request import (
     DockerOpts,
     Opts,
     _container_name,
+    app_id_base,
     assemble,
 )
 from torchx.schedulers._shared import labels
@@ -59,6 +60,7 @@ from torchx.schedulers.api import (
     Scheduler,
     whole_lines,
 )
+from torchx.schedulers.ids import make_unique
 from torchx.specs.api import (
     NONE,
     AppDef,
@@ -278,7 +280,10 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     # -- dry run ---------------------------------------------------------------------------
 
     def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[DockerJob]:
-        return AppDryRunInfo(assemble(app, Opts.from_cfg(cfg)), str)
+        # the id is made here, through this module's name: upstream's tests patch
+        # `torchx.schedulers.docker_scheduler.make_unique`
+        app_id = make_unique(app_id_base(app.name))
+        return AppDryRunInfo(assemble(app, Opts.from_cfg(cfg), app_id), str)
 
     # -- submit ----------------------------------------------------------------------------
 

@@ -3,6 +3,9 @@ data; the launcher and the supervisor start them)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from torchx.schedulers.api import HELP_KEY, StructuredOpts
 from torchx.util._startup.lazy_dataclass import asdict, dataclass, field
 
@@ -35,8 +38,15 @@ class Opts(StructuredOpts):
     )
 
 
-LocalOpts = Opts
-"""Compat name of :class:`Opts` (the options were a TypedDict called ``LocalOpts``)."""
+class LocalOpts(Opts):
+    """Compat name of :class:`Opts`. The options were a TypedDict called ``LocalOpts``:
+    ``LocalOpts({"log_dir": d})`` (one mapping) is that dict, as upstream's tests and
+    callers build it; keyword arguments give the options' dataclass."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs and isinstance(args[0], Mapping):
+            return dict(args[0])  # not an instance: __init__ is not called
+        return super().__new__(cls)
 
 
 @dataclass

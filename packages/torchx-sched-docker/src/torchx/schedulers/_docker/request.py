@@ -150,10 +150,9 @@ def _container_name(app_id: str, role_name: str, replica_id: int) -> str:
     return f"{_container_name_prefix(app_id, role_name)}-{replica_id}"
 
 
-def _app_id_for(name: str) -> str:
-
-    base = _NAME_CHARS.sub("-", name).strip("_.-")[:40] or "app"
-    return make_unique(base)
+def app_id_base(name: str) -> str:
+    """The part of an app's id its name gives (``make_unique`` adds the random rest)."""
+    return _NAME_CHARS.sub("-", name).strip("_.-")[:40] or "app"
 
 
 def _mount_dicts(
@@ -205,10 +204,11 @@ def _base_env(opts: Opts) -> dict[str, str]:
     return env
 
 
-def assemble(app: AppDef, opts: Opts) -> DockerJob:
-    """The containers of ``app``, one per replica, under a new app id (no daemon needed)."""
+def assemble(app: AppDef, opts: Opts, app_id: str | None = None) -> DockerJob:
+    """The containers of ``app``, one per replica, under ``app_id`` (a new one when not
+    given; no daemon needed)."""
     base_env = _base_env(opts)
-    app_id = _app_id_for(app.name)
+    app_id = app_id or make_unique(app_id_base(app.name))
     rank0_host = _container_name(app_id, app.roles[0].name, 0)
     containers: list[DockerContainer] = []
     from torchx.specs._array import AppArray

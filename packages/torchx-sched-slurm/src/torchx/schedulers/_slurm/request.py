@@ -544,15 +544,18 @@ def _requeue(reason: str, kind: str) -> list[str]:
     """The script lines that requeue the job for ``reason``: the attempt is counted first
     (``torchx: requeueing: KIND``, which bounds the retries even if Slurm ends the script
     as it requeues the job), the ``torchx: requeued:`` line that ``status`` reads is written
-    only once Slurm took the requeue, and a refused requeue ends the job as failed."""
+    only once Slurm took the requeue, and a refused requeue ends the job as failed, with
+    scontrol's exit code (what ``sacct`` then shows, as upstream's script under ``set -e``
+    had it)."""
     return [
         f'    echo "torchx: requeueing: {kind}"',
         '    if scontrol requeue "$SLURM_JOB_ID"; then',
         f'        echo "torchx: requeued: {reason}"',
         "    else",
-        '        echo "torchx: the requeue was refused (scontrol requeue exited $?); the job'
-        ' ends FAILED"',
-        "        exit $exitcode",
+        "        refused=$?",
+        '        echo "torchx: the requeue was refused (scontrol requeue exited $refused); the'
+        ' job ends FAILED"',
+        "        exit $refused",
         "    fi",
     ]
 

@@ -1,0 +1,80 @@
+"""What upstream's own tests do with the public API that the project got wrong (the fifth
+compatibility round): each case in the shape those tests use it."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+from unittest import mock
+
+from torchx.specs import AppDef, AppDryRunInfo, Resource, Role
+
+TORCHX = str(Path(sys.executable).parent / "torchx")
+
+
+def test_run_args_from_a_namespace_of_upstreams_flags() -> None:
+    """A Namespace built with upstream's ``torchx run`` flags has no ``idempotency_key``."""
+    from torchx.cli.cmd_run import torchx_run_args_from_argparse
+
+    args = argparse.Namespace(
+        scheduler="local_cwd", dryrun=True, wait=False, log=False, workspace="",
+        parent_run_id=None, tee_logs=False,
+    )  # fmt: skip
+    run_args = torchx_run_args_from_argparse(args, "utils.echo", [], {})
+    assert run_args.idempotency_key is None and run_args.component_name == "utils.echo"
+
+
+def test_local_opts_of_the_old_dict_form(tmp_path: Path) -> None:
+    from torchx.schedulers.local_scheduler import LocalOpts, create_scheduler
+
+    cfg = LocalOpts({"log_dir": str(tmp_path)})
+    assert cfg == {"log_dir": str(tmp_path)}
+    app = AppDef("a", [Role("r", image=str(tmp_path), entrypoint="true")])
+    request = create_scheduler("t").submit_dryrun(app, cfg).request
+    assert request.log_dir.startswith(str(tmp_path)), request.log_dir
+    assert LocalOpts(log_dir="x").log_dir == "x"  # the keyword form: the options' dataclass
+
+
+def test_a_dry_run_whose_formatter_returns_no_text(tmp_path: Path) -> None:
+    """Upstream's tests give a workspace scheduler's dry run a formatter returning a mock;
+    the runner never formats it there."""
+    from torchx.runner import get_runner
+    from torchx.schedulers.local_scheduler import LocalScheduler
+
+    real = LocalScheduler.submit_dryrun
+
+    def odd_formatter(self: LocalScheduler, app: AppDef, cfg: object) -> AppDryRunInfo[object]:
+        info = real(self, app, cfg)  # type: ignore[arg-type]
+        info._fmt = lambda request: mock.MagicMock()  # type: ignore[assignment,method-assign]
+        return info
+
+    (tmp_path / "ws").mkdir()
+    app = AppDef("a", [Role("r", image="/tmp", entrypoint="true", resource=Resource(1, 0, 64))])
+    with mock.patch.object(LocalScheduler, "submit_dryrun", odd_formatter), get_runner() as runner:
+        info = runner.dryrun(app, "local_cwd", workspace=str(tmp_path / "ws"))
+    assert info.request is not None
+
+
+def test_a_value_repeated_with_equals_and_bare_dashes_are_no_repeats(tmp_path: Path) -> None:
+    def dryrun(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [TORCHX, "run", "--dryrun", "-s", "local_cwd", *args],
+            cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+
+    assert dryrun("utils.echo", "--msg=a", "--msg=b").returncode == 0  # the last one wins
+    assert dryrun("utils.sh", "cat", "-", "-", "--", "x").returncode == 0
+    repeated = dryrun("utils.echo", "--msg", "a", "--msg", "b")
+    assert "Repeated Command Line Arguments: ['--msg']" in repeated.stderr
+
+
+def test_docker_app_ids_come_through_the_schedulers_make_unique() -> None:
+    from torchx.schedulers.docker_scheduler import create_scheduler
+
+    app = AppDef("app", [Role("r", image="ubuntu", entrypoint="true")])
+    with mock.patch("torchx.schedulers.docker_scheduler.make_unique", return_value="app_name_42"):
+        request = create_scheduler("t").submit_dryrun(app, {}).request
+    assert request.app_id == "app_name_42"
+    assert request.containers[0].kwargs["name"].startswith("app_name_42-r-")
