@@ -165,3 +165,51 @@ def test_torchrecs_working_dir_option_is_the_workspace(workdir: Path, tmp_path: 
     assert "python/0 working dir arrived" in proc.stderr
     deprecation = [line for line in proc.stderr.splitlines() if "run option working_dir" in line]
     assert len(deprecation) == 1 and "old name of the workspace" in deprecation[0]
+
+
+@pytest.fixture
+def tls_route(ray_cluster: str, tmp_path: Path) -> Iterator[tuple[_OAuthProxy, int]]:
+    """The route over https, as codeflare-sdk's OAuth route on OpenShift serves it: a
+    self-signed certificate for ``localhost``, the bearer token required, on a free port."""
+    import ssl
+
+    key, cert = tmp_path / "route.key", tmp_path / "route.crt"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    proxy = _OAuthProxy(0, ray_cluster)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(cert), str(key))
+    proxy.socket = context.wrap_socket(proxy.socket, server_side=True)
+    thread = threading.Thread(target=proxy.serve_forever, daemon=True)
+    thread.start()
+    yield proxy, proxy.server_address[1]
+    proxy.shutdown()
+    proxy.server_close()
+
+
+def test_a_host_alone_beside_an_sdk_client_over_tls_goes_to_the_clients_origin(
+    tls_route: tuple[_OAuthProxy, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """codeflare-sdk passes ``dashboard_address`` as the route's bare host and a client of
+    ``https://HOST:PORT`` (its token, ``verify=False``): every request goes to the
+    client's origin with its token and TLS setting, not to ``http://HOST:80``."""
+    route, port = tls_route
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    sdk = SdkClient(
+        f"https://localhost:{port}", {"Authorization": f"Bearer {SDK_TOKEN}"}, verify=False
+    )
+    scheduler = RayScheduler("torchx", ray_client=sdk)
+    with get_runner() as runner:
+        runner._scheduler_instances["ray"] = scheduler
+        handle = runner.run(_app("echo over tls"), "ray", {"dashboard_address": "localhost"})
+        assert f"/https:localhost:{port}-" in handle, handle
+        status = runner.wait(handle, wait_interval=0.5)
+        assert status is not None and status.state == AppState.SUCCEEDED, status
+        assert list(runner.log_lines(handle, "sh", 0)) == ["over tls\n"]
+        listed = [a.app_handle for a in runner.list("ray", {"dashboard_address": "localhost"})]
+        assert handle in listed
+    assert route.passed > 0 and route.refused == 0

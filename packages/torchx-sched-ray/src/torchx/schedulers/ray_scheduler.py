@@ -114,6 +114,22 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
                 "verify": getattr(ray_client, "_verify", True),
             }
 
+    def _address_of(self, address: str | None) -> str | None:
+        """``address``, or the SDK client's own when ``address`` names its host alone
+        (``dashboard_address=ray-head.example.com`` beside a client of
+        ``https://ray-head.example.com``, as codeflare-sdk passes them): then every request
+        goes to the client's origin (its scheme and port), with its headers, cookies and
+        TLS setting, as upstream used the client for every request."""
+        if not address or not self._sdk or "://" in address:
+            return address or self._default_address
+        from urllib.parse import urlsplit
+
+        host, _, port = address.rstrip("/").partition(":")
+        sdk = urlsplit(self._sdk["url"])
+        if host == sdk.hostname and (not port or port == str(sdk.port or "")):
+            return str(self._sdk["url"])
+        return address
+
     def _new_client(self, url: str, origin: str) -> jobs_api.RayJobsClient:
         """A client of the dashboard at ``url``; the SDK client's settings go only to its
         own cluster."""
@@ -132,7 +148,7 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
     def _client(
         self, address: str | None = None, origin: str | None = None
     ) -> jobs_api.RayJobsClient:
-        address = address or self._default_address
+        address = self._address_of(address)
         client = self._clients.get(address)
         if client is None:
             url, resolved_origin = jobs_api.resolve_address(address)
@@ -205,7 +221,7 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
                 "the roles of a Ray job share one working dir, but they have different"
                 f" workspaces ({', '.join(sorted(directories))}); give them one"
             )
-        address, origin = jobs_api.resolve_address(opts.dashboard_address or self._default_address)
+        address, origin = jobs_api.resolve_address(self._address_of(opts.dashboard_address))
         job = RayJob(
             address=address,
             address_origin=origin,
