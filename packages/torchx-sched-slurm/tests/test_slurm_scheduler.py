@@ -484,3 +484,35 @@ def test_a_job_dir_under_the_home_is_expanded_as_a_shell_would(
     assert not (tmp_path / "~").exists()
     script = sched.submit_dryrun(AppDef("a", [role]), cfg).request.materialize()
     assert f"--output={expected}/slurm-%j.out" in script
+
+
+def test_torchrun_ignores_the_warning_signal_only_where_one_is_configured(
+    sched: SlurmScheduler, tmp_path: Path
+) -> None:
+    """dist.ddp's command is upstream's (``torchrun ...``, the one on the PATH); with a
+    warning signal for the steps, the launcher starts with it ignored (a trainer that
+    saves on it installs its own handler); any other command, or a warning of the batch
+    shell only, is left as it is."""
+    from torchx.schedulers._slurm.request import launcher_ignores_warning
+
+    ddp = ["-c", "torchrun --nnodes 1 train.py"]
+    assert launcher_ignores_warning("bash", ddp, None) == ("bash", ddp)
+    assert launcher_ignores_warning("bash", ddp, "USR1@55") == (
+        "bash", ["-c", "trap '' USR1; torchrun --nnodes 1 train.py"],
+    )  # fmt: skip
+    assert launcher_ignores_warning("bash", ddp, "B:USR1@55") == ("bash", ddp)
+    assert launcher_ignores_warning("/usr/bin/torchrun", ["train.py"], "10@30") == (
+        "/bin/sh", ["-c", "trap '' 10; exec \"$@\"", "torchx-launcher", "/usr/bin/torchrun", "train.py"],
+    )  # fmt: skip
+    plain = ["-c", "python train.py"]
+    assert launcher_ignores_warning("bash", plain, "USR1@55") == ("bash", plain)
+    (tmp_path / "train.py").write_text("print(1)\n")
+    role = Role(  # as dist.ddp makes it
+        name="train", image=str(tmp_path), entrypoint="bash",
+        args=["-c", "torchrun --rdzv_backend c10d --nnodes 1 train.py"],
+    )  # fmt: skip
+    app = AppDef("ddp", [role])
+    script = sched.submit_dryrun(app, {"signal": "USR1@55", "time": "5"}).request.materialize()
+    assert "bash -c 'trap '\"'\"''\"'\"' USR1; torchrun --rdzv_backend c10d" in script
+    unwarned = sched.submit_dryrun(app, {}).request.materialize()
+    assert "bash -c 'torchrun --rdzv_backend c10d" in unwarned

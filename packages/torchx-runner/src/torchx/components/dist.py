@@ -32,20 +32,6 @@ _TORCH_DEBUG_FLAGS: dict[str, str] = {
 }
 """Env vars set by ``--debug``: synchronous CUDA, NCCL desync checks, verbose c10d."""
 
-_TORCHRUN_KEEPS_RUNNING = (
-    # "$$" is "$" once the macros are applied (string.Template)
-    'torchrun() { local t py; t="$$(type -P torchrun)" || { echo \'torchrun: command not'
-    ' found\' >&2; return 127; }; py="$${t%/*}/python3"; [ -x "$$py" ] || py=python3;'
-    ' exec "$$py" -c \'import runpy, signal, sys; [signal.signal(s, lambda *_: None) for s'
-    ' in (signal.SIGUSR1, signal.SIGUSR2)]; sys.argv[0] = "torchrun";'
-    ' runpy.run_module("torch.distributed.run", run_name="__main__")\' "$$@"; }; '
-)
-"""``torchrun`` with a handler that does nothing for SIGUSR1/SIGUSR2, defined before the
-command. A scheduler's warning (Slurm's ``--signal=USR1@100``, a preemption notice) reaches
-every process of a replica: the workers save and exit, and torchrun, which would die of it
-(and take the workers down mid-save), waits for them and exits as they do. Its workers
-start with the default handlers (a handler is reset by ``exec``)."""
-
 _J_FORMS = re.compile(r"^(?:(?:(?P<min>\d+):)?(?P<max>\d+)x)?(?P<nproc>\d+)$")
 
 
@@ -206,7 +192,7 @@ def ddp(
                 image=image,
                 min_replicas=min_nnodes,
                 entrypoint="bash",
-                args=["-c", _TORCHRUN_KEEPS_RUNNING + _shell_join(cmd)],
+                args=["-c", _shell_join(cmd)],
                 env=role_env,
                 num_replicas=max_nnodes,
                 max_retries=max_retries,

@@ -9,6 +9,8 @@ turns into ``"$SLURM_JOB_ID"``.
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Mapping
 
 from torchx.schedulers.api import HELP_KEY, StructuredOpts
@@ -231,10 +233,11 @@ class SlurmReplicaRequest:
             via = SshTarget.parse(opts.ssh) if opts.ssh else None
             gpus_per_node = version(via) >= GPUS_PER_NODE_SINCE
         sbatch_opts = group_opts(opts, role.resource, nomem, gpus_per_node)
+        entrypoint, args = launcher_ignores_warning(role.entrypoint, list(role.args), opts.signal)
         return cls(
             name=name,
-            entrypoint=role.entrypoint,
-            args=list(role.args),
+            entrypoint=entrypoint,
+            args=args,
             srun_opts=_srun_opts(log_dir, name),
             sbatch_opts=sbatch_opts,
             env=dict(role.env),
@@ -343,6 +346,32 @@ def env_file_line(replica: SlurmReplicaRequest, job_id: str = _JOB_ID, indent: s
         f"{indent}(umask 077 && set -C && printf '%s\\n' {' '.join(replica.env_file(job_id))}"
         f' >"$envdir"/{_shell_word(safe_name(replica.name))}) || exit 1'
     )
+
+
+_WARNING_SIGNAL = re.compile(r"^(?:(?P<where>[RB]):)?(?P<signal>[A-Za-z0-9]+)(?:@\d+)?$")
+
+
+def launcher_ignores_warning(
+    entrypoint: str, args: list[str], signal: str | None
+) -> tuple[str, list[str]]:
+    """The replica's command when the ``signal`` run option warns the steps before the
+    time limit: ``torchrun`` (``dist.ddp``'s ``bash -c "torchrun ..."``, or torchrun
+    itself) starts with that signal ignored (``trap '' USR1``), so Slurm's warning, which
+    reaches every process of the step, does not kill the launcher mid-save. The ignore
+    stays across ``exec``: a trainer that saves on the warning installs its own handler,
+    and torchrun then exits as its workers do. Any other command gets the signal as it
+    is."""
+    found = _WARNING_SIGNAL.match(signal or "")
+    if found is None or found["where"] == "B":  # B: only the batch shell is warned
+        return entrypoint, args
+    trap = f"trap '' {found['signal']}; "
+    program = os.path.basename(entrypoint)
+    if program in ("bash", "sh") and len(args) >= 2 and args[0] == "-c":
+        if args[1].lstrip().startswith("torchrun "):
+            return entrypoint, ["-c", trap + args[1], *args[2:]]
+    elif program == "torchrun":
+        return "/bin/sh", ["-c", trap + 'exec "$@"', "torchx-launcher", entrypoint, *args]
+    return entrypoint, args
 
 
 def group_opts(
@@ -568,7 +597,15 @@ class RoleTemplate:
     more than 10,000 small objects.
     """
 
-    __slots__ = ("_shared", "container_opts", "entrypoint", "log_dir", "sbatch_opts", "subst")
+    __slots__ = (
+        "_shared",
+        "container_opts",
+        "entrypoint",
+        "log_dir",
+        "sbatch_opts",
+        "signal",
+        "subst",
+    )
 
     def __init__(
         self,
@@ -576,8 +613,10 @@ class RoleTemplate:
         sbatch_opts: dict[str, str | None],
         log_dir: str,
         container_opts: Mapping[str, str] | None = None,
+        signal: str | None = None,
     ) -> None:
         self.entrypoint = role.entrypoint
+        self.signal = signal
         self.subst = ReplicaMacros(role.args, role.env)
         self.sbatch_opts = sbatch_opts
         self.log_dir = log_dir
@@ -593,9 +632,10 @@ class RoleTemplate:
             if self._shared is None:
                 self._shared = self.subst.apply(values)
             args, env = self._shared
+        entrypoint, args = launcher_ignores_warning(self.entrypoint, args, self.signal)
         return SlurmReplicaRequest(
             name=job_name,
-            entrypoint=self.entrypoint,
+            entrypoint=entrypoint,
             args=args,
             srun_opts={**_srun_opts(self.log_dir, name), **self.container_opts},
             sbatch_opts=dict(self.sbatch_opts),
@@ -690,7 +730,11 @@ def assemble(
             bundle = _app_bundle(bundles, role, f"{bundles_dir}/{role_label}", workdir)
             container_opts = containers.oci_srun_opts(bundle.path)
         template = RoleTemplate(
-            role, group_opts(opts, role.resource, nomem, gpus_per_node), workdir, container_opts
+            role,
+            group_opts(opts, role.resource, nomem, gpus_per_node),
+            workdir,
+            container_opts,
+            opts.signal,
         )
         # every macro (base_img_root too), as the other schedulers substitute them;
         # inside a container the image is the root
@@ -709,6 +753,7 @@ def assemble(
                     template.sbatch_opts,
                     workdir,
                     container_opts,
+                    opts.signal,
                 )
                 values = {**shared, "replica_id": str(p)}
                 replicas[name] = element.for_replica(
