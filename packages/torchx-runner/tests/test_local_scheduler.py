@@ -98,7 +98,7 @@ def test_run_opts_match_upstream(sched: LocalScheduler) -> None:
     assert list(opts) == ["log_dir", "prepend_cwd", "auto_set_cuda_visible_devices"]
     assert opts["prepend_cwd"].default is False
     assert opts["log_dir"].default is None
-    assert LocalOpts is Opts
+    assert issubclass(LocalOpts, Opts)  # LocalOpts({...}) is upstream's TypedDict form
     assert Opts.from_cfg({"prependCwd": True}).prepend_cwd is True
 
 

@@ -501,8 +501,9 @@ def test_torchrun_ignores_the_warning_signal_only_where_one_is_configured(
         "bash", ["-c", "trap '' USR1; torchrun --nnodes 1 train.py"],
     )  # fmt: skip
     assert launcher_ignores_warning("bash", ddp, "B:USR1@55") == ("bash", ddp)
+    wrapped = ["-c", "trap '' 10; exec \"$@\"", "torchx-launcher", "/usr/bin/torchrun"]
     assert launcher_ignores_warning("/usr/bin/torchrun", ["train.py"], "10@30") == (
-        "/bin/sh", ["-c", "trap '' 10; exec \"$@\"", "torchx-launcher", "/usr/bin/torchrun", "train.py"],
+        "/bin/sh", [*wrapped, "train.py"],
     )  # fmt: skip
     plain = ["-c", "python train.py"]
     assert launcher_ignores_warning("bash", plain, "USR1@55") == ("bash", plain)
