@@ -78,3 +78,15 @@ def test_docker_app_ids_come_through_the_schedulers_make_unique() -> None:
         request = create_scheduler("t").submit_dryrun(app, {}).request
     assert request.app_id == "app_name_42"
     assert request.containers[0].kwargs["name"].startswith("app_name_42-r-")
+
+
+def test_a_docker_dry_run_says_the_attempt_wrapper_may_be_dropped() -> None:
+    """The dry run shows the ``/bin/sh -c`` wrapper a restartable replica gets, and says
+    that a real run drops it for an image without a shell."""
+    from torchx.schedulers.docker_scheduler import create_scheduler
+
+    role = Role("r", image="gcr.io/distroless/python3", entrypoint="python3", max_retries=2)
+    shown = str(create_scheduler("t").submit_dryrun(AppDef("app", [role]), {}).request)
+    assert '"/bin/sh"' in shown and "a real run drops it when the image has no /bin/sh" in shown
+    plain = Role("r", image="ubuntu", entrypoint="true")
+    assert "note" not in str(create_scheduler("t").submit_dryrun(AppDef("a", [plain]), {}).request)

@@ -101,6 +101,14 @@ same environment, so the attempt is counted in a file of the container's own fil
 Used only where the image has ``/bin/sh``: in one without a shell (distroless, scratch)
 the role's command runs as given, and ``$TORCHX_ATTEMPT`` stays 0 across restarts."""
 
+COUNT_ATTEMPTS_NOTE = (
+    "the /bin/sh -c prefix counts Docker's restarts ($TORCHX_ATTEMPT); a real run drops it"
+    " when the image has no /bin/sh (looked for at submit), and the role's command then"
+    " runs as given"
+)
+"""What a dry run says beside a command with :data:`_COUNT_ATTEMPTS` (a dry run does not
+look into the image)."""
+
 
 @dataclass
 class DockerContainer:
@@ -131,9 +139,12 @@ class DockerJob:
     """A sweep's: at most this many of its containers (its elements) run at once."""
 
     def __str__(self) -> str:
-        docs = [
-            {"image": c.image, "command": c.command, "kwargs": c.kwargs} for c in self.containers
-        ]
+        docs: list[dict[str, Any]] = []
+        for c in self.containers:
+            doc: dict[str, Any] = {"image": c.image, "command": c.command, "kwargs": c.kwargs}
+            if c.command[: len(_COUNT_ATTEMPTS)] == _COUNT_ATTEMPTS:
+                doc["note"] = COUNT_ATTEMPTS_NOTE
+            docs.append(doc)
         return json.dumps(docs, indent=2, default=str)
 
     def __repr__(self) -> str:
