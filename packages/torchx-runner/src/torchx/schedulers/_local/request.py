@@ -4,10 +4,13 @@ data; the launcher and the supervisor start them)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from torchx.schedulers.api import HELP_KEY, StructuredOpts
 from torchx.util._startup.lazy_dataclass import asdict, dataclass, field
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["LocalOpts", "Opts", "PopenRequest", "ReplicaParam", "format_request"]
 
