@@ -779,10 +779,24 @@ def test_app_dryrun_info() -> None:
     info._cfg = {"k": "v"}
     assert info.app is app
     assert info.cfg["k"] == "v"
+    # plain assignable attributes, as upstream's head has them (#1400)
+    other, cfg = AppDef("b"), {"k": "w"}
+    info.app, info.cfg = other, cfg
+    assert info.app is other and info._app is other
+    assert info.cfg is cfg and info._cfg is cfg  # the object itself, not a copy
+
+
+def test_app_def_get_role() -> None:
+    trainer = Role("trainer", image="img")
+    app = AppDef("train", [trainer, Role("ps", image="img")])
+    assert app.get_role("trainer") is trainer and app["trainer"] is trainer
+    with pytest.raises(KeyError, match="app `train` has no role named `x`; its roles: trainer, ps"):
+        app.get_role("x")
     with pytest.raises(TypeError):
-        info.cfg["k"] = "w"  # type: ignore[index]
-    with pytest.raises(AttributeError):
-        info.app = app  # type: ignore[misc]
+        iter(app)  # type: ignore[call-overload]  # app.roles is meant
+    from torchx.specs.api import CfgT
+
+    assert CfgT.__name__ == "CfgT"
 
 
 # ---------------------------------------------------------------------------- handles / errors

@@ -14,7 +14,6 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 from enum import Enum
-from types import MappingProxyType
 
 from torchx.specs._common import (
     ALL,
@@ -71,6 +70,13 @@ _LAZY_STATUS_NAMES = frozenset(
 
 
 def __getattr__(name: str) -> Any:
+    if name == "CfgT":  # upstream head's TypeVar of a run config, made when first asked for
+        from collections.abc import Mapping as _Mapping
+        from typing import TypeVar as _TypeVar
+
+        CfgT = _TypeVar("CfgT", bound=_Mapping[str, CfgVal])
+        globals()[name] = CfgT
+        return CfgT
     if name in _LAZY_STATUS_NAMES:
         from torchx.specs import _status
 
@@ -430,6 +436,27 @@ class AppDef:
     roles: list[Role] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
 
+    def get_role(self, name: str) -> Role:
+        """The first role named ``name`` (the object itself: edits to it are the app's).
+
+        Raises:
+            KeyError: no role has that name; the message lists the roles there are.
+        """
+        for role in self.roles:
+            if role.name == name:
+                return role
+        names = ", ".join(role.name for role in self.roles) or "none"
+        raise KeyError(f"app `{self.name}` has no role named `{name}`; its roles: {names}")
+
+    def __getitem__(self, name: str) -> Role:
+        """:meth:`get_role`: by the role's name, never by position."""
+        return self.get_role(name)
+
+
+AppDef.__iter__ = None  # type: ignore[attr-defined]
+"""``for role in app`` is a mistake (``app.roles`` is meant): it raises ``TypeError``
+instead of iterating ``__getitem__`` with positions."""
+
 
 def _substitute_nested(value: Any, substitute: Callable[[str], str]) -> Any:
     if isinstance(value, str):
@@ -500,8 +527,10 @@ else:
 class AppDryRunInfo(GenericBase[T]):
     """The scheduler request an app would be submitted as, printable through ``fmt``.
 
-    ``_app``, ``_cfg`` and ``_scheduler`` are filled in by ``Scheduler.submit_dryrun`` and
-    the runner; read them through :attr:`app` and :attr:`cfg`.
+    ``app`` (the resolved app the request was rendered from) and ``cfg`` (the resolved run
+    config) are filled in by ``Scheduler.submit_dryrun`` and are plain attributes, as
+    upstream's head has them (``_app``/``_cfg`` name the same values); ``_scheduler`` by
+    the runner.
     """
 
     def __init__(self, request: T, fmt: Callable[[T], str]) -> None:
@@ -515,10 +544,18 @@ class AppDryRunInfo(GenericBase[T]):
     def app(self) -> AppDef | None:
         return self._app
 
+    @app.setter
+    def app(self, value: AppDef | None) -> None:
+        self._app = value
+
     @property
     def cfg(self) -> Mapping[str, CfgVal]:
-        """The resolved run config (read-only)."""
-        return MappingProxyType(dict(self._cfg))
+        """The resolved run config: the object the scheduler was given (not a copy)."""
+        return self._cfg
+
+    @cfg.setter
+    def cfg(self, value: Mapping[str, CfgVal]) -> None:
+        self._cfg = value
 
     def __repr__(self) -> str:
         return self._fmt(self.request)
