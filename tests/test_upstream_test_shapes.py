@@ -90,3 +90,28 @@ def test_a_docker_dry_run_says_the_attempt_wrapper_may_be_dropped() -> None:
     assert '"/bin/sh"' in shown and "a real run drops it when the image has no /bin/sh" in shown
     plain = Role("r", image="ubuntu", entrypoint="true")
     assert "note" not in str(create_scheduler("t").submit_dryrun(AppDef("a", [plain]), {}).request)
+
+
+def test_describe_native_reads_back_a_local_apps_request(tmp_path: Path) -> None:
+    """``Runner.describe_native``: the read-side twin of ``dryrun``, the request a real
+    local_cwd app was started from (its command, env, log files), from another runner."""
+    from torchx.runner import get_runner
+    from torchx.schedulers.local_scheduler import PopenRequest
+
+    role = Role(
+        "r", image=str(tmp_path), entrypoint="sh", args=["-c", "echo $GREETING"],
+        env={"GREETING": "hi"}, resource=Resource(1, 0, 64),
+    )  # fmt: skip
+    with get_runner() as runner:
+        handle = runner.run(AppDef("native", [role]), "local_cwd")
+        runner.wait(handle, wait_interval=0.1)
+    with get_runner() as other:
+        info = other.describe_native(handle)
+        assert other.describe_native(handle.rsplit("/", 1)[0] + "/native-nosuch") is None
+    assert info is not None and info._scheduler == "local_cwd"
+    request = info.request
+    assert isinstance(request, PopenRequest) and request.app_id == handle.rsplit("/", 1)[1]
+    (replica,) = request.role_params["r"]
+    assert replica.args[-2:] == ["-c", "echo $GREETING"] and replica.env["GREETING"] == "hi"
+    assert replica.combined is not None and Path(replica.combined).read_text() == "hi\n"
+    assert "echo $GREETING" in repr(info)

@@ -1220,6 +1220,18 @@ class Runner:
                 scheduler.delete(app_id)
             self._apps.pop(app_handle, None)
 
+    def describe_native(self, app_handle: AppHandle) -> AppDryRunInfo[Any] | None:
+        """The scheduler's own request of an app already submitted, read back: the same
+        :class:`~torchx.specs.AppDryRunInfo` as :meth:`dryrun` gives, its ``request`` of the
+        scheduler's type, with what an ``AppDef`` cannot hold. None where the scheduler
+        cannot read it back, or the app is gone."""
+        scheduler, backend, app_id = self._scheduler_app_id(app_handle)
+        with log_event("describe_native", backend, app_id):
+            info = scheduler.describe_native(app_id)
+            if info is not None:
+                info._scheduler = backend
+            return info
+
     def describe(self, app_handle: AppHandle) -> AppDef | None:
         """The app's definition, or ``None`` if the scheduler does not know the app.
 

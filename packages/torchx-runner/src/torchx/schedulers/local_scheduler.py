@@ -1031,6 +1031,33 @@ class LocalScheduler(Scheduler[Opts]):
 
     # -- reading state ---------------------------------------------------------------------
 
+    def describe_native(self, app_id: str) -> AppDryRunInfo[PopenRequest] | None:
+        """The request the app was started from, read back from its record under
+        ``TORCHX_HOME`` (every replica's command, env, working dir and log files), in the
+        form :meth:`submit_dryrun` gives; None for an app that is not (any more) there."""
+        found = self._load(app_id)
+        if found is None:
+            return None
+        _, doc, _ = found
+        role_params: dict[str, list[ReplicaParam]] = {}
+        role_log_dirs: dict[str, list[str]] = {}
+        for role in doc.get("roles", []):
+            replicas = role.get("replicas", [])
+            role_params[role["name"]] = [
+                ReplicaParam(
+                    args=list(r["args"]),
+                    env=dict(r["env"]),
+                    stdout=r.get("stdout"),
+                    stderr=r.get("stderr"),
+                    combined=r.get("combined"),
+                    cwd=r.get("cwd"),
+                )
+                for r in replicas
+            ]
+            role_log_dirs[role["name"]] = [str(r["log_dir"]) for r in replicas]
+        request = PopenRequest(app_id, str(doc["log_dir"]), role_params, role_log_dirs)
+        return AppDryRunInfo(request, format_request)
+
     def _load(self, app_id: str) -> tuple[str, dict[str, Any], dict[str, Any]] | None:
         """(state dir, request, current state) of a known app, recovering orphaned apps."""
         self._settle(app_id)
