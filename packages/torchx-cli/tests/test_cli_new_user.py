@@ -76,7 +76,7 @@ def test_run_of_a_file_without_a_function_names_the_form(
 
 
 def test_unknown_run_option_points_at_run_help(cli: Cli, one_line_error: OneLineError) -> None:
-    run = cli.run("run", "--dryrun", "--json", "utils.echo")
+    run = cli.run("run", "--dryrun", "--jsno", "utils.echo")
     assert run.returncode == 2
     assert one_line_error(run).endswith("(see `torchx run --help`)")
     root = cli.run("--bogus", "status", "x")

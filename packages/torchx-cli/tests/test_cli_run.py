@@ -496,3 +496,47 @@ def test_a_component_file_runs_once_when_a_config_file_is_checked(cli: Cli) -> N
     proc = cli.run("run", "--dryrun", "-s", "local_cwd", "comp.py:main")
     assert proc.returncode == 0, proc.stderr
     assert counter.read_text() == "x"
+
+
+def test_run_json_prints_one_object_for_scripts(cli: Cli) -> None:
+    """``torchx run --json`` (upstream's #1412): stdout is one JSON object, the handle,
+    id, scheduler, final state and ui_url; the logs and notes go to stderr; a failed app
+    still exits 1. With ``--dryrun``: the scheduler, cfg, app and request."""
+    import json
+
+    done = cli.run("run", "--json", "-s", "local_cwd", "utils.echo", "--msg", "hi")
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert set(found) == {"handle", "app_id", "scheduler", "state", "ui_url"}
+    assert found["state"] == "SUCCEEDED" and found["scheduler"] == "local_cwd"
+    assert found["handle"].endswith("/" + found["app_id"])
+    assert "echo/0 hi" in done.stderr
+    failed = cli.run("run", "--json", "-s", "local_cwd", "utils.sh", "false")
+    assert failed.returncode == 1 and json.loads(failed.stdout)["state"] == "FAILED"
+    planned = json.loads(
+        cli.run("run", "--json", "--dryrun", "-s", "local_cwd", "utils.echo").stdout
+    )
+    assert set(planned) == {"scheduler", "cfg", "app", "request"}
+    assert planned["app"]["name"] == "echo"
+    status = json.loads(cli.run("status", "--json", found["handle"]).stdout)
+    assert (status["handle"], status["app_id"]) == (found["handle"], found["app_id"])
+    assert status["scheduler"] == "local_cwd" and status["state"] == "SUCCEEDED"
+
+
+def test_cmd_status_print_status_as_upstreams_head_calls_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import argparse
+    import json
+
+    from torchx.cli.cmd_status import CmdStatus
+    from torchx.specs import AppState, AppStatus
+
+    args = argparse.Namespace(app_handle="local_cwd://torchx/a-1", roles="", json=True)
+    CmdStatus().print_status(args, AppStatus(AppState.RUNNING, ui_url="file:///x"))
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["state"], shown["app_id"], shown["ui_url"]) == ("RUNNING", "a-1", "file:///x")
+    from torchx.cli._errors import CliError
+
+    with pytest.raises(CliError, match="not found"):
+        CmdStatus().print_status(args, None)

@@ -12,6 +12,7 @@ benchmarks/bench_cli.py).
 
 import os
 import sys
+from contextvars import ContextVar
 
 from torchx.cli._cli_defaults import explicitly_given
 from torchx.cli._errors import EXIT_USAGE, CliError, usage_error
@@ -366,7 +367,11 @@ class CmdRun(SubCommand):
                 run_args = self._run_args_from_stdin(runner, dryrun=args.dryrun)
             else:
                 run_args = self._run_args_from_flags(runner, args)
-            self._run(runner, run_args)
+            token = _JSON_OUTPUT.set(bool(getattr(args, "json", False)))
+            try:
+                self._run(runner, run_args)
+            finally:
+                _JSON_OUTPUT.reset(token)
 
     def _check_stdin_flags(self, args: "argparse.Namespace") -> None:
         given = explicitly_given(args)
@@ -583,12 +588,18 @@ class CmdRun(SubCommand):
             found = runner.found_by_idempotency_key(app_handle)
             if found:  # the runner's warning said so; the app is not this command's to follow
                 _print_handle(app_handle)
+                _print_run_json(runner, app_handle)
                 return
         try:
             if is_local or run_args.wait or run_args.log:
-                _wait_and_exit(runner, app_handle, tee=run_args.tee_logs, notes=notes)
+                try:
+                    _wait_and_exit(runner, app_handle, tee=run_args.tee_logs, notes=notes)
+                except CliError:
+                    _print_run_json(runner, app_handle)  # the outcome, then the exit code
+                    raise
             else:
                 _print_next_steps(runner, app_handle)
+            _print_run_json(runner, app_handle)
         except KeyboardInterrupt:
             if is_local:
                 runner.cancel(app_handle)
@@ -621,6 +632,14 @@ RUN_OPTIONS = [
         ("--wait",),
         "wait",
         "wait for the app to finish, streaming its logs; exit 1 unless it succeeds",
+        flag=True,
+    ),
+    Option(
+        ("--json",),
+        "json",
+        "print one JSON object on stdout instead of the handle (everything else goes to"
+        " stderr): the app's handle, id, scheduler, state and ui_url; with --dryrun the"
+        " scheduler, cfg, app and request",
         flag=True,
     ),
     Option(
@@ -708,11 +727,51 @@ def _config_origin(message: str, scheduler: str, cfg: "dict[str, CfgVal]") -> "s
     return None
 
 
+_JSON_OUTPUT: "ContextVar[bool]" = ContextVar("torchx_run_json", default=False)
+"""``torchx run --json``: stdout carries one JSON object, nothing else."""
+
+
+def _print_run_json(runner: "Runner", app_handle: str) -> None:
+    """``--json``'s object for a submitted app: ``handle``, ``app_id``, ``scheduler``,
+    ``state`` and ``ui_url`` (None when the scheduler gives no status), as upstream's
+    ``torchx run --json`` (keys are only ever added)."""
+    if not _JSON_OUTPUT.get():
+        return
+    import json
+
+    from torchx.specs import parse_app_handle
+
+    status = runner.status(app_handle, progress=False)
+    scheduler, _, app_id = parse_app_handle(app_handle)
+    found = {
+        "handle": app_handle,
+        "app_id": app_id,
+        "scheduler": scheduler,
+        "state": str(status.state) if status is not None else None,
+        "ui_url": status.ui_url if status is not None else None,
+    }
+    print(json.dumps(found), flush=True)
+
+
 def _print_dryrun(info: "AppDryRunInfo[Any]") -> None:
     import json
 
     from torchx.util._startup.lazy_dataclass import asdict
 
+    if _JSON_OUTPUT.get():  # one object: the scheduler, the cfg, the app and the request
+        from dataclasses import is_dataclass
+
+        request = info.request
+        found = {
+            "scheduler": info._scheduler,
+            "cfg": dict(info.cfg),
+            "app": asdict(info.app) if info.app is not None else None,
+            "request": asdict(request)
+            if is_dataclass(request) and not isinstance(request, type)
+            else str(info),
+        }
+        print(json.dumps(found, default=str), flush=True)
+        return
     app = info.app
     # JSON, not pprint: pprint imports dataclasses and inspect (see docs/design.md).
     application = json.dumps(asdict(app), indent=2, default=str) if app is not None else "<unknown>"
@@ -722,8 +781,10 @@ def _print_dryrun(info: "AppDryRunInfo[Any]") -> None:
 
 def _print_handle(app_handle: str) -> None:
     """The handle, once the scheduler has been asked about the app (a local_cwd app is
-    then running): scripts capture it from stdout, where it is the only line printed."""
-    print(app_handle, flush=True)
+    then running): scripts capture it from stdout, where it is the only line printed
+    (with ``--json``, the JSON object is, instead)."""
+    if not _JSON_OUTPUT.get():
+        print(app_handle, flush=True)
 
 
 def _print_next_steps(runner: "Runner", app_handle: str) -> None:

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     import argparse
 
     from torchx.runner import Runner
+    from torchx.specs import AppStatus
 
 __all__ = ["CmdStatus", "parse_list_arg"]
 
@@ -37,17 +38,36 @@ class CmdStatus(AppHandleSubCommand):
 
     def run_with_runner(self, args: "argparse.Namespace", runner: "Runner") -> None:
         status = runner.status(args.app_handle)
-        if status is None:
-            self.exit_missing_app(args.app_handle)
-        filter_roles = parse_list_arg(args.roles)
-        if filter_roles:
-            _check_roles(runner, args.app_handle, [r.role for r in status.roles], filter_roles)
-        if args.json:
-            from torchx.cli._json import print_json
+        if status is not None:
+            filter_roles = parse_list_arg(args.roles)
+            if filter_roles:
+                roles = [r.role for r in status.roles]
+                _check_roles(runner, args.app_handle, roles, filter_roles)
+        self.print_status(args, status)
 
-            print_json(status.to_json(filter_roles))
+    def print_status(self, args: "argparse.Namespace", app_status: "AppStatus | None") -> None:
+        """Prints ``app_status`` as ``args`` ask (``--roles``, ``--json``: the status with
+        the app's ``handle``, ``app_id``, ``scheduler`` and ``ui_url``, as upstream's head
+        adds them); exits as for a missing app when it is None."""
+        if app_status is None:
+            self.exit_missing_app(args.app_handle)
+        filter_roles = parse_list_arg(getattr(args, "roles", ""))
+        if getattr(args, "json", False):
+            from torchx.cli._json import print_json
+            from torchx.specs import parse_app_handle
+
+            scheduler, _, app_id = parse_app_handle(args.app_handle)
+            print_json(
+                {
+                    **app_status.to_json(filter_roles),
+                    "handle": args.app_handle,
+                    "app_id": app_id,
+                    "scheduler": scheduler,
+                    "ui_url": app_status.ui_url,
+                }
+            )
         else:
-            print(status.format(filter_roles))
+            print(app_status.format(filter_roles))
 
 
 def parse_list_arg(arg: str) -> "list[str] | None":
