@@ -23,6 +23,7 @@ from torchx.specs.finder import get_components
 BUILTINS = [
     "dist.ddp",
     "dist.spmd",
+    "dist.torchrun",
     "utils.binary",
     "utils.booth",
     "utils.copy",
@@ -35,7 +36,7 @@ BUILTINS = [
 MULTI_NODE_ENDPOINT = "$${${rank0_env}:=localhost}:29500"
 
 
-def test_exactly_the_ten_builtins_are_discovered() -> None:
+def test_exactly_the_eleven_builtins_are_discovered() -> None:
     assert sorted(get_components()) == BUILTINS
 
 
@@ -420,3 +421,16 @@ class TestHydra:
         ).stdout
         assert "utils.hydra needs hydra-core" in out
         assert "pip install 'torchx-runner[hydra]'" in out
+
+
+def test_torchrun_is_ddp_with_a_bare_j_counting_nodes_of_a_named_host() -> None:
+    """``dist.torchrun`` (upstream's head): ``-j 2 -h aws_p4d.24xlarge`` is 2 nodes of 8
+    workers; without ``-h`` a bare ``-j 3`` is 3 workers on one node, as ``dist.ddp``."""
+    app = dist.torchrun(script="train.py", h="aws_p4d.24xlarge", j="2")
+    role = app.roles[0]
+    assert role.num_replicas == 2 and "--nnodes 2 --nproc_per_node 8" in role.args[1]
+    single = dist.torchrun(script="train.py", j="3").roles[0]
+    assert single.num_replicas == 1 and "--nproc_per_node 3" in single.args[1]
+    assert dist.ddp(script="train.py", h="aws_p4d.24xlarge", j="2").roles[0].num_replicas == 1
+    explicit = dist.torchrun(script="train.py", j="2x4").roles[0]
+    assert explicit.args == dist.ddp(script="train.py", j="2x4").roles[0].args

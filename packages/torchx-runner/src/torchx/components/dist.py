@@ -22,7 +22,7 @@ from torchx import specs
 from torchx.components.structured_arg import StructuredJArgument, StructuredNameArgument
 from torchx.specs import macros
 
-__all__ = ["ddp", "get_role_name", "parse_nnodes", "spmd"]
+__all__ = ["ddp", "get_role_name", "parse_nnodes", "spmd", "torchrun"]
 
 _TORCH_DEBUG_FLAGS: dict[str, str] = {
     "CUDA_LAUNCH_BLOCKING": "1",
@@ -241,3 +241,84 @@ class _NoQuote(str):
 def _shell_join(args: Iterable[str]) -> str:
     """``shlex.join`` that leaves :class:`_NoQuote` tokens as they are."""
     return " ".join(a if isinstance(a, _NoQuote) else shlex.quote(a) for a in args)
+
+
+def torchrun(
+    *script_args: str,
+    script: str | None = None,
+    m: str | None = None,
+    image: str = torchx.IMAGE,
+    name: str = "/",
+    h: str | None = None,
+    cpu: int = 2,
+    gpu: int = 0,
+    memMB: int = 1024,
+    j: str = "1x2",
+    env: dict[str, str] | None = None,
+    metadata: dict[str, str] | None = None,
+    max_retries: int = 0,
+    rdzv_port: int = 29500,
+    rdzv_backend: str = "c10d",
+    rdzv_conf: str | None = None,
+    mounts: list[str] | None = None,
+    debug: bool = False,
+    tee: int = 3,
+) -> specs.AppDef:
+    """``torchrun`` on every node of one role: ``dist.ddp`` under upstream's newer name.
+
+    The one difference is a bare ``-j N`` with a named host ``-h``: ``N`` nodes, each
+    running one worker per GPU of that host (``dist.ddp`` reads it as ``N`` workers on
+    one node, as it always did).
+
+    Args:
+        script_args: arguments passed to the script or module (after ``--``)
+        script: path of the Python script to run (exclusive with ``-m``)
+        m: Python module to run as the main program, e.g. ``my.trainer`` (exclusive with
+            ``--script``)
+        image: container image (or directory on local schedulers) to run in
+        name: ``{experiment}/{run}``, ``{experiment}/``, ``/{run}`` or ``{run}``; the run
+            name defaults to the script/module name and becomes the app name
+        h: named resource of each node, e.g. ``gpu.small``; overrides cpu, gpu and memMB
+        cpu: cpus per node
+        gpu: gpus per node
+        memMB: memory per node in MB
+        j: ``[{min_nnodes}:]{nnodes}x{nproc_per_node}`` (e.g. ``2x4`` or elastic
+            ``1:4x8``); a bare ``{n}`` is n nodes of one worker per GPU of ``h`` with a
+            named host, else n workers on one node
+        env: environment variables of the workers, e.g. ``K1=v1,K2=v2``
+        metadata: scheduler metadata of the app, e.g. ``K1=v1,K2=v2``
+        max_retries: how many times the scheduler may restart the app after a failure
+        rdzv_port: port of the c10d store on rank 0's host (multi-node only; single-node
+            jobs pick a free port)
+        rdzv_backend: torchrun rendezvous backend (``c10d``, ``static``, ``etcd``...)
+        rdzv_conf: extra rendezvous settings, e.g. ``join_timeout=600,timeout=600``
+        mounts: mounts into the workers' container, e.g.
+            ``type=bind,src=/host,dst=/job[,readonly]`` (see the scheduler's documentation)
+        debug: set PyTorch/NCCL debug env vars (synchronous CUDA, detailed c10d logs)
+        tee: which worker streams torchrun copies to its console and log files:
+            0 none, 1 stdout, 2 stderr, 3 both
+    """
+    if h is not None and j.isdigit():
+        gpus = specs.resource(h=h).gpu
+        j = f"{j}x{max(1, gpus)}"
+    return ddp(
+        *script_args,
+        script=script,
+        m=m,
+        image=image,
+        name=name,
+        h=h,
+        cpu=cpu,
+        gpu=gpu,
+        memMB=memMB,
+        j=j,
+        env=env,
+        metadata=metadata,
+        max_retries=max_retries,
+        rdzv_port=rdzv_port,
+        rdzv_backend=rdzv_backend,
+        rdzv_conf=rdzv_conf,
+        mounts=mounts,
+        debug=debug,
+        tee=tee,
+    )
