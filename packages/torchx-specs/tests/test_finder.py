@@ -489,3 +489,23 @@ def test_module_helpers() -> None:
     assert finder.module_relname(specs, specs) == ""
     with pytest.raises(ValueError, match="not a submodule"):
         finder.module_relname(specs, api_module)
+
+
+def test_a_component_named_by_its_module_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pkg.mod:fn`` (upstream's head, #1415): the module is imported, not read as a
+    file; a file path with ``:`` still names a file."""
+    package = tmp_path / f"comps_{uuid.uuid4().hex[:6]}"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "train.py").write_text(TRAINER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    component = finder.get_component(f"{package.name}.train:trainer")
+    assert component.fn.__module__ == f"{package.name}.train"
+    app = materialize_appdef(component.fn, ["--name", "x"])
+    assert app.name == "x"
+    with pytest.raises(finder.ComponentNotFoundException, match="no component function `nope`"):
+        finder.get_component(f"{package.name}.train:nope")
+    by_file = finder.get_component(f"{package / 'train.py'}:trainer")
+    assert by_file.fn.__name__ == "trainer"

@@ -629,6 +629,14 @@ def _from_import_path(
     return _Component(name, None, fn_name, fn, _lint_file(path, fn_name, validators))
 
 
+def _is_module_path(text: str) -> bool:
+    """Whether ``text`` (before a ``:``) is a dotted module name rather than a file: no
+    path separator, no ``.py``, no such file here, and each part an identifier."""
+    if not text or "/" in text or os.sep in text or text.endswith(".py") or os.path.exists(text):
+        return False
+    return all(part.isidentifier() for part in text.split("."))
+
+
 def _not_found(name: str, discovery: _Discovery) -> ComponentNotFoundException:
     import difflib
 
@@ -688,6 +696,14 @@ def get_component(
     """
     if ":" in name:
         filepath, _, fn_name = name.rpartition(":")
+        if _is_module_path(filepath):  # `pkg.mod:fn`, as upstream's head names one
+            dotted = _from_import_path(f"{filepath}.{fn_name}", validators)
+            if dotted is None:
+                raise ComponentNotFoundException(
+                    f"Component `{name}` not found: module `{filepath}` cannot be imported or"
+                    f" has no component function `{fn_name}`"
+                )
+            return _check_valid(dotted)
         found = CustomComponentsFinder(filepath, fn_name).find(validators)
         if not found:
             raise ComponentNotFoundException(
