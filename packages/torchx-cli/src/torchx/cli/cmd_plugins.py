@@ -198,6 +198,10 @@ def collect_plugins() -> "dict[str, Any]":
         _entry(ep, _try(ep.load)) for ep in entry_points("torchx.tracker")
     ] + _namespace_entries("TRACKER")
 
+    report["event_handlers"] = [
+        _entry(ep, _try(ep.load)) for ep in entry_points("torchx.event_handlers")
+    ] + _namespace_entries("EVENT_HANDLER")
+
     from torchx.version import __version__
 
     plugin_cmds = {ep.name: ep for ep in entry_points(CLI_CMDS_GROUP)}
@@ -223,7 +227,15 @@ def collect_plugins() -> "dict[str, Any]":
         _entry(ep, _try(ep.load)) for group in _HOOK_GROUPS for ep in entry_points(group)
     ]
 
-    kinds = ("schedulers", "components", "named_resources", "trackers", "subcommands", "hooks")
+    kinds = (
+        "schedulers",
+        "components",
+        "named_resources",
+        "trackers",
+        "event_handlers",
+        "subcommands",
+        "hooks",
+    )
     report["errors"] = [
         {
             "kind": kind,
@@ -311,6 +323,8 @@ def format_report(report: "dict[str, Any]") -> str:
     parts.append("named resources:\n" + "\n".join(builtin_lines) + "\n" + resources_text)
 
     parts.append(_format_section("trackers", report["trackers"]))
+    if report["event_handlers"]:
+        parts.append(_format_section("event handlers", report["event_handlers"]))
     parts.append(_format_section("subcommands", report["subcommands"]))
     if report["hooks"]:
         parts.append(_format_section("hooks", report["hooks"]))

@@ -155,6 +155,13 @@ class register:
         return cls(PluginType.TRACKER, name=name)
 
     @classmethod
+    def event_handler(cls, name: str | None = None) -> register:
+        """Register a factory of the ``logging.Handler`` that records TorchX's events for
+        the destination ``name`` (the function's name by default): it wins over the
+        built-in ``console`` and ``null``, so a site sends events to its own telemetry."""
+        return cls(PluginType.EVENT_HANDLER, name=name)
+
+    @classmethod
     def named_resource(
         cls,
         name: str | None = None,

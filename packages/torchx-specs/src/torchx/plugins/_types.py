@@ -33,6 +33,9 @@ class PluginType(str, enum.Enum):
     SCHEDULER = "torchx.schedulers"
     NAMED_RESOURCE = "torchx.named_resources"
     TRACKER = "torchx.tracker"
+    EVENT_HANDLER = "torchx.event_handlers"
+    """A ``logging.Handler`` factory for TorchX's events, named after its destination
+    (``TORCHX_EVENTS_DESTINATION``)."""
 
     @property
     def namespace(self) -> str:
@@ -41,7 +44,7 @@ class PluginType(str, enum.Enum):
 
     @property
     def label(self) -> str:
-        """``scheduler``, ``named_resource`` or ``tracker``."""
+        """``scheduler``, ``named_resource``, ``tracker`` or ``event_handler``."""
         return self.name.lower()
 
 

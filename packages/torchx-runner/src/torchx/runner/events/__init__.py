@@ -133,9 +133,22 @@ def _nobody_listens(logger: logging.Logger) -> bool:
 def may_listen(destination: str = "null") -> bool:
     """False when an event sent to ``destination`` surely reaches nobody (cheap to ask).
 
-    Lets callers skip building costly event fields, such as the run config as JSON.
+    Lets callers skip building costly event fields, such as the run config as JSON. An
+    ``event_handler`` plugin named ``null`` listens to the default destination.
     """
-    return destination != "null" or "logging" in sys.modules
+    return destination != "null" or "logging" in sys.modules or _null_is_plugged()
+
+
+_plugged: list[bool] = []
+
+
+def _null_is_plugged() -> bool:
+    """Whether an ``event_handler`` plugin takes the ``null`` destination (asked once)."""
+    if not _plugged:
+        from torchx.plugins import PluginType, registry
+
+        _plugged.append("null" in registry().get(PluginType.EVENT_HANDLER))
+    return _plugged[0]
 
 
 def record(event: TorchxEvent, destination: str = "null") -> None:

@@ -13,11 +13,19 @@ DESTINATIONS = ("console", "null")
 
 
 def get_logging_handler(destination: str = "null") -> logging.Handler:
-    """A fresh handler for ``destination``: ``console`` prints to stderr, ``null`` drops."""
+    """A fresh handler for ``destination``: an ``event_handler`` plugin of that name
+    (``torchx.event_handlers``), else ``console`` (prints to stderr) or ``null`` (drops)."""
+    from torchx.plugins import PluginType, registry
+
+    factory = registry().get(PluginType.EVENT_HANDLER).get(destination)
+    if factory is not None:
+        handler: logging.Handler = factory()
+        return handler
     if destination == "console":
         return logging.StreamHandler()
     if destination == "null":
         return logging.NullHandler()
     raise ValueError(
         f"unknown event destination {destination!r}; accepted: {', '.join(DESTINATIONS)}"
+        " or an event_handler plugin's name (see `torchx plugins`)"
     )
