@@ -509,3 +509,56 @@ def test_a_component_named_by_its_module_path(
         finder.get_component(f"{package.name}.train:nope")
     by_file = finder.get_component(f"{package / 'train.py'}:trainer")
     assert by_file.fn.__name__ == "trainer"
+
+
+def test_a_component_file_loads_as_a_real_module(tmp_path: Path) -> None:
+    """Upstream's head (#1414): a file of a package loads under its dotted name, so its
+    relative imports and dataclasses work; a file alone imports the modules beside it."""
+    package = tmp_path / f"proj_{uuid.uuid4().hex[:6]}"
+    (package / "comps").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "comps" / "__init__.py").write_text("")
+    (package / "comps" / "defaults.py").write_text("IMAGE = 'from-a-sibling'\n")
+    (package / "comps" / "train.py").write_text(
+        textwrap.dedent(
+            '''
+            import dataclasses
+
+            import torchx.specs as specs
+
+            from .defaults import IMAGE
+
+
+            @dataclasses.dataclass
+            class Settings:
+                image: str = IMAGE
+
+
+            def trainer(name: str = "t") -> specs.AppDef:
+                """Trains.
+
+                Args:
+                    name: app name
+                """
+                role = specs.Role(name="t", image=Settings().image, entrypoint="echo")
+                return specs.AppDef(name=name, roles=[role])
+            '''
+        )
+    )
+    component = finder.get_component(f"{package / 'comps' / 'train.py'}:trainer")
+    assert component.fn.__module__ == f"{package.name}.comps.train"
+    assert materialize_appdef(component.fn, []).roles[0].image == "from-a-sibling"
+    again = finder.get_component(f"{package / 'comps' / 'train.py'}:trainer")
+    assert again.fn is component.fn  # the same module, loaded once
+
+    alone = tmp_path / f"alone_{uuid.uuid4().hex[:6]}"
+    alone.mkdir()
+    (alone / "helpers_for_alone.py").write_text("IMAGE = 'beside-it'\n")
+    (alone / "comp.py").write_text(
+        TRAINER.replace(
+            "import torchx.specs as specs\n",
+            "import torchx.specs as specs\nfrom helpers_for_alone import IMAGE\n",
+        ).replace('image="img"', "image=IMAGE")
+    )
+    found = finder.get_component(f"{alone / 'comp.py'}:trainer")
+    assert materialize_appdef(found.fn, ["--name", "x"]).roles[0].image == "beside-it"

@@ -376,6 +376,74 @@ class ModuleComponentsFinder(ComponentsFinder):
         return components
 
 
+class _ParentMissing(Exception):
+    """The package a component file belongs to cannot be imported in this process."""
+
+
+def _module_identities(path: str) -> list[tuple[str, str]]:
+    """(module name, the ``sys.path`` root it is found from) to load ``path`` as: its
+    dotted name in its package when it is in one, then its stem beside it."""
+    directory, filename = os.path.split(path)
+    stem = filename[:-3] if filename.endswith(".py") else filename
+    parts = [stem]
+    root = directory
+    while os.path.isfile(os.path.join(root, "__init__.py")):
+        root, package = os.path.split(root)
+        parts.insert(0, package)
+    found = []
+    if len(parts) > 1 and all(part.isidentifier() for part in parts):
+        found.append((".".join(parts), root))
+    if stem.isidentifier():
+        found.append((stem, directory))
+    return found
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _load_file_module(path: str, name: str, root: str) -> ModuleType:
+    """``path`` imported as module ``name`` with ``root`` on ``sys.path``."""
+    import importlib.util
+
+    base, n = name, 0
+    while (existing := sys.modules.get(name)) is not None:
+        if getattr(existing, "__file__", None) and _same_file(existing.__file__ or "", path):
+            return existing
+        n += 1
+        name = f"{base}_{n}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ComponentNotFoundException(f"{path} cannot be loaded as a Python module")
+    added = root not in sys.path
+    if added:
+        sys.path.append(root)
+    parent_name, _, leaf = name.rpartition(".")
+    parent = None
+    module = importlib.util.module_from_spec(spec)
+    try:
+        if parent_name:
+            try:
+                parent = importlib.import_module(parent_name)
+            except ImportError as e:
+                if e.name is not None and parent_name.startswith(e.name):
+                    raise _ParentMissing(parent_name) from None
+                raise
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        if added and root in sys.path:
+            sys.path.remove(root)
+        raise
+    if parent is not None:
+        setattr(parent, leaf, module)
+    return module
+
+
 class CustomComponentsFinder(ComponentsFinder):
     """The component ``function`` defined in the Python file ``filepath``."""
 
@@ -385,9 +453,31 @@ class CustomComponentsFinder(ComponentsFinder):
         self._function_name = function_name
 
     def _load_module(self, source: str) -> ModuleType:
+        """The file as Python itself would load it (upstream's #1414): a file of a package
+        (its directory holds ``__init__.py``) under its dotted name, the package's parent
+        directory on ``sys.path`` and the package imported first, so relative and sibling
+        imports resolve; any other file under its stem, its directory on ``sys.path``. The
+        module is in ``sys.modules`` (dataclasses, typing and pickle find it); loading a
+        file again gives the same module, and a name another file holds gets a suffix."""
+        path = os.path.abspath(self._filepath)
+        if not os.path.isfile(path):
+            return self._exec_source(source, path)
+        for name, root in _module_identities(path):
+            try:
+                return _load_file_module(path, name, root)
+            except _ParentMissing:
+                continue  # the package is not importable here: load the file alone
+            except SystemExit as e:  # would end torchx silently, mid-command
+                raise ComponentValidationException(
+                    f"component file {self._filepath} called sys.exit({e.code!r}) while it"
+                    ' was loaded; move script code under `if __name__ == "__main__":`'
+                ) from None
+        return self._exec_source(source, path)
+
+    def _exec_source(self, source: str, path: str) -> ModuleType:
+        """A file that is not on this file system: its source run in a new module."""
         import zlib
 
-        path = os.path.abspath(self._filepath)
         name = f"_torchx_component_file_{zlib.crc32(path.encode()):08x}"
         module = ModuleType(name)
         module.__file__ = path
