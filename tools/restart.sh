@@ -16,6 +16,10 @@ DOWN_S="${2:-3}"
 NAME=restart
 STATE="$BASE/restart"
 source "$HERE/lib/backend.sh"
+# A service started again here outlives the test run that asked for it (the next run on
+# the machine reuses it), so it must not inherit that run's temp dir, which the run
+# removes at its end: runc, under dockerd, keeps its exec files there.
+unset TMPDIR
 
 if [ "$SERVICE" = ray-dashboard ]; then
   [ -f "$BASE/ray/head.pid" ] || { echo "restart: the Ray cluster was not started by tools/ray-up.sh" >&2; exit 1; }
