@@ -81,6 +81,9 @@ _FOLLOW_POLL_S = 1.0
 _UNREAD_GRACE_S = 15.0
 _TAIL_LINES = 400  # of a failed replica's log, for its root cause
 _TERMINAL = (AppState.SUCCEEDED, AppState.FAILED, AppState.CANCELLED)
+
+_MONITOR_ROUND_S = 1.0
+"""How often Ray's job manager looks at each job (``JOB_MONITOR_LOOP_PERIOD_S``)."""
 _STAMP = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
 """The UTC time the driver's replica actor puts before each line it copies."""
 
@@ -490,10 +493,26 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
             )
 
     def _delete_existing(self, app_id: str) -> None:
+        """Stops the job if it runs, then deletes it. Ray's job monitor, which looks at a
+        job about once a second, writes the state of a job that just ended once more when
+        it finds the job's supervisor gone, and so brings a job deleted in between back
+        (as FAILED): the deletion is repeated until the job stays gone for as long as one
+        round of that monitor (:data:`_MONITOR_ROUND_S`, twice)."""
+        import time
+
         client, job_id = self._located(app_id)
         if _describe.JOB_STATES.get(str(client.job(job_id).get("status"))) not in _TERMINAL:
             self._cancel_existing(app_id)
         client.delete(job_id)
+        gone_since = time.monotonic()
+        while time.monotonic() - gone_since < 2 * _MONITOR_ROUND_S:
+            time.sleep(0.25)
+            try:
+                client.job(job_id)
+            except jobs_api.RayNotFoundError:
+                continue
+            client.delete(job_id)  # back from the monitor: again, and watch anew
+            gone_since = time.monotonic()
 
     # -- logs --------------------------------------------------------------------------------
 
