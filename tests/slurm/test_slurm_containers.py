@@ -250,3 +250,126 @@ def test_a_replica_slurm_cannot_start_says_why(
     assert failure is not None and failure.cause == "rejected", status
     assert failure.message.startswith("Slurm could not start it on n"), failure.message
     assert failure.message.endswith(": No such file or directory"), failure.message
+
+
+# -- workspace_type=docker: the workspace built into an image, which the replicas run in ---
+
+WORKSPACE_DOCKERFILE = "ARG IMAGE\nFROM $IMAGE\nWORKDIR /workspace\nCOPY . .\n"
+
+
+def _image_project(tmp_path: Path, note: str) -> Path:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "Dockerfile.torchx").write_text(WORKSPACE_DOCKERFILE)
+    (project / "note.txt").write_text(note)
+    (project / "train.py").write_text(
+        "import os\n"
+        "print(open('/opt/torchx/marker.txt').read().strip(), '|', os.getcwd(), '|',"
+        " open('note.txt').read())\n"
+    )
+    return project
+
+
+def _image_role(image: str, project: Path) -> Role:
+    return Role(
+        name="py",
+        image=image,
+        entrypoint="python3",
+        args=["train.py"],
+        resource=SMALL,
+        workspace=Workspace.from_str(str(project)),
+    )
+
+
+def test_a_workspace_built_into_an_image_runs_in_its_working_dir(
+    runner: Any, image: str, cache: Path, tmp_path: Path, workdir: Path
+) -> None:
+    """``workspace_type=docker, container=oci``: built by this host's daemon, unpacked from
+    it (no registry), started where the build put the code; nothing copied to the job dir."""
+    note = f"built {time.time_ns()}"
+    project = _image_project(tmp_path, note)
+    cfg = {"workspace_type": "docker", "container": "oci", "container_cache": str(cache)}
+    handle = runner.run(AppDef("img-ws", [_image_role(image, project)]), "slurm", cfg)
+    assert terminal_status(runner, handle, 90).state == AppState.SUCCEEDED
+    assert _log(runner, handle, "py") == f"{MARKER.strip()} | /workspace | {note}\n"
+    assert not (workdir / "note.txt").exists()
+
+
+def _registry_tags(name: str) -> set[str]:
+    """The tags the local registry holds for repository ``name`` (none before a push)."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://{REGISTRY}/v2/{name}/tags/list", timeout=10) as r:
+            return set(json.load(r).get("tags") or [])
+    except urllib.error.HTTPError as e:
+        if e.code == 404:
+            return set()
+        raise
+
+
+def test_with_image_repo_the_built_image_is_pushed_before_the_job(
+    runner: Any, image: str, cache: Path, tmp_path: Path
+) -> None:
+    note = f"pushed {time.time_ns()}"
+    project = _image_project(tmp_path, note)
+    repo = f"{REGISTRY}/torchx-test/slurm-workspace"
+    cfg = {
+        "workspace_type": "docker",
+        "container": "oci",
+        "container_cache": str(cache),
+        "image_repo": repo,
+        "quiet": True,
+    }
+    info = runner.dryrun(
+        AppDef("pushed-ws", [_image_role(image, project)]), "slurm", cfg, build_workspaces=True
+    )
+    ((local, (pushed_repo, tag)),) = info.request.images_to_push[1].items()
+    assert info.request.images_to_push[0] == "docker" and pushed_repo == repo
+    assert local == f"sha256:{tag}"
+    assert tag not in _registry_tags("torchx-test/slurm-workspace")  # a new build (the note)
+    handle = runner.schedule(info)
+    assert tag in _registry_tags("torchx-test/slurm-workspace")
+    assert terminal_status(runner, handle, 90).state == AppState.SUCCEEDED
+    assert _log(runner, handle, "py") == f"{MARKER.strip()} | /workspace | {note}\n"
+
+
+def test_an_image_workspace_on_pyxis_is_pushed_to_image_repo(
+    slurm_cluster: None, tmp_path: Path, workdir: Path
+) -> None:
+    """``container=none`` with ``workspace_type=docker`` is pyxis (the image must run in a
+    container): the dry run pushes to image_repo and starts in the image's working dir."""
+    project = _image_project(tmp_path, "x")
+    argv = [TORCHX, "run", "--dryrun", "-s", "slurm", "--workspace", str(project)]
+    component = ["utils.sh", "--image", IMAGE, "--", "python3", "train.py"]
+    proc = subprocess.run(
+        [*argv, "-cfg", f"workspace_type=docker,image_repo={REGISTRY}/team/trainer", *component],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    assert f"--container-image='{REGISTRY}#team/trainer:<workspace {project}" in proc.stdout
+    assert "--container-workdir" not in proc.stdout
+    missing = subprocess.run(
+        [*argv, "-cfg", "workspace_type=docker", *component],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert "set the `image_repo` run option" in one_error_line(missing, alone=False)
+
+
+def test_workspace_type_is_a_run_option_and_a_wrong_one_is_one_line(
+    slurm_cluster: None, workdir: Path
+) -> None:
+    opts = subprocess.run(
+        [TORCHX, "runopts", "slurm"], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    assert "workspace_type" in opts and "image_repo" in opts
+    proc = subprocess.run(
+        [TORCHX, "run", "--dryrun", "-s", "slurm", "-cfg", "workspace_type=podman",
+         "utils.sh", "--", "true"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert one_error_line(proc) == (
+        "torchx: error: workspace_type='podman' is not a workspace builder of this scheduler;"
+        " use one of dir, docker"
+    )

@@ -5,6 +5,7 @@ Jobs on a real cluster are tested in the top-level tests/slurm.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shlex
@@ -71,6 +72,20 @@ def role(name: str = "trainer", n: int = 1, **kwargs: object) -> Role:
     return Role(name=name, image="/img", num_replicas=n, **kwargs)  # type: ignore[arg-type]
 
 
+_HAS_IMAGE_BUILDER = importlib.util.find_spec("torchx.workspace.docker_workspace") is not None
+
+
+def test_an_image_workspace_without_its_package_names_the_extra(sched: SlurmScheduler) -> None:
+    if _HAS_IMAGE_BUILDER:
+        pytest.skip("torchx-workspace-docker is installed in this environment")
+    with pytest.raises(
+        ValueError,
+        match=r"^workspace_type=docker needs torchx-workspace-docker.*"
+        r"pip install 'torchx-sched-slurm\[workspace\]'$",
+    ):
+        sched.workspace_builder({"workspace_type": "docker"})
+
+
 class TestRunOpts:
     def test_every_upstream_option_plus_list_window(self, sched: SlurmScheduler) -> None:
         opts = sched.run_opts()
@@ -93,7 +108,10 @@ class TestRunOpts:
             "container_cache",
             "ssh",
             "strict_entrypoint",
+            "workspace_type",  # dir (the default), or docker with torchx-workspace-docker
+            *(["image_repo", "quiet", "build_args"] if _HAS_IMAGE_BUILDER else []),
         ]
+        assert opts.get("workspace_type").default == "dir"  # type: ignore[union-attr]
         assert opts.get("list_days").default == 3  # type: ignore[union-attr]
         assert opts.get("max_requeues").default == 10  # type: ignore[union-attr]
         assert SlurmOpts is Opts

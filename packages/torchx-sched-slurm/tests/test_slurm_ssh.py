@@ -192,7 +192,7 @@ class TestRequest:
         sched.build_workspace_and_update_role(role, str(tmp_path / "ws"), cfg)
         assert role.image == "runs/r1"
         assert not (tmp_path / "runs").exists() and not (tmp_path / "~").exists()
-        staged = sched._staged["runs/r1"]
+        staged = sched._dir_workspace.staged["runs/r1"]
         assert (Path(staged) / "train.py").read_text() == "print(1)\n"
         assert os.stat(os.path.dirname(staged)).st_mode & 0o077 == 0
         assert sched.planned_image(_role(), cfg) == "runs/r1"

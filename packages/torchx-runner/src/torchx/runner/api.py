@@ -30,6 +30,7 @@ from torchx.specs.api import (
     AppHandle,
     AppStatus,
     CfgVal,
+    Role,
     UnknownAppException,
     UnknownSchedulerException,
     Workspace,
@@ -147,6 +148,18 @@ def _copy_app(app: AppDef) -> AppDef:
     for role in app.roles:
         memo[id(role.overrides)] = role.overrides
     return deep_copy(app, memo)
+
+
+def _changed_beyond_image(before: Role, after: Role) -> bool:
+    """Whether a workspace build wrote to ``after`` more than its ``image`` (compared
+    field by field with ``==``: a field without value equality only costs a rebuild)."""
+    import dataclasses
+
+    return any(
+        getattr(before, f.name) != getattr(after, f.name)
+        for f in dataclasses.fields(Role)
+        if f.name != "image"
+    )
 
 
 def _set_run_id(app: AppDef, run_id: str) -> None:
@@ -798,6 +811,71 @@ class Runner:
                 self._apps[handle] = app
             _fill_event(ctx, dryrun_info, handle)
             return handle
+
+    @overload
+    def build_workspace(
+        self, app_or_role: Role, scheduler: str, cfg: Mapping[str, CfgVal] | None = None
+    ) -> str | None: ...
+
+    @overload
+    def build_workspace(
+        self, app_or_role: AppDef, scheduler: str, cfg: Mapping[str, CfgVal] | None = None
+    ) -> dict[tuple[str, Workspace], str]: ...
+
+    def build_workspace(
+        self,
+        app_or_role: AppDef | Role,
+        scheduler: str,
+        cfg: Mapping[str, CfgVal] | None = None,
+    ) -> dict[tuple[str, Workspace], str] | str | None:
+        """Builds workspaces once, for many submissions; ``app_or_role`` is not changed.
+
+        Pin the result onto each app with :func:`torchx.workspace.pin_workspace_images`
+        and submit them: none rebuilds. For an ``AppDef`` the result maps each
+        ``(image, workspace)`` pair of its roles, as written, to the image built from it
+        (a pair, not a role name, so it applies to other apps; roles sharing a pair are
+        built once). For a ``Role``, its built image, or ``None`` when it has no
+        workspace. Only ``Role.workspace`` is read (not ``run``'s ``workspace=``), and the
+        app is neither validated nor rendered into a request.
+
+        A role whose build changed more than its image (a builder that also sets ``env``,
+        say) cannot be pinned: its pair is left out, with a warning, and rebuilt at each
+        submission. A scheduler without workspaces gives ``{}`` (``None`` for a role).
+        """
+        from torchx.schedulers.api import as_workspace_scheduler
+        from torchx.util._startup.lazy_dataclass import deep_copy
+
+        written = app_or_role.roles if isinstance(app_or_role, AppDef) else [app_or_role]
+        memo: dict[int, Any] = {id(role.overrides): role.overrides for role in written}
+        roles: list[Role] = deep_copy(list(written), memo)
+        with log_event("build_workspace", scheduler):
+            sched = self._scheduler(scheduler)
+            builder = as_workspace_scheduler(sched)
+            if builder is None:
+                return None if isinstance(app_or_role, Role) else {}
+            builder.build_workspaces(roles, sched.run_opts().resolve(cfg or {}))
+        built: dict[tuple[str, Workspace], str] = {}
+        unpinnable: set[tuple[str, Workspace]] = set()
+        for before, after in zip(written, roles, strict=True):
+            if not before.workspace:
+                continue
+            pair = (before.image, before.workspace)
+            if _changed_beyond_image(before, after):
+                logger.warning(
+                    "role `%s` is rebuilt at each submission: building its workspace on"
+                    " %s changed more than its image, which pinning cannot carry",
+                    before.name,
+                    scheduler,
+                )
+                unpinnable.add(pair)
+            else:
+                built[pair] = after.image
+        for pair in unpinnable:
+            built.pop(pair, None)
+        if isinstance(app_or_role, Role):
+            ws = app_or_role.workspace
+            return built.get((app_or_role.image, ws)) if ws else None
+        return built
 
     def found_by_idempotency_key(self, app_handle: AppHandle) -> bool:
         """Whether this runner returned ``app_handle`` for an idempotency key because the

@@ -37,6 +37,15 @@ from torchx.schedulers._slurm.describe import (
     appstate_from_slurm_state,
     get_appstate_from_job,
 )
+from torchx.schedulers._slurm.workspaces import (
+    DOCKER,
+    SCRIPT_NAME,
+    SlurmDirWorkspace,
+    docker_builder,
+    docker_missing,
+)
+from torchx.schedulers._slurm.workspaces import remote_job_dir as _remote_job_dir
+from torchx.schedulers._slurm.workspaces import via as _via
 from torchx.schedulers.api import (
     DescribeAppResponse,
     ListAppResponse,
@@ -44,9 +53,10 @@ from torchx.schedulers.api import (
     Scheduler,
     with_full_job_id,
 )
-from torchx.specs.api import AppDef, AppDryRunInfo, AppState, CfgVal, Role, macros, runopts
+from torchx.specs.api import AppDef, AppDryRunInfo, AppState, CfgVal, macros, runopts
 from torchx.util.log import get_logger
-from torchx.workspace.dir_workspace import DirWorkspaceMixin, job_dir_exists
+from torchx.workspace.api import MultiWorkspaceMixin, WorkspaceMixin
+from torchx.workspace.dir_workspace import job_dir_exists
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -99,11 +109,6 @@ def __getattr__(name: str) -> object:
 SLURM_JOB_DIRS = ".torchxslurmjobdirs"
 """Upstream's per-directory ``<job id> = <job_dir>`` file; read (never written) for old jobs."""
 
-SCRIPT_NAME = "torchx-sbatch.sh"
-RESERVED_NAMES = (SCRIPT_NAME, ".torchx-oci", ".torchx-owner", ".torchx-env-")
-"""Names TorchX writes into a job's directory (the last a prefix: ``.torchx-env-<job id>``):
-a workspace entry of one of these names (a link, say) could stand in for TorchX's own
-file, so such a workspace is refused."""
 _STATUS_POLL_S = 1.0  # at most one squeue per second while following a log
 
 
@@ -143,10 +148,6 @@ def _job_id_of(code: int, out: str, err: str) -> str:
     return job_id
 
 
-def _in_container(cfg: Mapping[str, CfgVal]) -> bool:
-    return str(cfg.get("container") or "none") != "none"
-
-
 _Rows = list[ListAppResponse]
 """Rows of a listing (``list`` is a method name inside the scheduler class)."""
 
@@ -169,48 +170,8 @@ def _split_app_id(app_id: str) -> tuple[str, SshTarget | None]:
     return job_id, via
 
 
-def _via(cfg: Mapping[str, CfgVal] | None) -> SshTarget | None:
-    """The login node the ``ssh`` run option names, if any."""
-    value = (cfg or {}).get("ssh")
-    if not value:
-        return None
-    from torchx.schedulers._slurm.ssh import SshTarget
-
-    return SshTarget.parse(str(value))
-
-
-def _home_expanded(cfg: Mapping[str, CfgVal]) -> Mapping[str, CfgVal]:
-    """``cfg`` with a local ``job_dir``'s ``~`` expanded, as a shell would have done on
-    upstream's command line (over ssh ``~`` is the login node's home: see
-    :func:`_remote_job_dir`)."""
-    job_dir = cfg.get("job_dir")
-    if isinstance(job_dir, str) and job_dir.startswith("~"):
-        return {**cfg, "job_dir": os.path.expanduser(job_dir)}
-    return cfg
-
-
-def _remote_job_dir(job_dir: str) -> str:
-    """``job_dir`` as the login node's commands take it: ``~/x`` is ``x`` (they start in
-    the home there)."""
-    return job_dir[2:] if job_dir.startswith("~/") else job_dir
-
-
 def _app_id(job_id: str, via: SshTarget | None) -> str:
     return job_id if via is None else f"{job_id}@{via.spec}"
-
-
-def _refuse_reserved(copy: str, workspace: object) -> None:
-    """Refuses a workspace whose copy holds a name TorchX writes into the job's directory."""
-    taken = [
-        name
-        for name in sorted(os.listdir(copy))
-        if name in RESERVED_NAMES or name.startswith(RESERVED_NAMES[-1])
-    ]
-    if taken:
-        raise ValueError(
-            f"workspace {str(workspace)!r} holds {taken[0]!r}, a name TorchX writes into the job's"
-            " directory; rename it, or leave it out with a line in .torchxignore"
-        )
 
 
 _USERS: dict[SshTarget | None, str] = {}
@@ -291,11 +252,12 @@ class _ThrottledWatcher:
         return self._last[1]
 
 
-class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
+class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
     """Submits apps with ``sbatch`` and follows them with ``squeue``/``sacct``.
 
     The workspace (``job_dir`` run option) is copied into a new directory that the job
-    runs from; without it the job runs in the submit directory.
+    runs from; without it the job runs in the submit directory. ``workspace_type=docker``
+    builds it into an image instead (:mod:`torchx.schedulers._slurm.workspaces`).
     """
 
     log_time_bounds = False  # the .out/.err files keep no time per line
@@ -304,7 +266,8 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
     def __init__(self, session_name: str) -> None:
         super().__init__("slurm", session_name)
         self._partition_memory: dict[SshTarget | None, dict[str, int]] = {}
-        self._staged: dict[str, str] = {}  # remote job dir -> local copy of its workspace
+        self._dir_workspace = SlurmDirWorkspace()
+        self._builders: dict[str, WorkspaceMixin[Any]] | None = None
 
     def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
         """Slurm's commands here, the controller, the partitions, the accounting and the
@@ -315,69 +278,26 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
         container = str((cfg or {}).get("container") or "none")
         return readiness.checks(str(partition) if partition else None, container, _via(cfg))
 
-    def planned_image(self, role: Role, cfg: Mapping[str, CfgVal]) -> str:
-        """In a container the image stays the role's (the job dir is mounted into it);
-        over ssh the job dir is the login node's."""
-        job_dir = cfg.get("job_dir")
-        if _in_container(cfg):
-            return role.image
-        if _via(cfg) is not None and isinstance(job_dir, str):
-            return _remote_job_dir(job_dir)
-        return super().planned_image(role, _home_expanded(cfg))
+    def workspace_builders(self) -> Mapping[str, WorkspaceMixin[Any]]:
+        """``dir`` (the default), and ``docker`` where torchx-workspace-docker is installed
+        (made on first use: ``torchx status`` never needs it)."""
+        if self._builders is None:
+            builders: dict[str, WorkspaceMixin[Any]] = {"dir": self._dir_workspace}
+            image = docker_builder()
+            if image is not None:
+                builders[DOCKER] = image
+            self._builders = builders
+        return self._builders
 
-    def build_workspace_and_update_role(
-        self, role: Role, workspace: str, cfg: Mapping[str, CfgVal]
-    ) -> None:
-        """Copies the workspace into ``job_dir``; in a container the image stays. Over ssh
-        the copy is made here, in a private temp dir, and sent to ``job_dir`` on the
-        login node when the job is submitted."""
-        image = role.image
-        job_dir = cfg.get("job_dir")
-        if isinstance(job_dir, str):
-            from torchx.schedulers._slurm.validate import check_job_dir
+    def workspace_builder(self, cfg: Mapping[str, CfgVal]) -> tuple[str, WorkspaceMixin[Any]]:
+        if cfg.get(self.WORKSPACE_TYPE_OPT) == DOCKER and DOCKER not in self.workspace_builders():
+            raise docker_missing()
+        return super().workspace_builder(cfg)
 
-            check_job_dir(job_dir)
-        if _via(cfg) is not None and isinstance(job_dir, str):
-            job_dir = _remote_job_dir(job_dir)
-            if job_dir not in self._staged:
-                import shutil
-                import tempfile
-
-                staged = os.path.join(tempfile.mkdtemp(prefix="torchx-slurm-ws-"), "ws")
-                try:
-                    super().build_workspace_and_update_role(role, workspace, {"job_dir": staged})
-                    _refuse_reserved(staged, role.workspace or workspace)
-                except BaseException:
-                    shutil.rmtree(os.path.dirname(staged), ignore_errors=True)
-                    raise
-                self._staged[job_dir] = staged
-            role.image = job_dir
-        elif _via(cfg) is not None:
-            get_logger(__name__).debug(
-                "the workspace %s stays here: a job submitted over ssh without job_dir runs"
-                " in your home on the login node (-cfg job_dir=DIR sends the workspace there)",
-                role.workspace or workspace,
-            )
-        else:
-            cfg = _home_expanded(cfg)
-            job_dir = cfg.get("job_dir")
-            super().build_workspace_and_update_role(role, workspace, cfg)
-            if isinstance(job_dir, str):
-                try:
-                    _refuse_reserved(job_dir, role.workspace or workspace)
-                except ValueError:
-                    import shutil
-
-                    self.created_job_dirs().pop(os.path.abspath(job_dir), None)
-                    shutil.rmtree(job_dir, ignore_errors=True)
-                    raise
-        if _in_container(cfg):
-            role.image = image
-
-    def built_message(self, role: Role, old_image: str) -> str:
-        if role.image == old_image:  # a container's image: the copy is the job dir
-            return f"Copied workspace {role.workspace} of role `{role.name}` into the job dir"
-        return super().built_message(role, old_image)
+    def created_job_dirs(self) -> dict[str, object]:
+        """Job dirs the ``dir`` builder made for this scheduler object (see
+        :meth:`DirWorkspaceMixin.created_job_dirs`)."""
+        return self._dir_workspace.created_job_dirs()
 
     def _run_opts(self) -> runopts:
         from torchx.schedulers._slurm.request import (
@@ -418,12 +338,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
             raise
 
     def _drop_staged(self) -> None:
-        """Removes the local copies of workspaces staged for a submission over ssh."""
-        import shutil
-
-        for staged in self._staged.values():
-            shutil.rmtree(os.path.dirname(staged), ignore_errors=True)
-        self._staged.clear()
+        self._dir_workspace.drop_staged()
 
     def _request(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[SlurmBatchRequest]:
         """Checks the run options, the host and the cluster, then assembles the request
@@ -471,11 +386,20 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
             elif value is not None:
                 validate.check_option(key, str(value))
         mode = containers.check_mode(opts.container)
+        image_built = self.workspace_builder(cfg)[0] == DOCKER
+        images_to_push = None
+        if image_built:
+            # a workspace built into an image runs in it: pyxis pulls it from image_repo
+            # (pushed first); oci unpacks it from this host's daemon, or from image_repo
+            mode = "pyxis" if mode == "none" else mode
+            if mode == "pyxis" or cfg.get("image_repo"):
+                images_to_push = self.dryrun_push_images(app, cfg)
         if via is None:
             job_dir = os.path.abspath(os.path.expanduser(opts.job_dir)) if opts.job_dir else None
             workdir = job_dir or os.getcwd()
             validate.check_log_dir(workdir)
-            if job_dir is None or os.path.isdir(job_dir):
+            # a role run from a built image starts in the image, which holds its files
+            if not image_built and (job_dir is None or os.path.isdir(job_dir)):
                 for role in app.roles:
                     validate.check_role_files(
                         role, workdir, opts.strict_entrypoint, in_container=mode != "none"
@@ -519,7 +443,9 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
             )
             if mode == "oci"
             else None,
+            image_workdir=image_built,
         )
+        request.images_to_push = images_to_push
         from torchx.schedulers._slurm.array_request import SlurmArray, max_array_size, shown
 
         if isinstance(app, AppArray):  # a sweep: one more call, to split it where it must
@@ -541,6 +467,8 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
         import shutil
 
         req = dryrun_info.request
+        if req.images_to_push is not None:
+            self.push_images(req.images_to_push)  # before anything is made: nothing to undo
         if req.via is not None:
             return self._schedule_remote(req)
         created = self.created_job_dirs()
@@ -611,7 +539,9 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler["Opts"]):
 
         via = req.via
         assert via is not None
-        staged = self._staged.pop(req.job_dir, None) if req.job_dir is not None else None
+        staged = (
+            self._dir_workspace.staged.pop(req.job_dir, None) if req.job_dir is not None else None
+        )
         token = secrets.token_hex(16)
         from torchx.schedulers._slurm.array_request import script_of
 

@@ -13,9 +13,20 @@ from typing import Any
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from torchx.specs import Workspace
-    from torchx.workspace.api import WorkspaceMixin, walk_workspace
+    from torchx.workspace.api import (
+        MultiWorkspaceMixin,
+        WorkspaceMixin,
+        pin_workspace_images,
+        walk_workspace,
+    )
 
-__all__ = ["Workspace", "WorkspaceMixin", "walk_workspace"]
+__all__ = [
+    "MultiWorkspaceMixin",
+    "Workspace",
+    "WorkspaceMixin",
+    "pin_workspace_images",
+    "walk_workspace",
+]
 
 
 def __getattr__(name: str) -> Any:

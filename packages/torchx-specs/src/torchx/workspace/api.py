@@ -31,12 +31,14 @@ __all__ = [
     "ENV_WORKSPACE_MAX_MB",
     "TORCHX_IGNORE",
     "LocalFileSystem",
+    "MultiWorkspaceMixin",
     "PkgInfo",
     "Workspace",
     "WorkspaceBuilder",
     "WorkspaceMixin",
     "WorkspaceProgress",
     "WorkspaceTooLargeError",
+    "pin_workspace_images",
     "walk_workspace",
 ]
 
@@ -112,7 +114,12 @@ class WorkspaceMixin(abc.ABC, Generic[T]):
             old_image = role.image
             self.caching_build_workspace_and_update_role(role, cfg, build_cache)
             if role.image != old_image:
-                logger.info(self.built_message(role, old_image))
+                logger.info(self._builder_of(cfg).built_message(role, old_image))
+
+    def _builder_of(self, cfg: Mapping[str, CfgVal]) -> WorkspaceMixin[Any]:
+        """The object that builds for ``cfg``: this one (a :class:`MultiWorkspaceMixin`
+        answers the builder its ``workspace_type`` picks)."""
+        return self
 
     def built_message(self, role: Role, old_image: str) -> str:
         """The log line saying what building ``role``'s workspace gave (overridable: a
@@ -213,3 +220,112 @@ class WorkspaceMixin(abc.ABC, Generic[T]):
         raise NotImplementedError(
             f"{type(self).__name__} does not push images (push_images is not overridden)"
         )
+
+
+def _pushes(builder: WorkspaceMixin[Any]) -> bool:
+    """Whether ``builder`` has a push step (overrides :meth:`WorkspaceMixin.dryrun_push_images`);
+    a directory copy does not: its build already put the files where the job reads them."""
+    return type(builder).dryrun_push_images is not WorkspaceMixin.dryrun_push_images
+
+
+class MultiWorkspaceMixin(WorkspaceMixin[tuple[str, Any]]):
+    """A scheduler with several ways to build a workspace; the run option
+    ``workspace_type`` picks one.
+
+    Subclasses return ``{name: builder}`` from :meth:`workspace_builders` (the same
+    instances on every call: the push step finds its builder again by name); the first is
+    the default, so a scheduler that had one builder behaves as before until a user asks
+    for another. Every workspace call goes to the builder picked, and the run options are
+    the selector plus the union of the builders' options.
+    """
+
+    WORKSPACE_TYPE_OPT: str = "workspace_type"
+    """The run option naming the builder."""
+
+    @abc.abstractmethod
+    def workspace_builders(self) -> Mapping[str, WorkspaceMixin[Any]]:
+        """``{name: builder}``, the default first; build it once (in ``__init__``)."""
+
+    def workspace_opts(self) -> runopts:
+        """``workspace_type`` and every builder's options (a later builder's declaration
+        of a shared name wins: builders sharing a name must mean one thing by it)."""
+        builders = self.workspace_builders()
+        if not builders:
+            raise ValueError(f"{type(self).__name__}.workspace_builders() offers no builder")
+        names = list(builders)
+        opts = runopts()
+        opts.add(
+            self.WORKSPACE_TYPE_OPT,
+            type_=str,
+            default=names[0],
+            help=f"how the workspace is built: {' or '.join(names)} (default {names[0]})",
+        )
+        for builder in builders.values():
+            opts.update(builder.workspace_opts())
+        return opts
+
+    def workspace_builder(self, cfg: Mapping[str, CfgVal]) -> tuple[str, WorkspaceMixin[Any]]:
+        """``(name, builder)`` that ``cfg["workspace_type"]`` names (the default when unset).
+
+        Raises:
+            ValueError: no builder of that name; the message lists those offered.
+        """
+        builders = self.workspace_builders()
+        name = cfg.get(self.WORKSPACE_TYPE_OPT)
+        if name is None:
+            name = next(iter(builders))
+        if not isinstance(name, str) or name not in builders:
+            raise ValueError(
+                f"{self.WORKSPACE_TYPE_OPT}={name!r} is not a workspace builder of this"
+                f" scheduler; use one of {', '.join(builders)}"
+            )
+        return name, builders[name]
+
+    def _builder_of(self, cfg: Mapping[str, CfgVal]) -> WorkspaceMixin[Any]:
+        return self.workspace_builder(cfg)[1]
+
+    def caching_build_workspace_and_update_role(
+        self, role: Role, cfg: Mapping[str, CfgVal], build_cache: dict[object, object]
+    ) -> None:
+        """Builds ``role``'s workspace with the builder ``cfg`` picks."""
+        self._builder_of(cfg).caching_build_workspace_and_update_role(role, cfg, build_cache)
+
+    def planned_image(self, role: Role, cfg: Mapping[str, CfgVal]) -> str:
+        return self._builder_of(cfg).planned_image(role, cfg)
+
+    def build_workspace_and_update_role(
+        self, role: Role, workspace: str, cfg: Mapping[str, CfgVal]
+    ) -> None:
+        """The older hook, answered by the builder ``cfg`` picks (callers of a scheduler
+        that had one builder keep working)."""
+        self._builder_of(cfg).build_workspace_and_update_role(role, workspace, cfg)
+
+    def dryrun_push_images(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> tuple[str, Any]:
+        """``(builder name, its push plan)``; the plan is ``None`` for a builder without a
+        push step, and :meth:`push_images` then pushes nothing."""
+        name, builder = self.workspace_builder(cfg)
+        return name, builder.dryrun_push_images(app, cfg) if _pushes(builder) else None
+
+    def push_images(self, images_to_push: tuple[str, Any]) -> None:
+        """Pushes the plan of :meth:`dryrun_push_images` with the builder that made it."""
+        name, images = images_to_push
+        if images is not None:
+            self.workspace_builders()[name].push_images(images)
+
+
+def pin_workspace_images(app: AppDef, images: Mapping[tuple[str, Workspace], str]) -> None:
+    """Points the roles of ``app`` at images built before, so submitting it builds nothing.
+
+    ``images`` is what :meth:`torchx.runner.Runner.build_workspace` returned:
+    ``{(base image, workspace): built image}``. A role whose own ``(image, workspace)``
+    pair is there gets the built image and loses its workspace (nothing left to build);
+    a role with no workspace, or a pair nobody built (the same workspace on another base
+    image is another build), is left as it is. Changes ``app`` in place.
+    """
+    for role in app.roles:
+        if not role.workspace:
+            continue
+        built = images.get((role.image, role.workspace))
+        if built is not None:
+            role.image = built
+            role.workspace = None

@@ -72,8 +72,10 @@ def enroot_uri(image: str) -> str:
     return image
 
 
-def pyxis_srun_opts(role: Role, workdir: str) -> dict[str, str]:
-    """pyxis's options for one replica of ``role`` (the image pulled by enroot on the node)."""
+def pyxis_srun_opts(role: Role, workdir: str, image_workdir: bool = False) -> dict[str, str]:
+    """pyxis's options for one replica of ``role`` (the image pulled by enroot on the node);
+    it starts in ``workdir``, or with ``image_workdir`` in the image's own (enroot's
+    default)."""
     if any(c in workdir for c in ":,"):
         raise ValueError(
             f"the job's directory {workdir!r} holds ':' or ',', which pyxis's"
@@ -86,11 +88,10 @@ def pyxis_srun_opts(role: Role, workdir: str) -> dict[str, str]:
             mounts.append(f"{mount.src_path}:{mount.dst_path}" + (":ro" if mount.read_only else ""))
         elif isinstance(mount, DeviceMount):
             mounts.append(f"{mount.src_path}:{mount.dst_path}")
-    return {
-        "container-image": enroot_uri(role.image),
-        "container-mounts": ",".join(mounts),
-        "container-workdir": workdir,
-    }
+    opts = {"container-image": enroot_uri(role.image), "container-mounts": ",".join(mounts)}
+    if not image_workdir:
+        opts["container-workdir"] = workdir
+    return opts
 
 
 def oci_srun_opts(bundle: str) -> dict[str, str]:

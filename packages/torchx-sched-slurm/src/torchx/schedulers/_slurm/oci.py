@@ -276,6 +276,8 @@ class RoleBundle:
     workdir: str
     mounts: list[BindMount | VolumeMount | DeviceMount]
     gpus: bool = False
+    image_workdir: bool = False
+    """Start in the image's working directory, not ``workdir`` (a ``docker`` workspace)."""
 
 
 def _bind(source: str, destination: str, read_only: bool) -> dict[str, Any]:
@@ -289,7 +291,8 @@ def bundle_config(image_config: dict[str, Any], rootfs: str, bundle: RoleBundle)
     config.pop("hooks", None)  # programs run on the node, outside the container: never taken
     process = dict(config.get("process") or {})
     process["terminal"] = False
-    process["cwd"] = bundle.workdir
+    if not bundle.image_workdir or not process.get("cwd"):
+        process["cwd"] = bundle.workdir
     process.pop("rlimits", None)  # the job's own limits (Slurm propagates them) apply
     if bundle.gpus:
         # an NVIDIA hook (nvidia-container-runtime in oci.conf) mounts the driver and the

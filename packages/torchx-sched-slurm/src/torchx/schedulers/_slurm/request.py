@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from typing import Any
 
 from torchx.schedulers.api import HELP_KEY, StructuredOpts
 from torchx.settings import ENV_TORCHX_ATTEMPT
@@ -429,7 +430,8 @@ class SlurmBatchRequest:
     be requeued after its warning (None otherwise), at most ``max_requeues`` times.
     ``bundles`` are the OCI bundles
     (``container=oci``) to make, from images unpacked into ``container_cache``, before
-    the job is queued.
+    the job is queued. ``images_to_push`` is the ``docker`` workspace builder's push plan,
+    ``(builder name, images)``, pushed before anything else; None when nothing is pushed.
     """
 
     cmd: list[str]
@@ -447,6 +449,7 @@ class SlurmBatchRequest:
     """The login node (``ssh`` run option) the job is submitted through, if any."""
     array: SlurmArray | None = None
     """A sweep's job array(s): ``replicas`` are then its elements, one per position."""
+    images_to_push: tuple[str, Any] | None = None
 
     def materialize(self) -> str:
         """The batch script.
@@ -643,7 +646,9 @@ class RoleTemplate:
         )
 
 
-def _app_bundle(bundles: list[RoleBundle], role: Role, path: str, workdir: str) -> RoleBundle:
+def _app_bundle(
+    bundles: list[RoleBundle], role: Role, path: str, workdir: str, image_workdir: bool
+) -> RoleBundle:
     """The one bundle every role of a ``container=oci`` app runs in (made at ``path`` by
     the first role): ``srun`` 22.05 to 25.x keeps a single ``--container`` per het step
     (the path it copies between components is freed when a later component sets its own,
@@ -653,7 +658,9 @@ def _app_bundle(bundles: list[RoleBundle], role: Role, path: str, workdir: str) 
     mounts = list(role.mounts)
     if not bundles:
         bundles.append(
-            RoleBundle(role.name, role.image, path, workdir, mounts, role.resource.gpu > 0)
+            RoleBundle(
+                role.name, role.image, path, workdir, mounts, role.resource.gpu > 0, image_workdir
+            )
         )
         return bundles[0]
     first = bundles[0]
@@ -682,6 +689,7 @@ def assemble(
     warning_lead_s: int | None,
     bundles_dir: str,
     container_cache: str | None,
+    image_workdir: bool = False,
 ) -> SlurmBatchRequest:
     """The request for ``app``: its ``sbatch`` command and one het component per replica.
 
@@ -690,6 +698,8 @@ def assemble(
     ``bundles_dir`` where ``container=oci`` bundles are made ("" otherwise);
     ``gpus_per_node`` whether the cluster's Slurm takes ``--gpus-per-node``. A sweep gets
     one replica per element (the scheduler adds its arrays, ``array_request``).
+    ``image_workdir``: in a container, start in the image's working directory (where a
+    ``docker`` workspace build put the code) rather than the job's directory.
     """
     from torchx.schedulers._slurm import containers
     from torchx.schedulers.ids import current_key
@@ -725,9 +735,11 @@ def assemble(
         role_label = safe_name(role.name) or "role"
         container_opts: dict[str, str] = {}
         if mode == "pyxis":
-            container_opts = containers.pyxis_srun_opts(role, job_dir or workdir)
+            container_opts = containers.pyxis_srun_opts(role, job_dir or workdir, image_workdir)
         elif mode == "oci":
-            bundle = _app_bundle(bundles, role, f"{bundles_dir}/{role_label}", workdir)
+            bundle = _app_bundle(
+                bundles, role, f"{bundles_dir}/{role_label}", workdir, image_workdir
+            )
             container_opts = containers.oci_srun_opts(bundle.path)
         template = RoleTemplate(
             role,
