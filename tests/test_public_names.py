@@ -16,7 +16,7 @@ UPSTREAM = json.loads((Path(__file__).parent / "data" / "upstream-public-names.j
 HEAD = json.loads((Path(__file__).parent / "data" / "upstream-head-modules.json").read_text())[
     "modules"
 ]
-MODULE_INTERNALS = {"log", "logger", "T", "F"}
+MODULE_INTERNALS = {"log", "logger", "T", "F", "Ret"}
 """Names upstream's modules define for themselves (a module logger, a TypeVar)."""
 _ROW = re.compile(r"^\| `(?P<module>torchx[\w.]*)` \| `(?P<name>\w+)` \| (?P<why>.+) \|$")
 _MODULE_ROW = re.compile(r"^\| `(?P<module>torchx[\w.]*)` \| (?P<why>[^`|].+) \|$")

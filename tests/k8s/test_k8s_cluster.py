@@ -363,3 +363,34 @@ def test_ddp_2x2_from_a_pushed_workspace(namespace: str, tmp_path: Path) -> None
     # ranks 0 and 1 ran on the first pod: the one that hosts the rendezvous under its name
     assert [r[0] for r in ranks if "-train-0: " in r] == ["0", "1"], ranks
     assert "finished SUCCEEDED" in out
+
+
+def test_describe_native_reads_the_apps_objects_back(namespace: str) -> None:
+    """``Runner.describe_native`` (upstream's #1407): what the cluster holds, in the dry
+    run's request type, for a Volcano job and for a batch app's Services and Jobs."""
+    from torchx.runner import get_runner
+    from torchx.schedulers.kubernetes_scheduler import KubernetesJob
+
+    with get_runner() as runner:
+        for cfg, kinds in (
+            ({"queue": "default", "namespace": namespace}, None),
+            (batch(namespace), ["Service", "Job"]),
+        ):
+            planned = runner.dryrun(sh("true"), "kubernetes", cfg).request
+            handle = runner.run(sh("true"), "kubernetes", cfg)
+            info = runner.describe_native(handle)
+            assert info is not None and isinstance(info.request, KubernetesJob)
+            live = info.request.resource
+            assert info.request.images_to_push == {} and info.request.namespace == namespace
+            if kinds is None:  # the Volcano job itself, with what the server added
+                assert live["kind"] == planned.resource["kind"] == "Job"
+                assert live["apiVersion"] == "batch.volcano.sh/v1alpha1"
+                assert live["metadata"]["uid"] and live["spec"]["tasks"][0]["replicas"] == 1
+            else:
+                assert live["kind"] == "List"
+                assert [o["kind"] for o in live["items"]] == kinds
+                wanted = [o["metadata"]["name"] for o in planned.resource["items"]]
+                assert len({o["metadata"]["name"] for o in live["items"]}) == len(set(wanted))
+            assert "kind:" in str(info.request)  # YAML that kubectl apply -f takes
+            runner.delete(handle)
+            assert runner.describe_native(handle) is None

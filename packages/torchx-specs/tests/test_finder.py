@@ -562,3 +562,99 @@ def test_a_component_file_loads_as_a_real_module(tmp_path: Path) -> None:
     )
     found = finder.get_component(f"{alone / 'comp.py'}:trainer")
     assert materialize_appdef(found.fn, ["--name", "x"]).roles[0].image == "beside-it"
+
+
+CLASS_COMPONENT = '''
+from __future__ import annotations
+
+import dataclasses
+
+import torchx.specs as specs
+
+
+@dataclasses.dataclass
+class Trainer:
+    """Trains a model.
+
+    Args:
+        epochs: how many passes over the data
+        lr: the learning rate
+    """
+
+    epochs: int
+    lr: float = 0.1
+
+    def build(self) -> specs.AppDef:
+        role = specs.Role(
+            "train", "img", entrypoint="python",
+            args=["-m", "train", f"--epochs={self.epochs}", f"--lr={self.lr}"],
+        )
+        return specs.AppDef("trainer", [role])
+
+
+class Base:
+    def build(self) -> specs.AppDef:
+        return specs.AppDef(type(self).__name__.lower(), [specs.Role("r", "img", entrypoint="echo")])
+
+
+class Inherited(Base):
+    """Builds with its parent's build().
+
+    Args:
+        name: unused
+    """
+
+    def __init__(self, name: str = "n") -> None:
+        self.name = name
+
+
+class NoBuild:
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+
+class WrongReturn:
+    def build(self) -> str:
+        return "not an app"
+'''
+
+
+def test_a_class_with_build_is_a_component(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Upstream's head (#1416): the constructor's parameters are the component's arguments
+    (types, defaults and help from the class), ``build()`` makes the app; by file or by
+    ``pkg.mod:Name``."""
+    path = tmp_path / f"classcomp_{uuid.uuid4().hex[:6]}.py"
+    path.write_text(CLASS_COMPONENT)
+    component = finder.get_component(f"{path}:Trainer")
+    assert component.validation_errors == []
+    assert component.description == "Trains a model."
+    app = materialize_appdef(component.fn, ["--epochs", "3"])
+    assert app.roles[0].args == ["-m", "train", "--epochs=3", "--lr=0.1"]
+    with pytest.raises(ValueError, match="epochs"):
+        materialize_appdef(component.fn, ["--epochs", "three"])
+    inherited = finder.get_component(f"{path}:Inherited")
+    assert materialize_appdef(inherited.fn, ["--name", "x"]).name == "inherited"
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    by_module = finder.get_component(f"{path.stem}:Trainer")
+    assert materialize_appdef(by_module.fn, ["--epochs", "1", "--lr", "2"]).roles[0].args[-1] == (
+        "--lr=2.0"
+    )
+
+
+def test_a_class_without_build_or_returning_no_appdef_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / f"classcomp_{uuid.uuid4().hex[:6]}.py"
+    path.write_text(CLASS_COMPONENT)
+    with pytest.raises(
+        finder.ComponentValidationException,
+        match="Class component `NoBuild` must define a `build\\(self\\) -> AppDef` method",
+    ):
+        finder.get_component(f"{path}:NoBuild")
+    with pytest.raises(finder.ComponentValidationException, match="incorrect return annotation"):
+        finder.get_component(f"{path}:WrongReturn")
+    from torchx.specs.file_linter import validate
+
+    assert validate(str(path), "Trainer") == []
+    assert [m.description for m in validate(str(path), "WrongReturn")] == [
+        "Function: build has incorrect return annotation `str`, supported annotation: AppDef"
+    ]

@@ -631,6 +631,33 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             response.progress_tail = functools.partial(tail, first)  # read when asked
         return response
 
+    def describe_native(self, app_id: str) -> AppDryRunInfo[KubernetesJob] | None:
+        """The app's objects as the cluster holds them now (its Volcano job or JobSet, or
+        for ``job_type=batch`` a ``List`` of its Services and Jobs), in the request type of
+        a dry run; ``images_to_push`` is empty (they were pushed at submission). None once
+        the app is gone."""
+        ns, job_type, name = _parse_app_id(app_id)
+        resource: dict[str, Any] | None
+        if job_type == "volcano":
+            resource = self._volcano_job(ns, name)
+        elif job_type == "jobset":
+            resource = self._jobset(ns, name)
+        else:
+            selector = f"{LABEL_INSTANCE}={name}"
+            jobs = self._batch_jobs(ns, selector)
+            core = self._core()
+            services = _client.read_json(
+                core.list_namespaced_service, "listing services", ns, ns, label_selector=selector
+            )
+            items = [
+                *({"apiVersion": "v1", "kind": "Service", **o} for o in services.get("items") or []),
+                *({"apiVersion": "batch/v1", "kind": "Job", **o} for o in jobs),
+            ]
+            resource = {"apiVersion": "v1", "kind": "List", "items": items} if jobs else None
+        if resource is None:
+            return None
+        return AppDryRunInfo(KubernetesJob(images_to_push={}, resource=resource, namespace=ns), repr)
+
     def _events(self, ns: str, pod: str) -> list[dict[str, Any]]:
         """The events of one pod (kubelet's pulls), none when they cannot be read."""
         core = self._core()

@@ -253,6 +253,14 @@ def _find_function(tree: ast.AST, name: str) -> ast.FunctionDef | None:
     return None
 
 
+def _find_class(tree: ast.AST, name: str) -> ast.ClassDef | None:
+    """The top-level class definition called ``name``."""
+    for node in tree.body if isinstance(tree, ast.Module) else []:
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            return node
+    return None
+
+
 def validate_tree(
     tree: ast.AST,
     component_function: str,
@@ -260,6 +268,11 @@ def validate_tree(
 ) -> list[LinterMessage]:
     """``validate`` on an already parsed module (lets the finder parse each file once)."""
     fn_def = _find_function(tree, component_function)
+    if fn_def is None and (cls := _find_class(tree, component_function)) is not None:
+        # a class component (``Cls(...).build()``): statically, only a ``build`` written in
+        # the class is checked (an inherited one is checked when the class is loaded)
+        builds = [s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "build"]
+        return [m for b in builds for m in ReturnTypeValidator("AppDef").validate(b)]
     if fn_def is None:
         return [
             LinterMessage(

@@ -444,6 +444,34 @@ def _load_file_module(path: str, name: str, root: str) -> ModuleType:
     return module
 
 
+def _class_component(cls: type) -> tuple[Callable[..., Any] | None, str | None]:
+    """A class as a component (upstream's #1416): its constructor's parameters are the
+    component's arguments and ``build(self) -> AppDef`` makes the app. Returns the function
+    that does ``cls(...).build()``, which argparse and ``--help`` read like any component
+    (the class's signature, docstring and annotations), or the reason it is no component."""
+    if not callable(getattr(cls, "build", None)):
+        return None, (
+            f"Class component `{cls.__name__}` must define a `build(self) -> AppDef` method"
+        )
+    import inspect
+
+    def component(*args: Any, **kwargs: Any) -> Any:
+        return cls(*args, **kwargs).build()
+
+    init = cls.__init__
+    component.__name__ = cls.__name__
+    component.__qualname__ = cls.__qualname__
+    component.__module__ = cls.__module__
+    component.__doc__ = cls.__doc__
+    component.__signature__ = inspect.signature(cls)  # type: ignore[attr-defined]
+    hints = dict(getattr(init, "__annotations__", {}))
+    hints.pop("return", None)
+    component.__annotations__ = hints
+    # where the annotations are evaluated (typing.get_type_hints follows __wrapped__)
+    component.__wrapped__ = init  # type: ignore[attr-defined]
+    return component, None
+
+
 class CustomComponentsFinder(ComponentsFinder):
     """The component ``function`` defined in the Python file ``filepath``."""
 
@@ -535,12 +563,18 @@ class CustomComponentsFinder(ComponentsFinder):
         self._check_defined(tree)
         module = self._load_module(source)
         fn = getattr(module, self._function_name, None)
+        name = f"{self._filepath}:{self._function_name}"
+        if isinstance(fn, type) and fn.__module__ == module.__name__:
+            adapted, problem = _class_component(fn)
+            if problem is not None:
+                return [_Component(name, None, self._function_name, fn, [problem])]
+            fn = adapted
         if not isinstance(fn, FunctionType):
             return []
         errors = _lint_messages(validate_tree(tree, self._function_name, validators))
         return [
             _Component(
-                name=f"{self._filepath}:{self._function_name}",
+                name=name,
                 description=None,
                 fn_name=self._function_name,
                 fn=fn,
@@ -700,9 +734,12 @@ def get_components(
 
 
 def _from_import_path(
-    name: str, validators: Sequence[ComponentFunctionValidator] | None
+    name: str,
+    validators: Sequence[ComponentFunctionValidator] | None,
+    classes: bool = False,
 ) -> _Component | None:
-    """``package.module.function`` → that function, when it is a component."""
+    """``package.module.function`` → that function, when it is a component; with
+    ``classes`` (``pkg.mod:Name``), a class with ``build()`` defined there too."""
     module_name, _, fn_name = name.rpartition(".")
     if not module_name or not fn_name:
         return None
@@ -711,7 +748,14 @@ def _from_import_path(
     except Exception:
         return None
     fn = getattr(module, fn_name, None)
-    if not isinstance(fn, FunctionType) or getattr(fn, "__module__", None) != module.__name__:
+    if getattr(fn, "__module__", None) != module.__name__:
+        return None
+    if classes and isinstance(fn, type):
+        adapted, problem = _class_component(fn)
+        if problem is not None:
+            return _Component(name, None, fn_name, fn, [problem])
+        fn = adapted
+    if not isinstance(fn, FunctionType):
         return None
     path = getattr(module, "__file__", None)
     if not path:
@@ -787,7 +831,7 @@ def get_component(
     if ":" in name:
         filepath, _, fn_name = name.rpartition(":")
         if _is_module_path(filepath):  # `pkg.mod:fn`, as upstream's head names one
-            dotted = _from_import_path(f"{filepath}.{fn_name}", validators)
+            dotted = _from_import_path(f"{filepath}.{fn_name}", validators, classes=True)
             if dotted is None:
                 raise ComponentNotFoundException(
                     f"Component `{name}` not found: module `{filepath}` cannot be imported or"

@@ -262,10 +262,6 @@ class Opts(StructuredOpts):
         default=None,
         metadata={HELP_KEY: "extra annotations of the job and its pods, KEY:VALUE pairs"},
     )
-    image_repo: str | None = field(
-        default=None,
-        metadata={HELP_KEY: "the image repository to push workspace images to"},
-    )
     image_pull_timeout: int = field(
         default=IMAGE_PULL_TIMEOUT_S,
         metadata={
