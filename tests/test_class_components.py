@@ -57,7 +57,9 @@ def test_a_class_component_runs_and_documents_its_flags(tmp_path: Path) -> None:
     ran = torchx("run", "-s", "local_cwd", "--wait", "--log", "greeting.py:Greeter",
                  "--who", "ada", "--times", "2")  # fmt: skip
     assert ran.returncode == 0, ran.stderr
-    assert ran.stderr.count("greet/0 hello ada\n") == 2  # the logs go to stderr, the handle to stdout
+    assert (
+        ran.stderr.count("greet/0 hello ada\n") == 2
+    )  # the logs go to stderr, the handle to stdout
     broken = torchx("run", "-s", "local_cwd", "greeting.py:Broken")
     assert "Class component `Broken` must define a `build(self) -> AppDef` method" in (
         one_error_line(broken)

@@ -650,13 +650,18 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                 core.list_namespaced_service, "listing services", ns, ns, label_selector=selector
             )
             items = [
-                *({"apiVersion": "v1", "kind": "Service", **o} for o in services.get("items") or []),
+                *(
+                    {"apiVersion": "v1", "kind": "Service", **o}
+                    for o in services.get("items") or []
+                ),
                 *({"apiVersion": "batch/v1", "kind": "Job", **o} for o in jobs),
             ]
             resource = {"apiVersion": "v1", "kind": "List", "items": items} if jobs else None
         if resource is None:
             return None
-        return AppDryRunInfo(KubernetesJob(images_to_push={}, resource=resource, namespace=ns), repr)
+        return AppDryRunInfo(
+            KubernetesJob(images_to_push={}, resource=resource, namespace=ns), repr
+        )
 
     def _events(self, ns: str, pod: str) -> list[dict[str, Any]]:
         """The events of one pod (kubelet's pulls), none when they cannot be read."""
