@@ -594,7 +594,8 @@ class Trainer:
 
 class Base:
     def build(self) -> specs.AppDef:
-        return specs.AppDef(type(self).__name__.lower(), [specs.Role("r", "img", entrypoint="echo")])
+        role = specs.Role("r", "img", entrypoint="echo")
+        return specs.AppDef(type(self).__name__.lower(), [role])
 
 
 class Inherited(Base):

@@ -458,7 +458,7 @@ def _class_component(cls: type) -> tuple[Callable[..., Any] | None, str | None]:
     def component(*args: Any, **kwargs: Any) -> Any:
         return cls(*args, **kwargs).build()
 
-    init = cls.__init__
+    init: Any = cls.__init__  # type: ignore[misc]  # the class's own constructor
     component.__name__ = cls.__name__
     component.__qualname__ = cls.__qualname__
     component.__module__ = cls.__module__
