@@ -29,7 +29,7 @@ extensions = [
 # The copy button takes the commands of a console block without their `$ ` and `> `
 # prompts, and leaves its output out: what it copies pastes into a shell as it is
 # (docs/test_paste.py checks every block that way).
-copybutton_prompt_text = r"\$ |>( |$)"
+copybutton_prompt_text = r"\$ |>(?: |$)"  # no capturing group: the copy keeps group 2
 copybutton_prompt_is_regexp = True
 copybutton_only_copy_prompt_lines = True
 copybutton_selector = "div.highlight-console pre, div.highlight-shell pre, div.highlight-bash pre"
