@@ -6,7 +6,7 @@ set -euo pipefail
 STATE="${TORCHX_CI_STATE:-/tmp/torchx-ci}/chromium"
 NAME=chromium-up
 source "$(dirname "$0")/lib/backend.sh"
-answers() { command -v chromium >/dev/null 2>&1 && command -v node >/dev/null 2>&1; }
+answers() { command -v chromium >/dev/null 2>&1; }
 check_or_reuse "${1:-}" "$(chromium --version 2>/dev/null || echo chromium)"
-apt_install chromium nodejs  # node runs the site's copy-button code (docs/test_paste.py)
+apt_install chromium
 echo "$NAME: $(chromium --version 2>/dev/null)"
