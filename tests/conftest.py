@@ -27,3 +27,13 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     work.mkdir()
     monkeypatch.chdir(work)
     return work
+
+
+@pytest.fixture(params=["local_cwd", "slurm", "kubernetes"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[object]:
+    """The backend a loop behaviour is checked on: the test runs once per backend, as a
+    user would on each (torchx_testsupport.backends)."""
+    from torchx_testsupport.backends import backend_for
+
+    with backend_for(request.param, tmp_path) as found:
+        yield found

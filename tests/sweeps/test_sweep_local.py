@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from torchx_testsupport import one_error_line
 from torchx_testsupport.sweep import (
     ARRAY_2X2,
     COMPONENT,
@@ -226,3 +227,29 @@ def test_a_scheduler_without_arrays_refuses_a_sweep_in_one_line(home: Path) -> N
             assert "cannot run a sweep as one submission" in str(e) and "\n" not in str(e)
         else:
             raise AssertionError("a sweep reached a scheduler that cannot run one")
+
+
+def test_a_typed_list_argument_is_swept_word_by_word_and_decoded(home: Path) -> None:
+    (home / "nums.py").write_text(
+        "import torchx.specs as specs\n\n\n"
+        "def total(nums: list[int]) -> specs.AppDef:\n"
+        '    """Adds numbers.\n\n    Args:\n        nums: the numbers\n    """\n'
+        "    role = specs.Role('add', '/', entrypoint='echo', args=[str(sum(nums)),"
+        " type(nums[0]).__name__])\n"
+        "    return specs.AppDef('total', [role])\n"
+    )
+    run = _torchx("run", "-s", "local_cwd", "--sweep", "nums=1 2,3 4 5", "nums.py:total", cwd=home)
+    assert run.returncode == 0, run.stderr
+    assert sorted(line for line in run.stderr.splitlines() if line.startswith("add/")) == [
+        "add/0 3 int",
+        "add/1 12 int",
+    ]
+
+
+def test_an_argument_both_given_and_swept_is_a_usage_error(home: Path) -> None:
+    (home / "t.py").write_text("print(1)\n")
+    for extra in (["--script", "t.py", "--", "--lr", "1"], ["--script", "t.py"]):
+        swept = "script_args=--lr 0.1,--lr 0.01" if "--" in extra else "script=a.py,b.py"
+        run = _torchx("run", "-s", "local_cwd", "--sweep", swept, "dist.ddp", *extra, cwd=home)
+        assert run.returncode == 2, run.stderr
+        assert "is both given and swept" in one_error_line(run)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 
 from torchx.specs._array import AppArray, app_array, sweep_values
 
@@ -68,7 +69,7 @@ def build_sweep(
             swept, a value that does not parse (named with its argument), apps of
             different shapes.
     """
-    from torchx.specs.builders import materialize_appdef
+    from torchx.specs.builders import ComponentArgumentError, materialize_appdef
 
     if not sweep:
         raise ValueError("a sweep needs at least one swept argument (--sweep ARG=V1,V2)")
@@ -77,13 +78,27 @@ def build_sweep(
     json_args = dict(component_args) if isinstance(component_args, dict) else {}
     for name in values:
         if _given(name, cli_args) or name in json_args:
-            raise ValueError(
+            raise ComponentArgumentError(
                 f"argument {name!r} is both given and swept; drop --{name} from the"
                 " component's arguments or from --sweep"
             )
 
+    word_lists = _list_params(fn, values)
+    star = [name for name, joined in word_lists.items() if joined is None]
+    if star and _var_args_given(fn, cli_args, defaults):
+        raise ComponentArgumentError(
+            f"argument {star[0]!r} is both given and swept; drop the component's trailing"
+            f" arguments (after --) or --sweep {star[0]}"
+        )
+
     def element(combo: Mapping[str, str]) -> AppDef:
-        return materialize_appdef(fn, cli_args, defaults, {**json_args, **combo})
+        typed: dict[str, Any] = dict(combo)
+        for name, joined in word_lists.items():
+            # a list-typed argument's value is split as a shell would split it:
+            # `script_args=--lr 0.1` runs `train.py --lr 0.1`
+            words = shlex.split(combo[name])
+            typed[name] = words if joined is None else joined.join(words)
+        return materialize_appdef(fn, cli_args, defaults, {**json_args, **typed})
 
     first = {name: vals[0] for name, vals in values.items()}
     for name, vals in values.items():  # each value alone first: the error names it
@@ -105,6 +120,40 @@ def build_sweep(
         indices=wanted,
         size=size if size is not None else len(combos),
     )
+
+
+def _list_params(fn: Callable[..., Any], swept: Mapping[str, object]) -> dict[str, str | None]:
+    """The swept arguments whose values are lists of words: ``{name: None}`` for ``*args``
+    (the words themselves), ``{name: ","}`` for a ``list[T]`` (the words joined the way
+    its type decodes them)."""
+    from torchx.specs._component_params import resolved_annotations
+    from torchx.util._startup import fn_params
+    from torchx.util.types import decode_optional
+
+    annotations = resolved_annotations(fn)
+    found: dict[str, str | None] = {}
+    for param in fn_params.parameters(fn):
+        if param.name not in swept:
+            continue
+        if param.kind == fn_params.VAR_POSITIONAL:
+            found[param.name] = None
+            continue
+        tp = decode_optional(annotations.get(param.name))
+        if getattr(tp, "__origin__", None) in (list, tuple):
+            found[param.name] = ","
+    return found
+
+
+def _var_args_given(
+    fn: Callable[..., Any], cli_args: list[str], defaults: Mapping[str, str] | None
+) -> bool:
+    """Whether ``cli_args`` already holds trailing arguments for the component's ``*args``."""
+    from torchx.specs.builders import component_args_from_str
+
+    try:
+        return bool(component_args_from_str(fn, cli_args, defaults).var_args)
+    except ValueError:
+        return False  # a required argument is the swept one: the element build says more
 
 
 def _given(name: str, cli_args: list[str]) -> bool:
