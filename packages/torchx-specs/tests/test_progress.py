@@ -74,19 +74,46 @@ def test_only_rank_zero_reports_unless_asked() -> None:
     assert len(_reports(_run(code, RANK="0").stderr)) == 1
 
 
-def test_a_nan_or_a_non_number_metric_is_left_out_and_reports_go_on() -> None:
+def test_nan_is_kept_and_each_bad_value_is_one_warning_and_reports_go_on() -> None:
+    """A diverged loss must show (NaN and infinities are kept, as W&B and TensorBoard
+    keep them); a bad value skips its call with one warning naming it, never the run's
+    later reports."""
     code = (
         "import torchx.progress as p\n"
-        "p.report(1, total=3, loss=float('nan'), lr=0.1)\n"
-        "p.report(2, total=3, loss=object())\n"
-        "p.report(3, total=3, loss=0.5)\n"
+        "p.report(1, total=9, loss=float('nan'), lr=0.1)\n"
+        "p.report(None)\n"
+        "p.report(2, total=9, loss='high')\n"
+        "p.report(3, total=0)\n"
+        "p.report(3, total='10')\n"
+        "p.report(12, total=9)\n"
+        "p.report(-1)\n"
+        "p.report(None)\n"  # the same mistake again: no second warning
+        "p.report(13, total=9)\n"
+        "p.report(4, total=9, loss=float('inf'))\n"
+        "p.report(5, total=9, loss=0.5)\n"
     )
-    reports = _reports(_run(code, TORCHX_PROGRESS_INTERVAL="0").stderr)
+    run = _run(code, TORCHX_PROGRESS_INTERVAL="0")
+    reports = _reports(run.stderr)
     assert [(r["step"], r["metrics"]) for r in reports] == [
-        (1, {"lr": 0.1}),
-        (2, {}),
-        (3, {"loss": 0.5}),
+        (1, {"loss": pytest.approx(float("nan"), nan_ok=True), "lr": 0.1}),
+        (4, {"loss": float("inf")}),
+        (5, {"loss": 0.5}),
     ]
+    warnings = [line for line in run.stderr.splitlines() if "this report is skipped" in line]
+    assert [w.split("torchx.progress.report: ", 1)[1] for w in warnings] == [
+        "step=None is not an integer >= 0; this report is skipped",
+        "metric loss='high' is not a number; this report is skipped",
+        "total=0 is not an integer >= 1 (or None: unknown); this report is skipped",
+        "total='10' is not an integer >= 1 (or None: unknown); this report is skipped",
+        "step=12 is past total=9; this report is skipped",
+        "step=-1 is not an integer >= 0; this report is skipped",
+    ]  # once per mistake: the second step=None and step=13 past the total repeat one
+
+
+def test_a_bad_interval_is_one_warning_and_the_default() -> None:
+    run = _run("import torchx.progress as p\np.report(1)\n", TORCHX_PROGRESS_INTERVAL="abc")
+    assert "TORCHX_PROGRESS_INTERVAL='abc' is not a number of seconds >= 0; using 5" in run.stderr
+    assert [r["step"] for r in _reports(run.stderr)] == [1]
 
 
 def test_a_failed_write_is_one_warning_then_silence() -> None:

@@ -21,6 +21,7 @@ import threading
 from itertools import islice
 
 from torchx.cli._term import palette_for
+from torchx.progress import drop_report_lines, is_report_line
 from torchx.util.strings import terminal_bytes, terminal_text
 
 TYPE_CHECKING = False
@@ -153,6 +154,8 @@ class LogPrinter:
 
     def write_lines(self, prefix: str, lines: "list[str]") -> None:
         """Writes ``lines`` whole, each behind ``prefix``, with one write and flush."""
+        if not self.raw:
+            lines = [line for line in lines if not is_report_line(line)]
         if not lines:
             return
         text = "".join([self._format(prefix, line) for line in lines])
@@ -162,7 +165,11 @@ class LogPrinter:
 
     def write_chunk(self, prefix: bytes, chunk: bytes) -> None:
         """Writes a block of raw whole lines (see :py:func:`prefix_chunk`) as one write."""
-        data = prefix_chunk(prefix, chunk if self.raw else terminal_bytes(chunk, keep_cr=True))
+        if not self.raw:
+            chunk = terminal_bytes(drop_report_lines(chunk), keep_cr=True)
+            if not chunk:
+                return
+        data = prefix_chunk(prefix, chunk)
         with self._lock:
             if self._binary is None:
                 self.file.write(data.decode("utf-8", "replace"))

@@ -35,12 +35,30 @@ import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
-__all__ = ["MARK", "report"]
+__all__ = ["MARK", "drop_report_lines", "is_report_line", "report"]
 
 MARK = "TORCHX_PROGRESS"
 """What starts a report in a log line (anything before it on the line is ignored)."""
+
+_LINE_MARK = MARK + " {"
+
+
+def is_report_line(line: str) -> bool:
+    """Whether ``line`` of a log is a report (TorchX's protocol, not the job's words):
+    the human views (``torchx log``, the dashboard, a root cause's lines) leave it out."""
+    return _LINE_MARK in line
+
+
+def drop_report_lines(chunk: bytes) -> bytes:
+    """``chunk`` (whole lines of a log) without its report lines."""
+    mark = _LINE_MARK.encode()
+    if mark not in chunk:
+        return chunk
+    return b"".join(line for line in chunk.splitlines(keepends=True) if mark not in line)
+
 
 _POST_TIMEOUT_S = 10.0
 """The most a send to Kubeflow Trainer may take (and hold the exit, for the last one)."""
@@ -112,8 +130,10 @@ class _Reporter:
         rate = (s1 - s0) / (t1 - t0) if t1 > t0 and s1 > s0 else None
         if rate is not None:
             report["rate"] = round(rate, 6)
-        report["metrics"] = _numbers(metrics)
-        text = f"{MARK} {json.dumps(report, allow_nan=False)}\n"
+        report["metrics"] = metrics
+        # NaN and the infinities as JSON's readers of Python and JavaScript (JSON5) spell
+        # them: bare NaN, Infinity, -Infinity; torchx status reads them back
+        text = f"{MARK} {json.dumps(report)}\n"
         payload = _kubeflow_payload(report) if _kubeflow_url() else None
         return text, payload
 
@@ -129,32 +149,66 @@ class _Reporter:
 
 def report(step: int, total: int | None = None, **metrics: float) -> None:
     """Reports that the job is at ``step`` of ``total`` (None: unknown), with the last
-    values of ``metrics`` (e.g. ``loss=0.33``). Cheap enough for every step of a loop."""
+    values of ``metrics`` (e.g. ``loss=0.33``; NaN and infinities are kept: a diverged run
+    must show it). Cheap enough for every step of a loop.
+
+    A bad value (a step that is no integer ``>= 0``, a total that is no integer ``>= 1``, a
+    step past the total, a metric that is no number) skips this call with one warning
+    naming it (once per kind of mistake); later reports go on."""
     if _REPORTER.enabled:
-        _REPORTER.report(step, total, metrics)
+        problem = _problem(step, total, metrics)
+        if problem is not None:
+            _warn_once(problem[0], f"torchx.progress.report: {problem[1]}; this report is skipped")
+            return
+        _REPORTER.report(step, total, {str(k): float(v) for k, v in metrics.items()})
 
 
-def _numbers(metrics: dict[str, float]) -> dict[str, float]:
-    """The metrics that are finite numbers (a NaN loss, or a value that is not a number,
-    is left out of this report, not the end of every report after it)."""
-    import math
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
-    found = {}
+
+def _problem(step: object, total: object, metrics: Mapping[str, object]) -> tuple[str, str] | None:
+    """``(kind, what is wrong)`` with a report's values, or None when they are good."""
+    # the kind names the mistake and the value's type: a loop repeats one mistake with
+    # new values (step 10, 11... past the total), which is one warning
+    if not _is_count(step) or step < 0:  # type: ignore[operator]
+        return f"step {type(step)}", f"step={step!r} is not an integer >= 0"
+    if total is not None and (not _is_count(total) or total < 1):  # type: ignore[operator]
+        return f"total {type(total)}", f"total={total!r} is not an integer >= 1 (or None: unknown)"
+    if total is not None and step > total:  # type: ignore[operator]
+        return "past", f"step={step!r} is past total={total!r}"
     for name, value in metrics.items():
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            continue
-        if math.isfinite(number):
-            found[str(name)] = number
-    return found
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"metric {name} {type(value)}", f"metric {name}={value!r} is not a number"
+    return None
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_once(kind: str, message: str) -> None:
+    """One warning per kind of mistake in a process (a loop would repeat it every step)."""
+    if kind in _WARNED:
+        return
+    _WARNED.add(kind)
+    import warnings
+
+    warnings.warn(message, stacklevel=3)
 
 
 def _interval() -> float:
+    raw = os.environ.get("TORCHX_PROGRESS_INTERVAL", "5")
     try:
-        return max(0.0, float(os.environ.get("TORCHX_PROGRESS_INTERVAL", "5")))
+        seconds = float(raw)
     except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:  # also NaN
+        _warn_once(
+            "interval",
+            f"TORCHX_PROGRESS_INTERVAL={raw!r} is not a number of seconds >= 0; using 5",
+        )
         return 5.0
+    return seconds
 
 
 def _is_reporting_rank() -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 
+from torchx.progress import is_report_line
 from torchx.util._startup.lazy_dataclass import dataclass, field
 
 TYPE_CHECKING = False
@@ -186,7 +187,7 @@ def from_log_tail(failure: Failure, tail: str) -> Failure:
     """``failure`` with what the replica's log tail tells: the last lines, the last Python
     traceback and its exception line (cause ``exception``), and from torchrun's root cause
     block the failed rank."""
-    lines = tail.splitlines()
+    lines = [line for line in tail.splitlines() if not is_report_line(line)]
     failure.log_tail = lines[-LOG_TAIL_LINES:]
     rank = _torchrun_rank(lines)
     if rank is not None and failure.rank is None:

@@ -118,9 +118,14 @@ def _report_at(tail: str, at: int) -> dict[str, object] | None:
     import json
 
     end = tail.find("\n", at)
+    line = tail[at + len(_LEAD) : end if end >= 0 else len(tail)]
     try:
-        report = json.loads(tail[at + len(_LEAD) : end if end >= 0 else len(tail)])
+        report = json.loads(line)
     except (ValueError, RecursionError):
+        _warn_once(
+            f"progress line: a {MARK} line of the log is not JSON ({_shown(line.strip())});"
+            " it is ignored (docs/progress.md has the format)"
+        )
         return None
     if not isinstance(report, dict) or "step" not in report:
         return None

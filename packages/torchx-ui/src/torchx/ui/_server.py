@@ -20,6 +20,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from torchx.cli._errors import error_line
+from torchx.progress import is_report_line
 from torchx.schedulers._shared.log_files import FOLLOW_STOP
 from torchx.ui._auth import TokenGate
 from torchx.ui._sources import AppsSource, progress_json
@@ -196,6 +197,8 @@ class _Api:
             FOLLOW_STOP.set(stop)
             try:
                 for line in self.runner.log_lines(handle, role, replica, should_tail=True):
+                    if is_report_line(line):
+                        continue  # the progress protocol: the chart shows it, not the log
                     if stop.is_set() or not put("line", _cut(line.rstrip("\n"))):
                         return
             except Exception as e:
