@@ -178,9 +178,21 @@ def _problem(step: object, total: object, metrics: Mapping[str, object]) -> tupl
     if total is not None and step > total:  # type: ignore[operator]
         return "past", f"step={step!r} is past total={total!r}"
     for name, value in metrics.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if not _is_number(value):
             return f"metric {name} {type(value)}", f"metric {name}={value!r} is not a number"
     return None
+
+
+def _is_number(value: object) -> bool:
+    """A number, or what converts to one (a NumPy scalar, a one-element tensor); not text
+    or a bool, though ``float()`` would take them."""
+    if isinstance(value, (str, bytes, bool)):
+        return False
+    try:
+        float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return True
 
 
 _WARNED: set[str] = set()
