@@ -226,3 +226,30 @@ def test_reports_from_a_job_without_torchx(line: str, text: str | None) -> None:
     else:
         assert progress.eta_s == 800.0
         assert progress_line(progress, 0.0) == "Progress: 75% (30/40), ETA 13m, updated 0s ago"
+
+
+@pytest.mark.parametrize(
+    ("module", "hint"),
+    [("lightning", "pip install lightning"), ("transformers", "pip install transformers")],
+)
+def test_a_callback_without_its_library_is_one_import_error_line(module: str, hint: str) -> None:
+    """The callbacks' own libraries hidden (a meta-path finder refuses them), as on a
+    machine that lacks them."""
+    code = (
+        "import sys\n"
+        "class Hide:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('lightning', 'pytorch_lightning', 'transformers'):\n"
+        "            raise ImportError(f'No module named {name!r}')\n"
+        "sys.meta_path.insert(0, Hide())\n"
+        "try:\n"
+        f"    import torchx.progress.{module}\n"
+        "except ImportError as e:\n"
+        "    print(type(e).__name__, e)\n"
+    )
+    run = _run(code)
+    assert run.stdout.splitlines() == [
+        f"ImportError torchx.progress.{module} needs "
+        + ("PyTorch Lightning" if module == "lightning" else "Hugging Face Transformers")
+        + f", not installed here: {hint}"
+    ]

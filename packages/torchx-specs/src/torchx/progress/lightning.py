@@ -16,12 +16,18 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from torchx.progress import report
+from torchx.progress import _is_number, report
 
 try:
     from lightning.pytorch.callbacks import Callback
 except ImportError:  # the package before its rename
-    from pytorch_lightning.callbacks import Callback
+    try:
+        from pytorch_lightning.callbacks import Callback
+    except ImportError:
+        raise ImportError(
+            "torchx.progress.lightning needs PyTorch Lightning, not installed here:"
+            " pip install lightning"
+        ) from None
 
 __all__ = ["ProgressCallback"]
 
@@ -38,7 +44,8 @@ def _total(trainer: Any) -> int | None:
 
 def _metrics(trainer: Any) -> dict[str, Any]:
     """The logged metrics (``report`` keeps the finite numbers: scalar tensors convert)."""
-    return {str(k): v for k, v in dict(getattr(trainer, "callback_metrics", {}) or {}).items()}
+    logged = dict(getattr(trainer, "callback_metrics", {}) or {})
+    return {str(k): v for k, v in logged.items() if _is_number(v)}
 
 
 class ProgressCallback(Callback):  # type: ignore[misc]

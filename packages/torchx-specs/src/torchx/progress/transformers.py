@@ -14,9 +14,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from transformers import TrainerCallback
+try:
+    from transformers import TrainerCallback
+except ImportError:
+    raise ImportError(
+        "torchx.progress.transformers needs Hugging Face Transformers, not installed here:"
+        " pip install transformers"
+    ) from None
 
-from torchx.progress import report
+from torchx.progress import _is_number, report
 
 __all__ = ["ProgressCallback"]
 
@@ -35,7 +41,7 @@ class ProgressCallback(TrainerCallback):  # type: ignore[misc]
     def on_log(
         self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **_: Any
     ) -> None:
-        self._metrics.update((str(k), v) for k, v in (logs or {}).items())  # report keeps numbers
+        self._metrics.update((str(k), v) for k, v in (logs or {}).items() if _is_number(v))
         self._report(state)
 
     def on_step_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
