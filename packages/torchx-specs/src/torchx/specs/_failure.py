@@ -188,11 +188,13 @@ def from_log_tail(failure: Failure, tail: str) -> Failure:
     traceback and its exception line (cause ``exception``), and from torchrun's root cause
     block the failed rank."""
     lines = [line for line in tail.splitlines() if not is_report_line(line)]
-    failure.log_tail = lines[-LOG_TAIL_LINES:]
-    rank = _torchrun_rank(lines)
-    if rank is not None and failure.rank is None:
-        failure.rank = rank
-    block = _last_program_traceback(lines) if failure.traceback is None else None
+    root = _torchrun_root(lines)
+    failure.log_tail = _without_launcher_summary(lines)[-LOG_TAIL_LINES:]
+    if root is not None and failure.rank is None:
+        failure.rank = root[0]
+    # the evidence is the named rank's own: its traceback, not the last in a log that
+    # several ranks share (a rank that failed after it, in a collective, writes later)
+    block = _last_program_traceback(lines, root) if failure.traceback is None else None
     if block is not None:
         failure.traceback = "\n".join(block)
         if _exception_line(block[-1]):
@@ -205,17 +207,17 @@ _LAUNCHER_ERROR = "ChildFailedError"
 """torchrun's own traceback after a worker failed: the worker's is the one to show."""
 
 
-def _traceback_spans(lines: list[str]) -> list[tuple[list[str], int, int]]:
-    """(a worker's lines, first, past the last) of every traceback in ``lines``, in the
-    order their headers come; lines a worker wrote under torchrun's ``--tee`` prefix
-    (``[1]:``, ``[default0]:``) count as that worker's, prefix dropped.
+def _traceback_spans(lines: list[str]) -> list[tuple[str, list[str], int, int]]:
+    """(the worker's prefix, its lines, first, past the last) of every traceback in
+    ``lines``, in the order their headers come; lines a worker wrote under torchrun's
+    ``--tee`` prefix (``[1]:``, ``[default0]:``) count as that worker's, prefix dropped.
 
     One pass over the lines (a tail full of traceback headers that never end must not
     cost a scan per header): each worker's lines are kept once, a traceback is a span of
     them, and an exception line ends every span of that worker still open."""
     seqs: dict[str, list[str]] = {}
     still_open: dict[str, list[int]] = {}
-    spans: list[list[Any]] = []  # [worker's lines, first, past the last (None: open)]
+    spans: list[list[Any]] = []  # [prefix, worker's lines, first, past the last (None: open)]
     for raw in lines:
         prefix, line = _tee_prefix(raw)
         seq = seqs.setdefault(prefix, [])
@@ -223,21 +225,56 @@ def _traceback_spans(lines: list[str]) -> list[tuple[list[str], int, int]]:
         waiting = still_open.setdefault(prefix, [])
         if waiting and _exception_line(line):
             for i in waiting:
-                spans[i][2] = len(seq)
+                spans[i][3] = len(seq)
             waiting.clear()
         if line.strip() == _TRACEBACK:
             waiting.append(len(spans))
-            spans.append([seq, len(seq) - 1, None])
-    return [(seq, begin, len(seq) if end is None else end) for seq, begin, end in spans]
+            spans.append([prefix, seq, len(seq) - 1, None])
+    return [
+        (prefix, seq, begin, len(seq) if end is None else end) for prefix, seq, begin, end in spans
+    ]
 
 
-def _last_program_traceback(lines: list[str]) -> list[str] | None:
+def _last_program_traceback(
+    lines: list[str], root: tuple[int, int | None] | None = None
+) -> list[str] | None:
     """The last traceback the program itself raised (not torchrun's own after a worker
-    failed), or None."""
-    for seq, begin, end in reversed(_traceback_spans(lines)):
-        if _LAUNCHER_ERROR not in seq[end - 1]:
-            return seq[begin:end]
-    return None
+    failed), or None; with torchrun's ``root`` (rank, local rank), that worker's own when
+    its lines are told apart (``[LOCAL_RANK]:``, ``[rankN]:``)."""
+    program = [
+        (prefix, seq[begin:end])
+        for prefix, seq, begin, end in _traceback_spans(lines)
+        if _LAUNCHER_ERROR not in seq[end - 1]
+    ]
+    if root is not None:
+        rank, local_rank = root
+        marks = [f"[rank{rank}]:"] + ([f"[{local_rank}]:"] if local_rank is not None else [])
+        own = [block for prefix, block in program if any(m in prefix for m in marks)]
+        if own:
+            return own[-1]
+    return program[-1][1] if program else None
+
+
+def _without_launcher_summary(lines: list[str]) -> list[str]:
+    """``lines`` without torchrun's own traceback (``ChildFailedError``) and the failure
+    summary block after it: the worker's lines say what failed, the block only repeats
+    the rank."""
+    end = max((i for i, line in enumerate(lines) if _ROOT_CAUSE in line), default=-1)
+    if end < 0:
+        return lines
+    launcher = max((i for i in range(end) if _LAUNCHER_ERROR in lines[i]), default=-1)
+    if launcher < 0:
+        return lines
+    start = launcher
+    for i in range(launcher, -1, -1):  # back to torchrun's own traceback header
+        if lines[i].strip() == _TRACEBACK and _tee_prefix(lines[i])[0] == "":
+            start = i
+            break
+    for i in range(end + 1, min(len(lines), end + 12)):  # the block's closing rule
+        if lines[i].strip().startswith("====="):
+            end = i
+            break
+    return lines[:start] + lines[end + 1 :]
 
 
 def _exception_line(line: str) -> bool:
@@ -266,8 +303,9 @@ def _tee_prefix(line: str) -> tuple[str, str]:
     return prefix, line
 
 
-def _torchrun_rank(lines: list[str]) -> int | None:
-    """The global rank torchrun's "Root Cause (first observed failure)" block names."""
+def _torchrun_root(lines: list[str]) -> tuple[int, int | None] | None:
+    """The (global rank, local rank) torchrun's "Root Cause (first observed failure)"
+    block names."""
     start = max((i for i, line in enumerate(lines) if _ROOT_CAUSE in line), default=-1)
     if start < 0:
         return None
@@ -275,8 +313,17 @@ def _torchrun_rank(lines: list[str]) -> int | None:
         key, _, value = line.strip().partition(":")
         if key.strip() == "rank":
             first = value.strip().split(" ", 1)[0]
-            return int(first) if first.isascii() and first.isdigit() else None
+            if not (first.isascii() and first.isdigit()):
+                return None
+            local = value.partition("local_rank:")[2].strip().rstrip(")").strip()
+            return int(first), int(local) if local.isascii() and local.isdigit() else None
     return None
+
+
+def _torchrun_rank(lines: list[str]) -> int | None:
+    """The global rank torchrun's root cause block names."""
+    root = _torchrun_root(lines)
+    return root[0] if root is not None else None
 
 
 def from_error_file(failure: Failure, text: str) -> Failure:

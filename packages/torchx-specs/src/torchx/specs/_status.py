@@ -201,6 +201,9 @@ def _format_failure(failure: Failure) -> str:
     lines = [f"    Root cause: {failure.role}[{failure.replica_id}]{rank}: {words}"]
     if failure.message:
         lines.append("        " + failure.message.replace("\n", "\n        "))
+    if failure.traceback:  # the failing rank's own, first: the log tail may be another's
+        lines.append("        its traceback:")
+        lines += ["          | " + line for line in failure.traceback.splitlines()]
     if failure.log_tail:
         lines.append("        last lines of its log:")
         lines += ["          | " + line.replace("\n", "\\n") for line in failure.log_tail]
