@@ -86,6 +86,9 @@ def test_a_kill_9_is_a_signal(runner: Any) -> None:
         None,
     )
     assert failure["message"] == "killed by SIGKILL"
+    block = status.format().split("Root cause:", 1)[1]
+    assert block.count("SIGKILL") == 1, block  # said once, with what usually sends it
+    assert block.startswith(" w[0]: killed by SIGKILL (often the out-of-memory killer)\n")
 
 
 def test_a_succeeded_app_has_no_failure(runner: Any) -> None:

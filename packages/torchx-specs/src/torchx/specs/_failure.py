@@ -67,7 +67,10 @@ _CAUSE_WORDS = {
 
 def cause_words(cause: str, exit_code: int | None = None, signal: str | None = None) -> str:
     """A cause as ``torchx status`` says it: ``exited with code 3``, ``out of memory``."""
-    return _CAUSE_WORDS.get(cause, cause).format(exit_code=exit_code, signal=signal)
+    words = _CAUSE_WORDS.get(cause, cause).format(exit_code=exit_code, signal=signal)
+    if cause == "signal" and signal == "SIGKILL":
+        words += " (often the out-of-memory killer)"  # the kernel's OOM killer sends it
+    return words
 
 
 LOG_TAIL_BYTES = 64 << 10

@@ -199,7 +199,7 @@ def _format_failure(failure: Failure) -> str:
 
     words = cause_words(failure.cause, failure.exit_code, failure.signal)
     lines = [f"    Root cause: {failure.role}[{failure.replica_id}]{rank}: {words}"]
-    if failure.message:
+    if failure.message and failure.message not in words:  # said once
         lines.append("        " + failure.message.replace("\n", "\n        "))
     if failure.traceback:  # the failing rank's own, first: the log tail may be another's
         lines.append("        its traceback:")
