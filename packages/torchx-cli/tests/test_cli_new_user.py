@@ -125,3 +125,16 @@ def test_an_uninstalled_scheduler_names_its_distribution(
     )
     typo = cli.run("run", "-s", "local_cdw", "utils.echo")
     assert "unknown scheduler 'local_cdw' (did you mean 'local_cwd'?)" in one_line_error(typo)
+
+
+def test_a_j_with_more_min_nodes_than_max_is_one_usage_line(
+    cli: Cli, one_line_error: OneLineError
+) -> None:
+    run = cli.run(
+        "run", "--dryrun", "-s", "local_cwd", "dist.ddp", "-j", "3:1x2", "--script", "t.py"
+    )
+    assert run.returncode == 2
+    assert one_line_error(run) == (
+        "torchx: error: -j 3:1x2: at least 3 nodes but at most 1; give MIN:MAX with MIN <= MAX,"
+        " e.g. 1:3x2 (see `torchx run dist.ddp --help`)"
+    )

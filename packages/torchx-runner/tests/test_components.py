@@ -177,6 +177,10 @@ class TestDdp:
         assert dist.parse_nnodes("2:4x1") == (2, 4, 1, "2:4")
         assert dist.parse_nnodes("3x8") == (3, 3, 8, "3")
         assert dist.parse_nnodes("8") == (1, 1, 8, "1")
+        with pytest.raises(ValueError, match="at least 3 nodes but at most 1"):
+            dist.parse_nnodes("3:1x2")
+        with pytest.raises(ValueError, match="at least 1"):
+            dist.parse_nnodes("0x2")
 
 
 class TestSpmd:

@@ -21,6 +21,7 @@ import torchx
 from torchx import specs
 from torchx.components.structured_arg import StructuredJArgument, StructuredNameArgument
 from torchx.specs import macros
+from torchx.specs.builders import ComponentArgumentError
 
 __all__ = ["ddp", "get_role_name", "parse_nnodes", "spmd", "torchrun"]
 
@@ -222,14 +223,22 @@ def parse_nnodes(j: str) -> tuple[int, int, int, str]:
     """
     match = _J_FORMS.match(j.strip())
     if match is None:
-        raise ValueError(
+        raise ComponentArgumentError(
             f"Invalid format for -j {j!r}; use [MIN_NODES:]NODESxPROCS_PER_NODE or"
             " PROCS_PER_NODE, e.g. 1:2x4, 2x4 or 4"
         )
     max_text = match["max"] or "1"
     min_text = match["min"] or max_text
     nnodes_rep = f"{min_text}:{max_text}" if match["min"] else max_text
-    return int(min_text), int(max_text), int(match["nproc"]), nnodes_rep
+    low, high, nproc = int(min_text), int(max_text), int(match["nproc"])
+    if low > high:
+        raise ComponentArgumentError(
+            f"-j {j}: at least {low} nodes but at most {high}; give MIN:MAX with MIN <= MAX,"
+            f" e.g. {high}:{low}x{nproc}"
+        )
+    if min(low, high, nproc) < 1:
+        raise ComponentArgumentError(f"-j {j}: nodes and processes per node must be at least 1")
+    return low, high, nproc, nnodes_rep
 
 
 class _NoQuote(str):
