@@ -138,3 +138,27 @@ def test_a_j_with_more_min_nodes_than_max_is_one_usage_line(
         "torchx: error: -j 3:1x2: at least 3 nodes but at most 1; give MIN:MAX with MIN <= MAX,"
         " e.g. 1:3x2 (see `torchx run dist.ddp --help`)"
     )
+
+
+def test_every_flag_takes_both_spellings(cli: Cli) -> None:
+    for flags in (
+        ["--max_parallel", "2", "--sweep", "msg=a,b"],
+        ["--max-parallel", "2", "--sweep", "msg=a,b"],
+        ["--idempotency_key", "k1"],
+        ["--idempotency-key", "k1"],
+        ["--scheduler-args", "log_dir=/tmp"],
+        ["--scheduler_args", "log_dir=/tmp"],
+    ):
+        run = cli.run("run", "--dryrun", "-s", "local_cwd", *flags, "utils.echo")
+        assert run.returncode == 0, (flags, run.stderr)
+    helped = cli.run("run", "--help").stdout
+    assert "--max_parallel" not in helped  # help shows the declared spelling only
+
+
+def test_an_unknown_flag_gets_a_did_you_mean(cli: Cli, one_line_error: OneLineError) -> None:
+    run = cli.run("run", "--dry-run", "-s", "local_cwd", "utils.echo")
+    assert run.returncode == 2
+    assert one_line_error(run) == (
+        "torchx: error: unrecognized arguments: --dry-run; did you mean --dryrun?"
+        " (see `torchx run --help`)"
+    )

@@ -129,6 +129,8 @@ def test_mistakes_are_one_line_each(home: Path) -> None:
                 "local_cwd,nope",
                 "--no-browser",
             ): "-s local_cwd,nope: no scheduler `nope`",
+            ("ui", "-s", "local_cwdd", "--no-browser"): "`local_cwdd` is installed (did you mean"
+            " local_cwd?)",
             ("ui", "--port", "70000", "--no-browser"): "--port must be 0-65535, got 70000",
             ("ui", "--host", "no-such-host.invalid", "--no-browser"): "--host no-such-host.invalid",
             (
@@ -147,6 +149,13 @@ def test_mistakes_are_one_line_each(home: Path) -> None:
             lines = done.stderr.strip().splitlines()
             assert len(lines) == 1 and said in lines[0], (args, done.stderr)
             assert "Traceback" not in done.stderr
+
+
+def test_help_says_what_ui_is_for(home: Path) -> None:
+    purpose = "open a local web dashboard of your apps on every scheduler"
+    overview = _run("--help", cwd=home).stdout
+    assert f"  ui            {purpose} (from torchx-ui " in overview, overview
+    assert f"\n{purpose}\n" in _run("ui", "--help", cwd=home).stdout
 
 
 def test_help_loads_no_web_library(home: Path) -> None:

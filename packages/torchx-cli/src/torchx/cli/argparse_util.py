@@ -50,6 +50,41 @@ class ArgumentParser(argparse.ArgumentParser):
     def error(self, message: str) -> "NoReturn":
         usage_error(self.prog, message)
 
+    def _get_option_tuples(self, option_string: str) -> "list[Any]":
+        # an abbreviation matching both spellings of one option is that option
+        found: dict[int, Any] = {}
+        for option in super()._get_option_tuples(option_string):
+            found.setdefault(id(option[0]), option)
+        return list(found.values())
+
+
+def accept_both_spellings(parser: argparse.ArgumentParser) -> None:
+    """Lets every ``--long-option`` of ``parser`` also be written ``--long_option`` (and
+    the other way round), as users of both upstream's flags and ours type them; help
+    shows the declared spelling only."""
+    for action in list(parser._actions):
+        for flag in list(action.option_strings):
+            if not flag.startswith("--"):
+                continue
+            body = flag[2:]
+            for other in ("--" + body.replace("-", "_"), "--" + body.replace("_", "-")):
+                parser._option_string_actions.setdefault(other, action)
+
+
+def did_you_mean(parser: argparse.ArgumentParser, unknown: "list[str]") -> str:
+    """`` (did you mean --dryrun?)`` for the first unknown option close to a known one."""
+    import difflib
+
+    known = [flag for flag in parser._option_string_actions if flag.startswith("--")]
+    for arg in unknown:
+        if arg.startswith("--"):
+            close = difflib.get_close_matches(arg.split("=", 1)[0], known, n=1, cutoff=0.75)
+            if close:
+                return (
+                    f"; did you mean {parser._option_string_actions[close[0]].option_strings[-1]}?"
+                )
+    return ""
+
 
 def _check_once(
     parser: argparse.ArgumentParser,

@@ -176,13 +176,26 @@ def _root_parser() -> "ArgumentParser":
     return parser
 
 
+PLUGGED_SUBCOMMANDS: dict[tuple[str, str], str] = {
+    ("ui", "torchx-ui"): "open a local web dashboard of your apps on every scheduler",
+}
+"""The purpose of subcommands that TorchX's own distributions plug in, by (name,
+distribution): ``torchx --help`` says it without importing them."""
+
+
+def _plugin_purpose(name: str, ep: "EntryPointInfo") -> "str | None":
+    return PLUGGED_SUBCOMMANDS.get((name, ep.dist))
+
+
 def _subcommand_helps(plugins: "dict[str, EntryPointInfo]") -> "dict[str, str]":
     helps = {name: text for name, (_, text) in BUILTIN_SUBCOMMANDS.items()}
     for name, ep in plugins.items():
         origin = f"{ep.dist} {ep.version}".strip()
-        helps[name] = (
-            f"{helps[name]} (replaced by {origin})" if name in helps else f"(from {origin})"
-        )
+        purpose = _plugin_purpose(name, ep)
+        if name in helps:
+            helps[name] = f"{helps[name]} (replaced by {origin})"
+        else:
+            helps[name] = f"{purpose} (from {origin})" if purpose else f"(from {origin})"
     return {name: helps[name] for name in sorted(helps)}
 
 
@@ -221,7 +234,10 @@ def _add_command(
     help_text: "str | None" = None,
 ) -> "ArgumentParser":
     subparser = subparsers.add_parser(name, help=help_text, description=help_text)
+    from torchx.cli.argparse_util import accept_both_spellings
+
     cmd.add_arguments(subparser)
+    accept_both_spellings(subparser)
     subparser.set_defaults(func=cmd.run)
     return subparser
 
@@ -483,6 +499,8 @@ def run_main(
             return
         parser = _root_parser()
         help_text = BUILTIN_SUBCOMMANDS[name][1] if name in BUILTIN_SUBCOMMANDS else None
+        if name in plugins:
+            help_text = _plugin_purpose(name, plugins[name]) or help_text
         subparser = _add_command(_add_subparsers(parser), name, cmd, help_text)
     except Exception as e:
         # Building the parser may read .torchxconfig or scheduler registries.
@@ -492,7 +510,10 @@ def run_main(
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # point at the help of the command whose options were wrong
         wrong = parser if any(arg in root_flags for arg in unknown) else subparser
-        wrong.error(f"unrecognized arguments: {' '.join(unknown)}")
+        from torchx.cli.argparse_util import did_you_mean
+
+        hint = did_you_mean(wrong, unknown)
+        wrong.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
     code = _dispatch(args)
     if code:
         raise SystemExit(code)

@@ -91,8 +91,12 @@ def _schedulers(given: str | None) -> list[str]:
         names = [n.strip() for n in given.split(",") if n.strip()]
         unknown = [n for n in names if n not in installed]
         if unknown:
+            import difflib
+
+            close = difflib.get_close_matches(unknown[0], installed, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
             raise CliError(
-                f"-s {given}: no scheduler `{unknown[0]}` is installed; installed:"
+                f"-s {given}: no scheduler `{unknown[0]}` is installed{hint}; installed:"
                 f" {', '.join(installed)}",
                 exit_code=2,
             )
