@@ -162,3 +162,27 @@ def test_an_unknown_flag_gets_a_did_you_mean(cli: Cli, one_line_error: OneLineEr
         "torchx: error: unrecognized arguments: --dry-run; did you mean --dryrun?"
         " (see `torchx run --help`)"
     )
+
+
+def test_cancel_says_what_it_did(cli: Cli) -> None:
+    import subprocess
+
+    running = subprocess.Popen(
+        [*cli.command, "run", "-s", "local_cwd", "utils.sh", "sleep", "120"],
+        cwd=cli.cwd, env=cli._env(None), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert running.stdout is not None
+        handle = running.stdout.readline().strip()
+        cancelled = cli.run("cancel", handle)
+        assert cancelled.returncode == 0, cancelled.stderr
+        assert cancelled.stderr.startswith(f"torchx: cancelled {handle} (it was ")
+        running.wait(timeout=60)
+        again = cli.run("cancel", handle)
+        assert again.returncode == 0
+        assert again.stderr == (
+            f"torchx: app {handle} already ended CANCELLED: nothing to cancel\n"
+        )
+    finally:
+        running.kill()

@@ -22,13 +22,28 @@ class CmdCancel(AppHandleSubCommand):
     OPTIONS = ()  # none: `torchx cancel HANDLE` needs no argparse
 
     def run_with_runner(self, args: "argparse.Namespace", runner: "Runner") -> None:
-        if runner.status(args.app_handle, progress=False) is None:
-            import sys
+        import sys
 
+        from torchx.specs import is_terminal
+
+        handle = args.app_handle
+        status = runner.status(handle, progress=False)
+        if status is None:
             print(
-                f"torchx: app {args.app_handle} was not found (it ended and was removed, or"
+                f"torchx: app {handle} was not found (it ended and was removed, or"
                 " never existed): nothing to cancel",
                 file=sys.stderr,
             )
             return
-        runner.cancel(args.app_handle)
+        if is_terminal(status.state):
+            print(
+                f"torchx: app {handle} already ended {status.state.name}: nothing to cancel",
+                file=sys.stderr,
+            )
+            return
+        runner.cancel(handle)
+        print(
+            f"torchx: cancelled {handle} (it was {status.state.name}); `torchx status"
+            f" {handle}` shows it once it has stopped",
+            file=sys.stderr,
+        )
