@@ -22,3 +22,16 @@ def test_a_list_argument_is_swept_word_by_word(backend: Backend) -> None:
     assert status["state"] == "SUCCEEDED"
     values = [e["args"] for e in status["array"]["elements"]]
     assert values == [{"args": "echo --lr 0.1"}, {"args": "echo --lr 0.01"}]
+
+
+def test_a_sweeps_status_is_a_summary_and_its_progress_its_elements(backend: Backend) -> None:
+    commands = ",".join("false" if i in (3, 7) else "true" for i in range(12))
+    run = backend.run("--wait", "--sweep", f"args={commands}", "utils.sh", *backend.image_args)
+    assert run.returncode != 0  # two elements failed
+    handle = run.stdout.split()[0]
+    text = backend.torchx("status", handle).stdout
+    assert len(text.splitlines()) <= 30, text  # not a line per element
+    assert "  sh: 12 elements: 10 SUCCEEDED, 2 FAILED (3, 7)\n" in text, text
+    assert "    Progress: 12/12 elements done (0 running)\n" in text, text
+    status = json.loads(backend.torchx("status", "--json", handle).stdout)
+    assert status["progress"] is None  # not element 0's progress

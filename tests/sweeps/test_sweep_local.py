@@ -253,3 +253,24 @@ def test_an_argument_both_given_and_swept_is_a_usage_error(home: Path) -> None:
         run = _torchx("run", "-s", "local_cwd", "--sweep", swept, "dist.ddp", *extra, cwd=home)
         assert run.returncode == 2, run.stderr
         assert "is both given and swept" in one_error_line(run)
+
+
+def test_a_big_sweep_stays_short_in_status_and_dryrun(home: Path) -> None:
+    values = ",".join(str(i) for i in range(1000))
+    dry = _torchx(
+        "run", "--dryrun", "-s", "local_cwd", "--sweep", f"msg={values}", "utils.echo", cwd=home
+    )
+    assert dry.returncode == 0, dry.stderr
+    assert len(dry.stdout.splitlines()) < 250, len(dry.stdout.splitlines())
+    assert "# 999 more elements, as the first with these values:\n#   [1] msg=1\n" in dry.stdout
+    assert "#   ... and 979 more\n" in dry.stdout
+    assert "more lines of the sweep's request (`torchx run --dryrun --json` prints it whole)" in (
+        dry.stdout
+    )
+    run = _torchx(
+        "run", "-s", "local_cwd", "--sweep", f"msg={values[:139]}", "utils.echo", cwd=home
+    )
+    assert run.returncode == 0, run.stderr
+    text = _torchx("status", run.stdout.split()[0], cwd=home).stdout
+    assert len(text.splitlines()) <= 30, text
+    assert "  echo: 50 elements: 50 SUCCEEDED\n" in text, text

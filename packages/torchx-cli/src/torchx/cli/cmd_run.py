@@ -773,10 +773,41 @@ def _print_dryrun(info: "AppDryRunInfo[Any]") -> None:
         print(json.dumps(found, default=str), flush=True)
         return
     app = info.app
+    data = asdict(app) if app is not None else None
+    elements = (data or {}).get("elements") or []
+    more = ""
+    if data is not None and len(elements) > 1:  # a sweep: one element, then the others' values
+        data["elements"] = elements[:1]
+        shown = [
+            f"#   [{e['index']}] " + ", ".join(f"{k}={v}" for k, v in e["values"].items())
+            for e in elements[1 : 1 + _DRYRUN_ELEMENTS]
+        ]
+        rest = len(elements) - 1 - len(shown)
+        more = (
+            f"# {len(elements) - 1} more element{'s' if len(elements) > 2 else ''}, as the"
+            " first with these values:\n"
+            + "\n".join(shown)
+            + (f"\n#   ... and {rest} more" if rest > 0 else "")
+            + "\n"
+        )
     # JSON, not pprint: pprint imports dataclasses and inspect (see docs/design.md).
-    application = json.dumps(asdict(app), indent=2, default=str) if app is not None else "<unknown>"
-    print(f"\n=== APPLICATION ===\n{application}")
-    print(f"\n=== SCHEDULER REQUEST ===\n{info}")
+    application = json.dumps(data, indent=2, default=str) if data is not None else "<unknown>"
+    print(f"\n=== APPLICATION ===\n{application}\n{more}", end="" if more else "\n")
+    request = str(info)
+    lines = request.splitlines()
+    if len(elements) > 1 and len(lines) > _DRYRUN_REQUEST_LINES:
+        cut = len(lines) - _DRYRUN_REQUEST_LINES
+        request = "\n".join(lines[:_DRYRUN_REQUEST_LINES]) + (
+            f"\n# ... {cut} more lines of the sweep's request"
+            " (`torchx run --dryrun --json` prints it whole)"
+        )
+    print(f"\n=== SCHEDULER REQUEST ===\n{request}")
+
+
+_DRYRUN_ELEMENTS = 20
+"""A sweep's dry run lists the values of this many elements after the first."""
+_DRYRUN_REQUEST_LINES = 120
+"""A sweep's dry run shows at most this many lines of its request."""
 
 
 def _print_handle(app_handle: str) -> None:

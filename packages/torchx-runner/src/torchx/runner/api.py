@@ -1213,7 +1213,8 @@ class Runner:
                 status.array = desc.array
                 if status.failure is not None:
                     _name_element(status.failure, desc.array)
-            if progress and is_started(desc.state):
+            if progress and is_started(desc.state) and desc.array is None:
+                # a sweep's progress is its elements' (the Sweep line), not element 0's
                 status.progress = _progress_of(desc)
             if status.is_terminal():
                 from torchx.runner._trackers import finish_tracked_app

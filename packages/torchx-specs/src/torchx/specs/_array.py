@@ -381,6 +381,14 @@ class ArrayStatus:
             "elements": [e.to_json() for e in self.elements],
         }
 
+    def progress_line(self) -> str:
+        """``Progress: 17/20 elements done (3 running)``: how far a sweep is."""
+        from torchx.specs._status import AppState, is_terminal
+
+        done = sum(1 for e in self.elements if is_terminal(e.state))
+        running = sum(1 for e in self.elements if e.state == AppState.RUNNING)
+        return f"Progress: {done}/{len(self.elements)} elements done ({running} running)"
+
     def line(self) -> str:
         """``Sweep: 4 elements: 2 succeeded, 2 failed (1, 3)``."""
         counts = self.states()

@@ -210,6 +210,21 @@ def _format_failure(failure: Failure) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _format_sweep_role(role: RoleStatus) -> str:
+    """`` train: 50 elements: 48 SUCCEEDED, 2 FAILED (3, 17)``: a sweep's role in a line
+    (its replicas are the elements, by position)."""
+    counts: dict[str, list[int]] = {}
+    for replica in sorted(role.replicas, key=lambda r: r.id):
+        counts.setdefault(replica.state.name, []).append(replica.id)
+    parts = []
+    for name, ids in counts.items():
+        listed = ids if len(ids) <= 10 else [*ids[:10], "..."]
+        which = f" ({', '.join(str(i) for i in listed)})" if name == "FAILED" else ""
+        parts.append(f"{len(ids)} {name}{which}")
+    n = len(role.replicas)
+    return f"\n  {role.role}: {n} element{'s' if n != 1 else ''}: {', '.join(parts)}"
+
+
 def _format_replica(replica: ReplicaStatus) -> str:
     state = str(replica.state)
     raw = replica.structured_error_msg
@@ -309,11 +324,14 @@ class AppStatus:
         Returns:
             The text, several lines.
         """
-        roles = "".join(
-            _format_replica(replica)
-            for role in self._roles(filter_roles)
-            for replica in sorted(role.replicas, key=lambda r: r.id)
-        )
+        if self.array is not None:  # a sweep: a line per role, not one per element
+            roles = "".join(_format_sweep_role(role) for role in self._roles(filter_roles))
+        else:
+            roles = "".join(
+                _format_replica(replica)
+                for role in self._roles(filter_roles)
+                for replica in sorted(role.replicas, key=lambda r: r.id)
+            )
         text = _STATUS_TEMPLATE.format(
             state=self.state,
             num_restarts=self.num_restarts,
@@ -324,7 +342,7 @@ class AppStatus:
         )
         lines = self._timing_lines()
         if self.array is not None:
-            lines.insert(0, self.array.line())
+            lines[0:0] = [self.array.line(), self.array.progress_line()]
         line = _attempts_line(self.attempts)
         if line:
             lines.append(line)
