@@ -45,10 +45,13 @@ def test_a_second_run_with_the_key_returns_the_first_handle(tmp_path: Path) -> N
     assert "sh/0 run=nightly-42" in first.stderr  # the key is the run's identity
     again = _run("nightly-42", "utils.sh", "sh", "-c", "echo run=$TORCHX_RUN_ID", cwd=tmp_path)
     assert (again.returncode, again.stdout) == (0, f"{handle}\n"), again
-    [line] = again.stderr.splitlines()
+    # the run follows the found app as it would its own: its log, then its end
+    line, *logged, end = again.stderr.splitlines()
+    assert logged == ["sh/0 run=nightly-42"]
+    assert end == f"torchx: app {handle} finished SUCCEEDED"
     assert line.endswith(
-        f"an app with idempotency key 'nightly-42' exists already on local_cwd: {handle};"
-        " nothing was submitted"
+        f"an app with idempotency key 'nightly-42' exists already on local_cwd: {handle}"
+        " (SUCCEEDED); nothing was submitted"
     ), line
     assert [a["app_handle"] for a in _apps(tmp_path)] == [handle]
     other = _run("nightly-43", "utils.sh", "true", cwd=tmp_path)
@@ -180,3 +183,13 @@ def test_a_locks_directory_that_is_a_link_is_refused(tmp_path: Path) -> None:
     line = one_error_line(proc, no_stdout=True)
     assert f"{home / 'locks'} is a link" in line, line
     assert list((tmp_path / "elsewhere").iterdir()) == []
+
+
+def test_a_found_app_says_its_state_and_a_local_run_exits_as_it_ended(tmp_path: Path) -> None:
+    first = _run("failing-1", "utils.sh", "sh", "-c", "exit 3", cwd=tmp_path)
+    assert first.returncode == 1
+    handle = first.stdout.splitlines()[0]
+    again = _run("failing-1", "utils.sh", "sh", "-c", "exit 3", cwd=tmp_path)
+    assert again.returncode == 1, again  # as the run would have ended: the app FAILED
+    assert again.stdout.splitlines()[0] == handle
+    assert f"exists already on local_cwd: {handle} (FAILED); nothing was submitted" in again.stderr

@@ -51,7 +51,7 @@ def test_a_second_run_with_the_key_returns_the_first_handle(runner: Any, workdir
     again = _run(KEY_SLURM_K1, "utils.sh", "sh", "-c", "echo run=$TORCHX_RUN_ID")
     assert (again.returncode, again.stdout) == (0, f"{handle}\n"), again
     assert again.stderr.strip().endswith(
-        f"exists already on slurm: {handle}; nothing was submitted"
+        f"exists already on slurm: {handle} (SUCCEEDED); nothing was submitted"
     ), again.stderr
     assert _jobs_with_key(KEY_SLURM_K1) == [handle.rsplit("/", 1)[1]]
 

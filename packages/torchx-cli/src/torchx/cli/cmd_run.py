@@ -584,7 +584,8 @@ class CmdRun(SubCommand):
         is_local = scheduler in _FOREGROUND_SCHEDULERS
         notes = _PendingNotes(app_handle)
         following = run_args.wait or run_args.log
-        if run_args.idempotency_key is not None and not following:
+        # on a local scheduler the run waits: a found app's end is this run's exit status
+        if run_args.idempotency_key is not None and not following and not is_local:
             found = runner.found_by_idempotency_key(app_handle)
             if found:  # the runner's warning said so; the app is not this command's to follow
                 _print_handle(app_handle)

@@ -124,6 +124,16 @@ def _key_lock(key: str) -> Iterator[None]:
         os.close(fd)
 
 
+def _state_of(sched: Scheduler[object], app_id: str) -> str:
+    """The found app's state, as the warning says it (``UNKNOWN`` if it cannot be read)."""
+    try:
+        found = sched.describe(app_id)
+    except Exception as e:  # the warning must not fail the run: the app exists
+        logger.debug("cannot read the state of %s: %s", app_id, e)
+        found = None
+    return found.state.name if found is not None else "UNKNOWN"
+
+
 def submit_once(
     sched: Scheduler[object],
     key: str,
@@ -140,10 +150,12 @@ def submit_once(
         existing = sched.find_by_idempotency_key(key, cfg)
         if existing is not None:
             logger.warning(
-                "an app with idempotency key %r exists already on %s: %s; nothing was submitted",
+                "an app with idempotency key %r exists already on %s: %s (%s); nothing was"
+                " submitted",
                 key,
                 target,
                 handle_of(existing),
+                _state_of(sched, existing),
             )
             return existing, False
         try:
