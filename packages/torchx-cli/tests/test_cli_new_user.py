@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 TYPE_CHECKING = False
@@ -186,3 +187,11 @@ def test_cancel_says_what_it_did(cli: Cli) -> None:
         )
     finally:
         running.kill()
+
+
+def test_utils_sh_help_says_how_to_write_a_dollar(cli: Cli) -> None:
+    helped = " ".join(cli.run("run", "utils.sh", "--help").stdout.split())
+    assert "`$$` is its escape for a literal `$`" in helped, helped
+    ran = cli.run("run", "-s", "local_cwd", "utils.sh", "sh", "-c", "echo pid=$$$$")
+    assert ran.returncode == 0, ran.stderr
+    assert re.search(r"^sh/0 pid=\d+$", ran.stderr, re.MULTILINE), ran.stderr

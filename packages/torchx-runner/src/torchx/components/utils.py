@@ -124,7 +124,9 @@ def sh(
     """Runs a command line through ``sh -c`` (or through ``--entrypoint``).
 
     Every argument is shell-quoted, so ``$VARS``, globs and ``;`` reach the command as
-    literal text: ``utils.sh echo '$HOME'`` prints ``$HOME``.
+    literal text: ``utils.sh echo '$HOME'`` prints ``$HOME``. TorchX substitutes its
+    macros (``${app_id}``, ``${replica_id}``) in the arguments first, and ``$$`` is its
+    escape for a literal ``$``: the shell's own ``$$`` (its pid) is written ``$$$$``.
 
     Args:
         args: the command and its arguments
