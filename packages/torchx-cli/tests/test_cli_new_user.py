@@ -195,3 +195,39 @@ def test_utils_sh_help_says_how_to_write_a_dollar(cli: Cli) -> None:
     ran = cli.run("run", "-s", "local_cwd", "utils.sh", "sh", "-c", "echo pid=$$$$")
     assert ran.returncode == 0, ran.stderr
     assert re.search(r"^sh/0 pid=\d+$", ran.stderr, re.MULTILINE), ran.stderr
+
+
+def test_detach_starts_a_local_run_and_returns(cli: Cli, one_line_error: OneLineError) -> None:
+    run = cli.run("run", "--detach", "-s", "local_cwd", "utils.sh", "sleep", "120")
+    assert run.returncode == 0, run.stderr
+    handle = run.stdout.strip()
+    try:
+        status = cli.run("status", handle).stdout
+        assert "State: RUNNING" in status or "State: PENDING" in status, status
+    finally:
+        cli.run("cancel", handle)
+    both = cli.run("run", "--detach", "--wait", "-s", "local_cwd", "utils.echo")
+    assert both.returncode == 2
+    assert "--detach returns at once" in one_line_error(both)
+
+
+def test_a_run_stopped_by_sigterm_says_the_app_keeps_running(cli: Cli) -> None:
+    import signal
+    import subprocess
+
+    running = subprocess.Popen(
+        [*cli.command, "run", "-s", "local_cwd", "utils.sh", "sleep", "120"],
+        cwd=cli.cwd, env=cli._env(None), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    assert running.stdout is not None
+    handle = running.stdout.readline().strip()
+    try:
+        running.send_signal(signal.SIGTERM)
+        _, err = running.communicate(timeout=60)
+        assert running.returncode == 143, err
+        assert f"torchx: terminated; {handle} keeps running (stop it with `torchx cancel" in err
+        assert "State: RUNNING" in cli.run("status", handle).stdout
+    finally:
+        running.kill()
+        cli.run("cancel", handle)

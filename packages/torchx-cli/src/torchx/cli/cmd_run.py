@@ -61,6 +61,7 @@ class TorchXRunArgs:
     dryrun: bool = False
     wait: bool = False
     log: bool = False
+    detach: bool = False
     workspace: str = ""
     parent_run_id: "str | None" = None
     tee_logs: bool = False
@@ -116,6 +117,7 @@ def _check_json_types(json_data: "dict[str, Any]") -> None:
         dryrun: bool = False
         wait: bool = False
         log: bool = False
+        detach: bool = False
         workspace: str = ""
         parent_run_id: str | None = None
         tee_logs: bool = False
@@ -151,6 +153,7 @@ def torchx_run_args_from_argparse(
         dryrun=args.dryrun,
         wait=args.wait,
         log=args.log,
+        detach=bool(getattr(args, "detach", False)),
         workspace=args.workspace,
         parent_run_id=args.parent_run_id,
         tee_logs=args.tee_logs,
@@ -533,6 +536,11 @@ class CmdRun(SubCommand):
             run_args.component_args_str or run_args.component_args
         )
         workspace = run_args.workspace or None
+        if run_args.detach and (run_args.wait or run_args.log):
+            raise CliError(
+                "--detach returns at once; --wait and --log follow the app: give one or the other",
+                exit_code=EXIT_USAGE,
+            )
         if run_args.max_parallel is not None and not run_args.sweep:
             raise CliError(
                 "max_parallel limits the elements of a sweep; give a sweep too",
@@ -581,7 +589,7 @@ class CmdRun(SubCommand):
 
         # local_cwd runs in the foreground as upstream's does; every other scheduler (including
         # local_docker, whose containers outlive this command) returns once the app is started.
-        is_local = scheduler in _FOREGROUND_SCHEDULERS
+        is_local = scheduler in _FOREGROUND_SCHEDULERS and not run_args.detach
         notes = _PendingNotes(app_handle)
         following = run_args.wait or run_args.log
         # on a local scheduler the run waits: a found app's end is this run's exit status
@@ -617,7 +625,20 @@ class CmdRun(SubCommand):
                 )
             print(message, file=sys.stderr, flush=True)
             raise SystemExit(_EXIT_INTERRUPTED) from None
+        except BaseException as e:
+            if type(e).__name__ != "Terminated":  # SIGTERM (torchx.cli.main.Terminated)
+                raise
+            print(
+                f"torchx: terminated; {app_handle} keeps running (stop it with `torchx"
+                f" cancel {app_handle}`, follow it with `torchx log -f {app_handle}`)",
+                file=sys.stderr,
+                flush=True,
+            )
+            raise SystemExit(_EXIT_TERMINATED) from None
 
+
+_EXIT_TERMINATED = 143
+"""What a command ended by SIGTERM exits with (128 + 15)."""
 
 _FOREGROUND_SCHEDULERS = ("local_cwd", "local")
 
@@ -627,6 +648,13 @@ RUN_OPTIONS = [
         ("--dryrun",),
         "dryrun",
         "print the app and the scheduler request without submitting",
+        flag=True,
+    ),
+    Option(
+        ("--detach",),
+        "detach",
+        "start the app and return at once, printing its handle, also on a local scheduler"
+        " (where run otherwise waits for it); the app runs on",
         flag=True,
     ),
     Option(
