@@ -306,6 +306,11 @@ def _tee_prefix(line: str) -> tuple[str, str]:
     return prefix, line
 
 
+def without_tee_prefix(line: str) -> str:
+    """``line`` without the prefixes torchrun and PyTorch put before a worker's lines."""
+    return _tee_prefix(line)[1]
+
+
 def _torchrun_root(lines: list[str]) -> tuple[int, int | None] | None:
     """The (global rank, local rank) torchrun's "Root Cause (first observed failure)"
     block names."""

@@ -201,13 +201,23 @@ def _format_failure(failure: Failure) -> str:
     lines = [f"    Root cause: {failure.role}[{failure.replica_id}]{rank}: {words}"]
     if failure.message and failure.message not in words:  # said once
         lines.append("        " + failure.message.replace("\n", "\n        "))
-    if failure.traceback:  # the failing rank's own, first: the log tail may be another's
+    if failure.traceback and not _ends_with(failure.log_tail, failure.traceback):
+        # the failing rank's own, first: the log's last lines are another rank's
         lines.append("        its traceback:")
         lines += ["          | " + line for line in failure.traceback.splitlines()]
     if failure.log_tail:
         lines.append("        last lines of its log:")
         lines += ["          | " + line.replace("\n", "\\n") for line in failure.log_tail]
     return "\n".join(lines) + "\n"
+
+
+def _ends_with(log_tail: list[str], traceback: str) -> bool:
+    """Whether the log's last lines are ``traceback`` (launcher prefixes aside)."""
+    from torchx.specs._failure import without_tee_prefix
+
+    wanted = traceback.splitlines()
+    got = [without_tee_prefix(line) for line in log_tail[-len(wanted) :]]
+    return bool(wanted) and got == wanted
 
 
 def _format_sweep_role(role: RoleStatus) -> str:

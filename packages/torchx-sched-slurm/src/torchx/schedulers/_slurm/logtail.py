@@ -34,13 +34,13 @@ def file_tail(path: str, via: SshTarget | None) -> str:
 def replica_log_tail(
     job_id: str, log_dir: str, role: str, replica_id: int, via: SshTarget | None
 ) -> str:
-    """The end of a replica's log: its stderr (where a traceback and ``torchx.progress``
-    reports go), else its stdout; ``""`` when neither has anything."""
+    """The end of a replica's log, both streams: the end of its stdout, then the end of
+    its stderr (where a traceback and ``torchx.progress`` reports go, so they stay last;
+    Slurm keeps no time per line to interleave them by); ``""`` when neither has
+    anything."""
     from torchx.schedulers._slurm.request import safe_name
 
     base = os.path.join(log_dir or ".", f"slurm-{job_id}-{safe_name(role)}-{replica_id}")
-    for suffix in ("err", "out"):
-        tail = file_tail(f"{base}.{suffix}", via)
-        if tail.strip():
-            return tail
-    return ""
+    parts = [file_tail(f"{base}.{suffix}", via) for suffix in ("out", "err")]
+    kept = [part if part.endswith("\n") else part + "\n" for part in parts if part.strip()]
+    return "".join(kept)
