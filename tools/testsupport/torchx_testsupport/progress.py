@@ -23,6 +23,7 @@ def python_reporter(python: str) -> str:
         "import torchx.progress as p\n"
         "for i in (1, 2, 3):\n"
         "    p.report(i, total=4, loss=round(0.3 + i / 100, 2))\n"
+        "    print(f'step {i} done', flush=True)\n"
     )
     return (
         f"TORCHX_PROGRESS_INTERVAL=0 {shlex.quote(python)} -c {shlex.quote(code)}; sleep {HOLD_S}"
@@ -33,6 +34,7 @@ SHELL_REPORTS = (
     "for i in 1 2 3; do"
     ' echo "TORCHX_PROGRESS {\\"step\\": $i, \\"total\\": 4, \\"time\\": $(date +%s),'
     ' \\"metrics\\": {\\"loss\\": 0.3$i}}" >&2;'
+    ' echo "step $i done";'
     " done"
 )
 """The protocol from a job without torchx (an image with only a shell): the same reports
