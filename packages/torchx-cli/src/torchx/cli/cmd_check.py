@@ -29,24 +29,36 @@ __all__ = ["CmdCheck"]
 
 DEFAULT_TIMEOUT_S = 4.0
 """How long the probes may take together (each probe also bounds its own calls)."""
+_LOAD_CAP_S = 60.0
+"""The most a probe may take to load its backend before its deadline starts anyway."""
 
 
 class _Target:
     """One scheduler or tracker being checked, in its own thread."""
 
-    def __init__(self, kind: str, name: str, run: "Callable[[], list[ReadinessCheck]]") -> None:
+    def __init__(
+        self, kind: str, name: str, run: "Callable[[Callable[[], None]], list[ReadinessCheck]]"
+    ) -> None:
         self.kind = kind
         self.name = name
         self.checks: list[ReadinessCheck] | None = None
         self._run = run
+        self.loaded = threading.Event()
+        """Set once the probe has loaded its backend (SDK, scheduler object): the deadline
+        counts the probe's calls, not a loaded machine's imports."""
+        self.loaded_at = 0.0
         self.thread = threading.Thread(target=self._main, name=f"check-{name}", daemon=True)
+
+    def _mark_loaded(self) -> None:
+        self.loaded_at = time.monotonic()
+        self.loaded.set()
 
     def _main(self) -> None:
         from torchx.cli._errors import error_line
         from torchx.util.readiness import not_ready
 
         try:
-            self.checks = self._run()
+            self.checks = self._run(self._mark_loaded)
         except Exception as e:
             self.checks = [
                 not_ready(
@@ -55,14 +67,20 @@ class _Target:
                     f"see `torchx plugins` and `torchx --log_level DEBUG check -s {self.name}`",
                 )
             ]
+        finally:
+            if not self.loaded.is_set():  # it ended before loading: nothing to wait for
+                self._mark_loaded()
 
 
-def _scheduler_checks(name: str, cfg: "dict[str, Any]") -> "list[ReadinessCheck]":
+def _scheduler_checks(
+    name: str, cfg: "dict[str, Any]", loaded: "Callable[[], None]"
+) -> "list[ReadinessCheck]":
     from torchx.runner import config
     from torchx.schedulers import get_scheduler_factories
     from torchx.util._support.retry import outage_budget
 
     scheduler = get_scheduler_factories()[name](session_name="torchx")
+    loaded()
     try:
         config.apply(name, cfg)
         with outage_budget(0):  # a check reports a service that is away; it does not wait for it
@@ -71,10 +89,13 @@ def _scheduler_checks(name: str, cfg: "dict[str, Any]") -> "list[ReadinessCheck]
         scheduler.close()
 
 
-def _tracker_checks(name: str, tracker_config: "str | None") -> "list[ReadinessCheck]":
+def _tracker_checks(
+    name: str, tracker_config: "str | None", loaded: "Callable[[], None]"
+) -> "list[ReadinessCheck]":
     from torchx.tracker.api import check_tracker
     from torchx.util._support.retry import outage_budget
 
+    loaded()  # a tracker loads its SDK inside its check: the deadline covers that
     with outage_budget(0):
         return check_tracker(name, tracker_config)
 
@@ -219,11 +240,15 @@ def _run_all(targets: "list[_Target]", timeout: float) -> None:
     """Starts every probe and waits until all answered or the deadline passed."""
     from torchx.util.readiness import not_ready
 
-    deadline = time.monotonic() + timeout
     for target in targets:
         target.thread.start()
+    load_by = time.monotonic() + _LOAD_CAP_S
     for target in targets:
-        target.thread.join(max(0.0, deadline - time.monotonic()))
+        # each probe's deadline starts once it has loaded its backend (a busy machine's
+        # import of an SDK is not the service being slow)
+        target.loaded.wait(max(0.0, load_by - time.monotonic()))
+        started = target.loaded_at if target.loaded.is_set() else time.monotonic()
+        target.thread.join(max(0.0, started + timeout - time.monotonic()))
         if target.thread.is_alive():
             target.checks = [
                 not_ready(
