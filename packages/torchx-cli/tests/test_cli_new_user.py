@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import subprocess
 import time
 
 TYPE_CHECKING = False
@@ -165,14 +166,16 @@ def test_an_unknown_flag_gets_a_did_you_mean(cli: Cli, one_line_error: OneLineEr
     )
 
 
-def test_cancel_says_what_it_did(cli: Cli) -> None:
-    import subprocess
-
-    running = subprocess.Popen(
+def _sleeping_run(cli: Cli, stderr: int) -> subprocess.Popen[str]:
+    """``torchx run -s local_cwd utils.sh sleep 120``, running (it waits for the app)."""
+    return subprocess.Popen(
         [*cli.command, "run", "-s", "local_cwd", "utils.sh", "sleep", "120"],
-        cwd=cli.cwd, env=cli._env(None), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        text=True,
+        cwd=cli.cwd, env=cli._env(None), stdout=subprocess.PIPE, stderr=stderr, text=True,
     )  # fmt: skip
+
+
+def test_cancel_says_what_it_did(cli: Cli) -> None:
+    running = _sleeping_run(cli, subprocess.DEVNULL)
     try:
         assert running.stdout is not None
         handle = running.stdout.readline().strip()
@@ -213,13 +216,8 @@ def test_detach_starts_a_local_run_and_returns(cli: Cli, one_line_error: OneLine
 
 def test_a_run_stopped_by_sigterm_says_the_app_keeps_running(cli: Cli) -> None:
     import signal
-    import subprocess
 
-    running = subprocess.Popen(
-        [*cli.command, "run", "-s", "local_cwd", "utils.sh", "sleep", "120"],
-        cwd=cli.cwd, env=cli._env(None), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
+    running = _sleeping_run(cli, subprocess.PIPE)
     assert running.stdout is not None
     handle = running.stdout.readline().strip()
     try:

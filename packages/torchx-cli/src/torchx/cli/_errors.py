@@ -7,6 +7,11 @@ type plus a hint to rerun with ``--log_level debug``, which prints the traceback
 
 import sys
 
+
+class Terminated(BaseException):
+    """SIGTERM arrived (``timeout``, CI, a service manager stopping torchx)."""
+
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import NoReturn

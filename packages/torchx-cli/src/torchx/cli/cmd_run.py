@@ -15,7 +15,7 @@ import sys
 from contextvars import ContextVar
 
 from torchx.cli._cli_defaults import explicitly_given
-from torchx.cli._errors import EXIT_USAGE, CliError, usage_error
+from torchx.cli._errors import EXIT_USAGE, CliError, Terminated, usage_error
 from torchx.cli._option_table import Option, scheduler_options
 from torchx.cli.cmd_base import SubCommand
 from torchx.cli.cmd_builtins import CmdBuiltins
@@ -625,9 +625,7 @@ class CmdRun(SubCommand):
                 )
             print(message, file=sys.stderr, flush=True)
             raise SystemExit(_EXIT_INTERRUPTED) from None
-        except BaseException as e:
-            if type(e).__name__ != "Terminated":  # SIGTERM (torchx.cli.main.Terminated)
-                raise
+        except Terminated:  # SIGTERM: the command ends, the app does not
             print(
                 f"torchx: terminated; {app_handle} keeps running (stop it with `torchx"
                 f" cancel {app_handle}`, follow it with `torchx log -f {app_handle}`)",

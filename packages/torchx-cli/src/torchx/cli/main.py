@@ -13,6 +13,8 @@ built-in replaces it.
 import os
 import sys
 
+from torchx.cli._errors import Terminated
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
@@ -389,10 +391,6 @@ def _stdout_gone() -> bool:
         return any(event & select.POLLERR for _, event in poller.poll(0))
     except (OSError, ValueError):
         return False
-
-
-class Terminated(BaseException):
-    """SIGTERM arrived (``timeout``, CI, a service manager stopping torchx)."""
 
 
 def _unwind_on_sigterm() -> None:
