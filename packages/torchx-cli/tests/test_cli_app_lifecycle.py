@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import signal
 import subprocess
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -315,3 +318,41 @@ def test_a_failed_app_names_its_root_cause_in_status_and_log(cli: Cli) -> None:
     assert "bad/0 loading" in logs.stdout and "ok/0" not in logs.stdout
     ok = cli.run("run", "-s", "local_cwd", "utils.echo")
     assert json.loads(cli.run("status", "--json", ok.stdout.split()[0]).stdout)["failure"] is None
+
+
+def test_a_stop_from_outside_reads_preempted_in_status_and_describe(cli: Cli) -> None:
+    """SIGTERM sent to a replica from outside TorchX (as a preemption or a drain sends) is
+    an attempt that was preempted, named with its signal; it does not spend max_retries
+    (0 here): the next attempt runs and the app succeeds."""
+    script = 'echo "pid $$$$ attempt $TORCHX_ATTEMPT"; [ "$TORCHX_ATTEMPT" != 0 ] || exec sleep 600'
+    launcher = cli.popen("run", "-s", "local_cwd", "utils.sh", "sh", "-c", script)
+    assert launcher.stdout is not None and launcher.stderr is not None
+    handle = launcher.stdout.readline().strip()
+    for line in launcher.stderr:
+        if "attempt 0" in line:
+            os.kill(int(line.split("pid ")[1].split()[0]), signal.SIGTERM)
+            break
+    _, err = launcher.communicate(timeout=120)
+    assert launcher.returncode == 0, err
+
+    status = cli.run("status", handle)
+    assert "Attempts: 0 FAILED (preempted by SIGTERM), 1 SUCCEEDED" in status.stdout, status
+    described = json.loads(cli.run("describe", "--json", handle).stdout)
+    first, second = described["attempts"]
+    assert (first["cause"], first["signal"], first["exit_code"]) == ("preempted", "SIGTERM", None)
+    assert second["state"] == "SUCCEEDED"
+
+    text = cli.run("describe", handle, env={"TZ": "Asia/Kolkata"}).stdout
+    attempts = text[text.index("attempts (local time):") :].splitlines()[1:]
+    os.environ["TZ"] = "Asia/Kolkata"  # the reader's clock: +05:30, not UTC's
+    time.tzset()
+    try:
+        for line, attempt in zip(attempts, (first, second), strict=True):
+            started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(attempt["start"]))
+            ended = time.strftime("%H:%M:%S", time.localtime(attempt["end"]))
+            assert line.startswith(f"  {attempt['attempt']}  {attempt['state']}"), line
+            assert f"{started} → {ended} (" in line, line
+    finally:
+        del os.environ["TZ"]
+        time.tzset()
+    assert attempts[0].endswith("s)  preempted by SIGTERM"), attempts

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import time
+
+import pytest
 
 from torchx.specs import AppState, AppStatus
 from torchx.specs._attempts import Attempt, with_current
@@ -19,6 +22,7 @@ def test_one_attempt_is_the_app_itself() -> None:
         "state": "FAILED",
         "cause": "exit_code",
         "exit_code": 3,
+        "signal": None,
     }
 
 
@@ -41,9 +45,9 @@ def test_the_schedulers_history_is_kept_and_the_last_is_current() -> None:
     attempts = with_current(known, 1, state=AppState.SUCCEEDED, failure=None, start=9.0, end=5.0)
     assert [a.to_json() for a in attempts] == [
         {"attempt": 0, "start": 1.0, "end": 2.0, "state": "FAILED", "cause": "exit_code",
-         "exit_code": 1},
+         "exit_code": 1, "signal": None},
         {"attempt": 1, "start": 3.0, "end": 5.0, "state": "SUCCEEDED", "cause": None,
-         "exit_code": None},
+         "exit_code": None, "signal": None},
     ]  # fmt: skip
     status = AppStatus(AppState.SUCCEEDED, num_restarts=1, attempts=attempts)
     assert "Attempts: 0 FAILED (exit code 1), 1 SUCCEEDED" in status.format()
@@ -63,3 +67,25 @@ def test_status_shows_attempts_in_json_text_and_repr() -> None:
     assert "attempts" in repr(status)
     single = AppStatus(AppState.RUNNING, attempts=[Attempt(0, 1.0, None, AppState.RUNNING)])
     assert "Attempts" not in single.format() and "attempts" not in repr(single)
+
+
+def test_an_attempt_says_when_it_ran_in_local_time_and_how_it_ended(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TZ", "Asia/Kolkata")  # +05:30: a local time, not UTC's
+    time.tzset()
+    try:
+        start = 1_764_650_000.0  # 2025-12-02 04:33:20 UTC
+        preempted = Attempt(0, start, start + 28, AppState.FAILED, "preempted", signal="SIGTERM")
+        assert preempted.line() == (
+            "0  FAILED     2025-12-02 10:03:20 → 10:03:48 (28s)  preempted by SIGTERM"
+        )
+        long = Attempt(1, start, start + 86_400 + 60, AppState.SUCCEEDED)
+        assert long.line() == ("1  SUCCEEDED  2025-12-02 10:03:20 → 2025-12-03 10:04:20 (24h01m)")
+        assert Attempt(2).line() == "2  UNKNOWN    not started"
+        killed = Attempt(0, start, start + 1, AppState.FAILED, "signal", signal="SIGKILL")
+        assert killed.why() == "killed by SIGKILL (often the out-of-memory killer)"
+        assert Attempt(0, cause="signal").why() == "killed by a signal"
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()

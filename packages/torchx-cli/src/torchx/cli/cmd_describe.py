@@ -58,20 +58,19 @@ class CmdDescribe(AppHandleSubCommand):
         if not args.show_secrets:
             mask_secrets(app)
         status = runner.status(args.app_handle, progress=False)
-        attempts = [a.to_json() for a in status.attempts] if status is not None else []
+        attempts = status.attempts if status is not None else []
         if args.json:
             from torchx.cli._json import print_json, to_jsonable
 
-            print_json({**to_jsonable(app), "attempts": attempts})
+            print_json({**to_jsonable(app), "attempts": [a.to_json() for a in attempts]})
         else:
             from pprint import pformat
 
             from torchx.util._startup.lazy_dataclass import asdict
-            from torchx.util.strings import escape_unprintable, terminal_text
+            from torchx.util.strings import terminal_text
 
             print(terminal_text(pformat(asdict(app), indent=2, width=80)))
             if attempts:
-                print("attempts:")
+                print("attempts (local time):")
                 for attempt in attempts:
-                    pairs = ", ".join(f"{k}={v}" for k, v in attempt.items())
-                    print("  " + escape_unprintable(pairs))
+                    print("  " + terminal_text(attempt.line()))

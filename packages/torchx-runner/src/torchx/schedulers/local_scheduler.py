@@ -326,6 +326,7 @@ def _attempts(state: dict[str, Any]) -> list[Attempt]:
             state=AppState[a["state"]],
             cause=a.get("cause"),
             exit_code=a.get("exit_code"),
+            signal=a.get("signal"),
         )
         for a in state.get("attempts") or []
     ]

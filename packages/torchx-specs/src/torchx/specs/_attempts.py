@@ -27,7 +27,9 @@ __all__ = ["Attempt", "with_current"]
 class Attempt:
     """One run of an app: ``state`` an :class:`AppState`; ``cause`` one of
     :data:`torchx.specs._failure.CAUSES` for an attempt that ended in failure (a requeue's
-    reason: ``preempted``, ``node_failure``, ``time_limit``...); times in unix seconds."""
+    reason: ``preempted``, ``node_failure``, ``time_limit``...); ``signal`` the signal that
+    ended it (``SIGTERM`` for a stop from outside, as a preemption sends), when known; times
+    in unix seconds."""
 
     attempt: int
     start: float | None = None
@@ -35,6 +37,7 @@ class Attempt:
     state: AppState | None = None
     cause: str | None = None
     exit_code: int | None = None
+    signal: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         from torchx.specs._status import AppState
@@ -46,7 +49,44 @@ class Attempt:
             "state": (self.state if self.state is not None else AppState.UNKNOWN).name,
             "cause": self.cause,
             "exit_code": self.exit_code,
+            "signal": self.signal,
         }
+
+    def why(self) -> str:
+        """How it ended, as people say it: ``exit code 3``, ``preempted by SIGTERM``,
+        ``killed by SIGKILL (often the out-of-memory killer)``; empty when nothing is
+        known."""
+        from torchx.specs._failure import cause_words
+
+        if self.cause in (None, "exit_code"):
+            return f"exit code {self.exit_code}" if self.exit_code is not None else ""
+        if self.cause == "signal" and not self.signal:
+            return "killed by a signal"
+        words = cause_words(self.cause, self.exit_code, self.signal)
+        if self.cause == "preempted" and self.signal:
+            words += f" by {self.signal}"  # a stop from outside: which one it was
+        return words
+
+    def line(self) -> str:
+        """``0  FAILED     2026-12-02 03:01:12 → 03:01:40 (28s)  preempted by SIGTERM``: the
+        attempt with its local start and end times and how long it ran."""
+        import time
+
+        from torchx.specs._timeline import duration
+
+        state = (self.state.name if self.state is not None else "UNKNOWN").ljust(9)
+        when = "not started"
+        if self.start is not None:
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.start))
+            if self.end is not None:
+                same_day = time.localtime(self.start)[:3] == time.localtime(self.end)[:3]
+                shown = "%H:%M:%S" if same_day else "%Y-%m-%d %H:%M:%S"
+                ended = time.strftime(shown, time.localtime(self.end))
+                when += f" → {ended} ({duration(self.end - self.start)})"
+            else:
+                when += f" → now ({duration(time.time() - self.start)} so far)"
+        why = self.why()
+        return f"{self.attempt}  {state}  {when}" + (f"  {why}" if why else "")
 
 
 def with_current(

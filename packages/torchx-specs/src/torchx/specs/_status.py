@@ -427,8 +427,6 @@ def _attempts_line(attempts: list[Attempt]) -> str | None:
     parts = []
     for a in attempts:
         part = f"{a.attempt} {a.state.name if a.state is not None else 'UNKNOWN'}"
-        why = a.cause or ""
-        if a.exit_code is not None and a.cause in (None, "exit_code"):
-            why = f"exit code {a.exit_code}"
+        why = a.why()
         parts.append(f"{part} ({why})" if why else part)
     return "Attempts: " + ", ".join(parts)

@@ -637,8 +637,9 @@ class Supervisor:
                 "start": started,
                 "end": now,
                 "state": st.FAILED,
-                "cause": "signal" if code < 0 else "exit_code",
+                "cause": _attempt_cause(code),
                 "exit_code": code if code >= 0 else None,
+                "signal": signal_name(-code) if code < 0 else None,
             }
         )
         self.state["attempt_started"] = None  # set when the next attempt starts
@@ -937,6 +938,14 @@ def run_local_job(
         stderr=stderr,
         start_new_session=True,
     )
+
+
+def _attempt_cause(code: int) -> str:
+    """Why an attempt ended, from its replica's exit status: a stop request from outside
+    (SIGTERM, SIGINT, SIGHUP: what a preemption or a node drain sends) is ``preempted``."""
+    if code >= 0:
+        return "exit_code"
+    return "preempted" if -code in _INTERRUPTIONS else "signal"
 
 
 def _failure_msg(role: str, replica_id: int, code: int) -> str:
