@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import time
@@ -229,3 +230,48 @@ def test_a_run_stopped_by_sigterm_says_the_app_keeps_running(cli: Cli) -> None:
     finally:
         running.kill()
         cli.run("cancel", handle)
+
+
+TWO_REPLICAS = """\
+import torchx.specs as specs
+
+
+def two(script: str) -> specs.AppDef:
+    role = specs.Role(
+        "w", image="/", entrypoint="sh", args=["-c", script, "${replica_id}"], num_replicas=2
+    )
+    return specs.AppDef("two", roles=[role])
+"""
+# replica 0 writes a long torchelastic error (the echo of a lost rendezvous), then waits;
+# replica 1 raises once it has: the root cause, though replica 0's error file came first
+ECHO_THEN_CAUSE = r"""
+if [ "$0" = 0 ]; then
+  python3 -c '
+import json, os
+trace = "".join(f"  File \"agent.py\", line {n}, in step{n}\n" for n in range(60))
+message = {"message": "RendezvousConnectionError: The connection to the C10d store has failed.",
+           "extraInfo": {"py_callstack": trace, "timestamp": "1764650000"}}
+open(os.environ["TORCHELASTIC_ERROR_FILE"], "w").write(json.dumps({"message": message}))
+'
+  touch ready; exec sleep 600
+fi
+while [ ! -e ready ]; do sleep 0.05; done
+python3 -c '[][3]'
+"""
+
+
+def test_an_error_that_is_not_the_root_cause_is_one_short_line(cli: Cli) -> None:
+    (cli.cwd / "two.py").write_text(TWO_REPLICAS)
+    run = cli.run("run", "-s", "local_cwd", "--wait", "./two.py:two", "--script", ECHO_THEN_CAUSE)
+    assert run.returncode != 0, run.stderr
+    handle = run.stdout.split()[0]
+    status = json.loads(cli.run("status", "--json", handle).stdout)
+    assert len(status["structured_error_msg"]) > 2500  # kept whole for scripts
+    assert status["failure"]["replica_id"] == 1, status["failure"]
+
+    text = cli.run("status", handle).stdout
+    assert "IndexError: list index out of range" in text[text.index("Root cause: w[1]") :]
+    shown = [line for line in text.splitlines() if "RendezvousConnectionError" in line]
+    assert len(shown) == 2 and all(len(line) < 250 for line in shown), shown
+    assert all("characters; torchx status --json has it whole)" in line for line in shown)
+    assert "py_callstack" not in text and "step59" not in text

@@ -125,6 +125,8 @@ _STATUS_TEMPLATE = """AppStatus:
     """
 
 _ERROR_HEADER = "    error_msg: "
+_SHORT_ERROR = 200
+"""A structured error longer than this that is not the root cause is shown in one line."""
 _WRAP_WIDTH = 80
 
 
@@ -235,10 +237,27 @@ def _format_sweep_role(role: RoleStatus) -> str:
     return f"\n  {role.role}: {n} element{'s' if n != 1 else ''}: {', '.join(parts)}"
 
 
-def _format_replica(replica: ReplicaStatus) -> str:
+def _one_line_error(raw: str) -> str:
+    """A long structured error in one short line: its message's first line, and where the
+    whole of it is (``torchx status --json``)."""
+    parsed = _parse_reply(raw)
+    message = (parsed[0] if parsed is not None else raw).strip()
+    first = message.splitlines()[0] if message else ""
+    if len(first) > _SHORT_ERROR:
+        first = first[: _SHORT_ERROR - 1] + "…"
+    return f"{first} ({len(raw):,} characters; torchx status --json has it whole)"
+
+
+def _format_replica(replica: ReplicaStatus, secondary: bool = False) -> str:
+    """A replica's lines; ``secondary``: another replica is the root cause, so a long error
+    of this one is one short line (it is often the failure's echo: a lost rendezvous)."""
     state = str(replica.state)
     raw = replica.structured_error_msg
-    if raw != NONE:
+    if raw != NONE and secondary and len(raw) > _SHORT_ERROR:
+        data = (
+            f"{state}\n        hostname: {replica.hostname}\n{_ERROR_HEADER}{_one_line_error(raw)}"
+        )
+    elif raw != NONE:
         parsed = _parse_reply(raw)
         if parsed is None:
             data = f"{state}\n        hostname: {replica.hostname}\n    {_wrap(raw, _ERROR_HEADER)}"
@@ -338,16 +357,19 @@ class AppStatus:
             roles = "".join(_format_sweep_role(role) for role in self._roles(filter_roles))
         else:
             roles = "".join(
-                _format_replica(replica)
+                _format_replica(replica, secondary=self._secondary(replica))
                 for role in self._roles(filter_roles)
                 for replica in sorted(role.replicas, key=lambda r: r.id)
             )
+        error = self.structured_error_msg
+        if self.failure is not None and error != NONE and len(error) > _SHORT_ERROR:
+            error = _one_line_error(error)  # the root cause below says what failed
         text = _STATUS_TEMPLATE.format(
             state=self.state,
             num_restarts=self.num_restarts,
             roles=roles,
             msg=self.msg,
-            structured_error_msg=self.structured_error_msg,
+            structured_error_msg=error,
             url=self.ui_url,
         )
         lines = self._timing_lines()
@@ -363,6 +385,14 @@ class AppStatus:
         from torchx.util.strings import terminal_text
 
         return terminal_text(text)  # a job's words are data: no escape sequence acts
+
+    def _secondary(self, replica: ReplicaStatus) -> bool:
+        """Whether ``replica`` failed after (or because of) the root cause, another one."""
+        failure = self.failure
+        return failure is not None and (replica.role, replica.id) != (
+            failure.role,
+            failure.replica_id,
+        )
 
     def _timing_lines(self) -> list[str]:
         """``Waiting 2m13s: ...`` while the app waits; ``Started after 41s: ...`` once it
