@@ -193,3 +193,19 @@ def test_a_found_app_says_its_state_and_a_local_run_exits_as_it_ended(tmp_path: 
     assert again.returncode == 1, again  # as the run would have ended: the app FAILED
     assert again.stdout.splitlines()[0] == handle
     assert f"exists already on local_cwd: {handle} (FAILED); nothing was submitted" in again.stderr
+
+
+def test_a_found_app_made_from_another_request_is_flagged(tmp_path: Path) -> None:
+    first = _run("nightly-7", "utils.sh", "sh", "-c", "exit 3", cwd=tmp_path)
+    handle = first.stdout.splitlines()[0]
+    again = _run("nightly-7", "utils.echo", cwd=tmp_path)
+    assert again.returncode == 1, again  # the found app's end, as before
+    assert again.stdout.splitlines()[0] == handle
+    assert (
+        f"exists already on local_cwd: {handle} (FAILED); it was made by"
+        " `utils.sh sh -c 'exit 3'`, this run asks for `utils.echo` (use another key to run"
+        " it); nothing was submitted"
+    ) in again.stderr, again.stderr
+    same = _run("nightly-7", "utils.sh", "sh", "-c", "exit 3", cwd=tmp_path)
+    assert f"{handle} (FAILED); nothing was submitted" in same.stderr, same.stderr
+    assert [a["app_handle"] for a in _apps(tmp_path)] == [handle]

@@ -15,22 +15,74 @@ Every app of a key is named by the key (:func:`torchx.schedulers.ids.keyed_ids`)
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import shlex
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 
-from torchx.specs.api import CfgVal
+from torchx.schedulers.ids import ENV_REQUEST, ENV_REQUEST_HASH
+from torchx.specs.api import AppDef, CfgVal
+from torchx.util._startup.lazy_dataclass import asdict
 from torchx.util.log import get_logger
+from torchx.util.strings import escape_unprintable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from torchx.schedulers.api import Scheduler
 
-__all__ = ["IdempotencyLockTimeout", "check_key", "submit_once"]
+__all__ = [
+    "IdempotencyLockTimeout",
+    "check_key",
+    "request_env",
+    "requested_as",
+    "submit_once",
+]
 
 logger = get_logger(__name__)
 
 MAX_KEY_LENGTH = 1024
+
+_MAX_REQUEST_WORDS = 200
+
+_REQUESTED_AS: ContextVar[str | None] = ContextVar("torchx_requested_as", default=None)
+
+
+@contextmanager
+def requested_as(component: str, args: list[str] | Mapping[str, Any]) -> Iterator[None]:
+    """Names the request being rendered by the component call that made it."""
+    words = shlex.join([component, *args]) if isinstance(args, list) else component
+    if isinstance(args, Mapping) and args:
+        words += " " + json.dumps(dict(args), sort_keys=True, default=str)
+    token = _REQUESTED_AS.set(words)
+    try:
+        yield
+    finally:
+        _REQUESTED_AS.reset(token)
+
+
+def request_env(app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal] | None) -> dict[str, str]:
+    """The env an app of a key keeps of its request: its hash (the app as given, less the
+    ``TORCHX_*`` env TorchX adds, the scheduler and the run options asked for) and the
+    words that made it."""
+    given = asdict(app)
+    for role in given["roles"]:  # what TorchX adds (the run's ids) is not the request's
+        role["env"] = {k: v for k, v in role["env"].items() if not k.startswith("TORCHX_")}
+    request = {"scheduler": scheduler, "cfg": dict(cfg or {}), "app": given}
+    canonical = json.dumps(request, sort_keys=True, default=str)
+    words = _REQUESTED_AS.get() or " ".join(
+        shlex.join([role.entrypoint, *role.args]) for role in app.roles
+    )
+    if len(words) > _MAX_REQUEST_WORDS:
+        words = words[: _MAX_REQUEST_WORDS - 1] + "…"
+    return {
+        ENV_REQUEST_HASH: hashlib.sha256(canonical.encode()).hexdigest()[:16],
+        ENV_REQUEST: words,
+    }
 
 
 def check_key(key: str) -> str:
@@ -124,14 +176,25 @@ def _key_lock(key: str) -> Iterator[None]:
         os.close(fd)
 
 
-def _state_of(sched: Scheduler[object], app_id: str) -> str:
-    """The found app's state, as the warning says it (``UNKNOWN`` if it cannot be read)."""
+def _found_words(sched: Scheduler[object], app_id: str, request: Mapping[str, str]) -> str:
+    """``FAILED``: the found app's state (``UNKNOWN`` if it cannot be read), and, when it
+    was made from another request than ``request`` (:func:`request_env`), which: ``FAILED);
+    it was made by `utils.sh exit 3`, this run asks for `utils.echo```."""
     try:
         found = sched.describe(app_id)
     except Exception as e:  # the warning must not fail the run: the app exists
         logger.debug("cannot read the state of %s: %s", app_id, e)
         found = None
-    return found.state.name if found is not None else "UNKNOWN"
+    if found is None:
+        return "UNKNOWN"
+    state = found.state.name
+    env = found.roles[0].env if found.roles else {}
+    made = env.get(ENV_REQUEST_HASH)
+    if made is None or not request or made == request.get(ENV_REQUEST_HASH):
+        return state  # the same request (or a backend that keeps no env to tell)
+    by = escape_unprintable(env.get(ENV_REQUEST) or "another request")
+    asks = escape_unprintable(request.get(ENV_REQUEST, ""))
+    return f"{state}); it was made by `{by}`, this run asks for `{asks}` (use another key to run it"
 
 
 def submit_once(
@@ -142,10 +205,12 @@ def submit_once(
     submit: Callable[[], str],
     handle_of: Callable[[str], str],
     target: str,
+    request: Mapping[str, str] | None = None,
 ) -> tuple[str, bool]:
     """``(app_id, submitted)``: the app of ``key`` on the target, submitted by ``submit``
     only when the scheduler has none. ``handle_of`` makes an app id a handle and
-    ``target`` names the target, for the messages."""
+    ``target`` names the target, for the messages; ``request`` (:func:`request_env`)
+    tells a found app made from another request."""
     with _key_lock(key):
         existing = sched.find_by_idempotency_key(key, cfg)
         if existing is not None:
@@ -155,7 +220,7 @@ def submit_once(
                 key,
                 target,
                 handle_of(existing),
-                _state_of(sched, existing),
+                _found_words(sched, existing, request or {}),
             )
             return existing, False
         try:

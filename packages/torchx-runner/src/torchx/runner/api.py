@@ -174,6 +174,24 @@ def _set_run_id(app: AppDef, run_id: str) -> None:
             element.env[_ENV_RUN_ID] = f"{run_id}[{element.index}]"
 
 
+def _keep_request(app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal] | None) -> None:
+    """Keeps, in the env of every role of ``app`` (a copy) submitted with an idempotency
+    key, what it was made from: a later run of the key that asks for another is told."""
+    from torchx.runner._idempotency import request_env
+
+    kept = request_env(app, scheduler, cfg)
+    for role in app.roles:
+        role.env.update(kept)
+
+
+def _kept_request(info: AppDryRunInfo[Any]) -> dict[str, str]:
+    """What :func:`_keep_request` kept in ``info``'s app (empty: nothing)."""
+    from torchx.schedulers.ids import ENV_REQUEST, ENV_REQUEST_HASH
+
+    env = info._app.roles[0].env if info._app is not None and info._app.roles else {}
+    return {k: env[k] for k in (ENV_REQUEST_HASH, ENV_REQUEST) if k in env}
+
+
 def _check_array(array: AppArray, sched: Scheduler[Any]) -> None:
     """A sweep goes only to a scheduler that runs it as one array, and each element's
     args and env pass the checks a role's do."""
@@ -375,6 +393,7 @@ class Runner:
             ValueError: the app or a run option is refused before anything is submitted
                 (the message names the fix).
         """
+        from torchx.runner._idempotency import requested_as
         from torchx.specs.builders import materialize_appdef
         from torchx.specs.finder import get_component
 
@@ -387,14 +406,15 @@ class Runner:
             self._component_defaults.get(component),
             json_args,
         )
-        return self.dryrun(
-            app,
-            scheduler,
-            cfg=cfg,
-            workspace=workspace,
-            parent_run_id=parent_run_id,
-            idempotency_key=idempotency_key,
-        )
+        with requested_as(component, component_args):
+            return self.dryrun(
+                app,
+                scheduler,
+                cfg=cfg,
+                workspace=workspace,
+                parent_run_id=parent_run_id,
+                idempotency_key=idempotency_key,
+            )
 
     def run_sweep(  # noqa: PLR0917 (the order of run_component, plus the sweep)
         self,
@@ -506,6 +526,7 @@ class Runner:
         Returns:
             The rendered request (``info.app`` is the :class:`~torchx.specs.AppArray`).
         """
+        from torchx.runner._idempotency import requested_as
         from torchx.runner._sweep import build_sweep
         from torchx.specs.finder import get_component
 
@@ -518,14 +539,17 @@ class Runner:
             max_parallel=max_parallel,
             indices=indices,
         )
-        return self.dryrun(
-            array,
-            scheduler,
-            cfg=cfg,
-            workspace=workspace,
-            parent_run_id=parent_run_id,
-            idempotency_key=idempotency_key,
-        )
+        sweeps = [f"--sweep={name}={','.join(map(str, values))}" for name, values in sweep.items()]
+        words = sweeps + component_args if isinstance(component_args, list) else component_args
+        with requested_as(component, words):
+            return self.dryrun(
+                array,
+                scheduler,
+                cfg=cfg,
+                workspace=workspace,
+                parent_run_id=parent_run_id,
+                idempotency_key=idempotency_key,
+            )
 
     def retry_failed(
         self, app_handle: AppHandle, *, apps: AppArray | Sequence[AppDef] | None = None
@@ -802,6 +826,7 @@ class Runner:
                     submit=submit,
                     handle_of=lambda found: make_app_handle(scheduler, self._name, found),
                     target=_target(scheduler, dryrun_info._cfg),
+                    request=_kept_request(dryrun_info),
                 )
                 if not submitted:
                     self._found_by_key.add(make_app_handle(scheduler, self._name, app_id))
@@ -966,6 +991,8 @@ class Runner:
         for role in app.roles:
             role.env = carried_env(role.name, role.env)
         self._inject_env(app, scheduler, parent_run_id, idempotency_key)
+        if idempotency_key is not None:
+            _keep_request(app, scheduler, cfg)
 
         resolved_cfg: dict[str, CfgVal]
         with log_event(
@@ -1031,6 +1058,7 @@ class Runner:
             )
         app = _copy_app(info._app)
         _set_run_id(app, key)
+        _keep_request(app, str(info._scheduler), info._cfg)
         with keyed_ids(key):
             keyed = sched.submit_dryrun(app, info._cfg)
         keyed._scheduler = info._scheduler

@@ -252,6 +252,16 @@ class _ThrottledWatcher:
         return self._last[1]
 
 
+def _kept_request(req: SlurmBatchRequest) -> dict[str, str]:
+    """The request an app of an idempotency key was made from, as its env says it."""
+    from torchx.schedulers.ids import ENV_REQUEST, ENV_REQUEST_HASH
+
+    env = next(iter(req.replicas.values())).env if req.replicas else {}
+    kept = {"request_hash": env.get(ENV_REQUEST_HASH, "")}
+    kept["request"] = env.get(ENV_REQUEST, "") if kept["request_hash"] else ""
+    return kept
+
+
 class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
     """Submits apps with ``sbatch`` and follows them with ``squeue``/``sacct``.
 
@@ -594,6 +604,7 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
             job_dir=req.job_dir if job_dir is None and req.via is None else job_dir,
             roles=list(req.roles.items()),
             array=req.array.to_record() if req.array is not None else "",
+            **_kept_request(req),
         )
         try:
             records.write_record(record)

@@ -20,6 +20,8 @@ from contextvars import ContextVar
 
 __all__ = [
     "END_CANDIDATES",
+    "ENV_REQUEST",
+    "ENV_REQUEST_HASH",
     "START_CANDIDATES",
     "current_key",
     "key_id",
@@ -29,6 +31,13 @@ __all__ = [
     "random_uint64",
     "user_key_id",
 ]
+
+ENV_REQUEST_HASH = "TORCHX_REQUEST_HASH"
+"""The hash of the request an app of a key was made from, kept in its env (a scheduler
+that keeps no env keeps it in its own record): a later run of the key that asks for
+something else is told so (``torchx.runner._idempotency``)."""
+ENV_REQUEST = "TORCHX_REQUEST"
+"""What made it, as the user said it (``utils.sh exit 3``), for that message."""
 
 _KEY: ContextVar[str | None] = ContextVar("torchx_idempotency_key", default=None)
 

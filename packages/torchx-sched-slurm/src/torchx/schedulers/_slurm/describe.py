@@ -229,6 +229,13 @@ def describe_rows(
             )
         )
     log_dir = record.log_dir if record is not None else None
+    if record is not None and record.request_hash:  # Slurm keeps no env: the record does
+        from torchx.schedulers.ids import ENV_REQUEST, ENV_REQUEST_HASH
+
+        for described in roles:
+            described.env.update(
+                {ENV_REQUEST_HASH: record.request_hash, ENV_REQUEST: record.request}
+            )
     phases, waiting = _timing(state, rows, interruption)
     return DescribeAppResponse(
         app_id=job_id,

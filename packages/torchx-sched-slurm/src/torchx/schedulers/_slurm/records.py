@@ -19,7 +19,16 @@ __all__ = ["JobRecord", "read_record", "record_path", "write_record"]
 
 _DIR = "slurm"
 _HEADER = "torchx-slurm-record 1"
-_FIELDS = ("job_id", "session", "app_name", "log_dir", "job_dir", "array")
+_FIELDS = (
+    "job_id",
+    "session",
+    "app_name",
+    "log_dir",
+    "job_dir",
+    "array",
+    "request_hash",
+    "request",
+)
 
 
 @dataclass
@@ -36,6 +45,10 @@ class JobRecord:
     """``(role name, replicas)`` in submission order: het component i's role."""
     array: str = ""
     """A sweep's elements (``_slurm.arrays.SlurmArray.to_record``), "" for any other job."""
+    request_hash: str = ""
+    request: str = ""
+    """What a job of an idempotency key was made from (``torchx.runner._idempotency``):
+    Slurm keeps no env of a job to read it back from."""
 
 
 def record_path(job_id: str) -> str:
@@ -56,7 +69,7 @@ def write_record(record: JobRecord) -> None:
     lines = [_HEADER]
     for key in _FIELDS:
         value = getattr(record, key)
-        if value is not None and (value or key != "array"):
+        if value is not None and (value or key not in ("array", "request_hash", "request")):
             lines.append(f"{key}\t{_escape(value)}")
     lines += [f"role\t{_escape(name)}\t{count}" for name, count in record.roles]
     write_private(record_path(record.job_id), ("\n".join(lines) + "\n").encode("ascii"))
