@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from torchx_testsupport.backends import Backend
 
@@ -35,3 +36,32 @@ def test_a_sweeps_status_is_a_summary_and_its_progress_its_elements(backend: Bac
     assert "    Progress: 12/12 elements done (0 running)\n" in text, text
     status = json.loads(backend.torchx("status", "--json", handle).stdout)
     assert status["progress"] is None  # not element 0's progress
+
+
+def test_a_retried_sweep_numbers_its_elements_by_index_everywhere(backend: Backend) -> None:
+    """A retry of elements 1 and 3 is two replicas, yet each is its element's index in the
+    roles, the root cause, ``--json`` and ``torchx log HANDLE/ROLE/INDEX``, as in Msg."""
+    commands = "true,sh -c 'echo element-1; exit 1',true,sh -c 'echo element-3; exit 1'"
+    first = backend.run("--wait", "--sweep", f"args={commands}", "utils.sh", *backend.image_args)
+    assert first.returncode != 0
+    retry = backend.torchx("run", "--retry-failed", first.stdout.split()[0], "--wait")
+    assert retry.returncode != 0, retry.stderr  # the same commands fail again
+    handle = retry.stdout.split()[0]
+
+    text = backend.torchx("status", handle).stdout
+    assert "  sh: 2 elements: 2 FAILED (1, 3)\n" in text, text
+    root = re.search(r"Root cause: sh\[(\d)\]: .*\n\s+sweep element (\d) ", text)
+    assert root is not None and root[1] == root[2] and root[1] in "13", text
+    status = json.loads(backend.torchx("status", "--json", handle).stdout)
+    assert [r["id"] for r in status["roles"][0]["replicas"]] == [1, 3]
+    assert status["failure"]["replica_id"] == int(root[1])
+
+    def lines(*args: str) -> list[tuple[str, str]]:  # (prefix, text): Kubernetes adds times
+        out = backend.torchx("log", *args).stdout.splitlines()
+        return sorted((line.split()[0], line.split()[-1]) for line in out)
+
+    assert lines(f"{handle}/sh/3") == [("sh/3", "element-3")]
+    assert lines(handle) == [("sh/1", "element-1"), ("sh/3", "element-3")]
+    missing = backend.torchx("log", f"{handle}/sh/0")
+    assert missing.returncode == 1
+    assert missing.stderr.strip().endswith("this sweep has no element 0; its elements: 1, 3")

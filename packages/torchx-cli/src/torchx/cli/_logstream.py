@@ -26,18 +26,17 @@ from torchx.util.strings import terminal_bytes, terminal_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping
+    from collections.abc import Callable, Iterable
     from datetime import datetime
     from typing import TextIO
 
     from torchx.runner import Runner
     from torchx.schedulers.api import Stream
-    from torchx.specs import AppDef, Role
+    from torchx.specs import AppDef
 
 __all__ = [
     "LogPrinter",
     "ReplicaLogStreamer",
-    "element_labels",
     "find_role_replicas",
     "join_streamers",
     "prefix_chunk",
@@ -83,28 +82,22 @@ def prefix_chunk(prefix: bytes, chunk: bytes) -> bytes:
 
 def find_role_replicas(app: "AppDef", role_name: "str | None") -> list[tuple[str, int]]:
     """``(role, replica index)`` for every replica of ``role_name`` (all roles if None);
-    a sweep's replicas are its elements."""
+    a sweep's replicas are its elements, numbered by their indices in the sweep."""
     from torchx.specs._array import AppArray
 
-    def count(role: "Role") -> int:
-        return len(app.elements) if isinstance(app, AppArray) else role.num_replicas
-
+    if isinstance(app, AppArray):
+        return [
+            (role.name, element.index)
+            for role in app.roles
+            if role_name is None or role.name == role_name
+            for element in app.elements
+        ]
     return [
         (role.name, i)
         for role in app.roles
         if role_name is None or role.name == role_name
-        for i in range(count(role))
+        for i in range(role.num_replicas)
     ]
-
-
-def element_labels(app: "AppDef | None") -> "dict[int, int]":
-    """A sweep's ``{position: index}`` (its lines are labelled by the element's index in
-    the sweep); empty for any other app."""
-    from torchx.specs._array import AppArray
-
-    if not isinstance(app, AppArray):
-        return {}
-    return {p: e.index for p, e in enumerate(app.elements)}
 
 
 class LogPrinter:
@@ -202,10 +195,8 @@ class ReplicaLogStreamer:
         since: "datetime | None" = None,
         until: "datetime | None" = None,
         app_done: "threading.Event | None" = None,
-        label: "int | None" = None,
     ) -> None:
         self.runner = runner
-        self.label = replica if label is None else label  # shown in the prefix
         self.app_handle = app_handle
         self.role = role
         self.replica = replica
@@ -264,7 +255,7 @@ class ReplicaLogStreamer:
 
     def _print(self, lines: "Iterable[str]", following: bool) -> None:
         """Prints what ``lines`` holds past what this streamer already printed."""
-        prefix = self.printer.prefix(self.role, self.label)
+        prefix = self.printer.prefix(self.role, self.replica)
         raw_chunks = getattr(lines, "raw_chunks", None)
         if raw_chunks is not None and not self.printer.strip and self.printed == self._chunked:
             self._print_chunks(prefix.encode(), raw_chunks())
@@ -318,10 +309,8 @@ def stream_replicas(
     since: "datetime | None" = None,
     until: "datetime | None" = None,
     app_done: "threading.Event | None" = None,
-    labels: "Mapping[int, int] | None" = None,
 ) -> "tuple[list[ReplicaLogStreamer], list[threading.Thread]]":
-    """Starts one streamer thread per replica; returns the streamers and their threads.
-    ``labels`` maps a replica to the number its prefix shows (a sweep's element index)."""
+    """Starts one streamer thread per replica; returns the streamers and their threads."""
     streamers = [
         ReplicaLogStreamer(
             runner,
@@ -335,7 +324,6 @@ def stream_replicas(
             since=since,
             until=until,
             app_done=app_done,
-            label=(labels or {}).get(k),
         )
         for role, k in replicas
     ]

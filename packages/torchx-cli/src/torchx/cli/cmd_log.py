@@ -234,12 +234,11 @@ def get_logs(  # noqa: PLR0917 (positional order is the public API)
 
             raise missing_app_error(app_handle)
         if status.array is not None:  # a sweep's element is asked for by its index
-            replicas = [(role, _element_position(status.array, i)) for role, i in replicas]
+            for _, i in replicas:
+                _check_element(status.array, i)
     else:
         _wait_until_started(runner, app_handle)
         replicas = _all_replicas(runner, app_handle, role_name)
-
-    from torchx.cli._logstream import element_labels
 
     printer = LogPrinter(file, raw=raw)
     streamers, threads = stream_replicas(
@@ -252,18 +251,15 @@ def get_logs(  # noqa: PLR0917 (positional order is the public API)
         streams=streams,
         since=since,
         until=until,
-        labels=element_labels(runner.describe(app_handle)),
     )
     join_streamers(streamers, threads, on_error=logger.error)
 
 
-def _element_position(array: "ArrayStatus", index: int) -> int:
-    """Where element ``index`` of a sweep is in its submission (one line if it is not)."""
-    position = array.position_of(index)
-    if position is None:
+def _check_element(array: "ArrayStatus", index: int) -> None:
+    """Fails in one line unless the sweep's submission has element ``index``."""
+    if array.position_of(index) is None:
         indices = ", ".join(str(e.index) for e in array.elements)
         raise CliError(f"this sweep has no element {index}; its elements: {indices}")
-    return position
 
 
 def print_log_lines(  # noqa: PLR0917 (positional order is upstream's)

@@ -891,7 +891,6 @@ def _wait_and_exit(
 
     from torchx.cli._logstream import (
         LogPrinter,
-        element_labels,
         find_role_replicas,
         join_streamers,
         stream_replicas,
@@ -911,7 +910,6 @@ def _wait_and_exit(
         printer,
         should_tail=True,
         app_done=app_done,
-        labels=element_labels(app),
     )
     try:
         notes = notes or _PendingNotes(app_handle)

@@ -1241,6 +1241,7 @@ class Runner:
                 status.array = desc.array
                 if status.failure is not None:
                     _name_element(status.failure, desc.array)
+                _number_by_element(status, desc.array)
             if progress and is_started(desc.state) and desc.array is None:
                 # a sweep's progress is its elements' (the Sweep line), not element 0's
                 status.progress = _progress_of(desc)
@@ -1398,7 +1399,8 @@ class Runner:
         Args:
             app_handle: the app, as :meth:`run` returned it.
             role_name: the role whose replica is read (``None``: the whole app's log).
-            k: the replica's index in the role.
+            k: the replica's index in the role; of a sweep, the element's index (as
+                ``status`` numbers them; ``ValueError`` for one not in this submission).
             regex: keep only the lines in which it matches (``re.search``).
             since: the earliest time of a line, where the scheduler keeps times.
             until: the latest time of a line, where the scheduler keeps times.
@@ -1413,8 +1415,11 @@ class Runner:
         """
         scheduler, backend, app_id = self._scheduler_app_id(app_handle)
         with log_event("log_lines", backend, app_id):
-            if self.status(app_handle, progress=False) is None:
+            status = self.status(app_handle, progress=False)
+            if status is None:
                 raise UnknownAppException(app_handle)
+            if status.array is not None and role_name is not None:
+                k = _element_position(status.array, k)
             lines = scheduler.log_iter(
                 app_id,
                 role_name,
@@ -1620,6 +1625,29 @@ def _name_element(failure: Failure, array: ArrayStatus) -> None:
     values = ", ".join(f"{k}={v}" for k, v in element.values.items())
     where = f"sweep element {element.index}" + (f" ({values})" if values else "")
     failure.message = f"{where}: {failure.message}" if failure.message else where
+
+
+def _number_by_element(status: AppStatus, array: ArrayStatus) -> None:
+    """A sweep's replicas and root cause are numbered by their elements' indices, as its
+    ``Msg:``, its logs and ``$TORCHX_ARRAY_INDEX`` number them (the scheduler's ids are the
+    elements' positions in this submission: ``--retry-failed`` of 3 and 7 is 0 and 1)."""
+    indices = [element.index for element in array.elements]
+    for role in status.roles:
+        for replica in role.replicas:
+            if 0 <= replica.id < len(indices):
+                replica.id = indices[replica.id]
+    failure = status.failure
+    if failure is not None and 0 <= failure.replica_id < len(indices):
+        failure.replica_id = indices[failure.replica_id]
+
+
+def _element_position(array: ArrayStatus, index: int) -> int:
+    """Where element ``index`` of a sweep is in its submission (the scheduler's replica)."""
+    position = array.position_of(index)
+    if position is None:
+        indices = ", ".join(str(e.index) for e in array.elements)
+        raise ValueError(f"this sweep has no element {index}; its elements: {indices}")
+    return position
 
 
 def _failure_of(desc: DescribeAppResponse) -> Failure | None:
