@@ -151,7 +151,7 @@ def test_the_page_of_a_failed_app_shows_its_root_cause_and_log(
         loaded(page)
         assert page.text_content("#array-line") == "2 elements: 1 succeeded, 1 failed; failed: 1"
         elements = texts(page, "#elements tbody td")
-        assert elements == ["0", "batch=8", "SUCCEEDED", "1", "batch=16", "FAILED"]
+        assert elements == ["0", "batch=8", "SUCCEEDED", "log", "1", "batch=16", "FAILED", "log"]
         assert page.text_content("#failure strong") == "train[1]: exited with code 1"
         # each element's log: the failed one first, then the one chosen
         assert page.input_value("#log-replica") == "train/1"
@@ -202,3 +202,95 @@ def test_the_page_of_a_running_app_follows_its_log_and_cancels_it(
             assert status is not None and status.state == AppState.CANCELLED
         until(page, "document.getElementById('log').dataset.ended === '1'")
         assert page.is_hidden("#cancel")
+
+
+_WORDS_WHOLE = """(selector) => {
+  // every word of a header or a badge lies on one line box, and none spills out of its box
+  const broken = [];
+  for (const node of document.querySelectorAll(selector)) {
+    if (!node.getClientRects().length) continue; // hidden
+    if (node.scrollWidth > node.clientWidth + 1) broken.push(node.textContent + " spills over");
+    const walker = document.createTreeWalker(node, NodeFilter.SHOW_TEXT);
+    for (let text = walker.nextNode(); text; text = walker.nextNode()) {
+      for (const match of text.data.matchAll(/\\S+/g)) {
+        const range = document.createRange();
+        range.setStart(text, match.index);
+        range.setEnd(text, match.index + match[0].length);
+        if (range.getClientRects().length > 1) broken.push(match[0] + " breaks");
+      }
+    }
+  }
+  return broken;
+}"""
+
+
+def test_at_800_px_no_badge_or_header_breaks_mid_word(apps: dict[str, str], workdir: Path) -> None:
+    with torchx_ui("-s", "local_cwd", cwd=workdir) as ui, browser_page() as page:
+        page.set_viewport_size({"width": 800, "height": 900})
+        page.goto(ui.page_url("/"))
+        loaded(page)
+        until(page, "document.querySelectorAll('#apps tbody tr').length === 4")
+        until(page, "document.querySelectorAll('#apps .failure').length === 2")
+        assert page.evaluate(_WORDS_WHOLE, "th, .state") == []
+        for kind in ("sweep", "failed"):
+            page.goto(f"{ui.base}/app/{_app_id(apps[kind])}")
+            loaded(page)
+            assert page.evaluate(_WORDS_WHOLE, "th, .state, h1") == [], kind
+
+
+def test_a_sweeps_elements_link_their_logs_and_retry_failed_asks_first(
+    apps: dict[str, str], workdir: Path
+) -> None:
+    handle = apps["sweep"]
+    with torchx_ui("-s", "local_cwd", cwd=workdir) as ui, browser_page() as page:
+        page.goto(ui.page_url(f"/app/{_app_id(handle)}"))
+        loaded(page)
+        until(page, "document.getElementById('log').dataset.ended === '1'")
+        page.click("#elements a.element-log[data-replica='train/0']")
+        assert page.input_value("#log-replica") == "train/0"
+        until(page, "document.getElementById('log').dataset.ended === '1'")
+        assert page.text_content("#log") == "lr=0.1 batch=8 index=0 size=2"
+
+        assert page.is_visible("#retry")  # it ended with a failed element
+        page.once("dialog", lambda dialog: dialog.dismiss())
+        page.click("#retry")
+        messages: list[str] = []
+
+        def accept(dialog: Any) -> None:
+            messages.append(dialog.message)
+            dialog.accept()
+
+        page.once("dialog", accept)
+        page.click("#retry")
+        until(page, "document.querySelector('#banner a') !== null")
+        assert messages == [
+            f"Submit the 1 failed elements of {handle} again (1)? They run as a new app."
+        ]
+        retried = page.text_content("#banner a") or ""
+        with get_runner() as runner:
+            assert [a.app_handle for a in runner.list("local_cwd")].count(retried) == 1
+            status = runner.wait(retried, wait_interval=0.2)  # dismissed once: one retry
+            assert status is not None and status.array is not None
+            assert [e.index for e in status.array.elements] == [1]
+        page.click("#banner a")  # the new app's page, numbered by the element's index
+        loaded(page)
+        assert texts(page, "#elements tbody td")[:3] == ["1", "batch=16", "FAILED"]
+        assert page.text_content("#failure strong") == "train[1]: exited with code 1"
+
+
+def test_an_app_newer_than_the_last_listing_is_found_and_its_traceback_shown(
+    workdir: Path,
+) -> None:
+    with torchx_ui("-s", "local_cwd", cwd=workdir) as ui, browser_page() as page:
+        page.goto(ui.page_url("/"))
+        loaded(page)  # listed once, without the app below
+        with get_runner() as runner:
+            script = "python3 -c '[][3]'"
+            handle = runner.run(shell_app("late", script), "local_cwd")
+            runner.wait(handle, wait_interval=0.2)
+        page.goto(f"{ui.base}/app/{_app_id(handle)}")  # no ?scheduler: not in a listing yet
+        loaded(page)
+        assert page.text_content("#title") == f"{_app_id(handle)} FAILED"
+        traceback = page.text_content("#failure-traceback") or ""
+        assert traceback.startswith("Traceback (most recent call last):"), traceback
+        assert traceback.endswith("IndexError: list index out of range"), traceback

@@ -108,11 +108,13 @@ class _Api:
         """(scheduler, handle) of the app the request names."""
         app_id = request.path_params["app_id"]
         names = [s.name for s in self.source.sources]
-        scheduler = request.query_params.get("scheduler") or self.source.scheduler_of(app_id)
+        scheduler = (
+            request.query_params.get("scheduler")
+            or self.source.scheduler_of(app_id)
+            or self.source.ask_schedulers(app_id)  # newer than the last listing
+        )
         if not scheduler:
-            raise _Refused(
-                f"no app {app_id!r} in the listings of {', '.join(names)}; add ?scheduler=NAME"
-            )
+            raise _Refused(f"no app {app_id!r} on {', '.join(names)}; add ?scheduler=NAME")
         if scheduler not in names:  # only what the dashboard shows can be read or cancelled
             raise _Refused(
                 f"scheduler {scheduler!r} is not one this dashboard shows ({', '.join(names)})",
@@ -154,6 +156,17 @@ class _Api:
         _, handle = self._handle(request)
         self.runner.cancel(handle)
         return _json({"cancelled": handle})
+
+    def retry(self, request: Request) -> Response:
+        """Submits a sweep's failed elements again (``torchx run --retry-failed``)."""
+        _, handle = self._handle(request)
+        try:
+            retried = self.runner.retry_failed(handle)
+        except ValueError as e:  # not a sweep, none failed, no record of it on this host
+            raise _Refused(str(e), 409) from None
+        from torchx.specs import parse_app_handle
+
+        return _json({"retried": handle, "handle": retried, "app_id": parse_app_handle(retried)[2]})
 
     def log(self, request: Request) -> Response:
         _, handle = self._handle(request)
@@ -300,6 +313,7 @@ def create_app(
         Route("/api/progress/{app_id:path}", _answering(api.progress)),
         Route("/api/log/{app_id:path}", _answering(api.log)),
         Route("/api/cancel/{app_id:path}", _answering(api.cancel), methods=["POST"]),
+        Route("/api/retry/{app_id:path}", _answering(api.retry), methods=["POST"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
 

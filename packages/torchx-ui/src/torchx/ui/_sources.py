@@ -205,6 +205,20 @@ class AppsSource:
                 return source.name
         return None
 
+    def ask_schedulers(self, app_id: str) -> str | None:
+        """The first scheduler that knows ``app_id`` when asked (an app newer than its
+        last listing, or past a listing's limit); each listing is refreshed too."""
+        for source in self.sources:
+            source.refresh()
+        for source in self.sources:
+            try:
+                known = self.runner.status(self.handle_of(source.name, app_id), progress=False)
+            except Exception:  # a scheduler that is down does not know it: ask the next
+                known = None
+            if known is not None:
+                return source.name
+        return None
+
     def handle_of(self, scheduler: str, app_id: str) -> str:
         """The app's handle as its scheduler listed it, else built from the runner's session."""
         from torchx.specs import make_app_handle

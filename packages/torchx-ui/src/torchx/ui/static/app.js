@@ -25,6 +25,7 @@ function renderHeader(app, now) {
   line.replaceChildren(meta.join(" \u00b7 "));
   if (status.url && /^https?:/.test(status.url)) line.append(" \u00b7 ", el("a", { href: status.url, text: "scheduler's page" }));
   show("cancel", !app.terminal);
+  show("retry", app.terminal && Boolean(status.array) && status.array.failed.length > 0);
   document.getElementById("waiting").textContent = printable(status.waiting ? status.waiting.line : "");
 }
 
@@ -36,6 +37,10 @@ function renderFailure(failure, msg, state) {
   const where = `${failure.role}[${failure.replica_id}]` + (failure.rank !== null ? `, rank ${failure.rank}` : "");
   const said = failure.message && failure.message !== words ? el("div", { text: failure.message }) : null;
   box.replaceChildren(el("strong", { text: where + ": " + words }), said);
+  // the failing rank's own traceback first: the log's last lines may be another rank's
+  const traceback = document.getElementById("failure-traceback");
+  traceback.textContent = printable(failure.traceback || "");
+  traceback.hidden = !failure.traceback;
   const tail = document.getElementById("failure-log");
   tail.textContent = (failure.log_tail || []).map(printable).join("\n");
   tail.hidden = !(failure.log_tail || []).length;
@@ -119,7 +124,9 @@ function renderTables(status) {
     const counts = Object.entries(array.states).map(([s, n]) => `${n} ${s.toLowerCase()}`).join(", ");
     document.getElementById("array-line").textContent = printable(`${array.size} elements: ${counts}` + (array.failed.length ? `; failed: ${array.failed.join(", ")}` : ""));
     const args = (a) => Array.isArray(a) ? a.join(" ") : Object.entries(a || {}).map(([k, v]) => k + "=" + v).join(", ");
-    rows("elements", array.elements.map((e) => [String(e.index), args(e.args), stateBadge(e.state)]));
+    const role = status.roles.length ? status.roles[0].role : "";
+    rows("elements", array.elements.map((e) => [String(e.index), args(e.args), stateBadge(e.state),
+      el("a", { href: "#log", class: "element-log", "data-replica": role + "/" + e.index, text: "log" })]));
   }
   const select = document.getElementById("log-replica");
   const options = status.roles.flatMap((role) => role.replicas.map((r) => role.role + "/" + r.id));
@@ -192,6 +199,28 @@ document.getElementById("cancel").addEventListener("click", async () => {
   const banner = document.getElementById("banner");
   banner.textContent = printable(answer.ok ? "cancel requested: " + body.cancelled : "cancel failed: " + (body.error || answer.statusText));
   banner.hidden = false;
+});
+document.getElementById("retry").addEventListener("click", async () => {
+  const failed = current && current.status.array ? current.status.array.failed : [];
+  if (!failed.length || !confirm(`Submit the ${failed.length} failed elements of ${current.handle} again (${failed.join(", ")})? They run as a new app.`)) return;
+  const answer = await postJson(api("retry"));
+  const body = answer.body;
+  const banner = document.getElementById("banner");
+  if (answer.ok) {
+    const link = "/app/" + encodeURIComponent(body.app_id) + query;
+    banner.replaceChildren("retry submitted: ", el("a", { href: link, text: body.handle }));
+  } else {
+    banner.textContent = printable("retry failed: " + (body.error || answer.statusText));
+  }
+  banner.hidden = false;
+});
+// an element's log link follows its replica (the select names it by the element's index)
+document.getElementById("elements").addEventListener("click", (event) => {
+  const link = event.target.closest("a.element-log");
+  if (!link) return;
+  const select = document.getElementById("log-replica");
+  select.value = link.dataset.replica;
+  follow(link.dataset.replica);
 });
 document.getElementById("log-replica").addEventListener("change", (event) => follow(event.target.value));
 refresh();
