@@ -242,7 +242,7 @@ def test_the_json_behind_the_pages(apps: dict[str, str], home: Path) -> None:
         assert app["status"]["failure"]["log_tail"] == ["boom"]
         assert app["status"]["roles"][0]["replicas"][0]["state"] == "FAILED"
         code, body, _ = _get(f"{ui.base}/api/app/no-such-app", auth)
-        assert code == 404 and "no app 'no-such-app' in the listings of local_cwd" in body
+        assert code == 404 and "no app 'no-such-app' on local_cwd" in body
 
         events = _events(f"{ui.base}/api/log/{failed_id}?role=crash&replica=0", auth, "end")
         assert events == [("lines", ["boom"]), ("end", {})]
