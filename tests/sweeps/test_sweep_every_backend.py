@@ -65,3 +65,14 @@ def test_a_retried_sweep_numbers_its_elements_by_index_everywhere(backend: Backe
     missing = backend.torchx("log", f"{handle}/sh/0")
     assert missing.returncode == 1
     assert missing.stderr.strip().endswith("this sweep has no element 0; its elements: 1, 3")
+
+
+def test_each_element_of_a_sweep_carries_its_own_progress_in_json(backend: Backend) -> None:
+    report = "echo 'TORCHX_PROGRESS {\"step\": %d}'"
+    commands = f"{report % 3},{report % 5},true"
+    run = backend.run("--wait", "--sweep", f"args={commands}", "utils.sh", *backend.image_args)
+    assert run.returncode == 0, run.stderr
+    status = json.loads(backend.torchx("status", "--json", run.stdout.split()[0]).stdout)
+    progress = [e["progress"] for e in status["array"]["elements"]]
+    assert [p and (p["step"], p["replica_id"]) for p in progress] == [(3, 0), (5, 1), None]
+    assert status["progress"] is None  # the sweep's own: its elements counted, not element 0

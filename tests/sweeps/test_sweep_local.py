@@ -88,8 +88,8 @@ def test_retry_failed_submits_only_the_failed_elements_with_their_indices(home: 
         "states": {"FAILED": 2},
         "failed": [1, 3],
         "elements": [
-            {"index": 1, "args": {"lr": "0.1", "batch": "16"}, "state": "FAILED"},
-            {"index": 3, "args": {"lr": "0.2", "batch": "16"}, "state": "FAILED"},
+            {"index": 1, "args": {"lr": "0.1", "batch": "16"}, "state": "FAILED", "progress": None},
+            {"index": 3, "args": {"lr": "0.2", "batch": "16"}, "state": "FAILED", "progress": None},
         ],
     }
     assert "Sweep: 2 elements of 4: 2 failed (1, 3)" in _torchx("status", new, cwd=home).stdout

@@ -80,10 +80,10 @@ ARRAY_2X2 = {
     "states": {"SUCCEEDED": 2, "FAILED": 2},
     "failed": [1, 3],
     "elements": [
-        {"index": 0, "args": {"lr": "0.1", "batch": "8"}, "state": "SUCCEEDED"},
-        {"index": 1, "args": {"lr": "0.1", "batch": "16"}, "state": "FAILED"},
-        {"index": 2, "args": {"lr": "0.2", "batch": "8"}, "state": "SUCCEEDED"},
-        {"index": 3, "args": {"lr": "0.2", "batch": "16"}, "state": "FAILED"},
+        {"index": 0, "args": {"lr": "0.1", "batch": "8"}, "state": "SUCCEEDED", "progress": None},
+        {"index": 1, "args": {"lr": "0.1", "batch": "16"}, "state": "FAILED", "progress": None},
+        {"index": 2, "args": {"lr": "0.2", "batch": "8"}, "state": "SUCCEEDED", "progress": None},
+        {"index": 3, "args": {"lr": "0.2", "batch": "16"}, "state": "FAILED", "progress": None},
     ],
 }
 """``status --json``'s ``"array"`` of that 2x2 sweep once it ended."""

@@ -37,7 +37,8 @@ class CmdStatus(AppHandleSubCommand):
         add_options(subparser, "status", self.OPTIONS)
 
     def run_with_runner(self, args: "argparse.Namespace", runner: "Runner") -> None:
-        status = runner.status(args.app_handle)
+        # --json: each element of a sweep with its own progress (a log read per element)
+        status = runner.status(args.app_handle, element_progress=bool(args.json))
         if status is not None:
             filter_roles = parse_list_arg(args.roles)
             if filter_roles:

@@ -1205,13 +1205,17 @@ class Runner:
 
     # ------------------------------------------------------------------ app handles
 
-    def status(self, app_handle: AppHandle, *, progress: bool = True) -> AppStatus | None:
+    def status(
+        self, app_handle: AppHandle, *, progress: bool = True, element_progress: bool = False
+    ) -> AppStatus | None:
         """The app's current status, or ``None`` if the scheduler does not know it.
 
         Args:
             app_handle: the app, as :meth:`run` returned it.
             progress: read how far it is (its last ``torchx.progress`` report: one small
                 read of its log) once it has started; ``False`` skips that read.
+            element_progress: of a sweep, also read each started element's progress from
+                its own log (``status.array.elements[i].progress``; one read per element).
 
         Returns:
             Its :class:`~torchx.specs.AppStatus`, or ``None``.
@@ -1242,6 +1246,11 @@ class Runner:
                 if status.failure is not None:
                     _name_element(status.failure, desc.array)
                 _number_by_element(status, desc.array)
+                if element_progress and desc.roles_statuses:
+                    from torchx.runner._element_progress import read_element_progress
+
+                    role = desc.roles_statuses[0].role
+                    read_element_progress(scheduler, app_id, role, desc.array)
             if progress and is_started(desc.state) and desc.array is None:
                 # a sweep's progress is its elements' (the Sweep line), not element 0's
                 status.progress = _progress_of(desc)

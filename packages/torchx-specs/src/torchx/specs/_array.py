@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
     from typing import Any
 
+    from torchx.specs._progress import Progress
     from torchx.specs._status import AppState
 
 __all__ = [
@@ -296,14 +297,21 @@ def array_state(states: Iterable[AppState]) -> AppState:
 
 @dataclass
 class ArrayElementStatus:
-    """One element of a running or finished array: its index, swept values and state."""
+    """One element of a running or finished array: its index, swept values and state, and
+    how far it is (its last ``torchx.progress`` report), where that was read."""
 
     index: int
     state: AppState
     values: dict[str, str] = field(default_factory=dict)
+    progress: Progress | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"index": self.index, "args": dict(self.values), "state": self.state.name}
+        return {
+            "index": self.index,
+            "args": dict(self.values),
+            "state": self.state.name,
+            "progress": self.progress.to_json() if self.progress is not None else None,
+        }
 
 
 @dataclass
