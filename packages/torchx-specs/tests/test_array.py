@@ -115,7 +115,7 @@ def test_status_shows_the_elements_in_json_and_one_line() -> None:
         "states": {"SUCCEEDED": 2, "FAILED": 2},
         "failed": [1, 3],
         "elements": [
-            {"index": i, "args": {"lr": lr}, "state": state}
+            {"index": i, "args": {"lr": lr}, "state": state, "progress": None}
             for i, (lr, state) in enumerate(
                 [("0.1", "SUCCEEDED"), ("0.2", "FAILED"), ("0.3", "SUCCEEDED"), ("0.4", "FAILED")]
             )
