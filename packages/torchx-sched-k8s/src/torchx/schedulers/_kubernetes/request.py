@@ -508,11 +508,27 @@ class _RoleParts:
             self.annotations[ANNOTATION_IMAGE_PULL_TIMEOUT] = str(opts.image_pull_timeout)
 
 
+_REPLICA_ID_MARK = "\x00torchx-replica-id\x00"
+"""Stands for the replica id in an Indexed Job's args until they are made literal (a NUL
+is refused in a role's args and env, so it cannot be the user's)."""
+
+
+_KUBELET_SPECIAL = re.compile(r"\$(?=[$(])")
+
+
+def kubelet_literal(text: str) -> str:
+    """``text`` written so that kubelet passes it on as it is: it expands ``$(NAME)`` in a
+    container's command, args and env values and reads ``$$`` as ``$``, so a ``$`` before
+    ``(`` or ``$`` is doubled (any other ``$`` it leaves alone, as the request leaves it);
+    the replica id TorchX put in (:data:`_REPLICA_ID_MARK`) becomes the reference it is."""
+    return _KUBELET_SPECIAL.sub("$$", text).replace(_REPLICA_ID_MARK, f"$({REPLICA_ID_ENV})")
+
+
 def _env_entry(name: str, value: str) -> dict[str, Any]:
     if value.startswith(PLACEHOLDER_FIELD_PATH):
         path = value.removeprefix(PLACEHOLDER_FIELD_PATH)
         return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
-    return {"name": name, "value": value}
+    return {"name": name, "value": kubelet_literal(value)}
 
 
 def pod_spec(
@@ -631,7 +647,7 @@ def volcano_job(app: AppDef, app_id: str, opts: Opts) -> dict[str, Any]:
                 env = [*(_env_entry(k, v) for k, v in role_env.items()), image_env, attempt_env]
                 if rank0:
                     env.append({"name": RANK0_ENV, "value": "localhost"})
-                done = ([role.entrypoint, *args], env)
+                done = ([kubelet_literal(word) for word in (role.entrypoint, *args)], env)
                 if not subst.per_replica:
                     finished[rank0] = done
             command, env = done
@@ -712,7 +728,7 @@ def _indexed_pod(
     mapping = {
         "img_root": "",
         "app_id": app_id,
-        "replica_id": f"$({REPLICA_ID_ENV})",
+        "replica_id": _REPLICA_ID_MARK,
         "rank0_env": RANK0_ENV,
         "base_img_root": "DEPRECATED",
     }
@@ -734,7 +750,8 @@ def _indexed_pod(
     labels[LABEL_KIND] = job_type
     labels.update(opts.labels or {})
     spec = pod_spec(normalize_str(role.name) or "main", role.image,
-                    [*COUNT_ATTEMPTS, role.entrypoint, *args], env, parts=parts)  # fmt: skip
+                    [*COUNT_ATTEMPTS, *map(kubelet_literal, (role.entrypoint, *args))],
+                    env, parts=parts)  # fmt: skip
     pod: dict[str, Any] = {"metadata": {"annotations": parts.annotations}, "spec": spec}
     overlay = _role_overlay(role)
     if overlay:
@@ -916,12 +933,12 @@ def sweep_job(array: AppArray, app_id: str, opts: Opts) -> dict[str, Any]:
     mapping = {
         "img_root": "",
         "app_id": app_id,
-        "replica_id": f"$({REPLICA_ID_ENV})",
+        "replica_id": _REPLICA_ID_MARK,
         "rank0_env": RANK0_ENV,
         "base_img_root": "DEPRECATED",
     }
     # kubelet expands $(NAME) in it, as in any role's args (the replica_id macro)
-    script = shell_dispatch(array, "$JOB_COMPLETION_INDEX", mapping)
+    script = kubelet_literal(shell_dispatch(array, "$JOB_COMPLETION_INDEX", mapping))
     container = pod["spec"]["containers"][0]
     container["command"] = [*COUNT_ATTEMPTS, "/bin/sh", "-c", script]
     size = len(array.elements)
