@@ -62,6 +62,11 @@ def test_a_retried_sweep_numbers_its_elements_by_index_everywhere(backend: Backe
 
     assert lines(f"{handle}/sh/3") == [("sh/3", "element-3")]
     assert lines(handle) == [("sh/1", "element-1"), ("sh/3", "element-3")]
+    element = backend.torchx("status", f"{handle}/sh/3").stdout
+    assert element.startswith("sh[3]: FAILED\n"), element
+    assert "    Sweep element 3 of 4: args=sh -c 'echo element-3; exit 1'\n" in element, element
+    one = json.loads(backend.torchx("status", "--json", f"{handle}/sh/1").stdout)
+    assert (one["replica_id"], one["state"], one["element"]["index"]) == (1, "FAILED", 1), one
     missing = backend.torchx("log", f"{handle}/sh/0")
     assert missing.returncode == 1
     assert missing.stderr.strip().endswith("this sweep has no element 0; its elements: 1, 3")

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from torchx.runner import Runner
     from torchx.specs import AppStatus
 
-__all__ = ["CmdStatus", "parse_list_arg"]
+__all__ = ["CmdStatus", "parse_list_arg", "split_replica"]
 
 
 class CmdStatus(AppHandleSubCommand):
@@ -37,14 +37,22 @@ class CmdStatus(AppHandleSubCommand):
         add_options(subparser, "status", self.OPTIONS)
 
     def run_with_runner(self, args: "argparse.Namespace", runner: "Runner") -> None:
-        # --json: each element of a sweep with its own progress (a log read per element)
-        status = runner.status(args.app_handle, element_progress=bool(args.json))
+        handle, role, replica_id = split_replica(args.app_handle)
+        if role is not None:  # HANDLE/ROLE[/ID]: that role, or one replica (sweep element)
+            args.app_handle = handle
+            args.roles = role
+        # --json and one replica: a sweep's elements with their own progress (a log read each)
+        wanted = bool(args.json) or replica_id is not None
+        status = runner.status(handle, element_progress=wanted)
         if status is not None:
             filter_roles = parse_list_arg(args.roles)
             if filter_roles:
                 roles = [r.role for r in status.roles]
-                _check_roles(runner, args.app_handle, roles, filter_roles)
-        self.print_status(args, status)
+                _check_roles(runner, handle, roles, filter_roles)
+        if status is None or role is None or replica_id is None:
+            self.print_status(args, status)
+            return
+        _print_replica(args, status, role, replica_id)
 
     def print_status(self, args: "argparse.Namespace", app_status: "AppStatus | None") -> None:
         """Prints ``app_status`` as ``args`` ask (``--roles``, ``--json``: the status with
@@ -69,6 +77,52 @@ class CmdStatus(AppHandleSubCommand):
             )
         else:
             print(app_status.format(filter_roles))
+
+
+def split_replica(given: str) -> "tuple[str, str | None, int | None]":
+    """``(handle, role, replica id)`` of ``SCHEDULER://SESSION/APP_ID[/ROLE[/ID]]`` (app ids
+    hold no ``/`` on any scheduler); a part that is absent is None."""
+    scheme, sep, path = given.partition("://")
+    parts = path.split("/")
+    if not sep or len(parts) <= 2:
+        return given, None, None
+    handle = f"{scheme}://{parts[0]}/{parts[1]}"
+    if len(parts) == 3 or (len(parts) == 4 and parts[3] == ""):
+        return handle, parts[2] or None, None
+    if len(parts) == 4 and parts[3].isdigit():
+        return handle, parts[2], int(parts[3])
+    from torchx.cli._errors import EXIT_USAGE, CliError
+    from torchx.cli._handles import shown
+
+    raise CliError(
+        f"malformed app handle '{shown(given)}'; expected SCHEDULER://SESSION/APP_ID, optionally"
+        " followed by /ROLE or /ROLE/ID (a replica, or a sweep's element index)",
+        exit_code=EXIT_USAGE,
+    )
+
+
+def _print_replica(
+    args: "argparse.Namespace", status: "AppStatus", role: str, replica_id: int
+) -> None:
+    """``torchx status HANDLE/ROLE/ID``: one replica, or one element of a sweep."""
+    from torchx.cli._errors import CliError
+
+    if status.replica(role, replica_id) is None:
+        ids = ", ".join(str(r.id) for rs in status.roles if rs.role == role for r in rs.replicas)
+        what = (
+            "this sweep has no element"
+            if status.array is not None
+            else f"role {role} has no replica"
+        )
+        raise CliError(
+            f"{what} {replica_id}; its {'elements' if status.array else 'replicas'}: {ids}"
+        )
+    if getattr(args, "json", False):
+        from torchx.cli._json import print_json
+
+        print_json({**status.replica_json(role, replica_id), "handle": args.app_handle})
+    else:
+        print(status.format_replica(role, replica_id), end="")
 
 
 def parse_list_arg(arg: str) -> "list[str] | None":

@@ -314,6 +314,61 @@ class AppStatus:
         if self.state != AppState.SUCCEEDED:
             raise AppStatusError(self, f"job did not succeed: {self}")
 
+    def replica(self, role: str, replica_id: int) -> ReplicaStatus | None:
+        """Replica ``replica_id`` of ``role`` (of a sweep: its element of that index)."""
+        for found in self.roles:
+            if found.role == role:
+                for replica in found.replicas:
+                    if replica.id == replica_id:
+                        return replica
+        return None
+
+    def replica_json(self, role: str, replica_id: int) -> dict[str, Any]:
+        """What ``torchx status --json HANDLE/ROLE/ID`` prints: the replica's state and
+        host, its sweep element (values, progress) and the root cause when it is it."""
+        replica = self.replica(role, replica_id)
+        if replica is None:
+            raise KeyError(f"{role}/{replica_id}")
+        element = None
+        if self.array is not None:
+            element = next((e for e in self.array.elements if e.index == replica_id), None)
+        failure = self.failure
+        mine = failure is not None and (failure.role, failure.replica_id) == (role, replica_id)
+        return {
+            "role": role,
+            "replica_id": replica_id,
+            "state": replica.state.name,
+            "hostname": replica.hostname,
+            "element": element.to_json() if element is not None else None,
+            "failure": failure.to_json() if mine and failure is not None else None,
+        }
+
+    def format_replica(self, role: str, replica_id: int) -> str:
+        """``torchx status HANDLE/ROLE/ID``: one replica (a sweep's element) in a few lines."""
+        import time
+
+        from torchx.specs._progress import Progress, progress_line
+        from torchx.util.strings import terminal_text
+
+        found = self.replica_json(role, replica_id)
+        lines = [f"{role}[{replica_id}]: {found['state']}"]
+        if found["hostname"]:
+            lines.append(f"    Host: {found['hostname']}")
+        element = found["element"]
+        if element is not None and self.array is not None:
+            values = ", ".join(f"{k}={v}" for k, v in element["args"].items())
+            lines.append(
+                f"    Sweep element {replica_id} of {self.array.size}"
+                + (f": {values}" if values else "")
+            )
+            progress = next(e.progress for e in self.array.elements if e.index == replica_id)
+            if isinstance(progress, Progress):
+                lines.append("    " + progress_line(progress, time.time()))
+        text = "\n".join(lines) + "\n"
+        if found["failure"] is not None and self.failure is not None:
+            text += _format_failure(self.failure)
+        return terminal_text(text)
+
     def _roles(self, filter_roles: list[str] | None) -> list[RoleStatus]:
         if not filter_roles:
             return self.roles
