@@ -278,19 +278,43 @@ def test_a_sweeps_elements_link_their_logs_and_retry_failed_asks_first(
         assert page.text_content("#failure strong") == "train[1]: exited with code 1"
 
 
-def test_an_app_newer_than_the_last_listing_is_found_and_its_traceback_shown(
+_SHOWN_WHOLE = """(selector) => {
+  // the element's text is all there and nothing of it is clipped by it or a box around it
+  const node = document.querySelector(selector);
+  for (let box = node; box && box !== document.body; box = box.parentElement) {
+    const style = getComputedStyle(box);
+    const clips = style.overflowX !== "visible" || style.overflowY !== "visible";
+    if (clips && (box.scrollHeight > box.clientHeight + 1 || box.scrollWidth > box.clientWidth + 1))
+      return box.tagName + "#" + box.id + "." + box.className + " clips it";
+  }
+  return node.textContent;
+}"""
+
+
+def test_an_app_newer_than_the_last_listing_is_found_and_its_long_error_read_whole(
     workdir: Path,
 ) -> None:
+    """A 3,000-character error (one word) reads in full on both pages, with the failing
+    rank's own traceback on the app's."""
     with torchx_ui("-s", "local_cwd", cwd=workdir) as ui, browser_page() as page:
         page.goto(ui.page_url("/"))
         loaded(page)  # listed once, without the app below
         with get_runner() as runner:
-            script = "python3 -c '[][3]'"
+            script = "python3 -c \"raise ValueError('x' * 3000 + ' END')\""
             handle = runner.run(shell_app("late", script), "local_cwd")
             runner.wait(handle, wait_interval=0.2)
         page.goto(f"{ui.base}/app/{_app_id(handle)}")  # no ?scheduler: not in a listing yet
         loaded(page)
         assert page.text_content("#title") == f"{_app_id(handle)} FAILED"
+        error = "ValueError: " + "x" * 3000 + " END"
+        assert page.evaluate(_SHOWN_WHOLE, "#failure div") == error
         traceback = page.text_content("#failure-traceback") or ""
         assert traceback.startswith("Traceback (most recent call last):"), traceback
-        assert traceback.endswith("IndexError: list index out of range"), traceback
+        assert traceback.endswith(error), traceback[-80:]
+
+        page.goto(f"{ui.base}/")
+        loaded(page)
+        row = f'#apps tr[data-handle="{handle}"] .failure'
+        page.wait_for_selector(row, timeout=60_000)
+        shown = page.evaluate(_SHOWN_WHOLE, row)
+        assert shown == f"late[0]: a Python exception: {error}", shown[:200]
