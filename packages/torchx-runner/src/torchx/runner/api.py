@@ -803,7 +803,7 @@ class Runner:
             real_submit(),
         ):
             sched = self._scheduler(scheduler)
-            key = _key_of(dryrun_info)
+            key = dryrun_info.idempotency_key
             if idempotency_key is not None and idempotency_key != key:
                 dryrun_info = self._with_key(sched, dryrun_info, idempotency_key)
                 key = idempotency_key
@@ -1012,17 +1012,16 @@ class Runner:
             with keyed_ids(idempotency_key):
                 dryrun_info = sched.submit_dryrun(app, resolved_cfg)
             dryrun_info._scheduler = scheduler
-            if idempotency_key is not None:
-                dryrun_info._torchx_idempotency_key = idempotency_key  # type: ignore[attr-defined]
+            dryrun_info.idempotency_key = idempotency_key
             if unbuilt is not None:
-                dryrun_info._torchx_unbuilt = _Unbuilt(unbuilt, _rendered(dryrun_info))  # type: ignore[attr-defined]
+                dryrun_info.unbuilt = _Unbuilt(unbuilt, _rendered(dryrun_info))
         return dryrun_info
 
     def _build_planned(self, sched: Scheduler[Any], info: AppDryRunInfo[Any]) -> AppDryRunInfo[Any]:
         """``info``, or, when its dry run left workspaces unbuilt, the request rendered
         again after building them."""
-        unbuilt: _Unbuilt | None = getattr(info, "_torchx_unbuilt", None)
-        if unbuilt is None:
+        unbuilt = info.unbuilt
+        if not isinstance(unbuilt, _Unbuilt):
             return info
         from torchx.schedulers.api import as_workspace_scheduler
 
@@ -1036,12 +1035,11 @@ class Runner:
         app = _copy_app(unbuilt.app)
         builder.build_workspaces(app.roles, info._cfg)
         sched._validate(app, sched.backend, info._cfg)
-        key = _key_of(info)
+        key = info.idempotency_key
         with keyed_ids(key):
             built = sched.submit_dryrun(app, info._cfg)
         built._scheduler = info._scheduler
-        if key is not None:
-            built._torchx_idempotency_key = key  # type: ignore[attr-defined]
+        built.idempotency_key = key
         return built
 
     def _with_key(
@@ -1051,7 +1049,7 @@ class Runner:
         from torchx.runner._idempotency import check_key
 
         check_key(key)
-        if info._app is None or getattr(info, "_torchx_unbuilt", None) is not None:
+        if info._app is None or info.unbuilt is not None:
             raise ValueError(
                 "this request cannot take an idempotency key now; give it to"
                 " runner.dryrun(..., idempotency_key=KEY) instead"
@@ -1062,7 +1060,7 @@ class Runner:
         with keyed_ids(key):
             keyed = sched.submit_dryrun(app, info._cfg)
         keyed._scheduler = info._scheduler
-        keyed._torchx_idempotency_key = key  # type: ignore[attr-defined]
+        keyed.idempotency_key = key
         return keyed
 
     def _inject_env(
@@ -1551,12 +1549,6 @@ def _attempts_of(desc: DescribeAppResponse, status: AppStatus) -> list[Attempt]:
         start=starts.get("running"),
         end=starts.get("finished"),
     )
-
-
-def _key_of(info: AppDryRunInfo[Any]) -> str | None:
-    """The idempotency key ``info`` was rendered for, if any."""
-    key: str | None = getattr(info, "_torchx_idempotency_key", None)
-    return key
 
 
 def _target(scheduler: str, cfg: Mapping[str, CfgVal]) -> str:

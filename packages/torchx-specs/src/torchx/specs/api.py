@@ -530,7 +530,9 @@ class AppDryRunInfo(GenericBase[T]):
     ``app`` (the resolved app the request was rendered from) and ``cfg`` (the resolved run
     config) are filled in by ``Scheduler.submit_dryrun`` and are plain attributes, as
     upstream's head has them (``_app``/``_cfg`` name the same values); ``_scheduler`` by
-    the runner.
+    the runner, and ``idempotency_key``: the key the request was rendered for (its app's
+    name is the key's, see :func:`torchx.schedulers.ids.keyed_ids`), which
+    ``Runner.schedule`` submits it with.
     """
 
     def __init__(self, request: T, fmt: Callable[[T], str]) -> None:
@@ -539,6 +541,10 @@ class AppDryRunInfo(GenericBase[T]):
         self._app: AppDef | None = None
         self._cfg: Mapping[str, CfgVal] = {}
         self._scheduler: str | None = None
+        self.idempotency_key: str | None = None
+        self.unbuilt: object | None = None
+        """The runner's record of workspaces a dry run planned but did not build (rendered
+        again, built, by ``Runner.schedule``); ``None``: nothing left to build."""
 
     @property
     def app(self) -> AppDef | None:
