@@ -26,11 +26,11 @@ def test_ended_attempts_and_the_current_one() -> None:
     history = attempt_history(FAILED_THEN_RECLAIMED, terminal=False)
     assert [a.to_json() for a in history] == [
         {"attempt": 0, "start": 1_700_000_000.0, "end": 1_700_000_005.5, "state": "FAILED",
-         "cause": "exit_code", "exit_code": 3},
+         "cause": "exit_code", "exit_code": 3, "signal": None},
         {"attempt": 1, "start": 1_700_000_010.0, "end": 1_700_000_020.0, "state": "FAILED",
-         "cause": "preempted", "exit_code": None},
+         "cause": "preempted", "exit_code": None, "signal": None},
         {"attempt": 2, "start": None, "end": None, "state": "UNKNOWN", "cause": None,
-         "exit_code": None},
+         "exit_code": None, "signal": None},
     ]  # fmt: skip
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 
 from torchx.progress import is_report_line
+from torchx.specs.vocabulary import Cause, keeps_scheduler_word
 from torchx.util._startup.lazy_dataclass import dataclass, field
 
 TYPE_CHECKING = False
@@ -35,39 +36,18 @@ __all__ = [
     "root_cause",
 ]
 
-CAUSES = (
-    "exception",
-    "exit_code",
-    "signal",
-    "oom",
-    "time_limit",
-    "preempted",
-    "node_failure",
-    "image_pull",
-    "rejected",
-    "cancelled",
-    "unknown",
-)
-"""What can have ended a replica (``Failure.cause``)."""
-
-_CAUSE_WORDS = {
-    "exception": "a Python exception",
-    "exit_code": "exited with code {exit_code}",
-    "signal": "killed by {signal}",
-    "oom": "out of memory",
-    "time_limit": "hit its time limit",
-    "preempted": "preempted",
-    "node_failure": "its node failed",
-    "image_pull": "its image could not be pulled",
-    "rejected": "rejected by the scheduler",
-    "cancelled": "cancelled",
-    "unknown": "unknown",
-}
+CAUSES = tuple(cause.value for cause in Cause)
+"""What can have ended a replica (``Failure.cause``): :class:`torchx.specs.vocabulary.Cause`'s
+values."""
 
 
 def cause_words(cause: str, exit_code: int | None = None, signal: str | None = None) -> str:
     """A cause as ``torchx status`` says it: ``exited with code 3``, ``out of memory``."""
-    words = _CAUSE_WORDS.get(cause, cause).format(exit_code=exit_code, signal=signal)
+    try:
+        template = Cause(cause).words
+    except ValueError:  # a word outside the vocabulary (a third-party scheduler's): as it is
+        template = cause
+    words = template.format(exit_code=exit_code, signal=signal)
     if cause == "signal" and signal == "SIGKILL":
         words += " (often the out-of-memory killer)"  # the kernel's OOM killer sends it
     return words
@@ -189,7 +169,9 @@ _ROOT_CAUSE = "Root Cause (first observed failure):"
 def from_log_tail(failure: Failure, tail: str) -> Failure:
     """``failure`` with what the replica's log tail tells: the last lines, the last Python
     traceback and its exception line (cause ``exception``), and from torchrun's root cause
-    block the failed rank."""
+    block the failed rank. A cause the scheduler named (an OOM kill, a time limit: see
+    :attr:`~torchx.specs.vocabulary.Cause.named_by_scheduler`) and its message stay."""
+    kept = (failure.cause, failure.message) if keeps_scheduler_word(failure.cause) else None
     lines = [line for line in tail.splitlines() if not is_report_line(line)]
     root = _torchrun_root(lines)
     failure.log_tail = _without_launcher_summary(lines)[-LOG_TAIL_LINES:]
@@ -202,7 +184,9 @@ def from_log_tail(failure: Failure, tail: str) -> Failure:
         failure.traceback = "\n".join(block)
         if _exception_line(block[-1]):
             failure.message = block[-1].strip()
-            failure.cause = "exception"
+            failure.cause = Cause.EXCEPTION.value
+    if kept is not None:  # the scheduler's word names the cause; the traceback is its echo
+        failure.cause, failure.message = kept
     return failure
 
 

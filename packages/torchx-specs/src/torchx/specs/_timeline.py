@@ -9,6 +9,7 @@ Eligible and Start times, Kueue's admission, a pod's waiting reason, Batch's
 
 from __future__ import annotations
 
+from torchx.specs.vocabulary import PhaseName
 from torchx.util._startup.lazy_dataclass import dataclass
 
 TYPE_CHECKING = False
@@ -26,20 +27,16 @@ __all__ = [
     "waiting_line",
 ]
 
-PHASES = (
-    "submitted",
-    "queued",
-    "admitted",
-    "pulling_image",
-    "starting",
-    "running",
-    "preempted",
-    "requeued",
-    "finished",
-)
-"""The phases an app goes through, in the order they can come (a backend reports the
-ones it knows: at least ``submitted``, ``queued`` when it waited, ``running`` and
-``finished``)."""
+PHASES = tuple(phase.value for phase in PhaseName)
+"""The phases an app goes through, in the order they can come: the values of
+:class:`torchx.specs.vocabulary.PhaseName`."""
+
+
+def _check_phase(phase: str, what: str) -> None:
+    """A phase outside the vocabulary is a backend's bug: refused where it is made."""
+    if phase not in PHASES:
+        raise ValueError(f"{what} phase {phase!r} is not one of {', '.join(PHASES)}")
+
 
 _WORDS = {"pulling_image": "pulling image"}
 
@@ -59,6 +56,9 @@ class Waiting:
     since: float | None = None
     position: int | None = None
 
+    def __post_init__(self) -> None:
+        _check_phase(self.phase, "a Waiting's")
+
     def to_json(self) -> dict[str, Any]:
         return {
             "phase": self.phase,
@@ -77,6 +77,9 @@ class Phase:
     start: float | None
     end: float | None = None
     detail: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_phase(self.phase, "a Phase's")
 
     def to_json(self) -> dict[str, Any]:
         return {"phase": self.phase, "start": self.start, "end": self.end, "detail": self.detail}

@@ -322,10 +322,6 @@ def waiting(job: Mapping[str, Any]) -> Waiting | None:
     return Waiting(phase=phase, reason=f"{status}: {words}", since=since)
 
 
-_BATCH_WORD = frozenset({"oom", "image_pull", "node_failure"})
-"""Causes Batch names itself: a traceback in the log does not replace them."""
-
-
 def _root_cause(
     failed: list[tuple[Failure, Mapping[str, Any]]],
     roles: list[str],
@@ -337,8 +333,4 @@ def _root_cause(
     if root is None or tail is None:
         return root
     job = next(j for f, j in failed if f is root)
-    keep = (root.cause, root.message) if root.cause in _BATCH_WORD else None
-    from_log_tail(root, tail(job))
-    if keep is not None:
-        root.cause, root.message = keep
-    return root
+    return from_log_tail(root, tail(job))  # Batch's own word (an OOM kill) stays

@@ -90,8 +90,6 @@ TASK_STATE: dict[str, AppState] = {
 """Volcano task / pod phase -> replica state."""
 
 _QUIET_WAITING = frozenset({"ContainerCreating", "PodInitializing"})
-_OWN_WORD = frozenset({"oom", "time_limit", "preempted", "node_failure"})
-"""Causes Kubernetes names itself: a traceback in the log does not replace them."""
 
 LogTail = Callable[[dict[str, Any]], str]
 """Reads the end of a failed pod's log (the scheduler's API call)."""
@@ -424,10 +422,7 @@ class _Replicas:
         )
         pod = self.pods.get((root.role, root.replica_id)) if root is not None else None
         if root is not None and pod is not None and tail is not None and root.cause != "image_pull":
-            keep = (root.cause, root.message) if root.cause in _OWN_WORD else None
-            from_log_tail(root, tail(pod))
-            if keep is not None:
-                root.cause, root.message = keep  # Kubernetes' word names the cause
+            from_log_tail(root, tail(pod))  # Kubernetes' own word (an OOM kill) stays
         return root
 
     def message(self, state: AppState) -> str:

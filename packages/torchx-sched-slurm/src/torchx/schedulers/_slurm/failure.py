@@ -317,9 +317,6 @@ def _reported(step: StepEnd) -> bool:
 
 def _with_logs(failure: Failure, job_id: str, log_dir: str, via: SshTarget | None) -> None:
     """Adds the replica's log tail."""
-    keep = failure.cause, failure.message
     tail = replica_log_tail(job_id, log_dir, failure.role, failure.replica_id, via)
     if tail:
-        from_log_tail(failure, tail)
-    if keep[0] in ("oom", "time_limit", "node_failure", "preempted", "rejected"):
-        failure.cause, failure.message = keep  # Slurm's word names the cause
+        from_log_tail(failure, tail)  # Slurm's own word (an OOM kill, TIMEOUT) stays
