@@ -63,6 +63,25 @@ class _Broken(type(_local("x"))):
 
 def broken(session_name, **kwargs):
     return _Broken(session_name)
+
+
+class _HeavySdk(type(_local("x"))):
+    sdk_loaded = False
+
+    def load_for_check(self):
+        import time
+
+        time.sleep(1.5)  # an SDK's import on a busy machine: longer than the --timeout below
+        _HeavySdk.sdk_loaded = True
+
+    def check_ready(self, cfg=None):
+        if not _HeavySdk.sdk_loaded:
+            self.load_for_check()  # what a probe does that imports its SDK itself
+        return [ready("api", "answered")]
+
+
+def heavy(session_name, **kwargs):
+    return _HeavySdk(session_name)
 '''
 
 
@@ -140,6 +159,20 @@ def test_plugins_take_part(cli: Cli, one_line_error: OneLineError) -> None:
     assert "fix: pick -cfg zone=up" in proc.stdout
     assert "not ready: acme" in one_line_error(proc)
     assert cli.run("plugins").returncode == 0
+
+
+def test_loading_a_schedulers_sdk_does_not_count_against_its_probes(cli: Cli) -> None:
+    """``Scheduler.load_for_check`` runs before the deadline starts: a busy machine's
+    import of the kubernetes client (4 s beside stress-ng) is not the API server being
+    slow, whose probes took 0.06 s."""
+    cli.add_distribution(
+        "acme-sched", "1.0", {"torchx.schedulers": {"acme_heavy": "acme:heavy"}},
+        {"acme.py": _PLUGIN},
+    )  # fmt: skip
+    result = _json(cli, "-s", "acme_heavy", "--timeout", "0.5")["schedulers"]["acme_heavy"]
+    assert result["checks"] == [
+        {"name": "api", "status": "ready", "found": "answered", "fix": ""}
+    ], result
 
 
 def test_trackers(cli: Cli, tmp_path: Path) -> None:

@@ -80,6 +80,7 @@ def _scheduler_checks(
     from torchx.util._support.retry import outage_budget
 
     scheduler = get_scheduler_factories()[name](session_name="torchx")
+    scheduler.load_for_check()
     loaded()
     try:
         config.apply(name, cfg)

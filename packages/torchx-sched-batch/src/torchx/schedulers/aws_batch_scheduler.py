@@ -187,6 +187,14 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
 
     # -- options and validation ------------------------------------------------------------
 
+    def load_for_check(self) -> None:
+        """boto3 and botocore (a second or more to import on a busy machine)."""
+        import importlib
+
+        for module in ("torchx.schedulers._aws_batch.readiness", "boto3", "botocore.config"):
+            with contextlib.suppress(ImportError):  # missing: check_ready says so
+                importlib.import_module(module)
+
     def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
         """Credentials and region, then the configured queue and its compute."""
         from torchx.schedulers._aws_batch import readiness  # only `torchx check` needs it

@@ -22,6 +22,7 @@ The ``docker`` SDK is imported only when the daemon is contacted: ``--dryrun`` d
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -264,6 +265,14 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         return self._engine
 
     # -- options and validation ------------------------------------------------------------
+
+    def load_for_check(self) -> None:
+        """The docker SDK; missing, :meth:`check_ready` says so."""
+        from torchx.schedulers._docker import readiness  # noqa: F401 (loaded for check_ready)
+        from torchx.workspace.docker_workspace import docker_sdk
+
+        with contextlib.suppress(Exception):  # missing: check_ready says what to install
+            docker_sdk()
 
     def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
         """The daemon this scheduler would use, and the built-in components' image."""

@@ -291,6 +291,13 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
 
     # -- options and validation ------------------------------------------------------------
 
+    def load_for_check(self) -> None:
+        """The kubernetes client (seconds to import on a busy machine)."""
+        from torchx.schedulers._kubernetes import readiness  # noqa: F401 (loaded for check_ready)
+        from torchx.schedulers._kubernetes.client import sdk
+
+        sdk()
+
     def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
         """The kubeconfig, the API server, your permissions there, and Volcano."""
         from torchx.schedulers._kubernetes import readiness  # only `torchx check` needs it

@@ -218,6 +218,11 @@ class Scheduler(abc.ABC, GenericBase[T]):
         else:
             yield from self.list_with(cfg)
 
+    def load_for_check(self) -> None:
+        """Imports what :meth:`check_ready` needs (its SDK) before ``torchx check`` starts
+        counting the probes' time: a busy machine's import of an SDK is not the service
+        being slow. Default: nothing to load."""
+
     def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
         """Cheap, read-only probes of what this scheduler needs (``torchx check``).
 
