@@ -1215,6 +1215,11 @@ class Runner:
             element_progress: of a sweep, also read each started element's progress from
                 its own log (``status.array.elements[i].progress``; one read per element).
 
+        The first read that finds the app ended, with trackers configured
+        (``TORCHX_TRACKERS`` or a ``.torchxconfig``), starts one detached helper process
+        that tells each tracker how it ended; once per app (a marker file keeps it once
+        across processes), never while it runs.
+
         Returns:
             Its :class:`~torchx.specs.AppStatus`, or ``None``.
 
