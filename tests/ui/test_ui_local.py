@@ -10,13 +10,13 @@ import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from torchx_testsupport.progress import python_reporter, reported
 from torchx_testsupport.sweep import COMPONENT
 from torchx_testsupport.ui import (
     browser_page,
+    click_confirming,
     loaded,
     rows_of,
     shell_app,
@@ -182,20 +182,12 @@ def test_the_page_of_a_running_app_follows_its_log_and_cancels_it(
         shoot(page, "app-running", tmp_path)
 
         # cancel asks first: dismissed, the app runs on; accepted, it is cancelled
-        page.once("dialog", lambda dialog: dialog.dismiss())
-        page.click("#cancel")
+        click_confirming(page, "#cancel", accept=False)
         assert "cancel requested" not in (page.text_content("#banner") or "")
         with get_runner() as runner:
             status = runner.status(handle)
             assert status is not None and status.state == AppState.RUNNING
-            messages: list[str] = []
-
-            def accept(dialog: Any) -> None:
-                messages.append(dialog.message)
-                dialog.accept()
-
-            page.once("dialog", accept)
-            page.click("#cancel")
+            messages = click_confirming(page, "#cancel", accept=True)
             until(page, "document.body.dataset.state === 'CANCELLED'")
             assert messages == [f"Cancel {handle}? Its replicas are stopped."]
             status = runner.status(handle)
@@ -252,16 +244,8 @@ def test_a_sweeps_elements_link_their_logs_and_retry_failed_asks_first(
         assert page.text_content("#log") == "lr=0.1 batch=8 index=0 size=2"
 
         assert page.is_visible("#retry")  # it ended with a failed element
-        page.once("dialog", lambda dialog: dialog.dismiss())
-        page.click("#retry")
-        messages: list[str] = []
-
-        def accept(dialog: Any) -> None:
-            messages.append(dialog.message)
-            dialog.accept()
-
-        page.once("dialog", accept)
-        page.click("#retry")
+        click_confirming(page, "#retry", accept=False)
+        messages = click_confirming(page, "#retry", accept=True)
         until(page, "document.querySelector('#banner a') !== null")
         assert messages == [
             f"Submit the 1 failed elements of {handle} again (1)? They run as a new app."

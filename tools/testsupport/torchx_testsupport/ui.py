@@ -176,6 +176,23 @@ def shoot(page: Any, name: str, fallback_dir: Path) -> Path:
     return path
 
 
+def click_confirming(page: Any, selector: str, *, accept: bool) -> list[str]:
+    """Clicks ``selector`` and answers the confirmation it opens (``accept`` or dismiss);
+    the list gets the dialog's message once the browser has shown it."""
+    messages: list[str] = []
+
+    def answer(dialog: Any) -> None:
+        messages.append(dialog.message)
+        if accept:
+            dialog.accept()
+        else:
+            dialog.dismiss()
+
+    page.once("dialog", answer)
+    page.click(selector)
+    return messages
+
+
 def texts(page: Any, selector: str) -> list[str]:
     """The text of every element ``selector`` matches."""
     return [

@@ -17,6 +17,7 @@ __all__ = [
     "installed_schedulers",
     "missing_app_error",
     "shown",
+    "split_replica_path",
 ]
 
 HANDLE_FORMAT = "SCHEDULER://SESSION/APP_ID"
@@ -111,3 +112,13 @@ def missing_app_error(app_handle: str) -> CliError:
         f"app '{app_handle}' not found: it does not exist or was removed from"
         f" {scheduler}'s data plane (see `torchx list -s {scheduler}`)"
     )
+
+
+def split_replica_path(identifier: str) -> "tuple[str, str, str, list[str]]":
+    """``(scheduler, session, app_id, rest)`` of ``SCHEDULER://SESSION/APP_ID[/ROLE[/IDS]]``:
+    ``rest`` the parts after the app id (app ids hold no ``/`` on any scheduler). The
+    callers (``torchx log``, ``torchx status``) check the form first."""
+    scheduler, _, path = identifier.partition("://")
+    session, _, rest = path.partition("/")
+    app_id, *after = rest.split("/")
+    return scheduler, session, app_id, after

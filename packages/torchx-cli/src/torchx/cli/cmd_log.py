@@ -211,23 +211,20 @@ def get_logs(  # noqa: PLR0917 (positional order is the public API)
             )
         return
 
-    from torchx.cli._handles import check_scheduler
+    from torchx.cli._handles import check_scheduler, split_replica_path
     from torchx.specs import make_app_handle
 
-    scheduler, _, path_str = identifier.partition("://")
+    scheduler, session_name, app_id, after = split_replica_path(identifier)
     check_scheduler(scheduler, context="scheduler in log identifier")
-    path = path_str.split("/")
-    session_name = path[0] or "default"
-    app_id = path[1]
-    role_name = path[2] if len(path) > 2 else None
-    app_handle = make_app_handle(scheduler, session_name, app_id)
+    role_name = after[0] if after else None
+    app_handle = make_app_handle(scheduler, session_name or "default", app_id)
 
     if failed:
         replicas = _failed_replicas(runner, app_handle, role_name)
         if not replicas:
             return
-    elif len(path) == 4 and role_name is not None:
-        replicas = [(role_name, int(i)) for i in path[3].split(",") if i]
+    elif len(after) == 2 and role_name is not None:
+        replicas = [(role_name, int(i)) for i in after[1].split(",") if i]
         status = runner.status(app_handle, progress=False)
         if status is None:
             from torchx.cli._handles import missing_app_error

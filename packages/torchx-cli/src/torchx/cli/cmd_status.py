@@ -80,19 +80,20 @@ class CmdStatus(AppHandleSubCommand):
 
 
 def split_replica(given: str) -> "tuple[str, str | None, int | None]":
-    """``(handle, role, replica id)`` of ``SCHEDULER://SESSION/APP_ID[/ROLE[/ID]]`` (app ids
-    hold no ``/`` on any scheduler); a part that is absent is None."""
-    scheme, sep, path = given.partition("://")
-    parts = path.split("/")
-    if not sep or len(parts) <= 2:
+    """``(handle, role, replica id)`` of ``SCHEDULER://SESSION/APP_ID[/ROLE[/ID]]``; a part
+    that is absent is None."""
+    from torchx.cli._handles import shown, split_replica_path
+
+    scheduler, session, app_id, after = split_replica_path(given)
+    if not after or "://" not in given:
         return given, None, None
-    handle = f"{scheme}://{parts[0]}/{parts[1]}"
-    if len(parts) == 3 or (len(parts) == 4 and parts[3] == ""):
-        return handle, parts[2] or None, None
-    if len(parts) == 4 and parts[3].isdigit():
-        return handle, parts[2], int(parts[3])
+    handle = f"{scheduler}://{session}/{app_id}"
+    role, ids = after[0], after[1:]
+    if ids in ([], [""]):
+        return handle, role or None, None
+    if len(ids) == 1 and ids[0].isdigit():
+        return handle, role, int(ids[0])
     from torchx.cli._errors import EXIT_USAGE, CliError
-    from torchx.cli._handles import shown
 
     raise CliError(
         f"malformed app handle '{shown(given)}'; expected SCHEDULER://SESSION/APP_ID, optionally"

@@ -176,25 +176,26 @@ def _key_lock(key: str) -> Iterator[None]:
         os.close(fd)
 
 
-def _found_words(sched: Scheduler[object], app_id: str, request: Mapping[str, str]) -> str:
-    """``FAILED``: the found app's state (``UNKNOWN`` if it cannot be read), and, when it
-    was made from another request than ``request`` (:func:`request_env`), which: ``FAILED);
-    it was made by `utils.sh exit 3`, this run asks for `utils.echo```."""
+def _found(sched: Scheduler[object], app_id: str, request: Mapping[str, str]) -> tuple[str, str]:
+    """``(state, other)`` of the found app: its state (``UNKNOWN`` if it cannot be read),
+    and, when it was made from another request than ``request`` (:func:`request_env`),
+    which (``; it was made by `utils.sh exit 3`, this run asks for `utils.echo` ...``; else
+    "")."""
     try:
         found = sched.describe(app_id)
     except Exception as e:  # the warning must not fail the run: the app exists
         logger.debug("cannot read the state of %s: %s", app_id, e)
         found = None
     if found is None:
-        return "UNKNOWN"
-    state = found.state.name
+        return "UNKNOWN", ""
     env = found.roles[0].env if found.roles else {}
     made = env.get(ENV_REQUEST_HASH)
     if made is None or not request or made == request.get(ENV_REQUEST_HASH):
-        return state  # the same request (or a backend that keeps no env to tell)
+        return found.state.name, ""  # the same request (or a backend that keeps no env)
     by = escape_unprintable(env.get(ENV_REQUEST) or "another request")
     asks = escape_unprintable(request.get(ENV_REQUEST, ""))
-    return f"{state}); it was made by `{by}`, this run asks for `{asks}` (use another key to run it"
+    other = f"; it was made by `{by}`, this run asks for `{asks}` (use another key to run it)"
+    return found.state.name, other
 
 
 def submit_once(
@@ -214,13 +215,15 @@ def submit_once(
     with _key_lock(key):
         existing = sched.find_by_idempotency_key(key, cfg)
         if existing is not None:
+            state, other = _found(sched, existing, request or {})
             logger.warning(
-                "an app with idempotency key %r exists already on %s: %s (%s); nothing was"
+                "an app with idempotency key %r exists already on %s: %s (%s)%s; nothing was"
                 " submitted",
                 key,
                 target,
                 handle_of(existing),
-                _found_words(sched, existing, request or {}),
+                state,
+                other,
             )
             return existing, False
         try:

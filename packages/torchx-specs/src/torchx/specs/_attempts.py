@@ -62,10 +62,7 @@ class Attempt:
             return f"exit code {self.exit_code}" if self.exit_code is not None else ""
         if self.cause == "signal" and not self.signal:
             return "killed by a signal"
-        words = cause_words(self.cause, self.exit_code, self.signal)
-        if self.cause == "preempted" and self.signal:
-            words += f" by {self.signal}"  # a stop from outside: which one it was
-        return words
+        return cause_words(self.cause, self.exit_code, self.signal)
 
     def line(self) -> str:
         """``0  FAILED     2026-12-02 03:01:12 → 03:01:40 (28s)  preempted by SIGTERM``: the

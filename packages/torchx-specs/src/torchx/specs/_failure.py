@@ -50,6 +50,8 @@ def cause_words(cause: str, exit_code: int | None = None, signal: str | None = N
     words = template.format(exit_code=exit_code, signal=signal)
     if cause == "signal" and signal == "SIGKILL":
         words += " (often the out-of-memory killer)"  # the kernel's OOM killer sends it
+    elif cause == "preempted" and signal:
+        words += f" by {signal}"  # a stop from outside: which one it was
     return words
 
 
