@@ -48,7 +48,7 @@ COMMANDS: list[tuple[str, list[str], float]] = [
 ]
 
 # (disk cache, the command it serves): each cache stays only while it pays, i.e. while the
-# command without it is measurably slower (torchx/util/_startup/__init__.py lists them)
+# command without it is measurably slower (torchx/util/startup/__init__.py lists them)
 CACHES: list[tuple[str, list[str]]] = [
     ("entrypoints", ["--help"]),
     ("components", ["builtins"]),

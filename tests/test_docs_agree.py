@@ -53,7 +53,7 @@ def test_documented_torchxconfig_examples_parse(where: str, text: str, tmp_path:
 
     from torchx.runner import config
     from torchx.schedulers import get_scheduler_factories
-    from torchx.util._support.config_files import parse_config
+    from torchx.util.support.config_files import parse_config
 
     sections = parse_config(io.StringIO(text), where)
     for section, values in sections.items():

@@ -1,7 +1,7 @@
 """No two modules of the repository import each other, directly or through others, deferred
-imports (inside functions) included: a cycle makes the import order matter and hides which
-module is the lower layer. Imports under ``if TYPE_CHECKING:`` are for the type checker
-only and do not count."""
+imports (inside functions) and imports for the type checker (``if TYPE_CHECKING:``)
+included: a cycle makes the import order matter and hides which module is the lower layer,
+and a type-only one is the same tangle that nothing has tripped over yet."""
 
 from __future__ import annotations
 
@@ -30,15 +30,9 @@ def _resolve(name: str, modules: dict[str, Path]) -> str | None:
 
 def _imports(module: str, path: Path, modules: dict[str, Path]) -> set[str]:
     tree = ast.parse(path.read_text())
-    type_only: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
-            type_only.update(id(sub) for sub in ast.walk(node))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     targets: set[str] = set()
     for node in ast.walk(tree):
-        if id(node) in type_only:
-            continue
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):

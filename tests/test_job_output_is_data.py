@@ -147,7 +147,7 @@ def test_nan_and_odd_metric_names_are_kept_as_data(tmp_path: Path) -> None:
     """Step 2's metrics: NaN and infinity kept and written as JSON strings, names that
     are object keys in JavaScript kept, a value no float holds dropped, an escape in a
     name shown escaped."""
-    from torchx.specs._progress import from_log_tail, metrics_text
+    from torchx.specs.progress import from_log_tail, metrics_text
 
     tail = "".join(f"TORCHX_PROGRESS {r}\n" for r in HOSTILE_REPORTS[:2])
     progress = from_log_tail(tail, "train", 0, running=True, now=time.time())

@@ -1,7 +1,7 @@
 """Upstream's ``torchx`` (PyPI's) and this project's distributions in one environment:
 each overwrites the other's modules, and the one installed last owns the ``torchx``
 command. ``torchx check`` says which is which; where upstream's took the command (it has
-no ``check``), ``python -m torchx.util._support.provenance`` does."""
+no ``check``), ``python -m torchx.util.support.provenance`` does."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def test_a_mixed_install_says_which_torchx_is_which(tmp_path: Path) -> None:
     version = subprocess.run([torchx, "--version"], capture_output=True, text=True, timeout=60)
     assert "0.7.0" in version.stdout + version.stderr
     report = subprocess.run(
-        [str(python), "-m", "torchx.util._support.provenance"],
+        [str(python), "-m", "torchx.util.support.provenance"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -142,3 +142,53 @@ def test_upstream_event_module_path() -> None:
 
     assert TorchxEvent is Ours
     assert SourceType("<unknown>") is SourceType.UNKNOWN
+
+
+PRIVATE_ACROSS_DISTRIBUTIONS: dict[tuple[str, str], str] = {}
+"""(importing distribution, private module) -> why it may: none today. A module whose name
+(or a package above it) starts with ``_`` belongs to its own distribution alone; what
+several share lives in a public module (docs/plugins.md, "What the distributions share")."""
+
+
+def _owners() -> dict[str, str]:
+    owners = {}
+    for src in ROOT.glob("packages/*/src"):
+        for path in src.rglob("*.py"):
+            parts = list(path.relative_to(src).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            owners[".".join(parts)] = src.parent.name
+    return owners
+
+
+def _imported_modules(path: Path, owners: dict[str, str]) -> set[str]:
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [f"{node.module}.{alias.name}" for alias in node.names] + [node.module]
+        else:
+            continue
+        found.update(name for name in names if name in owners)
+    return found
+
+
+def test_no_distribution_imports_another_distributions_private_modules() -> None:
+    owners = _owners()
+    assert len(owners) > 100, "the packages were not found"
+    crossing = []
+    for src in ROOT.glob("packages/*/src"):
+        distribution = src.parent.name
+        for path in src.rglob("*.py"):
+            for module in _imported_modules(path, owners):
+                private = any(part.startswith("_") for part in module.split("."))
+                if (
+                    private
+                    and owners[module] != distribution
+                    and (distribution, module) not in PRIVATE_ACROSS_DISTRIBUTIONS
+                ):
+                    crossing.append(f"{path.relative_to(ROOT)} imports {module}")
+    assert crossing == [], "another distribution's private module:\n" + "\n".join(sorted(crossing))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from torchx.specs._timeline import Phase, Waiting
+from torchx.specs.timeline import Phase, Waiting
 from torchx.specs.vocabulary import Cause, PhaseName, keeps_scheduler_word
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,7 +40,7 @@ def test_a_phase_outside_the_vocabulary_is_refused_where_it_is_made() -> None:
 
 
 def test_the_causes_a_scheduler_names_are_kept_over_a_traceback() -> None:
-    from torchx.specs._failure import Failure, from_log_tail
+    from torchx.specs.failure import Failure, from_log_tail
 
     tail = 'Traceback (most recent call last):\n  File "t.py", line 1\nMemoryError\n'
     oom = from_log_tail(Failure("r", 0, cause="oom", message="OOMKilled: 2Gi"), tail)

@@ -77,8 +77,8 @@ def _type_of(annotation: Any) -> str:
 
 def components_markdown() -> str:
     """One section per registered component: what it does and its arguments."""
-    from torchx.specs._component_params import resolved_annotations as _annotations
-    from torchx.specs._component_parser import create_args_parser as _create_args_parser
+    from torchx.specs.component_params import resolved_annotations as _annotations
+    from torchx.specs.component_parser import create_args_parser as _create_args_parser
     from torchx.specs.file_linter import get_fn_docstring
     from torchx.specs.finder import get_components
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from torchx.specs._progress import from_log_tail
+from torchx.specs.progress import from_log_tail
 
 LIGHTNING = """
 import torch, lightning.pytorch as pl

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from torchx.cli._cfg import parse_cfg_str_for
-from torchx.cli._errors import CliError
+from torchx.cli.cfg import parse_cfg_str_for
+from torchx.cli.errors import CliError
 from torchx.specs import runopts
 
 

@@ -134,7 +134,7 @@ def test_run_dryrun_imports_only_what_it_needs(cli: Cli) -> None:
         "platform",
         "shutil",
         "torchx.workspace.api",
-        # torchx.util._startup.lazy_dataclass and fn_params keep these off the run path
+        # torchx.util.startup.lazy_dataclass and fn_params keep these off the run path
         "dataclasses",
         "inspect",
         "pprint",

@@ -536,7 +536,7 @@ def test_cmd_status_print_status_as_upstreams_head_calls_it(
     CmdStatus().print_status(args, AppStatus(AppState.RUNNING, ui_url="file:///x"))
     shown = json.loads(capsys.readouterr().out)
     assert (shown["state"], shown["app_id"], shown["ui_url"]) == ("RUNNING", "a-1", "file:///x")
-    from torchx.cli._errors import CliError
+    from torchx.cli.errors import CliError
 
     with pytest.raises(CliError, match="not found"):
         CmdStatus().print_status(args, None)

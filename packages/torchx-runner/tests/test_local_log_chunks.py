@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from torchx.schedulers._shared.log_files import LogLines
 from torchx.schedulers.local_scheduler import LocalScheduler, create_scheduler
+from torchx.schedulers.shared.log_files import LogLines
 from torchx.specs.api import AppDef, AppState, Role
 
 

@@ -41,7 +41,7 @@ from torchx.specs.api import (
     Role,
     macros,
 )
-from torchx.util._support.host_checks import real_submit
+from torchx.util.support.host_checks import real_submit
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 def test_local_scheduler_still_exports_log_iterator() -> None:
     from torchx.schedulers import local_scheduler
-    from torchx.schedulers._shared import log_files
+    from torchx.schedulers.shared import log_files
 
     assert local_scheduler.LogIterator is log_files.LogIterator
 

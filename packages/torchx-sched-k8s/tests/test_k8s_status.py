@@ -76,7 +76,7 @@ def test_a_finished_pull_is_followed_by_starting_again() -> None:
     for that, no longer for the image."""
     from torchx.schedulers._kubernetes.pulls import with_image_pull
     from torchx.schedulers.api import DescribeAppResponse
-    from torchx.specs._timeline import Phase, Waiting
+    from torchx.specs.timeline import Phase, Waiting
 
     response = DescribeAppResponse(app_id="ns:batch:a", state=AppState.PENDING)
     response.waiting = Waiting(phase="starting", reason="", since=10.0)

@@ -292,7 +292,7 @@ class TestBundleConfig:
 def test_missing_tools_refuse_a_real_submission(
     sched: SlurmScheduler, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from torchx.util._support.host_checks import real_submit
+    from torchx.util.support.host_checks import real_submit
 
     # sbatch is here (its absence is reported first), skopeo and umoci are not
     os.symlink("/bin/true", tmp_path / "sbatch")

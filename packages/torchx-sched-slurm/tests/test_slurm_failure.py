@@ -13,7 +13,7 @@ from torchx.schedulers._slurm.failure import (
     parse_steps,
 )
 from torchx.schedulers._slurm.parse import SlurmJob
-from torchx.specs._failure import Failure
+from torchx.specs.failure import Failure
 
 SACCT = """JobIDRaw|State|ExitCode|End
 7|OUT_OF_MEMORY|0:125|2026-11-29T04:25:43

@@ -28,7 +28,7 @@ from torchx.schedulers.slurm_scheduler import (
     create_scheduler,
 )
 from torchx.specs import AppDef, Resource, Role, Workspace, macros
-from torchx.util._support.host_checks import real_submit
+from torchx.util.support.host_checks import real_submit
 
 NASTY = [
     "$(touch /tmp/pwned)",

@@ -152,7 +152,7 @@ class TestRequest:
     ) -> None:
         os.symlink("/usr/bin/ssh", tmp_path / "ssh")
         monkeypatch.setenv("PATH", str(tmp_path))  # no sbatch here, nor python3
-        from torchx.util._support.host_checks import real_submit
+        from torchx.util.support.host_checks import real_submit
 
         with real_submit():
             req = sched.submit_dryrun(AppDef("app", [_role()]), {"ssh": "login1"}).request
@@ -162,7 +162,7 @@ class TestRequest:
         self, sched: SlurmScheduler, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     ) -> None:
         monkeypatch.setenv("PATH", str(tmp_path))
-        from torchx.util._support.host_checks import real_submit
+        from torchx.util.support.host_checks import real_submit
 
         with real_submit(), pytest.raises(FileNotFoundError, match="needs OpenSSH's ssh client"):
             sched.submit_dryrun(AppDef("app", [_role()]), {"ssh": "login1"})

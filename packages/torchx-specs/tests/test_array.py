@@ -1,4 +1,4 @@
-"""The contract of sweeps (``torchx.specs._array``): apps of one shape as one array, the
+"""The contract of sweeps (``torchx.specs.sweep``): apps of one shape as one array, the
 order of a Cartesian product, an array's state from its elements', what status shows."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import subprocess
 import pytest
 
 from torchx.specs import AppDef, AppState, Resource, Role, app_array
-from torchx.specs._array import ArrayStatus, array_state, shell_dispatch, sweep_values
+from torchx.specs.status import ArrayStatus, array_state
+from torchx.specs.sweep import shell_dispatch, sweep_values
 
 
 def _app(*args: str, image: str = "img", env: dict[str, str] | None = None) -> AppDef:

@@ -8,8 +8,8 @@ import time
 import pytest
 
 from torchx.specs import AppState, AppStatus
-from torchx.specs._attempts import Attempt, with_current
-from torchx.specs._failure import Failure
+from torchx.specs.attempts import Attempt, with_current
+from torchx.specs.failure import Failure
 
 
 def test_one_attempt_is_the_app_itself() -> None:

@@ -10,7 +10,6 @@ from typing import Annotated, Any, Dict, List, Optional
 import pytest
 
 import torchx.specs as specs
-from torchx.specs._component_parser import create_args_parser as _create_args_parser
 from torchx.specs.builders import (
     ComponentArgs,
     ComponentArgumentError,
@@ -20,6 +19,7 @@ from torchx.specs.builders import (
     parse_args,
     parse_mounts,
 )
+from torchx.specs.component_parser import create_args_parser as _create_args_parser
 
 
 def comp(
@@ -281,8 +281,8 @@ def test_plain_component_arguments_read_as_argparse_would(fn: Any, args: list[st
     import argparse
 
     from torchx.specs import builders
-    from torchx.specs._component_params import resolved_annotations
-    from torchx.util._startup import fn_params
+    from torchx.specs.component_params import resolved_annotations
+    from torchx.util.startup import fn_params
 
     params = fn_params.parameters(fn)
     plain = builders._parse_plain(resolved_annotations(fn), params, list(args), {}, {})
@@ -332,7 +332,7 @@ def test_string_annotations_resolve_with_typing_names_imported_for_type_checking
     ``Annotated``/``Optional`` under ``TYPE_CHECKING`` only: the aliases still work."""
     import types
 
-    from torchx.specs._component_params import resolved_annotations
+    from torchx.specs.component_params import resolved_annotations
 
     module = types.ModuleType("string_annotated_components")
     exec(compile(STRING_ANNOTATED_MODULE, "string_annotated_components.py", "exec"), vars(module))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from torchx.util._support.config_files import (
+from torchx.util.support.config_files import (
     ConfigError,
     find_config_files,
     parse_config,
@@ -84,7 +84,7 @@ def test_malformed_file_is_one_line_naming_the_line(text: str, message: str) -> 
 def test_torchx_home_follows_the_environment(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from torchx.util._support.home import torchx_home
+    from torchx.util.support.home import torchx_home
 
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("TORCHX_HOME", "")
@@ -96,7 +96,7 @@ def test_torchx_home_follows_the_environment(
 def test_current_user_without_a_passwd_entry(monkeypatch: pytest.MonkeyPatch) -> None:
     import getpass
 
-    from torchx.util._support.user import current_user
+    from torchx.util.support.user import current_user
 
     def no_user() -> str:
         raise KeyError("getpwuid(): uid not found: 12345")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from torchx.util._startup import disk_cache
+from torchx.util.startup import disk_cache
 
 
 @pytest.fixture(autouse=True)

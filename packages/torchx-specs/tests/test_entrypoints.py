@@ -303,7 +303,7 @@ def test_module_imports_stay_minimal(tmp_path: Path) -> None:
     new_modules = set(json.loads(proc.stdout))
     assert new_modules <= {
         "torchx.util.entrypoints",
-        "torchx.util._startup",
-        "torchx.util._startup.disk_cache",
+        "torchx.util.startup",
+        "torchx.util.startup.disk_cache",
         "marshal",
     }

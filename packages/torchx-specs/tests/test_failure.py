@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from torchx.specs._failure import (
+from torchx.specs.failure import (
     LOG_TAIL_BYTES,
     Failure,
     from_error_file,
@@ -138,8 +138,8 @@ def test_a_long_log_is_read_from_its_end_only(tmp_path: Path) -> None:
 def test_a_tail_of_traceback_headers_is_read_in_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
     """The audit's tail (traceback headers that never end) took 4.6-9.4 s: every line is
     now looked at once, whatever the number of headers."""
-    from torchx.specs import _failure
-    from torchx.specs._failure import Failure, from_log_tail
+    from torchx.specs import failure as _failure
+    from torchx.specs.failure import Failure, from_log_tail
 
     headers = 20_000
     seen = 0

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from torchx.specs import finder
-from torchx.util._startup import disk_cache
+from torchx.util.startup import disk_cache
 
 VALID = '''
 from torchx.specs import AppDef

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from torchx_testsupport import StandInApp
 
-from torchx.schedulers._shared.log_files import LogIterator, follow_chunks, read_chunks
+from torchx.schedulers.shared.log_files import LogIterator, follow_chunks, read_chunks
 
 
 def test_read_chunks_end_at_line_ends(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from torchx_testsupport import StandInApp
 
-from torchx.schedulers._shared.log_files import LogIterator, follow_files, follow_lines, read_lines
+from torchx.schedulers.shared.log_files import LogIterator, follow_files, follow_lines, read_lines
 
 
 def test_follows_a_growing_file_until_the_app_ends(tmp_path: Path) -> None:
@@ -72,8 +72,8 @@ def test_follow_files_reads_both_streams_until_the_app_ends(tmp_path: Path) -> N
 def test_an_endless_line_is_split_not_held(tmp_path: Path) -> None:
     """A program printing 5 MiB without a newline: every reader hands it on in 1 MiB pieces
     ending in the split mark (the CLI held 1.58 GB for a 400 MB line)."""
-    from torchx.schedulers._shared.log_files import read_chunks
     from torchx.schedulers.api import LINE_SPLIT_MARK, MAX_LINE_BYTES, whole_lines
+    from torchx.schedulers.shared.log_files import read_chunks
 
     log = tmp_path / "out.log"
     log.write_bytes(b"x" * (5 * MAX_LINE_BYTES + 10) + b"\nnext\n")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 
-from torchx.schedulers._shared.log_resume import ResumePoint, Stamp, parse_stamp, stamp_seconds
+from torchx.schedulers.shared.log_resume import ResumePoint, Stamp, parse_stamp, stamp_seconds
 
 
 def stamp(second: int, nanos: int = 0) -> Stamp:

@@ -8,7 +8,7 @@ from string import Template
 
 import pytest
 
-from torchx.util._startup.macro_template import MacroTemplate
+from torchx.util.startup.macro_template import MacroTemplate
 
 MAPPING = {"app_id": "abc", "replica_id": "0", "a": "A", "A_1": "x$y", "_": "U"}
 PIECES = ["$", "{", "}", "app_id", "replica_id", "a", "A_1", "_", "1", "x", " ", "é", "-", "$$"]

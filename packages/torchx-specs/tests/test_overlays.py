@@ -275,6 +275,6 @@ def test_yaml_alias_bomb_is_refused(tmp_path: Path) -> None:
 
 
 def test_yaml_recursive_alias_is_counted_once() -> None:
-    from torchx.util._support.safe_yaml import load_yaml
+    from torchx.util.support.safe_yaml import load_yaml
 
     assert load_yaml("a: &x [1, *x]", "doc") is not None

@@ -3,7 +3,7 @@
 import os
 from pathlib import Path
 
-from torchx.util._support.programs import find_program
+from torchx.util.support.programs import find_program
 
 
 def test_find_program_resolves_like_exec(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from torchx.specs._progress import from_log_tail, progress_line
+from torchx.specs.progress import from_log_tail, progress_line
 
 
 def _run(code: str, **env: str) -> subprocess.CompletedProcess[str]:

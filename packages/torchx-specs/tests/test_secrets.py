@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from torchx.util._support.secrets import looks_secret, mask_text, mask_url, shown_env_value
+from torchx.util.support.secrets import looks_secret, mask_text, mask_url, shown_env_value
 
 
 @pytest.mark.parametrize(

@@ -89,9 +89,9 @@ def test_import_torchx_specs_opens_no_files() -> None:
 def test_lazy_names_resolve_on_first_use() -> None:
     code = (
         "import sys, torchx.specs as s\n"
-        "before = 'torchx.specs._status' in sys.modules\n"
+        "before = 'torchx.specs.status' in sys.modules\n"
         "s.AppStatus\n"
-        "print(before, 'torchx.specs._status' in sys.modules)"
+        "print(before, 'torchx.specs.status' in sys.modules)"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True

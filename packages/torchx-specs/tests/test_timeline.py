@@ -4,7 +4,7 @@ the lines ``torchx status`` prints."""
 from __future__ import annotations
 
 from torchx.specs import AppState, AppStatus
-from torchx.specs._timeline import Phase, Waiting, duration, startup_line, timeline, waiting_line
+from torchx.specs.timeline import Phase, Waiting, duration, startup_line, timeline, waiting_line
 
 
 def test_each_phase_lasts_until_the_next_and_moments_are_moments() -> None:

@@ -6,7 +6,7 @@ import os
 import stat
 from pathlib import Path
 
-from torchx.util._support.atomic import try_write_private, write_private
+from torchx.util.support.atomic import try_write_private, write_private
 
 
 def _mode(path: Path) -> int:

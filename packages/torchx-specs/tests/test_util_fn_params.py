@@ -1,4 +1,4 @@
-"""torchx.util._startup.fn_params: the parameters inspect.signature reports, without inspect."""
+"""torchx.util.startup.fn_params: the parameters inspect.signature reports, without inspect."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from torchx.util._startup import fn_params
+from torchx.util.startup import fn_params
 
 
 def plain(a: int, b: str = "x", *rest: str, c: bool, d: float = 1.0, **extra: int) -> None:

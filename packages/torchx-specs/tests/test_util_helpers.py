@@ -171,7 +171,7 @@ def test_terminal_width_matches_shutil(
 ) -> None:
     import shutil
 
-    from torchx.util._support.terminal import help_width, terminal_width
+    from torchx.util.support.terminal import help_width, terminal_width
 
     if columns is None:
         monkeypatch.delenv("COLUMNS", raising=False)
@@ -188,7 +188,7 @@ def test_terminal_width_of_a_real_terminal() -> None:
     import termios
 
     code = (
-        "import shutil; from torchx.util._support.terminal import terminal_width;"
+        "import shutil; from torchx.util.support.terminal import terminal_width;"
         " print(terminal_width(), shutil.get_terminal_size().columns)"
     )
     main, secondary = pty.openpty()

@@ -1,4 +1,4 @@
-"""torchx.util._startup.lazy_dataclass: classes that are dataclasses to every stdlib API and user.
+"""torchx.util.startup.lazy_dataclass: classes that are dataclasses to every stdlib API and user.
 
 The data model (AppDef, Role, Resource...) is declared with it, so these are the
 guarantees users of ``dataclasses.asdict(app)``, ``dataclasses.replace(role, ...)`` or a
@@ -19,7 +19,7 @@ from typing import Any, ClassVar, NamedTuple
 
 import pytest
 
-from torchx.util._startup import lazy_dataclass as ldc
+from torchx.util.startup import lazy_dataclass as ldc
 
 
 @ldc.dataclass
@@ -181,7 +181,7 @@ def test_own_fields_and_asdict_read_stdlib_dataclasses_too() -> None:
 def test_declaring_and_using_imports_neither_dataclasses_nor_inspect() -> None:
     code = (
         "import sys, json\n"
-        "from torchx.util._startup.lazy_dataclass import dataclass, field, fields, asdict\n"
+        "from torchx.util.startup.lazy_dataclass import dataclass, field, fields, asdict\n"
         "@dataclass\n"
         "class A:\n"
         "    x: int\n"

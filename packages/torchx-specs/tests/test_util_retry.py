@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from torchx.util._support.retry import (
+from torchx.util.support.retry import (
     ServiceUnavailableError,
     backoff_delays,
     budget_s,
@@ -146,7 +146,7 @@ def test_a_refused_first_contact_of_a_one_off_call_gives_up_soon(
 ) -> None:
     """Nothing listens at the very first connection: the service is most likely not running,
     so a one-off command answers within a few seconds instead of the outage budget."""
-    from torchx.util._support import retry
+    from torchx.util.support import retry
 
     monkeypatch.delenv("TORCHX_RETRY_S", raising=False)
     monkeypatch.setattr(retry, "_answered", set())
@@ -169,7 +169,7 @@ def test_a_refused_first_contact_of_a_one_off_call_gives_up_soon(
 def test_waits_explicit_budgets_and_other_errors_keep_their_outage_budget(
     monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
-    from torchx.util._support import retry
+    from torchx.util.support import retry
 
     monkeypatch.setattr(retry, "_answered", set())
     monkeypatch.delenv("TORCHX_RETRY_S", raising=False)
@@ -194,7 +194,7 @@ def test_waits_explicit_budgets_and_other_errors_keep_their_outage_budget(
 def test_threads_that_meet_one_outage_warn_once(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from torchx.util._support import retry
+    from torchx.util.support import retry
 
     monkeypatch.setenv("TORCHX_RETRY_S", "15")
     clock = Clock()

@@ -17,7 +17,7 @@ benchmarks/bench_cli.py).
 import os
 import sys
 
-from torchx.util._startup import disk_cache
+from torchx.util.startup import disk_cache
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

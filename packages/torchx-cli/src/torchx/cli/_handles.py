@@ -8,7 +8,7 @@ Imports inside functions are deliberate: a command loads only what its own path 
 benchmarks/bench_cli.py).
 """
 
-from torchx.cli._errors import EXIT_USAGE, CliError
+from torchx.cli.errors import EXIT_USAGE, CliError
 
 __all__ = [
     "HANDLE_FORMAT",
@@ -64,7 +64,7 @@ def check_scheduler(name: str, context: str = "scheduler") -> str:
     names = installed_schedulers()
     if name in names:
         return name
-    from torchx.specs._common import SCHEDULER_DISTRIBUTIONS
+    from torchx.specs.api import SCHEDULER_DISTRIBUTIONS
 
     installed = ", ".join(names) if names else "<none>"
     dist = SCHEDULER_DISTRIBUTIONS.get(name)

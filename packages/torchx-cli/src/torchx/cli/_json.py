@@ -19,7 +19,7 @@ def to_jsonable(obj: "Any") -> "Any":
     """``obj`` as JSON-ready data: dataclasses become dicts, enums their name."""
     import enum
 
-    from torchx.util._startup.lazy_dataclass import fields, is_dataclass
+    from torchx.util.startup.lazy_dataclass import fields, is_dataclass
 
     if isinstance(obj, enum.Enum):
         return obj.name

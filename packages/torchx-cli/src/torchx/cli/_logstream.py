@@ -83,7 +83,7 @@ def prefix_chunk(prefix: bytes, chunk: bytes) -> bytes:
 def find_role_replicas(app: "AppDef", role_name: "str | None") -> list[tuple[str, int]]:
     """``(role, replica index)`` for every replica of ``role_name`` (all roles if None);
     a sweep's replicas are its elements, numbered by their indices in the sweep."""
-    from torchx.specs._array import AppArray
+    from torchx.specs.sweep import AppArray
 
     if isinstance(app, AppArray):
         return [

@@ -8,9 +8,9 @@ __all__ = ["MaskingFormatter"]
 class MaskingFormatter(logging.Formatter):
     """Every log line the CLI shows, a library's too (botocore's retry warnings name the
     endpoint URL, user-info included), goes through the one masking rule of
-    :mod:`torchx.util._support.secrets`."""
+    :mod:`torchx.util.support.secrets`."""
 
     def format(self, record: logging.LogRecord) -> str:
-        from torchx.util._support.secrets import mask_text  # `re`: only once a line is shown
+        from torchx.util.support.secrets import mask_text  # `re`: only once a line is shown
 
         return mask_text(super().format(record))

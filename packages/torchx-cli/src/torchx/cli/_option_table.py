@@ -2,7 +2,7 @@
 reader.
 
 Why: ``torchx run`` reads its common command lines without argparse
-(:mod:`torchx.util._startup.plain_args`); both readers take the spellings, destinations and
+(:mod:`torchx.util.startup.plain_args`); both readers take the spellings, destinations and
 defaults from the same :class:`Option` rows, so they cannot drift apart.
 """
 
@@ -141,7 +141,7 @@ def read_plain(
 ) -> dict[str, object] | None:
     """What argparse would make of a plain ``torchx SUBCMD`` command line (options, then the
     positional words, kept under ``rest_dest``); ``None`` for any other line."""
-    from torchx.util._startup.plain_args import split_options
+    from torchx.util.startup.plain_args import split_options
 
     plain = [option for option in options if option.plain]
     flags = {s: o.dest for o in plain if o.flag for s in o.spellings}

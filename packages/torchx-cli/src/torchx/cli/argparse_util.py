@@ -15,7 +15,7 @@ benchmarks/bench_cli.py).
 import argparse
 
 from torchx.cli._cli_defaults import ONCE_SEEN_ATTR, cli_config, explicitly_given
-from torchx.cli._errors import usage_error
+from torchx.cli.errors import usage_error
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ class ArgumentParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose errors are one line: what is wrong and where to look."""
 
     def _get_formatter(self) -> argparse.HelpFormatter:
-        from torchx.util._support.terminal import help_width
+        from torchx.util.support.terminal import help_width
 
         # argparse makes a formatter for every add_argument and would import shutil (and
         # the compression modules it pulls in) for the width; this is the same width.
@@ -95,7 +95,7 @@ def _check_once(
     seen: set[str] = getattr(namespace, ONCE_SEEN_ATTR, None) or set()
     if action.dest in seen:
         spelled = "/".join(action.option_strings) or action.dest
-        from torchx.cli._errors import EXIT_FAILURE, usage_error
+        from torchx.cli.errors import EXIT_FAILURE, usage_error
 
         # exit 1, not argparse's 2: upstream's ArgOnceAction ends so, and scripts test it
         message = f"`{option_string or spelled}` is specified more than once"

@@ -57,7 +57,7 @@ class CmdBuiltins(SubCommand):
         names = load_component_names()
         if names is not None:
             return names
-        from torchx.specs._help_format import plain_text
+        from torchx.specs.help_format import plain_text
 
         # the docstring's first line, read as it is (no docstring parser: start-up)
         names = [

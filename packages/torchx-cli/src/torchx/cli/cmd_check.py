@@ -54,7 +54,7 @@ class _Target:
         self.loaded.set()
 
     def _main(self) -> None:
-        from torchx.cli._errors import error_line
+        from torchx.cli.errors import error_line
         from torchx.util.readiness import not_ready
 
         try:
@@ -77,7 +77,7 @@ def _scheduler_checks(
 ) -> "list[ReadinessCheck]":
     from torchx.runner import config
     from torchx.schedulers import get_scheduler_factories
-    from torchx.util._support.retry import outage_budget
+    from torchx.util.support.retry import outage_budget
 
     scheduler = get_scheduler_factories()[name](session_name="torchx")
     scheduler.load_for_check()
@@ -94,7 +94,7 @@ def _tracker_checks(
     name: str, tracker_config: "str | None", loaded: "Callable[[], None]"
 ) -> "list[ReadinessCheck]":
     from torchx.tracker.api import check_tracker
-    from torchx.util._support.retry import outage_budget
+    from torchx.util.support.retry import outage_budget
 
     loaded()  # a tracker loads its SDK inside its check: the deadline covers that
     with outage_budget(0):
@@ -140,8 +140,8 @@ class CmdCheck(SubCommand):
         subparser.add_argument("--json", action="store_true", help="print the result as JSON")
 
     def run(self, args: argparse.Namespace) -> None:
-        from torchx.cli._errors import CliError
         from torchx.cli._handles import check_scheduler, installed_schedulers
+        from torchx.cli.errors import CliError
 
         named = [n.strip() for value in args.scheduler for n in value.split(",") if n.strip()]
         trackers_named = [
@@ -187,13 +187,13 @@ class CmdCheck(SubCommand):
 
 def _install_checks() -> "list[ReadinessCheck]":
     """Which TorchX this is, and whether upstream's `torchx` overwrites it here."""
-    from torchx.util._support.provenance import upstream_torchx_version
     from torchx.util.readiness import not_ready, ready
+    from torchx.util.support.provenance import upstream_torchx_version
     from torchx.version import __version__
 
     upstream = upstream_torchx_version()
     if upstream is not None:
-        from torchx.util._support.provenance import command_owner
+        from torchx.util.support.provenance import command_owner
 
         owner = command_owner()
         command = {
@@ -216,7 +216,7 @@ def _parse_cfg(text: str) -> "dict[str, str]":
     it knows (one ``-cfg`` may serve several schedulers)."""
     if not text.strip():
         return {}
-    from torchx.cli._errors import CliError
+    from torchx.cli.errors import CliError
     from torchx.util.types import to_dict
 
     try:

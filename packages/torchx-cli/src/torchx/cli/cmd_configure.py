@@ -68,7 +68,7 @@ class CmdConfigure(SubCommand):
         print(f"torchx: wrote ./{CONFIG_FILE}", file=sys.stderr)
 
     def _add_missing(self, schedulers: "list[str]", required_only: bool) -> None:
-        from torchx.cli._errors import CliError
+        from torchx.cli.errors import CliError
         from torchx.runner.config import ConfigError, add_missing_sections
 
         try:

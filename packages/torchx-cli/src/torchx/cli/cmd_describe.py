@@ -20,8 +20,8 @@ __all__ = ["CmdDescribe"]
 
 def mask_secrets(app: "AppDef") -> None:
     """Replaces, in place, the env values of ``app``'s roles that are secrets, and the
-    credentials inside the others (:mod:`torchx.util._support.secrets`: by name and by value)."""
-    from torchx.util._support.secrets import shown_env_value
+    credentials inside the others (:mod:`torchx.util.support.secrets`: by name and by value)."""
+    from torchx.util.support.secrets import shown_env_value
 
     for role in app.roles:
         role.env = {k: shown_env_value(k, v) for k, v in role.env.items()}
@@ -66,7 +66,7 @@ class CmdDescribe(AppHandleSubCommand):
         else:
             from pprint import pformat
 
-            from torchx.util._startup.lazy_dataclass import asdict
+            from torchx.util.startup.lazy_dataclass import asdict
             from torchx.util.strings import terminal_text
 
             print(terminal_text(pformat(asdict(app), indent=2, width=80)))

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from torchx.runner import Runner
     from torchx.schedulers.api import ListAppResponse
     from torchx.schedulers.list_filter import ListFilter
-    from torchx.specs._progress import Progress
+    from torchx.specs.progress import Progress
 
 __all__ = [
     "APP_NAME_HEADER",
@@ -75,9 +75,9 @@ class CmdList(SubCommand):
         )
 
     def run(self, args: argparse.Namespace) -> None:
-        from torchx.cli._cfg import parse_cfg_str, scheduler_runopts
-        from torchx.cli._errors import CliError
         from torchx.cli._handles import check_scheduler
+        from torchx.cli.cfg import parse_cfg_str, scheduler_runopts
+        from torchx.cli.errors import CliError
         from torchx.runner import config, get_runner
 
         if not args.scheduler:
@@ -122,7 +122,7 @@ class CmdList(SubCommand):
             for row, app in zip(rows, apps, strict=True):
                 row.append(app.waiting)
         if args.progress:
-            from torchx.specs._progress import progress_cell
+            from torchx.specs.progress import progress_cell
 
             headers.append(PROGRESS_HEADER)
             for row, read in zip(rows, progress, strict=True):
@@ -152,7 +152,7 @@ def _list_filter(args: argparse.Namespace) -> "ListFilter | None":
     """The filters given on the command line (None: list everything, as upstream)."""
     if args.state is None and args.since is None and args.name is None and args.limit is None:
         return None
-    from torchx.cli._errors import CliError
+    from torchx.cli.errors import CliError
     from torchx.schedulers.list_filter import ListFilter, parse_since, parse_states
 
     if args.limit is not None and args.limit < 0:

@@ -13,7 +13,6 @@ import re
 import sys
 import time
 
-from torchx.cli._errors import EXIT_USAGE, CliError
 from torchx.cli._logstream import (
     LogPrinter,
     find_role_replicas,
@@ -22,6 +21,7 @@ from torchx.cli._logstream import (
     stream_replicas,
 )
 from torchx.cli.cmd_base import SubCommand
+from torchx.cli.errors import EXIT_USAGE, CliError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from torchx.runner import Runner
     from torchx.schedulers.api import Stream
-    from torchx.specs._array import ArrayStatus
+    from torchx.specs.status import ArrayStatus
 
 __all__ = [
     "ID_FORMAT",

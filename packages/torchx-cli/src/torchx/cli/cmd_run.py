@@ -15,12 +15,12 @@ import sys
 from contextvars import ContextVar
 
 from torchx.cli._cli_defaults import explicitly_given
-from torchx.cli._errors import EXIT_USAGE, CliError, Terminated, usage_error
 from torchx.cli._option_table import Option, scheduler_options
 from torchx.cli.cmd_base import SubCommand
 from torchx.cli.cmd_builtins import CmdBuiltins
-from torchx.util._startup.lazy_dataclass import dataclass, field, fields
+from torchx.cli.errors import EXIT_USAGE, CliError, Terminated, usage_error
 from torchx.util.log import get_logger
+from torchx.util.startup.lazy_dataclass import dataclass, field, fields
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -169,7 +169,7 @@ def _sweep_of(args: "argparse.Namespace") -> "dict[str, list[str]]":
     flags = getattr(args, "sweep", None) or []
     if not flags:
         return {}
-    from torchx.runner._sweep import parse_sweep_flags
+    from torchx.runner.sweep import parse_sweep_flags
 
     try:
         return parse_sweep_flags(flags)
@@ -266,13 +266,13 @@ def _check_config_files(component: str) -> None:
         return
     from torchx.cli._component_cache import load_component_names
     from torchx.cli._handles import installed_schedulers
-    from torchx.util._startup import fn_params
+    from torchx.util.startup import fn_params
     from torchx.util.types import get_argparse_param_type
 
     params = {p.name: p for p in fn_params.parameters(fn)}
     listed = [name for name, _ in load_component_names() or []]
     warn_typos(installed_schedulers(), component, params, listed)
-    from torchx.specs._component_params import resolved_annotations
+    from torchx.specs.component_params import resolved_annotations
 
     annotations = resolved_annotations(fn)
 
@@ -479,8 +479,8 @@ class CmdRun(SubCommand):
     def _run_args_from_stdin(self, runner: "Runner", dryrun: bool) -> TorchXRunArgs:
         import json
 
-        from torchx.cli._cfg import parse_cfg_json, scheduler_runopts
         from torchx.cli._handles import check_scheduler
+        from torchx.cli.cfg import parse_cfg_json, scheduler_runopts
 
         try:
             data = json.load(sys.stdin)
@@ -505,8 +505,8 @@ class CmdRun(SubCommand):
         return run_args
 
     def _run_args_from_flags(self, runner: "Runner", args: "argparse.Namespace") -> TorchXRunArgs:
-        from torchx.cli._cfg import parse_cfg_str, scheduler_runopts
         from torchx.cli._handles import check_scheduler
+        from torchx.cli.cfg import parse_cfg_str, scheduler_runopts
 
         component, component_args = _parse_component_name_and_args(
             args.component_name_and_args, self._subparser
@@ -574,7 +574,7 @@ class CmdRun(SubCommand):
                     idempotency_key=run_args.idempotency_key,
                 )
         except InvalidRunConfigException as e:
-            from torchx.cli._cfg import invalid_run_config_error
+            from torchx.cli.cfg import invalid_run_config_error
 
             raise invalid_run_config_error(e, scheduler) from e
         except ComponentArgumentError as e:
@@ -783,7 +783,7 @@ def _print_run_json(runner: "Runner", app_handle: str) -> None:
 def _print_dryrun(info: "AppDryRunInfo[Any]") -> None:
     import json
 
-    from torchx.util._startup.lazy_dataclass import asdict
+    from torchx.util.startup.lazy_dataclass import asdict
 
     if _JSON_OUTPUT.get():  # one object: the scheduler, the cfg, the app and the request
         from dataclasses import is_dataclass

@@ -59,7 +59,7 @@ class CmdRunopts(SubCommand):
 
     def _load(self, names: "list[str]", one: bool) -> "dict[str, tuple[str, Any] | str]":
         """Per scheduler: (its options as text, as JSON), or why it could not be loaded."""
-        from torchx.cli._errors import CliError
+        from torchx.cli.errors import CliError
         from torchx.runner import get_runner
 
         results: dict[str, tuple[str, Any] | str] = {}
@@ -80,7 +80,7 @@ class CmdRunopts(SubCommand):
 
     def run(self, args: "argparse.Namespace") -> None:
         from torchx.cli._handles import check_scheduler, installed_schedulers
-        from torchx.util._startup import disk_cache
+        from torchx.util.startup import disk_cache
 
         names = [check_scheduler(args.scheduler)] if args.scheduler else installed_schedulers()
         # Every scheduler's module (and its run options) is imported to answer: the

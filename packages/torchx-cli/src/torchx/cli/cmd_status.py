@@ -93,7 +93,7 @@ def split_replica(given: str) -> "tuple[str, str | None, int | None]":
         return handle, role or None, None
     if len(ids) == 1 and ids[0].isdigit():
         return handle, role, int(ids[0])
-    from torchx.cli._errors import EXIT_USAGE, CliError
+    from torchx.cli.errors import EXIT_USAGE, CliError
 
     raise CliError(
         f"malformed app handle '{shown(given)}'; expected SCHEDULER://SESSION/APP_ID, optionally"
@@ -106,7 +106,7 @@ def _print_replica(
     args: "argparse.Namespace", status: "AppStatus", role: str, replica_id: int
 ) -> None:
     """``torchx status HANDLE/ROLE/ID``: one replica, or one element of a sweep."""
-    from torchx.cli._errors import CliError
+    from torchx.cli.errors import CliError
 
     if status.replica(role, replica_id) is None:
         ids = ", ".join(str(r.id) for rs in status.roles if rs.role == role for r in rs.replicas)
@@ -142,7 +142,7 @@ def _check_roles(
             return
     unknown = [name for name in wanted if name not in roles]
     if unknown:
-        from torchx.cli._errors import CliError
+        from torchx.cli.errors import CliError
 
         raise CliError(
             f"app {app_handle} has no role '{unknown[0]}'; its roles: {', '.join(roles)}"

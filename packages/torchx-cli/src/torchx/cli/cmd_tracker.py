@@ -10,8 +10,8 @@ benchmarks/bench_cli.py).
 import argparse
 import logging
 
-from torchx.cli._errors import CliError
 from torchx.cli.cmd_base import SubCommand
+from torchx.cli.errors import CliError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

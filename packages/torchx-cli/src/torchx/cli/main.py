@@ -13,7 +13,7 @@ built-in replaces it.
 import os
 import sys
 
-from torchx.cli._errors import Terminated
+from torchx.cli.errors import Terminated
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -142,7 +142,7 @@ _LOG_LEVEL_HELP = (
 
 
 def _version_string() -> str:
-    from torchx.util._support.provenance import version_line
+    from torchx.util.support.provenance import version_line
 
     return version_line()
 
@@ -301,7 +301,7 @@ def _resolve(name: str, plugins: "dict[str, EntryPointInfo]") -> "SubCommand":
             return _load_plugin(ep)
         except Exception as e:
             if name not in BUILTIN_SUBCOMMANDS:
-                from torchx.cli._errors import CliError
+                from torchx.cli.errors import CliError
 
                 raise CliError(
                     f"subcommand `{name}` from {ep.dist} failed to load:"
@@ -322,7 +322,7 @@ def _parse_log_level(value: str) -> "int | str":
     if upper == "WARN":
         upper = "WARNING"
     if upper not in _LOG_LEVELS:
-        from torchx.cli._errors import CliError
+        from torchx.cli.errors import CliError
 
         raise CliError(
             f"unknown log level '{value}'; use one of {', '.join(_LOG_LEVELS)}", exit_code=2
@@ -373,7 +373,7 @@ def _plain_warnings() -> None:
     import warnings
 
     def show(message: "Warning | str", category: type, *_: object, **__: object) -> None:
-        from torchx.util._support.secrets import mask_text
+        from torchx.util.support.secrets import mask_text
 
         text = mask_text(" ".join(str(message).split()))
         print(f"torchx: warning: {text}", file=sys.stderr, flush=True)
@@ -410,7 +410,7 @@ def _unwind_on_sigterm() -> None:
 
 def _dispatch(args: "argparse.Namespace") -> int:
     """Runs the parsed subcommand; returns the exit code (errors are reported here)."""
-    from torchx.cli._errors import report_exception
+    from torchx.cli.errors import report_exception
 
     debug = False
     _unwind_on_sigterm()
@@ -502,7 +502,7 @@ def run_main(
         subparser = _add_command(_add_subparsers(parser), name, cmd, help_text)
     except Exception as e:
         # Building the parser may read .torchxconfig or scheduler registries.
-        from torchx.cli._errors import report_exception
+        from torchx.cli.errors import report_exception
 
         raise SystemExit(report_exception(e, debug=_early_debug(root_flags))) from None
     args, unknown = parser.parse_known_args(argv)

@@ -21,7 +21,7 @@ from typing import Any
 
 from torchx.runner import get_runner
 from torchx.specs import AppDef, AppStatus, CfgVal
-from torchx.specs._component_parser import create_args_parser
+from torchx.specs.component_parser import create_args_parser
 from torchx.specs.finder import get_component
 
 __all__ = ["ComponentTestCase"]

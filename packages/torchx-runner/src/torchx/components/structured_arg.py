@@ -9,7 +9,7 @@ import warnings
 from pathlib import Path
 
 from torchx.specs import named_resources
-from torchx.util._startup.lazy_dataclass import dataclass
+from torchx.util.startup.lazy_dataclass import dataclass
 
 __all__ = ["StructuredJArgument", "StructuredNameArgument"]
 

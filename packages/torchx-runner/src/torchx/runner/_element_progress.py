@@ -13,8 +13,8 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
 from torchx.progress import MARK
-from torchx.specs._progress import from_log_tail
-from torchx.specs._status import is_started, is_terminal
+from torchx.specs.progress import from_log_tail
+from torchx.specs.status import is_started, is_terminal
 from torchx.util.log import get_logger
 
 TYPE_CHECKING = False
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from torchx.schedulers.api import Scheduler
-    from torchx.specs._array import ArrayElementStatus, ArrayStatus
+    from torchx.specs.status import ArrayElementStatus, ArrayStatus
 
 __all__ = ["MAX_ELEMENTS", "read_element_progress"]
 

@@ -25,8 +25,8 @@ from contextvars import ContextVar
 
 from torchx.schedulers.ids import ENV_REQUEST, ENV_REQUEST_HASH
 from torchx.specs.api import AppDef, CfgVal
-from torchx.util._startup.lazy_dataclass import asdict
 from torchx.util.log import get_logger
+from torchx.util.startup.lazy_dataclass import asdict
 from torchx.util.strings import escape_unprintable
 
 TYPE_CHECKING = False
@@ -129,8 +129,8 @@ def _key_lock(key: str) -> Iterator[None]:
     import time
 
     from torchx.schedulers.ids import key_id
-    from torchx.util._support.atomic import FILE_MODE, check_private, make_private_dirs
-    from torchx.util._support.home import torchx_home
+    from torchx.util.support.atomic import FILE_MODE, check_private, make_private_dirs
+    from torchx.util.support.home import torchx_home
 
     locks = os.path.join(torchx_home(), "locks")
     check_private(locks, torchx_home())

@@ -91,7 +91,7 @@ def warn_missing_trackers(names: list[str]) -> None:
 def _marker(handle: str) -> str:
     import base64
 
-    from torchx.util._support.home import torchx_home
+    from torchx.util.support.home import torchx_home
 
     name = base64.b32encode(handle.encode("utf-8")).decode("ascii")
     return os.path.join(torchx_home(), "trackers", "finished", name[:200])
@@ -114,7 +114,7 @@ def finish_tracked_app(handle: str, state: str) -> None:
     import subprocess
     import sys
 
-    from torchx.util._support.atomic import make_private_dirs
+    from torchx.util.support.atomic import make_private_dirs
 
     log = os.path.join(os.path.dirname(os.path.dirname(marker)), "finish.log")
     make_private_dirs(os.path.dirname(log))
@@ -132,7 +132,7 @@ def finish_tracked_app(handle: str, state: str) -> None:
 def _finish_now(handle: str, state: str) -> int:
     """The helper's work: tells the installed configured trackers, then leaves the marker."""
     from torchx.tracker.api import build_trackers, installed_trackers
-    from torchx.util._support.atomic import try_write_private
+    from torchx.util.support.atomic import try_write_private
 
     marker = _marker(handle)
     if os.path.exists(marker):
@@ -140,7 +140,7 @@ def _finish_now(handle: str, state: str) -> int:
     configured = get_configured_trackers()
     installed = installed_trackers()  # the rest was warned about at submit
     usable = {k: v for k, v in configured.items() if k in installed or ":" in k}
-    from torchx.util._support.retry import outage_budget
+    from torchx.util.support.retry import outage_budget
 
     for tracker in build_trackers(usable):
         try:

@@ -41,10 +41,10 @@ from torchx.specs.api import (
     parse_app_handle,
     runopts,
 )
-from torchx.util._startup.static_typing import overload
-from torchx.util._support.host_checks import is_real_submit, real_submit
 from torchx.util.log import get_logger
+from torchx.util.startup.static_typing import overload
 from torchx.util.strings import carried_env, check_env_names
+from torchx.util.support.host_checks import is_real_submit, real_submit
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -54,11 +54,12 @@ if TYPE_CHECKING:
     from torchx.schedulers import SchedulerFactory
     from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler, Stream
     from torchx.schedulers.list_filter import ListFilter
-    from torchx.specs._array import AppArray, ArrayStatus
-    from torchx.specs._attempts import Attempt
-    from torchx.specs._failure import Failure
-    from torchx.specs._progress import Progress
     from torchx.specs.api import Role
+    from torchx.specs.attempts import Attempt
+    from torchx.specs.failure import Failure
+    from torchx.specs.progress import Progress
+    from torchx.specs.status import ArrayStatus
+    from torchx.specs.sweep import AppArray
 
 __all__ = ["NONE", "Runner", "S", "get_configured_trackers", "get_runner"]
 
@@ -142,7 +143,7 @@ def _copy_app(app: AppDef) -> AppDef:
     Overrides hold callables/awaitables that may not be copyable, and resolving one must
     happen at most once, so the copy keeps the very same dict.
     """
-    from torchx.util._startup.lazy_dataclass import deep_copy
+    from torchx.util.startup.lazy_dataclass import deep_copy
 
     memo: dict[int, Any] = {}
     for role in app.roles:
@@ -165,7 +166,7 @@ def _changed_beyond_image(before: Role, after: Role) -> bool:
 def _set_run_id(app: AppDef, run_id: str) -> None:
     """``$TORCHX_RUN_ID`` of every role; each element of a sweep is a run of its own,
     ``RUN_ID[INDEX]`` (its tracker run)."""
-    from torchx.specs._array import AppArray as _AppArray
+    from torchx.specs.sweep import AppArray as _AppArray
 
     for role in app.roles:
         role.env[_ENV_RUN_ID] = run_id
@@ -475,8 +476,8 @@ class Runner:
                     idempotency_key=idempotency_key,
                 )
                 handle = self.schedule(dryrun_info)
-            from torchx.runner._sweep import save_record
-            from torchx.specs._array import AppArray as _AppArray
+            from torchx.runner.sweep import save_record
+            from torchx.specs.sweep import AppArray as _AppArray
 
             array = dryrun_info._app
             assert isinstance(array, _AppArray)
@@ -527,7 +528,7 @@ class Runner:
             The rendered request (``info.app`` is the :class:`~torchx.specs.AppArray`).
         """
         from torchx.runner._idempotency import requested_as
-        from torchx.runner._sweep import build_sweep
+        from torchx.runner.sweep import build_sweep
         from torchx.specs.finder import get_component
 
         component_def = get_component(component)
@@ -582,7 +583,7 @@ class Runner:
         scheduler, _, _ = parse_app_handle(app_handle)
         if apps is not None:
             return self._retry_apps(app_handle, scheduler, apps, failed)
-        from torchx.runner._sweep import load_record, workspace_from_json
+        from torchx.runner.sweep import load_record, workspace_from_json
 
         record = load_record(app_handle)
         if record is None:
@@ -598,7 +599,7 @@ class Runner:
                 " there (its component and workspace paths are read from it)"
             )
         with real_submit():
-            from torchx.runner._sweep import build_sweep
+            from torchx.runner.sweep import build_sweep
             from torchx.specs.finder import get_component
 
             component = data["component"]
@@ -621,7 +622,7 @@ class Runner:
                 parent_run_id=data["parent_run_id"],
             )
             handle = self.schedule(info)
-        from torchx.runner._sweep import save_record
+        from torchx.runner.sweep import save_record
 
         save_record(
             handle,
@@ -645,7 +646,7 @@ class Runner:
         failed: list[int],
     ) -> AppHandle:
         """The failed elements of ``apps`` (the sweep as first submitted) as a new array."""
-        from torchx.specs._array import AppArray as _AppArray
+        from torchx.specs.sweep import AppArray as _AppArray
 
         if isinstance(apps, _AppArray):
             by_index = {e.index: e for e in apps.elements}
@@ -660,7 +661,7 @@ class Runner:
             array.elements = [by_index[i] for i in failed]
             array.size = apps.size or len(apps.elements)
         else:
-            from torchx.specs._array import app_array
+            from torchx.specs.sweep import app_array
 
             if any(i >= len(apps) for i in failed):
                 raise ValueError(
@@ -868,7 +869,7 @@ class Runner:
         submission. A scheduler without workspaces gives ``{}`` (``None`` for a role).
         """
         from torchx.schedulers.api import as_workspace_scheduler
-        from torchx.util._startup.lazy_dataclass import deep_copy
+        from torchx.util.startup.lazy_dataclass import deep_copy
 
         written = app_or_role.roles if isinstance(app_or_role, AppDef) else [app_or_role]
         memo: dict[int, Any] = {id(role.overrides): role.overrides for role in written}
@@ -983,7 +984,7 @@ class Runner:
                     f"{role.num_replicas}; it must be at least 1"
                 )
 
-        from torchx.specs._array import AppArray as _AppArray
+        from torchx.specs.sweep import AppArray as _AppArray
 
         if isinstance(app, _AppArray):
             _check_array(app, sched)
@@ -1293,7 +1294,7 @@ class Runner:
         window = wait_interval
         if scheduler.has_event_source:
             window = max(wait_interval, _EVENT_WAIT_S)
-        from torchx.util._support.retry import outage_budget
+        from torchx.util.support.retry import outage_budget
 
         # a wait lasts as long as the app: an outage of the scheduler's service (a restart
         # of its controller, a dropped connection) is ridden out, up to TORCHX_OUTAGE_S
@@ -1374,8 +1375,8 @@ class Runner:
                 return None
             roles = _with_app_id(desc.roles, app_id)
             if desc.array is not None:  # a sweep: its elements as the scheduler keeps them
-                from torchx.specs._array import AppArray as _AppArray
-                from torchx.specs._array import ArrayElement
+                from torchx.specs.sweep import AppArray as _AppArray
+                from torchx.specs.sweep import ArrayElement
 
                 return _AppArray(
                     name=app_id,
@@ -1512,7 +1513,7 @@ class Runner:
 
 class _PatientLog:
     """A followed log whose every read rides out outages of the scheduler's service
-    (:func:`torchx.util._support.retry.within_outage_budget`), whether read as lines or,
+    (:func:`torchx.util.support.retry.within_outage_budget`), whether read as lines or,
     where the scheduler offers them (log files), as ``raw_chunks()``."""
 
     def __init__(self, lines: Iterable[str]) -> None:
@@ -1523,7 +1524,7 @@ class _PatientLog:
 
     @staticmethod
     def _within_outage_budget(items: Iterable[T]) -> Iterator[T]:
-        from torchx.util._support.retry import within_outage_budget
+        from torchx.util.support.retry import within_outage_budget
 
         return within_outage_budget(iter(items))
 
@@ -1543,7 +1544,7 @@ def _with_app_id(roles: list[Role], app_id: str) -> list[Role]:
 def _attempts_of(desc: DescribeAppResponse, status: AppStatus) -> list[Attempt]:
     """The app's attempts: the scheduler's, completed with the current one (its state,
     failure, and times from the timeline)."""
-    from torchx.specs._attempts import with_current
+    from torchx.specs.attempts import with_current
 
     starts = {phase.phase: phase.start for phase in status.timeline}
     return with_current(
@@ -1609,7 +1610,7 @@ def _progress_of(desc: DescribeAppResponse) -> Progress | None:
         return None
     import time
 
-    from torchx.specs._progress import from_log_tail
+    from torchx.specs.progress import from_log_tail
 
     try:
         tail = desc.progress_tail()
@@ -1659,13 +1660,13 @@ def _element_position(array: ArrayStatus, index: int) -> int:
 def _failure_of(desc: DescribeAppResponse) -> Failure | None:
     """The root cause of a FAILED app: the scheduler's, else the first failed replica it
     lists, with the scheduler's message and an ``unknown`` cause (nothing more is known)."""
-    from torchx.specs._status import AppState
+    from torchx.specs.status import AppState
 
     if desc.state != AppState.FAILED:
         return None
     if desc.failure is not None:
         return desc.failure
-    from torchx.specs._failure import Failure
+    from torchx.specs.failure import Failure
 
     for role in desc.roles_statuses:
         for replica in sorted(role.replicas, key=lambda r: r.id):

@@ -36,7 +36,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from torchx.settings import ENV_TORCHXCONFIG
-from torchx.util._support.config_files import (
+from torchx.util.log import get_logger
+from torchx.util.support.config_files import (
     CONFIG_FILE,
     ConfigError,
     default_config_dirs,
@@ -44,9 +45,8 @@ from torchx.util._support.config_files import (
     new_parser,
     read_config,
 )
-from torchx.util._support.config_files import display_path as _display
-from torchx.util._support.config_files import parse_config as _parse
-from torchx.util.log import get_logger
+from torchx.util.support.config_files import display_path as _display
+from torchx.util.support.config_files import parse_config as _parse
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ def __getattr__(name: str) -> Any:
 
 
 find_configs = find_config_files
-"""Upstream's name of :func:`torchx.util._support.config_files.find_config_files`."""
+"""Upstream's name of :func:`torchx.util.support.config_files.find_config_files`."""
 
 
 # ---------------------------------------------------------------------- parsing

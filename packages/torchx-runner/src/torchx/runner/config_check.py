@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 
-from torchx.util._support.config_files import ConfigError, display_path, find_config_files
 from torchx.util.log import get_logger
+from torchx.util.support.config_files import ConfigError, display_path, find_config_files
 
 __all__ = ["Located", "check_component_values", "locate", "warn_typos"]
 

@@ -31,8 +31,6 @@ from torchx.schedulers._local.request import (
     ReplicaParam,
     format_request,
 )
-from torchx.schedulers._shared import log_files as _log_files
-from torchx.schedulers._shared.log_files import LogIterator
 from torchx.schedulers.api import (
     DescribeAppResponse,
     ListAppResponse,
@@ -40,6 +38,8 @@ from torchx.schedulers.api import (
     Scheduler,
 )
 from torchx.schedulers.ids import make_unique
+from torchx.schedulers.shared import log_files as _log_files
+from torchx.schedulers.shared.log_files import LogIterator
 from torchx.specs.api import (
     NONE,
     AppDef,
@@ -57,10 +57,10 @@ from torchx.specs.api import (
     runopts,
 )
 from torchx.specs.replica_macros import ReplicaMacros
-from torchx.util._support.host_checks import host_problem
-from torchx.util._support.programs import find_program, script_of
 from torchx.util.log import get_logger
 from torchx.util.strings import check_file_name
+from torchx.util.support.host_checks import host_problem
+from torchx.util.support.programs import find_program, script_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -70,10 +70,10 @@ if TYPE_CHECKING:
     from torchx.schedulers._local.launcher import Handover
     from torchx.schedulers._local.popen import PopenProtocol
     from torchx.schedulers._local.supervisor import run_local_job
-    from torchx.specs._array import ArrayStatus
-    from torchx.specs._attempts import Attempt
-    from torchx.specs._failure import Failure
-    from torchx.specs._timeline import Phase
+    from torchx.specs.attempts import Attempt
+    from torchx.specs.failure import Failure
+    from torchx.specs.status import ArrayStatus
+    from torchx.specs.timeline import Phase
     from torchx.util.readiness import ReadinessCheck
 
 TORCHX_PLUGIN_API = 1
@@ -316,7 +316,7 @@ def _shell_command_program(argv: list[str]) -> str | None:
 def _attempts(state: dict[str, Any]) -> list[Attempt]:
     """The attempts the supervisor recorded (each failed one, then the current one's
     start)."""
-    from torchx.specs._attempts import Attempt
+    from torchx.specs.attempts import Attempt
 
     attempts = [
         Attempt(
@@ -472,7 +472,7 @@ def _root_cause(request: dict[str, Any], state: dict[str, Any]) -> Failure | Non
     """The first observed failure of a failed app: per failed replica its exit code or
     signal, the end of its log (at most 64 KiB read: a traceback, torchrun's root cause
     block) and its torchelastic error file, earliest first."""
-    from torchx.specs._failure import (
+    from torchx.specs.failure import (
         Failure,
         from_error_file,
         from_exit_status,
@@ -508,7 +508,7 @@ def _progress_tail(request: dict[str, Any]) -> Callable[[], str] | None:
         return None
 
     def tail() -> str:
-        from torchx.specs._failure import read_log_tail
+        from torchx.specs.failure import read_log_tail
 
         return read_log_tail(log)
 
@@ -519,7 +519,7 @@ def _timeline(request: dict[str, Any], state: dict[str, Any], app_state: AppStat
     """``submitted`` when the request was made, ``starting`` while the supervisor starts the
     replicas, ``running`` from the first replica's start, ``finished`` when the last ended
     (local_cwd queues nothing: an app starts at once)."""
-    from torchx.specs._timeline import timeline
+    from torchx.specs.timeline import timeline
 
     starts = [r.get("started") for role in state["roles"] for r in role]
     known = [float(s) for s in starts if isinstance(s, (int, float))]
@@ -918,7 +918,7 @@ class LocalScheduler(Scheduler[Opts]):
             "created": time.time(),
             "roles": roles,
         }
-        from torchx.specs._array import AppArray
+        from torchx.specs.sweep import AppArray
 
         if isinstance(app, AppArray):
             doc["array"] = {
@@ -1415,7 +1415,7 @@ def _create_log_files(paths: list[str]) -> None:
 
 
 def _with_env(role: Role, env: dict[str, str]) -> Role:
-    from torchx.util._startup.lazy_dataclass import shallow_copy
+    from torchx.util.startup.lazy_dataclass import shallow_copy
 
     clone = shallow_copy(role)
     clone.env = env
@@ -1427,7 +1427,7 @@ def _array_status(request: dict[str, Any], roles: list[RoleStatus]) -> ArrayStat
     array = request.get("array")
     if array is None or not roles:
         return None
-    from torchx.specs._array import ArrayStatus
+    from torchx.specs.status import ArrayStatus
 
     return ArrayStatus.of(
         [r.state for r in sorted(roles[0].replicas, key=lambda r: r.id)],
@@ -1439,8 +1439,8 @@ def _array_status(request: dict[str, Any], roles: list[RoleStatus]) -> ArrayStat
 
 def _replica_roles(app: AppDef, role: Role) -> list[tuple[int, Role]]:
     """Each replica of ``role`` with the role it runs: the role itself, or for a sweep
-    (:class:`~torchx.specs._array.AppArray`) each element's, one replica per element."""
-    from torchx.specs._array import AppArray
+    (:class:`~torchx.specs.sweep.AppArray`) each element's, one replica per element."""
+    from torchx.specs.sweep import AppArray
 
     if isinstance(app, AppArray):
         return [(p, app.element_role(p)) for p in range(len(app.elements))]

@@ -50,7 +50,6 @@ from torchx.schedulers._aws_batch.request import (
     resource_requirements_from_resource,
 )
 from torchx.schedulers._aws_batch.state import CANCEL_REASON, JOB_STATE
-from torchx.schedulers._shared import labels
 from torchx.schedulers.api import (
     DescribeAppResponse,
     ListAppResponse,
@@ -58,6 +57,7 @@ from torchx.schedulers.api import (
     Scheduler,
     with_full_job_id,
 )
+from torchx.schedulers.shared import labels
 from torchx.specs.api import (
     AppDef,
     AppDryRunInfo,
@@ -67,7 +67,7 @@ from torchx.specs.api import (
     is_terminal,
     runopts,
 )
-from torchx.util._support.user import current_user
+from torchx.util.support.user import current_user
 from torchx.version import __version__
 from torchx.workspace.docker_workspace import DockerWorkspaceMixin
 
@@ -246,7 +246,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             container_extra["jobRoleArn"] = opts.job_role_arn
         if opts.execution_role_arn:
             container_extra["executionRoleArn"] = opts.execution_role_arn
-        from torchx.specs._array import AppArray
+        from torchx.specs.sweep import AppArray
 
         if isinstance(app, AppArray):  # a sweep: one array job
             from torchx.schedulers._aws_batch.array import array_job

@@ -53,7 +53,6 @@ from torchx.schedulers._docker.request import (
     app_id_base,
     assemble,
 )
-from torchx.schedulers._shared import labels
 from torchx.schedulers.api import (
     DescribeAppResponse,
     ListAppResponse,
@@ -62,6 +61,7 @@ from torchx.schedulers.api import (
     whole_lines,
 )
 from torchx.schedulers.ids import make_unique
+from torchx.schedulers.shared import labels
 from torchx.specs.api import (
     NONE,
     AppDef,
@@ -74,8 +74,8 @@ from torchx.specs.api import (
     is_terminal,
     runopts,
 )
-from torchx.util._support.signals import signal_name
 from torchx.util.log import get_logger
+from torchx.util.support.signals import signal_name
 from torchx.version import get_torchx_image
 from torchx.workspace.docker_workspace import (
     DockerWorkspaceMixin,
@@ -88,9 +88,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import docker
 
-    from torchx.specs._array import ArrayStatus
-    from torchx.specs._attempts import Attempt
-    from torchx.specs._failure import Failure
+    from torchx.specs.attempts import Attempt
+    from torchx.specs.failure import Failure
+    from torchx.specs.status import ArrayStatus
     from torchx.util.readiness import ReadinessCheck
 
 TORCHX_PLUGIN_API = 1
@@ -220,7 +220,7 @@ def _array_of(summaries: list[dict[str, Any]]) -> dict[int, dict[str, Any]] | No
 def _array_status(
     array: dict[int, dict[str, Any]], roles_statuses: list[RoleStatus]
 ) -> ArrayStatus:
-    from torchx.specs._array import ArrayStatus
+    from torchx.specs.status import ArrayStatus
 
     replicas = sorted(roles_statuses[0].replicas, key=lambda r: r.id)
     states = [AppState.PENDING if r.state == AppState.SUBMITTED else r.state for r in replicas]
@@ -355,7 +355,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         import sys
 
         from torchx.schedulers._docker.starter import log_path
-        from torchx.util._support.atomic import FILE_MODE, make_private_dirs
+        from torchx.util.support.atomic import FILE_MODE, make_private_dirs
 
         path = log_path(app_id)
         make_private_dirs(os.path.dirname(path))
@@ -547,7 +547,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             states = [AppState.CANCELLED if s == AppState.SUBMITTED else s for s in states]
         state = self._app_state(app_id, states)
         if array is not None and not is_terminal(state):  # some wait for their turn
-            from torchx.specs._array import array_state
+            from torchx.specs.status import array_state
 
             state = array_state(AppState.PENDING if s == AppState.SUBMITTED else s for s in states)
         if state == AppState.CANCELLED:  # a stopped container exits non-zero: not a failure
@@ -574,7 +574,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         """The attempts of a container Docker restarted (``max_retries``): its ``start``
         and ``die`` events since it was created, one attempt per start, each ended by the
         next death and its exit code (Docker keeps no other record of them)."""
-        from torchx.specs._attempts import Attempt
+        from torchx.specs.attempts import Attempt
 
         events = self._api.events(
             since=int(summary.get("Created") or 0),
@@ -612,7 +612,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     ) -> Failure | None:
         """The first observed failure among the failed replicas' containers."""
         from torchx.schedulers._docker.failure import replica_failure
-        from torchx.specs._failure import root_cause
+        from torchx.specs.failure import root_cause
 
         failures = []
         for role_name, rid, summary in failed:

@@ -70,12 +70,12 @@ from torchx.schedulers.api import (
     with_full_job_id,
 )
 from torchx.specs.api import AppDef, AppDryRunInfo, AppState, CfgVal, Role, runopts
-from torchx.util._startup import yaml_writer
-from torchx.util._startup.lazy_dataclass import dataclass
-from torchx.util._support.host_checks import is_real_submit
 from torchx.util.colors import BLUE, ENDC
 from torchx.util.log import get_logger
+from torchx.util.startup import yaml_writer
+from torchx.util.startup.lazy_dataclass import dataclass
 from torchx.util.strings import normalize_str
+from torchx.util.support.host_checks import is_real_submit
 from torchx.workspace.docker_workspace import DockerWorkspaceMixin
 
 TYPE_CHECKING = False
@@ -84,7 +84,7 @@ if TYPE_CHECKING:
     from kubernetes.client import ApiClient, V1Pod
 
     from torchx.schedulers.list_filter import ListFilter
-    from torchx.specs._failure import Failure
+    from torchx.specs.failure import Failure
     from torchx.util.readiness import ReadinessCheck
 
 TORCHX_PLUGIN_API = 1
@@ -334,7 +334,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         images_to_push = self.dryrun_push_images(app, cfg)
         opts.check()
         app_id = _request.unique_app_id(app.name)
-        from torchx.specs._array import AppArray
+        from torchx.specs.sweep import AppArray
 
         job_type = "batch" if isinstance(app, AppArray) else opts.job_type  # a sweep: a Job
         # $TORCHX_JOB_ID is the handle `run` prints

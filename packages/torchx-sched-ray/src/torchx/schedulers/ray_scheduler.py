@@ -47,7 +47,6 @@ from torchx.schedulers.api import (
     Scheduler,
 )
 from torchx.schedulers.ids import make_unique
-from torchx.specs._failure import LOG_TAIL_BYTES, from_log_tail, root_cause
 from torchx.specs.api import (
     AppDef,
     AppDryRunInfo,
@@ -58,8 +57,9 @@ from torchx.specs.api import (
     RoleStatus,
     runopts,
 )
-from torchx.util._support.retry import in_thread
+from torchx.specs.failure import LOG_TAIL_BYTES, from_log_tail, root_cause
 from torchx.util.log import get_logger
+from torchx.util.support.retry import in_thread
 from torchx.workspace.api import WorkspaceMixin
 
 TYPE_CHECKING = False
@@ -196,7 +196,7 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
         opts = Opts.from_cfg(cfg)
         request.check_options(opts)
         app_id = make_unique(_job_name(app.name))
-        from torchx.specs._array import AppArray
+        from torchx.specs.sweep import AppArray
 
         if isinstance(app, AppArray):  # a sweep: one Ray job per element
             from torchx.schedulers._ray import sweep

@@ -20,7 +20,8 @@ batch script), ``validate`` (what is checked before queueing), ``records`` (what
 keeps of a job), ``commands`` (running Slurm's programs), ``parse`` (their output, every
 version), ``describe`` (rows -> app status), ``readiness`` (``torchx check``),
 ``containers`` (the ``container`` run option's srun options) and ``oci`` (bundles); a
-replica's two log files are followed as one stream by ``_shared.log_files.follow_files``.
+replica's two log files are followed as one stream by
+``torchx.schedulers.shared.log_files.follow_files``.
 """
 
 from __future__ import annotations
@@ -365,8 +366,8 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
             assemble,
             safe_name,
         )
-        from torchx.util._support.host_checks import host_problem
-        from torchx.util._support.programs import find_program
+        from torchx.util.support.host_checks import host_problem
+        from torchx.util.support.programs import find_program
 
         via = _via(cfg)
         if via is not None:
@@ -435,7 +436,7 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
                 workdir, oci.BUNDLES_DIR, f"{app_label}-{secrets.token_hex(4)}"
             )
         cache = opts.container_cache
-        from torchx.specs._array import AppArray
+        from torchx.specs.sweep import AppArray
 
         request = assemble(
             app,
@@ -851,8 +852,8 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
         suffixes = {"stdout": ["out"], "stderr": ["err"], "combined": ["out", "err"]}[query.stream]
         log_dir = self._log_dir(query.app_id, query.role_name, query.k)
         # the log path's helpers: not on `torchx status`'s path (bench_slurm)
-        from torchx.schedulers._shared import log_files
         from torchx.schedulers._slurm.request import safe_name
+        from torchx.schedulers.shared import log_files
 
         role = safe_name(query.role_name)
         if via is not None:  # the logs are on the cluster

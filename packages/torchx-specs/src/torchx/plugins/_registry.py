@@ -24,8 +24,8 @@ from torchx.plugins._types import (
     PluginType,
     RegistrationError,
 )
-from torchx.util._startup.static_typing import overload
 from torchx.util.log import get_logger
+from torchx.util.startup.static_typing import overload
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

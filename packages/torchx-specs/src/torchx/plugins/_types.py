@@ -6,7 +6,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 
-from torchx.util._startup.lazy_dataclass import dataclass
+from torchx.util.startup.lazy_dataclass import dataclass
 
 __all__ = [
     "NAMED_RESOURCES_ATTR",

@@ -32,7 +32,7 @@ from torchx.specs.api import (
     macros,
     runopts,
 )
-from torchx.util._startup.lazy_dataclass import (
+from torchx.util.startup.lazy_dataclass import (
     MISSING,
     Field,
     dataclass,
@@ -40,7 +40,7 @@ from torchx.util._startup.lazy_dataclass import (
     fields,
     shallow_copy,
 )
-from torchx.util._startup.static_typing import GenericBase
+from torchx.util.startup.static_typing import GenericBase
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -50,10 +50,10 @@ if TYPE_CHECKING:
     from typing import Any, ClassVar, TypeAlias, TypeVar
 
     from torchx.schedulers.list_filter import ListFilter
-    from torchx.specs._array import ArrayStatus
-    from torchx.specs._attempts import Attempt
-    from torchx.specs._failure import Failure
-    from torchx.specs._timeline import Phase, Waiting
+    from torchx.specs.attempts import Attempt
+    from torchx.specs.failure import Failure
+    from torchx.specs.status import ArrayStatus
+    from torchx.specs.timeline import Phase, Waiting
     from torchx.util.readiness import ReadinessCheck
     from torchx.workspace.api import WorkspaceMixin
 
@@ -108,18 +108,18 @@ class DescribeAppResponse:
     roles_statuses: list[RoleStatus] = field(default_factory=list)
     roles: list[Role] = field(default_factory=list)
     failure: Failure | None = None
-    """The root cause of a FAILED app (:mod:`torchx.specs._failure`), where the scheduler
+    """The root cause of a FAILED app (:mod:`torchx.specs.failure`), where the scheduler
     can say more than its state."""
     waiting: Waiting | None = None
     """Why the app waits, while it waits, where the scheduler says
-    (:mod:`torchx.specs._timeline`)."""
+    (:mod:`torchx.specs.timeline`)."""
     timeline: list[Phase] = field(default_factory=list)
     """The phases the app went through, in order, as far as the scheduler knows them."""
     attempts: list[Attempt] | None = None
     """The app's attempts as the scheduler keeps them (oldest first; the current one may
-    be left out), None where it keeps no history (:mod:`torchx.specs._attempts`)."""
+    be left out), None where it keeps no history (:mod:`torchx.specs.attempts`)."""
     array: ArrayStatus | None = None
-    """The elements of an array app (a sweep) and their states (:mod:`torchx.specs._array`);
+    """The elements of an array app (a sweep) and their states (:mod:`torchx.specs.sweep`);
     ``None`` for any other app."""
     progress_tail: Callable[[], str] | None = field(default=None, repr=False, compare=False)
     """Reads the end of the log the app reports its progress in (its first role's replica
@@ -175,7 +175,7 @@ class Scheduler(abc.ABC, GenericBase[T]):
     of the backend) instead of sleeping; ``Runner.wait`` then lets it block longer."""
 
     supports_arrays: ClassVar[bool] = False
-    """Whether ``submit_dryrun`` renders an :class:`~torchx.specs._array.AppArray` (a
+    """Whether ``submit_dryrun`` renders an :class:`~torchx.specs.sweep.AppArray` (a
     sweep) as one native array request, and ``describe`` reports its elements; the runner
     refuses a sweep on a scheduler that does not."""
 
@@ -258,7 +258,7 @@ class Scheduler(abc.ABC, GenericBase[T]):
             cfg: run options (see ``run_opts``).
             workspace: local code to build into the app first (workspace schedulers).
         """
-        from torchx.util._support.host_checks import real_submit
+        from torchx.util.support.host_checks import real_submit
 
         with real_submit():
             return self._submit(app, cfg, workspace)

@@ -102,7 +102,7 @@ def _id_from(draw: Callable[[], int], max_length: int | None) -> str:
 def user_key_id(key: str, max_length: int | None = None) -> str:
     """The id the apps of idempotency ``key`` are named by: :func:`key_id` of the key
     with the submitting user's login name (``current_user``), so the key is this user's."""
-    from torchx.util._support.user import current_user
+    from torchx.util.support.user import current_user
 
     return key_id(f"{current_user()}\x00{key}", max_length)
 

@@ -11,7 +11,7 @@ from fnmatch import fnmatchcase
 from typing import TypeVar
 
 from torchx.specs.api import AppState
-from torchx.util._startup.lazy_dataclass import dataclass
+from torchx.util.startup.lazy_dataclass import dataclass
 
 __all__ = ["ListFilter", "parse_since", "parse_states"]
 

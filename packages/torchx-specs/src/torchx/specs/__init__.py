@@ -58,20 +58,21 @@ if TYPE_CHECKING:
     from typing import Any
 
 if TYPE_CHECKING:
-    from torchx.specs._array import AppArray, ArrayElement, ArrayStatus, app_array
-    from torchx.specs._status import (
+    from torchx.specs.builders import materialize_appdef
+    from torchx.specs.capabilities import CapabilityKey
+    from torchx.specs.metadata_keys import NA, TORCHX_CONTEXT_NAME, app_metadata
+    from torchx.specs.status import (
         AppState,
         AppStatus,
         AppStatusError,
+        ArrayStatus,
         ReplicaState,
         ReplicaStatus,
         RoleStatus,
         is_started,
         is_terminal,
     )
-    from torchx.specs.builders import materialize_appdef
-    from torchx.specs.capabilities import CapabilityKey
-    from torchx.specs.metadata_keys import NA, TORCHX_CONTEXT_NAME, app_metadata
+    from torchx.specs.sweep import AppArray, ArrayElement, app_array
 
 __all__ = [
     "ALL",
@@ -137,7 +138,7 @@ _named_resource_factories = named_resources.factories()
 # within its start-up budget (docs/design.md).
 _LAZY: dict[str, tuple[str, str]] = {
     **{
-        name: ("torchx.specs._status", name)
+        name: ("torchx.specs.status", name)
         for name in (
             "AppState",
             "AppStatus",
@@ -145,16 +146,14 @@ _LAZY: dict[str, tuple[str, str]] = {
             "ReplicaState",
             "ReplicaStatus",
             "RoleStatus",
+            "ArrayStatus",
             "is_started",
             "is_terminal",
         )
     },
-    **{
-        name: ("torchx.specs._array", name)
-        for name in ("AppArray", "ArrayElement", "ArrayStatus", "app_array")
-    },
+    **{name: ("torchx.specs.sweep", name) for name in ("AppArray", "ArrayElement", "app_array")},
     "CapabilityKey": ("torchx.specs.capabilities", "CapabilityKey"),
-    "Failure": ("torchx.specs._failure", "Failure"),
+    "Failure": ("torchx.specs.failure", "Failure"),
     "NA": ("torchx.specs.metadata_keys", "NA"),
     "TORCHX_CONTEXT_NAME": ("torchx.specs.metadata_keys", "TORCHX_CONTEXT_NAME"),
     "app_metadata": ("torchx.specs.metadata_keys", "app_metadata"),

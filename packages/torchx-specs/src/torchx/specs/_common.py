@@ -159,8 +159,8 @@ def TORCHX_HOME(*subdir_paths: str) -> "pathlib.Path":
     """
     import pathlib
 
-    from torchx.util._support.atomic import make_private_dirs
-    from torchx.util._support.home import torchx_home
+    from torchx.util.support.atomic import make_private_dirs
+    from torchx.util.support.home import torchx_home
 
     path = pathlib.Path(torchx_home())
     path = path.joinpath(*subdir_paths)

@@ -9,7 +9,7 @@ Imports inside functions are deliberate: ``import torchx.specs`` stays close to 
 (packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
-from torchx.util._startup import disk_cache
+from torchx.util.startup import disk_cache
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterator, Mapping
 
 from torchx.specs._common import InvalidRunConfigException, cases
-from torchx.util._startup.lazy_dataclass import dataclass
+from torchx.util.startup.lazy_dataclass import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ Imports inside functions are deliberate: ``import torchx.specs`` stays close to 
 
 import os
 
-from torchx.util._startup.lazy_dataclass import dataclass
+from torchx.util.startup.lazy_dataclass import dataclass
 
 
 def _parse_scalar(text: str) -> str | None:
@@ -170,7 +170,7 @@ class Workspace:
             if projects is None:
                 return Workspace({workspace.strip(): ""})
             return Workspace({k: check_target(k, v) for k, v in projects.items()})
-        from torchx.util._support.safe_yaml import load_yaml
+        from torchx.util.support.safe_yaml import load_yaml
 
         parsed = load_yaml(workspace, "the workspace")
         if parsed is None:

@@ -2,7 +2,7 @@
 
 Everything here is plain data plus small helpers; schedulers turn an :class:`AppDef` into
 their native request. Importing this module imports neither ``dataclasses`` nor ``inspect``
-(see :mod:`torchx.util._startup.lazy_dataclass`).
+(see :mod:`torchx.util.startup.lazy_dataclass`).
 
 Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
 (packages/torchx-specs/tests/test_specs_import_cost.py).
@@ -19,6 +19,7 @@ from torchx.specs._common import (
     ALL,
     MISSING,
     NONE,
+    SCHEDULER_DISTRIBUTIONS,
     TORCHX_HOME,
     UNKNOWN,
     AppHandle,
@@ -33,8 +34,8 @@ from torchx.specs._common import (
 )
 from torchx.specs._runopts import CfgVal, get_type_name, runopt, runopts
 from torchx.specs._workspace_spec import Workspace
-from torchx.util._startup.lazy_dataclass import asdict, dataclass, deep_copy, field
-from torchx.util._startup.static_typing import GenericBase
+from torchx.util.startup.lazy_dataclass import asdict, dataclass, deep_copy, field
+from torchx.util.startup.static_typing import GenericBase
 
 # `typing` (with the `re`, `warnings` and `contextlib` it imports) is a quarter of this
 # package's import: it is needed here for the type checker only
@@ -42,7 +43,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, TypeVar
 
-    from torchx.specs._status import (
+    from torchx.specs.status import (
         AppState,
         AppStatus,
         AppStatusError,
@@ -78,7 +79,7 @@ def __getattr__(name: str) -> Any:
         globals()[name] = CfgT
         return CfgT
     if name in _LAZY_STATUS_NAMES:
-        from torchx.specs import _status
+        from torchx.specs import status as _status
 
         value = getattr(_status, name)
         globals()[name] = value
@@ -92,6 +93,7 @@ __all__ = [
     "NONE",
     "NULL_RESOURCE",
     "RESET",
+    "SCHEDULER_DISTRIBUTIONS",
     "TORCHX_HOME",
     "UNKNOWN",
     "YELLOW_BOLD",
@@ -510,7 +512,7 @@ class macros:
 
         def substitute(self, arg: str) -> str:
             """Substitutes the macros in ``arg``; unknown ``${...}`` are left as they are."""
-            from torchx.util._startup.macro_template import MacroTemplate
+            from torchx.util.startup.macro_template import MacroTemplate
 
             return MacroTemplate(arg).safe_substitute(self.to_dict())
 

@@ -8,7 +8,7 @@ arguments, the ``config`` dict (JSON ``component_args``), ``.torchxconfig`` defa
 
 Bad arguments raise :class:`ComponentArgumentError` naming the parameter; pass
 ``exit_on_error=True`` to get argparse's print-usage-and-exit behaviour instead. A plain
-command line (see :mod:`torchx.util._startup.plain_args`) is read without argparse; argparse reads
+command line (see :mod:`torchx.util.startup.plain_args`) is read without argparse; argparse reads
 every other one and makes every error message.
 
 Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
@@ -19,15 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from torchx.specs._component_params import (
+from torchx.specs.api import AppDef, make_app_handle, parse_mounts
+from torchx.specs.component_params import (
     ComponentArgumentError,
     option_strings,
     resolved_annotations,
 )
-from torchx.specs.api import AppDef, make_app_handle, parse_mounts
-from torchx.util._startup import fn_params
-from torchx.util._startup.fn_params import EMPTY
-from torchx.util._startup.lazy_dataclass import dataclass
+from torchx.util.startup import fn_params
+from torchx.util.startup.fn_params import EMPTY
+from torchx.util.startup.lazy_dataclass import dataclass
 from torchx.util.types import decode, get_argparse_param_type
 
 TYPE_CHECKING = False
@@ -74,9 +74,9 @@ def _parse_plain(
     config: Mapping[str, Any],
 ) -> dict[str, Any] | None:
     """``{param: value}`` of the explicit arguments, as argparse would parse them, when
-    they are plain (:func:`~torchx.util._startup.plain_args.split_options`) and complete; ``None``
+    they are plain (:func:`~torchx.util.startup.plain_args.split_options`) and complete; ``None``
     lets argparse parse them (and report what is wrong)."""
-    from torchx.util._startup.plain_args import split_options
+    from torchx.util.startup.plain_args import split_options
 
     spellings: dict[str, str] = {}
     typed: dict[str, fn_params.Param] = {}
@@ -140,7 +140,7 @@ def _parse(
 
     def parser() -> argparse.ArgumentParser:
         if not made:
-            from torchx.specs._component_parser import create_args_parser
+            from torchx.specs.component_parser import create_args_parser
 
             made.append(
                 create_args_parser(cmpnt_fn, cmpnt_defaults, config, exit_on_error=exit_on_error)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Generic, TypeVar, overload
 
-from torchx.util._startup.lazy_dataclass import dataclass
+from torchx.util.startup.lazy_dataclass import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -12,9 +12,9 @@ import abc
 import ast
 from collections.abc import Callable, Sequence
 
-from torchx.specs._help_format import TorchXArgumentHelpFormatter
-from torchx.util._startup.lazy_dataclass import dataclass
+from torchx.specs.help_format import TorchXArgumentHelpFormatter
 from torchx.util.io import read_conf_file
+from torchx.util.startup.lazy_dataclass import dataclass
 
 __all__ = [
     "ArgTypeValidator",

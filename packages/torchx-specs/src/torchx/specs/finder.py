@@ -34,9 +34,9 @@ import sys
 from collections.abc import Callable, Sequence
 from types import FunctionType, ModuleType
 
-from torchx.util._startup.lazy_dataclass import dataclass
 from torchx.util.io import read_conf_file
 from torchx.util.log import get_logger
+from torchx.util.startup.lazy_dataclass import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from torchx.specs.api import AppDef, Role
-from torchx.util._startup.lazy_dataclass import dataclass
+from torchx.util.startup.lazy_dataclass import dataclass
 
 __all__ = [
     "DEL",
@@ -250,7 +250,7 @@ def _load_overlay_file(uri: str) -> dict[str, Any]:
             raise ValueError(
                 f"overlay file {uri!r} is not JSON; install PyYAML to read YAML overlays"
             ) from None
-        from torchx.util._support.safe_yaml import load_yaml
+        from torchx.util.support.safe_yaml import load_yaml
 
         data = load_yaml(text, f"overlay file {uri!r}", _TupleSafeLoader.get())
     if not isinstance(data, dict):

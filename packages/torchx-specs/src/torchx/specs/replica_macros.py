@@ -9,7 +9,7 @@ replica, so a scheduler can compute one result and reuse it for every replica.
 
 from __future__ import annotations
 
-from torchx.util._startup.macro_template import MacroTemplate
+from torchx.util.startup.macro_template import MacroTemplate
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

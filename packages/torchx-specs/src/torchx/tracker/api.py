@@ -22,9 +22,9 @@ from torchx.settings import (
     ENV_TORCHX_RUN_ID,
     ENV_TORCHX_TRACKERS,
 )
-from torchx.util._startup.lazy_dataclass import dataclass
 from torchx.util.log import get_logger
 from torchx.util.readiness import ReadinessCheck
+from torchx.util.startup.lazy_dataclass import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

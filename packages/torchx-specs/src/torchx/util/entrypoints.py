@@ -9,7 +9,7 @@ directory that holds its ``.dist-info``, which changes the key and forces a resc
 ``TORCHX_NO_ENTRYPOINT_CACHE=1`` turns the cache off.
 
 This module is imported on every CLI start, so it only imports ``os``, ``sys`` and
-:mod:`torchx.util._startup.disk_cache`; everything else is imported on a cache miss or on load.
+:mod:`torchx.util.startup.disk_cache`; everything else is imported on a cache miss or on load.
 
 Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
 (packages/torchx-specs/tests/test_specs_import_cost.py).
@@ -18,8 +18,8 @@ Imports inside functions are deliberate: ``import torchx.specs`` stays close to 
 import os
 import sys
 
-from torchx.util._startup import disk_cache
-from torchx.util._startup.disk_cache import interpreter_tag
+from torchx.util.startup import disk_cache
+from torchx.util.startup.disk_cache import interpreter_tag
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -14,14 +14,14 @@ import sys
 import types
 from collections.abc import Callable
 
-from torchx.util._startup.fn_params import EMPTY
+from torchx.util.startup.fn_params import EMPTY
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import inspect
     from typing import Any, TypeVar
 
-    from torchx.util._startup.fn_params import Param
+    from torchx.util.startup.fn_params import Param
 
     _T = TypeVar("_T")
 
@@ -151,7 +151,7 @@ class _Text:
         upstream release refuses ``FOO=`` (``FOO=''`` is the empty string)."""
         text = self.strip()
         if not text and not self.empty_quotes:
-            from torchx.util._support.secrets import mask_text  # the text may hold credentials
+            from torchx.util.support.secrets import mask_text  # the text may hold credentials
 
             raise ValueError(
                 f"`{mask_text(arg)}` has a key without a value; write KEY=VALUE, or KEY=''"
@@ -179,7 +179,7 @@ def to_dict(arg: str) -> dict[str, str]:
     for segment in segments[1:-1]:
         idx = segment.rfind_unquoted(_PAIR_DELIMITERS)
         if idx == -1:
-            from torchx.util._support.secrets import mask_text  # the text may hold credentials
+            from torchx.util.support.secrets import mask_text  # the text may hold credentials
 
             raise ValueError(
                 f"cannot tell where the value `{mask_text(segment.strip())}` ends and the"

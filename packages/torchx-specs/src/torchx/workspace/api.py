@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from typing import Any, Generic, TypeVar
 
 from torchx.specs import AppDef, CfgVal, Role, Workspace, runopts
-from torchx.util._startup.lazy_dataclass import dataclass
 from torchx.util.log import get_logger
+from torchx.util.startup.lazy_dataclass import dataclass
 from torchx.workspace._files import (
     DEFAULT_WORKSPACE_MAX_MB,
     ENV_WORKSPACE_MAX_MB,

@@ -19,9 +19,9 @@ from starlette.responses import FileResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from torchx.cli._errors import error_line
+from torchx.cli.errors import error_line
 from torchx.progress import is_report_line
-from torchx.schedulers._shared.log_files import FOLLOW_STOP
+from torchx.schedulers.shared.log_files import FOLLOW_STOP
 from torchx.ui._auth import TokenGate
 from torchx.ui._sources import AppsSource, progress_json
 
@@ -253,9 +253,9 @@ def _for_the_page(status: AppStatus) -> dict[str, Any]:
     failure's and each attempt's cause, the waiting ``line``, the progress ``cell``."""
     import time
 
-    from torchx.specs._failure import cause_words
-    from torchx.specs._timeline import waiting_line
     from torchx.specs.api import AppState
+    from torchx.specs.failure import cause_words
+    from torchx.specs.timeline import waiting_line
 
     found = status.to_json()
     for role in found["roles"]:
@@ -273,7 +273,7 @@ def _for_the_page(status: AppStatus) -> dict[str, Any]:
 def _progress_history(runner: Runner, handle: str, status: AppStatus) -> list[dict[str, Any]]:
     """Every ``torchx.progress`` report in the reporting replica's log, oldest first."""
     from torchx.progress import MARK
-    from torchx.specs._progress import reports_in
+    from torchx.specs.progress import reports_in
 
     if status.progress is not None:
         role, replica = status.progress.role, status.progress.replica_id

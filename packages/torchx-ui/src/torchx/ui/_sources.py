@@ -14,7 +14,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from torchx.cli._errors import error_line
+from torchx.cli.errors import error_line
 from torchx.specs.api import AppState
 
 TYPE_CHECKING = False
@@ -24,9 +24,9 @@ if TYPE_CHECKING:
 
     from torchx.runner import Runner
     from torchx.schedulers.api import ListAppResponse
-    from torchx.specs._failure import Failure
-    from torchx.specs._progress import Progress
     from torchx.specs.api import AppStatus, CfgVal
+    from torchx.specs.failure import Failure
+    from torchx.specs.progress import Progress
 
 __all__ = [
     "REFRESH_S",
@@ -57,7 +57,7 @@ def configured_schedulers() -> list[str]:
     a ``.torchxconfig`` (the files ``torchx run`` reads)."""
     from torchx.runner import config
     from torchx.schedulers import get_default_scheduler_name, get_scheduler_factories
-    from torchx.util._support.config_files import read_config
+    from torchx.util.support.config_files import read_config
 
     installed = get_scheduler_factories()
     names: list[str] = []
@@ -72,7 +72,7 @@ def failure_line(failure: Failure | None) -> str:
     """``train[1]: exited with code 3: ValueError: bad batch``, the cell of a failed app."""
     if failure is None:
         return ""
-    from torchx.specs._failure import cause_words
+    from torchx.specs.failure import cause_words
 
     cause = cause_words(failure.cause, failure.exit_code, failure.signal)
     where = f"{failure.role}[{failure.replica_id}]"
@@ -87,7 +87,7 @@ def progress_json(progress: Progress | None) -> dict[str, Any] | None:
     12m``) and ``metrics_line`` (``loss=0.33``)."""
     if progress is None:
         return None
-    from torchx.specs._progress import metrics_text, progress_cell
+    from torchx.specs.progress import metrics_text, progress_cell
 
     return {
         **progress.to_json(),

@@ -65,7 +65,7 @@ class CmdUi(SubCommand):
         )
 
     def run(self, args: argparse.Namespace) -> None:
-        from torchx.cli._errors import CliError
+        from torchx.cli.errors import CliError
         from torchx.runner import get_runner
 
         if args.port is not None and not 0 <= args.port <= 65535:
@@ -78,7 +78,7 @@ class CmdUi(SubCommand):
 
 
 def _schedulers(given: str | None) -> list[str]:
-    from torchx.cli._errors import CliError
+    from torchx.cli.errors import CliError
     from torchx.schedulers import get_scheduler_factories
     from torchx.ui._sources import configured_schedulers
 
@@ -110,7 +110,7 @@ def _schedulers(given: str | None) -> list[str]:
 
 def _cfgs(runner: Runner, schedulers: list[str], given: str | None) -> dict[str, Any]:
     """``-cfg``'s options, checked and typed, per scheduler shown."""
-    from torchx.cli._cfg import parse_cfg_str_for, scheduler_runopts
+    from torchx.cli.cfg import parse_cfg_str_for, scheduler_runopts
 
     if not given:
         return {}
@@ -123,7 +123,7 @@ def _bind(host: str, port: int | None) -> socket.socket:
     import errno
     import socket
 
-    from torchx.cli._errors import CliError
+    from torchx.cli.errors import CliError
 
     candidates = [port] if port is not None else [*range(DEFAULT_PORT, DEFAULT_PORT + 10), 0]
     try:
@@ -213,8 +213,8 @@ def _opener_file(url: str, port: int) -> str:
     command line, which ``ps`` shows every user of the machine."""
     import html
 
-    from torchx.util._support.atomic import check_private, write_private
-    from torchx.util._support.home import torchx_home
+    from torchx.util.support.atomic import check_private, write_private
+    from torchx.util.support.home import torchx_home
 
     directory = os.path.join(torchx_home(), "ui")
     check_private(directory, torchx_home())

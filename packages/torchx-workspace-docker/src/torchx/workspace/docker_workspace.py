@@ -35,7 +35,7 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from typing import IO, Any
 
-from torchx.schedulers._shared import labels
+from torchx.schedulers.shared import labels
 from torchx.specs.api import AppDef, CfgVal, Role, runopts
 from torchx.util.log import get_logger
 from torchx.util.strings import connection_problem

@@ -18,8 +18,8 @@ import time
 from enum import Enum
 from types import TracebackType
 
-from torchx.util._startup.lazy_dataclass import asdict, dataclass
 from torchx.util.log import get_logger
+from torchx.util.startup.lazy_dataclass import asdict, dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -152,7 +152,7 @@ class Handover:
             if self.method == "spawn":
                 self._spawn()
             else:
-                from torchx.util._startup import go_pipe
+                from torchx.util.startup import go_pipe
 
                 go_w, self._go_w = self._go_w, -1
                 go_pipe.send(go_w, request, state)

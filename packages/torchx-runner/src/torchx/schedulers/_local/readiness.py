@@ -7,8 +7,8 @@ import os
 import shutil
 import subprocess
 
-from torchx.util._support.home import torchx_home
 from torchx.util.readiness import ReadinessCheck, not_ready, probe, ready, write_problem
+from torchx.util.support.home import torchx_home
 
 
 def state_dir_check() -> ReadinessCheck:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from torchx.schedulers.api import HELP_KEY, StructuredOpts
-from torchx.util._startup.lazy_dataclass import asdict, dataclass, field
+from torchx.util.startup.lazy_dataclass import asdict, dataclass, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

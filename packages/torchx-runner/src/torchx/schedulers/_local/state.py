@@ -23,9 +23,9 @@ import os
 import time
 from collections.abc import Iterable
 
-from torchx.util._support import atomic
-from torchx.util._support.atomic import make_private_dirs, write_private
-from torchx.util._support.home import torchx_home
+from torchx.util.support import atomic
+from torchx.util.support.atomic import make_private_dirs, write_private
+from torchx.util.support.home import torchx_home
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

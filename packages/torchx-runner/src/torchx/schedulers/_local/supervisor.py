@@ -20,10 +20,10 @@ import time
 
 from torchx.schedulers._local import state as st
 from torchx.settings import ENV_TORCHX_ATTEMPT
-from torchx.util._startup import go_pipe
-from torchx.util._support.atomic import write_all
-from torchx.util._support.programs import find_program
-from torchx.util._support.signals import signal_name
+from torchx.util.startup import go_pipe
+from torchx.util.support.atomic import write_all
+from torchx.util.support.programs import find_program
+from torchx.util.support.signals import signal_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

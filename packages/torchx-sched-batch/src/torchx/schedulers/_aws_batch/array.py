@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from torchx.schedulers.api import DescribeAppResponse
-    from torchx.specs._array import AppArray
+    from torchx.specs.sweep import AppArray
 
 __all__ = ["PARAMETER", "array_job", "child_ids", "describe_array", "is_array"]
 
@@ -38,9 +38,9 @@ def array_job(
     size, its dependency type, the elements' parameter) of a sweep."""
     import json
 
-    from torchx.specs._array import shell_dispatch
     from torchx.specs.api import macros
-    from torchx.util._startup.lazy_dataclass import shallow_copy
+    from torchx.specs.sweep import shell_dispatch
+    from torchx.util.startup.lazy_dataclass import shallow_copy
 
     size = len(array.elements)
     if array.max_parallel is not None and 1 < array.max_parallel < size:
@@ -100,8 +100,7 @@ def describe_array(
     )
     from torchx.schedulers.api import DescribeAppResponse
     from torchx.settings import ENV_TORCHX_ROLE_NAME
-    from torchx.specs._array import ArrayStatus
-    from torchx.specs._status import AppState, ReplicaStatus, RoleStatus
+    from torchx.specs.status import AppState, ArrayStatus, ReplicaStatus, RoleStatus
 
     record = json.loads((job.get("parameters") or {})[PARAMETER])
     by_id = {str(c.get("jobId")): c for c in children}

@@ -12,8 +12,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from torchx.util._support.retry import ServiceUnavailableError, retry_call
-from torchx.util._support.secrets import mask_url
+from torchx.util.support.retry import ServiceUnavailableError, retry_call
+from torchx.util.support.secrets import mask_url
 
 __all__ = [
     "AWSBatchError",
@@ -187,7 +187,7 @@ def api_call(what: str, fn: Callable[..., T], **kwargs: Any) -> T:
     """``fn(**kwargs)`` with botocore's failures raised as one-line :class:`AWSBatchError`s.
 
     ``what`` names the call for the message (``"describe the job queue q"``). An outage
-    is ridden out within the retry budget of :mod:`torchx.util._support.retry`.
+    is ridden out within the retry budget of :mod:`torchx.util.support.retry`.
     """
 
     read = getattr(fn, "__name__", "").startswith(_READ_PREFIXES)

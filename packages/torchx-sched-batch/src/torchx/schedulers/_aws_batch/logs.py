@@ -70,7 +70,7 @@ def _read_stream(
 def tail(logs: Any, stream: str, events: int = 400) -> str:
     """The last ``events`` messages of ``stream``, at most 64 KiB (read from the end: one
     GetLogEvents call), ``""`` when the stream is not there."""
-    from torchx.specs._failure import LOG_TAIL_BYTES
+    from torchx.specs.failure import LOG_TAIL_BYTES
 
     try:
         page = api_call(

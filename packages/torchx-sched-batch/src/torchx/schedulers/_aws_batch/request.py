@@ -41,9 +41,9 @@ from torchx.specs.api import (
     macros,
 )
 from torchx.specs.named_resources_aws import K8S_ITYPE
-from torchx.util._startup.lazy_dataclass import asdict, dataclass, field
-from torchx.util._support.user import current_user
+from torchx.util.startup.lazy_dataclass import asdict, dataclass, field
 from torchx.util.strings import carried_env, is_shell_name
+from torchx.util.support.user import current_user
 
 __all__ = [
     "DEFAULT_ROLE_NAME",

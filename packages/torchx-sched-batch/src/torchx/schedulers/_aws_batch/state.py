@@ -19,10 +19,10 @@ from torchx.schedulers._aws_batch.request import (
     role_command,
 )
 from torchx.schedulers.api import DescribeAppResponse
-from torchx.specs._attempts import Attempt
-from torchx.specs._failure import Failure
-from torchx.specs._timeline import Phase, Waiting
 from torchx.specs.api import NONE, AppState, ReplicaStatus, Role, RoleStatus, is_terminal
+from torchx.specs.attempts import Attempt
+from torchx.specs.failure import Failure
+from torchx.specs.timeline import Phase, Waiting
 
 __all__ = [
     "CANCEL_REASON",
@@ -118,7 +118,7 @@ def node_failure(role: str, replica_id: int, job: Mapping[str, Any]) -> Failure:
     """The failure of one failed (node) job: Batch's ``statusReason`` and the container's
     ``reason`` name an OOM kill, an image that cannot be pulled or a lost host; otherwise
     the exit code (128 + N: signal N) says how the container ended."""
-    from torchx.specs._failure import from_exit_status
+    from torchx.specs.failure import from_exit_status
 
     container = _last_container(job)
     stopped = job.get("stoppedAt")
@@ -250,7 +250,7 @@ def attempt_history(attempts: list[Mapping[str, Any]], terminal: bool) -> list[A
     """The job's attempts from Batch's ``attempts`` (one per ended attempt: its container's
     exit code and reason, ``startedAt``/``stoppedAt`` in milliseconds); while the job is
     not over, the one that runs or waits now follows them."""
-    from torchx.specs._attempts import Attempt
+    from torchx.specs.attempts import Attempt
 
     history = []
     for number, attempt in enumerate(attempts):
@@ -288,7 +288,7 @@ _WAITING = {
 def timing(job: Mapping[str, Any], state: AppState) -> tuple[list[Phase], Waiting | None]:
     """The job's phases from Batch's ``createdAt``, ``startedAt`` and ``stoppedAt``, and
     why it waits while it does: its status (``RUNNABLE``...) and ``statusReason``."""
-    from torchx.specs._timeline import timeline
+    from torchx.specs.timeline import timeline
 
     def seconds(key: str) -> float | None:
         value = job.get(key)
@@ -327,7 +327,7 @@ def _root_cause(
     roles: list[str],
     tail: Callable[[Mapping[str, Any]], str] | None,
 ) -> Failure | None:
-    from torchx.specs._failure import from_log_tail, root_cause
+    from torchx.specs.failure import from_log_tail, root_cause
 
     root = root_cause([f for f, _ in failed], roles)
     if root is None or tail is None:

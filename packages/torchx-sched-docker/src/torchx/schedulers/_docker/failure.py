@@ -4,7 +4,7 @@ its exit code, which docker-init reports as 128 + N for a signal) and the end of
 
 from __future__ import annotations
 
-from torchx.specs._failure import (
+from torchx.specs.failure import (
     LOG_TAIL_BYTES,
     Failure,
     from_exit_status,

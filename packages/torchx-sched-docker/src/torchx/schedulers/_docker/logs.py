@@ -3,7 +3,7 @@
 The daemon ends every log stream when it stops; with ``live-restore`` the container runs
 on and its log keeps growing. The follower asks for the log with timestamps and, when
 the stream ends while the container still runs, or breaks, asks again from where it
-stood (:mod:`torchx.schedulers._shared.log_resume`): no line lost, none repeated.
+stood (:mod:`torchx.schedulers.shared.log_resume`): no line lost, none repeated.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 from torchx.schedulers._docker.engine import unix_time
 from torchx.schedulers._docker.retry import transient
-from torchx.schedulers._shared.log_resume import ResumePoint, Stamp, parse_stamp
+from torchx.schedulers.shared.log_resume import ResumePoint, Stamp, parse_stamp
 
 __all__ = ["follow_log"]
 

@@ -12,14 +12,14 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from torchx.schedulers._shared import labels
 from torchx.schedulers.api import HELP_KEY, StructuredOpts
 from torchx.schedulers.devices import get_device_mounts
 from torchx.schedulers.ids import make_unique
+from torchx.schedulers.shared import labels
 from torchx.settings import ENV_TORCHX_ATTEMPT, ENV_TORCHX_IMAGE
 from torchx.specs.api import AppDef, BindMount, DeviceMount, VolumeMount, macros
 from torchx.specs.replica_macros import ReplicaMacros
-from torchx.util._startup.lazy_dataclass import dataclass, field
+from torchx.util.startup.lazy_dataclass import dataclass, field
 from torchx.version import __version__
 
 __all__ = [
@@ -222,7 +222,7 @@ def assemble(app: AppDef, opts: Opts, app_id: str | None = None) -> DockerJob:
     app_id = app_id or make_unique(app_id_base(app.name))
     rank0_host = _container_name(app_id, app.roles[0].name, 0)
     containers: list[DockerContainer] = []
-    from torchx.specs._array import AppArray
+    from torchx.specs.sweep import AppArray
 
     array = app if isinstance(app, AppArray) else None
     for role in app.roles:

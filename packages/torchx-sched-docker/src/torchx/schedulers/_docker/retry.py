@@ -3,7 +3,7 @@
 A daemon restart (with ``live-restore`` the containers keep running), a dropped
 connection or a "daemon is restarting" answer fails a call for a few seconds; the
 scheduler's calls go through :class:`RetryingApi`, which retries them under the rules of
-:mod:`torchx.util._support.retry` and, when the daemon stays away, raises the one-line
+:mod:`torchx.util.support.retry` and, when the daemon stays away, raises the one-line
 "cannot reach the Docker daemon" error. Calls that change something and may already
 have reached the daemon (creating a container, starting it) are retried only when the
 connection was refused, i.e. when nothing was sent.
@@ -14,7 +14,7 @@ from __future__ import annotations
 from http.client import HTTPException
 from typing import Any
 
-from torchx.util._support.retry import retry_call
+from torchx.util.support.retry import retry_call
 from torchx.workspace.docker_workspace import DockerUnavailableError, daemon_unavailable
 
 __all__ = ["RetryingApi", "transient"]

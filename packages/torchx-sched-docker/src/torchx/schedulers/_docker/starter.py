@@ -20,7 +20,7 @@ _BUSY = ("running", "restarting", "paused")
 
 
 def log_path(app_id: str) -> str:
-    from torchx.util._support.home import torchx_home
+    from torchx.util.support.home import torchx_home
 
     return os.path.join(torchx_home(), "local_docker", f"{app_id}.starter.log")
 

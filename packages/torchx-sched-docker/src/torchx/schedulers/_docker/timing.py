@@ -9,8 +9,8 @@ import re
 import time
 
 from torchx.schedulers._docker.request import LABEL_PULLED, LABEL_SUBMITTED
-from torchx.specs._timeline import Phase, Waiting, timeline
 from torchx.specs.api import AppState, is_terminal
+from torchx.specs.timeline import Phase, Waiting, timeline
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

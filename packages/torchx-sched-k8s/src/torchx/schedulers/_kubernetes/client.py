@@ -13,8 +13,8 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from torchx.util._support.retry import retry_call
 from torchx.util.strings import connection_problem
+from torchx.util.support.retry import retry_call
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -303,7 +303,7 @@ def _transient(e: BaseException, repeatable: bool) -> bool:
 def call(fn: Callable[[], R], action: str, namespace: str, *, repeatable: bool = True) -> R:
     """Runs one API call, turning client failures into :class:`KubernetesApiError`.
 
-    Transient failures are retried within the budget of :mod:`torchx.util._support.retry`;
+    Transient failures are retried within the budget of :mod:`torchx.util.support.retry`;
     ``repeatable=False`` (creates) retries only what cannot have reached the server.
     """
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from torchx.specs._failure import Failure, from_exit_status
+from torchx.specs.failure import Failure, from_exit_status
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from torchx.schedulers._kubernetes import client as _client
-from torchx.schedulers._shared import log_resume
 from torchx.schedulers.api import whole_lines
-from torchx.util._support.retry import in_thread
+from torchx.schedulers.shared import log_resume
+from torchx.util.support.retry import in_thread
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ def log_tail(core: Any, ns: str, pod: dict[str, Any]) -> str:
     """The end of a pod's log (its first failed container's, else its first container's:
     a root cause, or ``torchx.progress``'s reports): the last lines, at most 64 KiB, read
     from the end by the kubelet."""
-    from torchx.specs._failure import LOG_TAIL_BYTES
+    from torchx.specs.failure import LOG_TAIL_BYTES
 
     statuses = (pod.get("status") or {}).get("containerStatuses") or ()
     failed = [
@@ -106,7 +106,7 @@ def _container_lines(  # noqa: PLR0917
 ) -> Iterator[str]:
     """One container's lines; a followed log whose stream breaks or ends while the
     container runs (an API server or kubelet restart, a dropped connection) is asked
-    for again from where it stood (:mod:`torchx.schedulers._shared.log_resume`), so no line is
+    for again from where it stood (:mod:`torchx.schedulers.shared.log_resume`), so no line is
     lost or repeated. A line cut by the break is not given out: it comes again whole."""
     import time
 

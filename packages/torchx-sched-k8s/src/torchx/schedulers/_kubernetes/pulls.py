@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from torchx.schedulers._kubernetes.failure import unix_time
-from torchx.specs._timeline import Phase
+from torchx.specs.timeline import Phase
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

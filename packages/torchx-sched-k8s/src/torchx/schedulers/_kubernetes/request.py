@@ -24,9 +24,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from torchx.schedulers._shared import labels
 from torchx.schedulers.api import HELP_KEY, StructuredOpts
 from torchx.schedulers.ids import make_unique
+from torchx.schedulers.shared import labels
 from torchx.settings import ENV_TORCHX_ATTEMPT
 from torchx.specs.api import (
     AppDef,
@@ -39,13 +39,13 @@ from torchx.specs.api import (
 )
 from torchx.specs.overlays import apply_overlay, get_overlay
 from torchx.specs.replica_macros import ReplicaMacros
-from torchx.util._startup.lazy_dataclass import dataclass, field
+from torchx.util.startup.lazy_dataclass import dataclass, field
 from torchx.util.strings import normalize_str
 from torchx.version import __version__
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from torchx.specs._array import AppArray
+    from torchx.specs.sweep import AppArray
 
 __all__ = [
     "ANNOTATIONS_ATTEMPT",
@@ -924,7 +924,7 @@ def sweep_job(array: AppArray, app_id: str, opts: Opts) -> dict[str, Any]:
     (``maxFailedIndexes``): the Job fails once all have ended and one failed."""
     import json
 
-    from torchx.specs._array import shell_dispatch
+    from torchx.specs.sweep import shell_dispatch
 
     job = batch_job_name(app_id, array.role.name)
     check_dns_label(job, "job name (from the app and role names)")

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote, urlencode, urlsplit
 
-from torchx.util._support.retry import retry_call
-from torchx.util._support.secrets import mask_url
 from torchx.util.log import get_logger
 from torchx.util.strings import connection_problem, escape_unprintable
+from torchx.util.support.retry import retry_call
+from torchx.util.support.secrets import mask_url
 
 logger = get_logger(__name__)
 
@@ -247,7 +247,7 @@ class RayJobsClient:
         timeout: float | None = None,
     ) -> bytes:
         """One call, with a dashboard restart or a dropped connection ridden out within
-        the budget of :mod:`torchx.util._support.retry`. A job submission is sent again only when
+        the budget of :mod:`torchx.util.support.retry`. A job submission is sent again only when
         the connection was refused (nothing arrived), so a job never starts twice."""
 
         repeatable = not (method == "POST" and path == "/api/jobs/")

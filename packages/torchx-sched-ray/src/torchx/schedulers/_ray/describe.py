@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from torchx.specs._attempts import Attempt
-from torchx.specs._failure import Failure
-from torchx.specs._timeline import Phase, Waiting
 from torchx.specs.api import AppState
-from torchx.util._startup.lazy_dataclass import dataclass
+from torchx.specs.attempts import Attempt
+from torchx.specs.failure import Failure
+from torchx.specs.timeline import Phase, Waiting
+from torchx.util.startup.lazy_dataclass import dataclass
 
 EVENT_PREFIX = "[torchx] "
 
@@ -162,7 +162,7 @@ def failures(
     carries Ray's word for the job (its ``message`` and ``error_type``). A job that failed
     before any replica ran (resources that never became free, a runtime env that could not
     be set up) is blamed on the first replica."""
-    from torchx.specs._failure import from_exit_status
+    from torchx.specs.failure import from_exit_status
 
     exited = {
         (str(e.get("role")), int(e.get("replica", -1))): e.get("t")
@@ -209,7 +209,7 @@ def timing(
     job's start), ``starting`` (Ray sets up its runtime env and starts the driver),
     ``queued`` (the driver waits for its placement group), ``running`` (the first replica
     runs), ``finished`` (the job's end); and why it waits, while it does."""
-    from torchx.specs._timeline import Waiting, timeline
+    from torchx.specs.timeline import Waiting, timeline
 
     def stamp(event: dict[str, Any] | None) -> float | None:
         value = (event or {}).get("t")
@@ -248,7 +248,7 @@ def attempts(found: list[dict[str, Any]]) -> list[Attempt] | None:
     """The app's attempts from the driver's events: each ``restarted`` ends one (the
     replica's ``exited`` code before it says why; ``lost``: its actor or node died) and
     starts the next. None for an app that never restarted."""
-    from torchx.specs._attempts import Attempt
+    from torchx.specs.attempts import Attempt
 
     if not any(e.get("event") == "restarted" for e in found):
         return None

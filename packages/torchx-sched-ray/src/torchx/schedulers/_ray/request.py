@@ -15,8 +15,8 @@ from torchx.schedulers._ray.client import address_in_app_id
 from torchx.schedulers.api import HELP_KEY, StructuredOpts
 from torchx.specs.api import AppDef, Role, macros
 from torchx.specs.replica_macros import ReplicaMacros
-from torchx.util._startup.lazy_dataclass import dataclass, field
 from torchx.util.log import get_logger
+from torchx.util.startup.lazy_dataclass import dataclass, field
 from torchx.workspace.api import LocalFileSystem, WorkspaceProgress, walk_workspace
 
 logger = get_logger(__name__)

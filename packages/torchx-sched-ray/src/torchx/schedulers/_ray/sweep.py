@@ -14,14 +14,14 @@ from __future__ import annotations
 import json
 
 from torchx.schedulers._ray.request import RayJob
-from torchx.util._startup.lazy_dataclass import dataclass, field
+from torchx.util.startup.lazy_dataclass import dataclass, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Any
 
-    from torchx.specs._array import AppArray
+    from torchx.specs.sweep import AppArray
 
 __all__ = ["META_ELEMENT", "META_SWEEP", "RaySweep", "elements_of", "gate", "sweep_state"]
 
@@ -76,8 +76,7 @@ def _record(job: Mapping[str, Any]) -> dict[str, Any]:
 def sweep_state(elements: Sequence[Mapping[str, Any]]) -> tuple[Any, list[Any]]:
     """(the sweep's :class:`ArrayStatus`, each element's state) from its element jobs."""
     from torchx.schedulers._ray.describe import JOB_STATES
-    from torchx.specs._array import ArrayStatus
-    from torchx.specs._status import AppState
+    from torchx.specs.status import AppState, ArrayStatus
 
     records = [_record(j) for j in elements]
     states = [JOB_STATES.get(str(j.get("status")), AppState.UNKNOWN) for j in elements]

@@ -20,7 +20,7 @@ from torchx.schedulers._slurm.request import (
     retry_lines,
     sbatch_value,
 )
-from torchx.util._startup.lazy_dataclass import dataclass, field
+from torchx.util.startup.lazy_dataclass import dataclass, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from torchx.schedulers._slurm import commands
 from torchx.schedulers._slurm.parse import base_state, slurm_time
-from torchx.util._startup.lazy_dataclass import dataclass
+from torchx.util.startup.lazy_dataclass import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     from torchx.schedulers._slurm.records import JobRecord
     from torchx.schedulers._slurm.ssh import SshTarget
     from torchx.schedulers.api import DescribeAppResponse
-    from torchx.specs._failure import Failure
-    from torchx.specs._status import AppState
+    from torchx.specs.failure import Failure
+    from torchx.specs.status import AppState
 
 __all__ = ["ARRAY_ROLE_SUFFIX", "describe_array", "is_array_name"]
 
@@ -155,9 +155,8 @@ def describe_array(
     only then). ``None`` when neither knows a sweep of these ids."""
     from torchx.schedulers._slurm.describe import appstate_from_slurm_state, reason_words
     from torchx.schedulers.api import DescribeAppResponse
-    from torchx.specs._array import ArrayStatus
-    from torchx.specs._status import AppState, ReplicaStatus, RoleStatus
-    from torchx.specs._timeline import Waiting
+    from torchx.specs.status import AppState, ArrayStatus, ReplicaStatus, RoleStatus
+    from torchx.specs.timeline import Waiting
 
     ids = ",".join(job_ids)
     meta: dict[str, Any] = {}
@@ -248,8 +247,8 @@ def _first_failure(
 ) -> Failure | None:
     """The failure of the element that failed first, with its log's tail."""
     from torchx.schedulers._slurm.logtail import replica_log_tail
-    from torchx.specs._failure import Failure, from_exit_status, from_log_tail
-    from torchx.specs._status import AppState
+    from torchx.specs.failure import Failure, from_exit_status, from_log_tail
+    from torchx.specs.status import AppState
 
     failed = [p for p, s in enumerate(states) if s == AppState.FAILED]
     if not failed:

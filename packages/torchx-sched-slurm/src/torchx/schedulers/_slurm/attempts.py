@@ -15,7 +15,7 @@ from torchx.schedulers._slurm.logtail import file_tail
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from torchx.schedulers._slurm.ssh import SshTarget
-    from torchx.specs._attempts import Attempt
+    from torchx.specs.attempts import Attempt
 
 __all__ = ["attempt_history", "last_interruption"]
 
@@ -77,8 +77,8 @@ def attempt_history(job_id: str, log_dir: str | None, via: SshTarget | None) -> 
     """Every attempt of a requeued job, from accounting's record of each (``sacct
     --duplicates``): how the ended ones ended, and when. A requeue the batch script asked
     for (``REQUEUED``) takes its reason from the batch log's ``torchx: requeued:`` lines."""
-    from torchx.specs._attempts import Attempt
     from torchx.specs.api import AppState
+    from torchx.specs.attempts import Attempt
 
     try:
         code, out, _ = commands.run_once(

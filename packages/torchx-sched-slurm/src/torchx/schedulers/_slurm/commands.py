@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 
 from torchx.schedulers._slurm.errors import SlurmCommandError
-from torchx.util._support.atomic import write_all
-from torchx.util._support.retry import retry_call
+from torchx.util.support.atomic import write_all
+from torchx.util.support.retry import retry_call
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ def run_through_outages(
     via: SshTarget | None = None,
 ) -> tuple[int, str, str]:
     """:func:`run_once`, riding out an unreachable controller (a slurmctld restart, a dropped
-    connection) within the retry budget of :mod:`torchx.util._support.retry`; then
+    connection) within the retry budget of :mod:`torchx.util.support.retry`; then
     :class:`SlurmUnreachableError` naming ``what``. Any other result is returned as is.
 
     ``resend=False`` (submissions) retries only errors that prove nothing was received,

@@ -14,7 +14,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from torchx.schedulers._slurm.records import JobRecord
     from torchx.specs import ReplicaStatus, RoleStatus
-    from torchx.specs._timeline import Phase, Waiting
+    from torchx.specs.timeline import Phase, Waiting
 
 __all__ = [
     "SLURM_STATES",
@@ -256,7 +256,7 @@ def _timing(
     """The job's phases from Slurm's Submit, Start and End times (the earliest submit and
     start, the latest end of its het components), and why it waits while it does: its
     pending reason in Slurm's word and what that means."""
-    from torchx.specs._timeline import Waiting, timeline
+    from torchx.specs.timeline import Waiting, timeline
 
     def first(values: list[float | None]) -> float | None:
         known = [v for v in values if v is not None]

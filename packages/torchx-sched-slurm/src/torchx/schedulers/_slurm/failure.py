@@ -13,7 +13,7 @@ from __future__ import annotations
 from torchx.schedulers._slurm import commands
 from torchx.schedulers._slurm.logtail import replica_log_tail
 from torchx.schedulers._slurm.parse import _exit_status, base_state, slurm_time, split_job_name
-from torchx.specs._failure import Failure, from_exit_status, from_log_tail, root_cause
+from torchx.specs.failure import Failure, from_exit_status, from_log_tail, root_cause
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from torchx.schedulers._slurm import commands
-from torchx.specs._failure import LOG_TAIL_BYTES, read_log_tail
+from torchx.specs.failure import LOG_TAIL_BYTES, read_log_tail
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

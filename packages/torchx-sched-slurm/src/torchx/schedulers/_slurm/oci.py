@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from torchx.specs.api import BindMount, DeviceMount, VolumeMount
-from torchx.util._startup.lazy_dataclass import dataclass
+from torchx.util.startup.lazy_dataclass import dataclass
 
 __all__ = [
     "ImageSource",
@@ -53,7 +53,7 @@ class OciError(ValueError):
 
 def default_cache() -> str:
     """Where bundles are kept without ``container_cache``: beside the job records."""
-    from torchx.util._support.home import torchx_home
+    from torchx.util.support.home import torchx_home
 
     return os.path.join(torchx_home(), "slurm", "oci")
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import os
 
-from torchx.util._startup.lazy_dataclass import dataclass, field
-from torchx.util._support.atomic import write_private
-from torchx.util._support.home import torchx_home
+from torchx.util.startup.lazy_dataclass import dataclass, field
+from torchx.util.support.atomic import write_private
+from torchx.util.support.home import torchx_home
 
 __all__ = ["JobRecord", "read_record", "record_path", "write_record"]
 

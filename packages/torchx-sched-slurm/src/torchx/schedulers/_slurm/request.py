@@ -18,7 +18,7 @@ from torchx.schedulers.api import HELP_KEY, StructuredOpts
 from torchx.settings import ENV_TORCHX_ATTEMPT
 from torchx.specs.api import AppDef, CfgVal, Resource, Role
 from torchx.specs.replica_macros import ReplicaMacros
-from torchx.util._startup.lazy_dataclass import dataclass, field
+from torchx.util.startup.lazy_dataclass import dataclass, field
 from torchx.util.strings import escape_unprintable
 from torchx.version import __version__
 
@@ -703,8 +703,8 @@ def assemble(
     """
     from torchx.schedulers._slurm import containers
     from torchx.schedulers.ids import current_key
-    from torchx.specs._array import AppArray
     from torchx.specs.api import macros
+    from torchx.specs.sweep import AppArray
 
     array = app if isinstance(app, AppArray) else None
     idempotency_key = current_key()

@@ -10,9 +10,9 @@ import os
 
 from torchx.schedulers._slurm.parse import parse_time_limit
 from torchx.specs.api import Role
-from torchx.util._support.host_checks import host_problem
-from torchx.util._support.programs import find_program, script_of
 from torchx.util.log import get_logger
+from torchx.util.support.host_checks import host_problem
+from torchx.util.support.programs import find_program, script_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

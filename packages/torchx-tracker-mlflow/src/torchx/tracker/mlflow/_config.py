@@ -22,9 +22,9 @@ from __future__ import annotations
 import os
 import re
 
-from torchx.util._support.config_files import CONFIG_FILE, find_config_files, read_config
-from torchx.util._support.home import torchx_home
-from torchx.util._support.user import current_user
+from torchx.util.support.config_files import CONFIG_FILE, find_config_files, read_config
+from torchx.util.support.home import torchx_home
+from torchx.util.support.user import current_user
 
 __all__ = [
     "CONFIG_FILE",

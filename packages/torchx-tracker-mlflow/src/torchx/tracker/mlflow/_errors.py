@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 from torchx.tracker.mlflow import _sdk as sdk
-from torchx.util._support.secrets import mask_url
+from torchx.util.support.secrets import mask_url
 
 __all__ = [
     "MLflowTrackerError",

@@ -16,8 +16,8 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from torchx.util._support.atomic import check_private, make_private_dirs
-from torchx.util._support.home import torchx_home
+from torchx.util.support.atomic import check_private, make_private_dirs
+from torchx.util.support.home import torchx_home
 
 __all__ = ["journal_path", "keep", "taken"]
 

@@ -44,9 +44,9 @@ from torchx.tracker.mlflow._errors import (
 from torchx.tracker.mlflow._params import flatten_params
 from torchx.tracker.mlflow._pending import keep, taken
 from torchx.tracker.mlflow._runs import find_runs, get_or_create_run, iter_runs, quote
-from torchx.util._startup.lazy_dataclass import dataclass
-from torchx.util._support.retry import retry_call
 from torchx.util.log import get_logger
+from torchx.util.startup.lazy_dataclass import dataclass
+from torchx.util.support.retry import retry_call
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ class TorchXArgumentHelpFormatter(
         max_help_position: int = 24,
         width: int | None = None,
     ) -> None:
-        from torchx.util._support.terminal import help_width
+        from torchx.util.support.terminal import help_width
 
         # argparse would import shutil for the width on every add_argument.
         super().__init__(

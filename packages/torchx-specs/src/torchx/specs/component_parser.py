@@ -11,14 +11,14 @@ import argparse
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
-from torchx.specs._component_params import (
+from torchx.specs.component_params import (
     ComponentArgumentError,
     option_strings,
     resolved_annotations,
 )
-from torchx.specs._help_format import TorchXArgumentHelpFormatter
-from torchx.util._startup import fn_params
-from torchx.util._startup.fn_params import EMPTY
+from torchx.specs.help_format import TorchXArgumentHelpFormatter
+from torchx.util.startup import fn_params
+from torchx.util.startup.fn_params import EMPTY
 from torchx.util.types import get_argparse_param_type
 
 __all__ = ["ComponentArgumentParser", "create_args_parser"]
@@ -45,8 +45,8 @@ class ComponentArgumentParser(argparse.ArgumentParser):
     def format_help(self) -> str:
         fn, self._docstring_of = self._docstring_of, None
         if fn is not None:
-            from torchx.specs._help_format import plain_text
             from torchx.specs.file_linter import get_fn_docstring
+            from torchx.specs.help_format import plain_text
 
             description, param_help = get_fn_docstring(fn)
             self.description = plain_text(description)

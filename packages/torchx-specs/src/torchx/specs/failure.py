@@ -16,7 +16,7 @@ import os
 
 from torchx.progress import is_report_line
 from torchx.specs.vocabulary import Cause, keeps_scheduler_word
-from torchx.util._startup.lazy_dataclass import dataclass, field
+from torchx.util.startup.lazy_dataclass import dataclass, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ def from_exit_status(
     ``signal``), else exited with ``exit_code`` (cause ``exit_code``). ``signal_exits``: an exit
     code of 128 + N, as a shell or a container's init reports death by signal N, is that
     signal (a negative code, as :mod:`subprocess` reports it, always is)."""
-    from torchx.util._support.signals import signal_name
+    from torchx.util.support.signals import signal_name
 
     if not signal and exit_code is not None:
         if exit_code < 0:

@@ -9,7 +9,7 @@ Imports inside functions are deliberate: a command loads only what its own path 
 benchmarks/bench_cli.py).
 """
 
-from torchx.cli._errors import EXIT_USAGE, CliError
+from torchx.cli.errors import EXIT_USAGE, CliError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -149,7 +149,7 @@ def parse_cfg_json(
 
 def invalid_run_config_error(exc: Exception, scheduler: str) -> CliError:
     """One line for an ``InvalidRunConfigException`` saying how to provide the option."""
-    from torchx.cli._errors import one_line
+    from torchx.cli.errors import one_line
 
     key = getattr(exc, "cfg_key", None) or "KEY"
     # Drop the "Given: {cfg}" tail: the whole config may hold values not meant for a log.

@@ -1,4 +1,4 @@
-"""App and replica states, and the status objects schedulers report.
+"""The status objects schedulers report: an app's, its roles' and replicas', a sweep's.
 
 ``AppStatus.format()`` is what ``torchx status`` prints; its layout is part of the public
 contract (tools scrape it), so it is reproduced exactly.
@@ -6,68 +6,33 @@ contract (tools scrape it), so it is reproduced exactly.
 
 from __future__ import annotations
 
-from enum import Enum
-
 from torchx.specs._common import NONE
-from torchx.util._startup.lazy_dataclass import asdict, dataclass, field
+from torchx.specs.states import AppState, ReplicaState, is_started, is_terminal
+from torchx.util.startup.lazy_dataclass import asdict, dataclass, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
     from typing import Any
 
-    from torchx.specs._array import ArrayStatus
-    from torchx.specs._attempts import Attempt
-    from torchx.specs._failure import Failure
-    from torchx.specs._progress import Progress
-    from torchx.specs._timeline import Phase, Waiting
+    from torchx.specs.attempts import Attempt
+    from torchx.specs.failure import Failure
+    from torchx.specs.progress import Progress
+    from torchx.specs.timeline import Phase, Waiting
 
-
-class AppState(int, Enum):
-    """The state of an app (and of each replica: :data:`ReplicaState` is an alias)."""
-
-    UNSUBMITTED = 0
-    SUBMITTED = 1
-    PENDING = 2
-    RUNNING = 3
-    SUCCEEDED = 4
-    FAILED = 5
-    CANCELLED = 6
-    UNKNOWN = 7
-
-    def __str__(self) -> str:
-        return self.name
-
-    def __repr__(self) -> str:
-        return f"{self.name} ({self.value})"
-
-
-ReplicaState = AppState
-
-_TERMINAL_STATES = frozenset({AppState.SUCCEEDED, AppState.FAILED, AppState.CANCELLED})
-
-
-def is_terminal(state: AppState) -> bool:
-    """True once the app can no longer change state (succeeded, failed or cancelled).
-
-    Args:
-        state: the app's state.
-
-    Returns:
-        Whether it is final.
-    """
-    return state in _TERMINAL_STATES
-
-
-def is_started(state: AppState) -> bool:
-    """True once the app is running or has finished.
-
-    Args:
-        state: the app's state.
-
-    Returns:
-        Whether it has started.
-    """
-    return state == AppState.RUNNING or is_terminal(state)
+__all__ = [
+    "AppState",
+    "AppStatus",
+    "AppStatusError",
+    "ArrayElementStatus",
+    "ArrayStatus",
+    "ReplicaState",
+    "ReplicaStatus",
+    "RoleStatus",
+    "array_state",
+    "is_started",
+    "is_terminal",
+]
 
 
 @dataclass
@@ -197,7 +162,7 @@ def _format_timestamp(timestamp: object) -> str:
 def _format_failure(failure: Failure) -> str:
     """The ``Root cause:`` block of ``torchx status`` (after the upstream layout)."""
     rank = f", rank {failure.rank}" if failure.rank is not None else ""
-    from torchx.specs._failure import cause_words
+    from torchx.specs.failure import cause_words
 
     words = cause_words(failure.cause, failure.exit_code, failure.signal)
     lines = [f"    Root cause: {failure.role}[{failure.replica_id}]{rank}: {words}"]
@@ -215,7 +180,7 @@ def _format_failure(failure: Failure) -> str:
 
 def _ends_with(log_tail: list[str], traceback: str) -> bool:
     """Whether the log's last lines are ``traceback`` (launcher prefixes aside)."""
-    from torchx.specs._failure import without_tee_prefix
+    from torchx.specs.failure import without_tee_prefix
 
     wanted = traceback.splitlines()
     got = [without_tee_prefix(line) for line in log_tail[-len(wanted) :]]
@@ -291,15 +256,15 @@ class AppStatus:
     waiting: Waiting | None = None
     """Why the app waits (``None`` once it runs, or when the scheduler does not say)."""
     timeline: list[Phase] = field(default_factory=list)
-    """The phases the app went through, in order (:mod:`torchx.specs._timeline`)."""
+    """The phases the app went through, in order (:mod:`torchx.specs.timeline`)."""
     progress: Progress | None = None
     """How far the app is, from its last ``torchx.progress`` report (``None`` before the
-    first, or where its log cannot be read; :mod:`torchx.specs._progress`)."""
+    first, or where its log cannot be read; :mod:`torchx.specs.progress`)."""
     attempts: list[Attempt] = field(default_factory=list)
-    """Every attempt of the app, the current one last (:mod:`torchx.specs._attempts`)."""
+    """Every attempt of the app, the current one last (:mod:`torchx.specs.attempts`)."""
     array: ArrayStatus | None = None
     """The elements of a sweep (an array app), ``None`` for any other app
-    (:mod:`torchx.specs._array`)."""
+    (:mod:`torchx.specs.sweep`)."""
 
     def is_terminal(self) -> bool:
         """Whether the app can no longer change state (see :func:`is_terminal`)."""
@@ -347,7 +312,7 @@ class AppStatus:
         """``torchx status HANDLE/ROLE/ID``: one replica (a sweep's element) in a few lines."""
         import time
 
-        from torchx.specs._progress import Progress, progress_line
+        from torchx.specs.progress import Progress, progress_line
         from torchx.util.strings import terminal_text
 
         found = self.replica_json(role, replica_id)
@@ -454,14 +419,14 @@ class AppStatus:
         has run."""
         import time
 
-        from torchx.specs._timeline import startup_line, waiting_line
+        from torchx.specs.timeline import startup_line, waiting_line
 
         if self.waiting is not None:
             return [waiting_line(self.waiting, time.time())]
         started = startup_line(self.timeline) if self.timeline else None
         lines = [started] if started else []
         if self.progress is not None:
-            from torchx.specs._progress import progress_line
+            from torchx.specs.progress import progress_line
 
             lines.append(progress_line(self.progress, time.time()))
         return lines
@@ -515,3 +480,139 @@ def _attempts_line(attempts: list[Attempt]) -> str | None:
         why = a.why()
         parts.append(f"{part} ({why})" if why else part)
     return "Attempts: " + ", ".join(parts)
+
+
+def array_state(states: Iterable[AppState]) -> AppState:
+    """The state of an array from its elements': SUCCEEDED when every element succeeded,
+    FAILED once all have ended and one failed (CANCELLED when one was cancelled and none
+    failed), RUNNING while one runs or some ended and others wait, else PENDING."""
+    states = list(states)
+    if not states:
+        return AppState.UNKNOWN
+    if all(is_terminal(s) for s in states):
+        if AppState.FAILED in states:
+            return AppState.FAILED
+        if AppState.CANCELLED in states:
+            return AppState.CANCELLED
+        return AppState.SUCCEEDED
+    if AppState.RUNNING in states or any(is_terminal(s) for s in states):
+        return AppState.RUNNING
+    if AppState.UNKNOWN in states:
+        return AppState.UNKNOWN
+    return AppState.PENDING
+
+
+@dataclass
+class ArrayElementStatus:
+    """One element of a running or finished array: its index, swept values and state, and
+    how far it is (its last ``torchx.progress`` report), where that was read."""
+
+    index: int
+    state: AppState
+    values: dict[str, str] = field(default_factory=dict)
+    progress: Progress | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "args": dict(self.values),
+            "state": self.state.name,
+            "progress": self.progress.to_json() if self.progress is not None else None,
+        }
+
+
+@dataclass
+class ArrayStatus:
+    """The elements of an array app (``torchx status --json``'s ``"array"``).
+
+    Attributes:
+        size: the sweep's size.
+        elements: each element of this submission, by position.
+    """
+
+    size: int
+    elements: list[ArrayElementStatus] = field(default_factory=list)
+
+    @classmethod
+    def of(
+        cls,
+        states: Sequence[AppState],
+        *,
+        indices: Sequence[int] | None = None,
+        values: Sequence[Mapping[str, str]] | None = None,
+        size: int | None = None,
+    ) -> ArrayStatus:
+        """From the elements' states by position, with their indices and values where
+        the scheduler kept them."""
+        return cls(
+            size=size if size is not None else len(states),
+            elements=[
+                ArrayElementStatus(
+                    index=indices[p] if indices is not None and p < len(indices) else p,
+                    state=state,
+                    values=dict(values[p]) if values is not None and p < len(values) else {},
+                )
+                for p, state in enumerate(states)
+            ],
+        )
+
+    def states(self) -> dict[str, int]:
+        """How many elements are in each state (``{"SUCCEEDED": 2, "FAILED": 2}``)."""
+        counts: dict[str, int] = {}
+        for element in self.elements:
+            counts[element.state.name] = counts.get(element.state.name, 0) + 1
+        return counts
+
+    def failed(self) -> list[int]:
+        """The indices of the failed elements, in order."""
+        return sorted(e.index for e in self.elements if e.state == AppState.FAILED)
+
+    def position_of(self, index: int) -> int | None:
+        """The position of the element of sweep index ``index`` (None: not in it)."""
+        for position, element in enumerate(self.elements):
+            if element.index == index:
+                return position
+        return None
+
+    def failed_message(self) -> str:
+        """``2 of 4 elements failed: 1, 3`` ("" when none failed): a sweep's ``msg``."""
+        failed = self.failed()
+        if not failed:
+            return ""
+        which = ", ".join(str(i) for i in failed)
+        return f"{len(failed)} of {len(self.elements)} elements failed: {which}"
+
+    def state(self) -> AppState:
+        """The array's state from its elements' (:func:`array_state`)."""
+        return array_state(e.state for e in self.elements)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "size": self.size,
+            "states": self.states(),
+            "failed": self.failed(),
+            "elements": [e.to_json() for e in self.elements],
+        }
+
+    def progress_line(self) -> str:
+        """``Progress: 17/20 elements done (3 running)``: how far a sweep is."""
+        done = sum(1 for e in self.elements if is_terminal(e.state))
+        running = sum(1 for e in self.elements if e.state == AppState.RUNNING)
+        return f"Progress: {done}/{len(self.elements)} elements done ({running} running)"
+
+    def line(self) -> str:
+        """``Sweep: 4 elements: 2 succeeded, 2 failed (1, 3)``."""
+        counts = self.states()
+        order = ["SUCCEEDED", "FAILED", "CANCELLED", "RUNNING", "PENDING", "SUBMITTED"]
+        order += sorted(set(counts) - set(order))
+        parts = []
+        for name in order:
+            if counts.get(name):
+                part = f"{counts[name]} {name.lower()}"
+                if name == "FAILED":
+                    part += " (" + ", ".join(str(i) for i in self.failed()) + ")"
+                parts.append(part)
+        n = len(self.elements)
+        noun = "element" if n == 1 else "elements"
+        of = f" of {self.size}" if self.size != n else ""
+        return f"Sweep: {n} {noun}{of}: " + ", ".join(parts)

@@ -1,8 +1,8 @@
 """What both readers of a component's arguments share: how a parameter is spelled on the
 command line, and the error they raise.
 
-The two readers are argparse (:mod:`torchx.specs._component_parser`, which also makes
-``--help``) and the plain form of :func:`torchx.util._startup.plain_args.split_options`, which
+The two readers are argparse (:mod:`torchx.specs.component_parser`, which also makes
+``--help``) and the plain form of :func:`torchx.util.startup.plain_args.split_options`, which
 :mod:`torchx.specs.builders` tries first because it needs no argparse.
 """
 
@@ -12,8 +12,8 @@ import builtins
 import sys
 from collections.abc import Callable, Mapping
 
-from torchx.util._startup import fn_params
-from torchx.util._startup.fn_params import EMPTY
+from torchx.util.startup import fn_params
+from torchx.util.startup.fn_params import EMPTY
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -74,7 +74,7 @@ def error_line(error: BaseException) -> str:
     """The error's message on one line of at most 300 characters (its type when it has
     none), credentials masked, for a place that shows it beside others (``torchx check``,
     ``torchx ui``)."""
-    from torchx.util._support.secrets import mask_text
+    from torchx.util.support.secrets import mask_text
 
     return mask_text(one_line(str(error)))[:300] or type(error).__name__
 
@@ -96,7 +96,7 @@ def is_user_error(exc: BaseException) -> bool:
 
 def report_exception(exc: BaseException, debug: bool) -> int:
     """Prints ``exc`` for the user and returns the exit code to use."""
-    from torchx.util._support.secrets import mask_text  # an error never shows a credential
+    from torchx.util.support.secrets import mask_text  # an error never shows a credential
 
     if debug:
         import traceback

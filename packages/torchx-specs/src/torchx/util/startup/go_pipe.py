@@ -21,7 +21,7 @@ def send(fd: int, request: dict[str, Any], state: dict[str, Any]) -> None:
     """Writes ``(request, state)`` to ``fd`` and closes it: end-of-file says "take over"."""
     import marshal
 
-    from torchx.util._support.atomic import write_all
+    from torchx.util.support.atomic import write_all
 
     try:
         write_all(fd, marshal.dumps((request, state)))  # the reader drains as we write

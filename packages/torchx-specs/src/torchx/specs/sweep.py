@@ -17,25 +17,20 @@ submitted again (``torchx run --retry-failed``), so a retried element sees the i
 from __future__ import annotations
 
 from torchx.specs.api import AppDef, Role
-from torchx.util._startup.lazy_dataclass import dataclass, field
+from torchx.util.startup.lazy_dataclass import dataclass, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Mapping, Sequence
     from typing import Any
 
-    from torchx.specs._progress import Progress
-    from torchx.specs._status import AppState
 
 __all__ = [
     "ENV_ARRAY_INDEX",
     "ENV_ARRAY_SIZE",
     "AppArray",
     "ArrayElement",
-    "ArrayElementStatus",
-    "ArrayStatus",
     "app_array",
-    "array_state",
     "shell_dispatch",
     "sweep_values",
 ]
@@ -108,7 +103,7 @@ class AppArray(AppDef):
     def element_role(self, position: int) -> Role:
         """The role element ``position`` runs: the shared role with the element's args,
         its env, and ``$TORCHX_ARRAY_INDEX``/``$TORCHX_ARRAY_SIZE``."""
-        from torchx.util._startup.lazy_dataclass import shallow_copy
+        from torchx.util.startup.lazy_dataclass import shallow_copy
 
         element = self.elements[position]
         role = shallow_copy(self.role)
@@ -194,7 +189,7 @@ def app_array(
     common = dict(first.env)
     for role in roles[1:]:
         common = {k: v for k, v in common.items() if role.env.get(k, None) == v}
-    from torchx.util._startup.lazy_dataclass import shallow_copy
+    from torchx.util.startup.lazy_dataclass import shallow_copy
 
     shared = shallow_copy(first)
     shared.env = common
@@ -271,145 +266,3 @@ def shell_dispatch(
     )
     lines.append("esac")
     return "\n".join(lines) + "\n"
-
-
-def array_state(states: Iterable[AppState]) -> AppState:
-    """The state of an array from its elements': SUCCEEDED when every element succeeded,
-    FAILED once all have ended and one failed (CANCELLED when one was cancelled and none
-    failed), RUNNING while one runs or some ended and others wait, else PENDING."""
-    from torchx.specs._status import AppState, is_terminal
-
-    states = list(states)
-    if not states:
-        return AppState.UNKNOWN
-    if all(is_terminal(s) for s in states):
-        if AppState.FAILED in states:
-            return AppState.FAILED
-        if AppState.CANCELLED in states:
-            return AppState.CANCELLED
-        return AppState.SUCCEEDED
-    if AppState.RUNNING in states or any(is_terminal(s) for s in states):
-        return AppState.RUNNING
-    if AppState.UNKNOWN in states:
-        return AppState.UNKNOWN
-    return AppState.PENDING
-
-
-@dataclass
-class ArrayElementStatus:
-    """One element of a running or finished array: its index, swept values and state, and
-    how far it is (its last ``torchx.progress`` report), where that was read."""
-
-    index: int
-    state: AppState
-    values: dict[str, str] = field(default_factory=dict)
-    progress: Progress | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "args": dict(self.values),
-            "state": self.state.name,
-            "progress": self.progress.to_json() if self.progress is not None else None,
-        }
-
-
-@dataclass
-class ArrayStatus:
-    """The elements of an array app (``torchx status --json``'s ``"array"``).
-
-    Attributes:
-        size: the sweep's size.
-        elements: each element of this submission, by position.
-    """
-
-    size: int
-    elements: list[ArrayElementStatus] = field(default_factory=list)
-
-    @classmethod
-    def of(
-        cls,
-        states: Sequence[AppState],
-        *,
-        indices: Sequence[int] | None = None,
-        values: Sequence[Mapping[str, str]] | None = None,
-        size: int | None = None,
-    ) -> ArrayStatus:
-        """From the elements' states by position, with their indices and values where
-        the scheduler kept them."""
-        return cls(
-            size=size if size is not None else len(states),
-            elements=[
-                ArrayElementStatus(
-                    index=indices[p] if indices is not None and p < len(indices) else p,
-                    state=state,
-                    values=dict(values[p]) if values is not None and p < len(values) else {},
-                )
-                for p, state in enumerate(states)
-            ],
-        )
-
-    def states(self) -> dict[str, int]:
-        """How many elements are in each state (``{"SUCCEEDED": 2, "FAILED": 2}``)."""
-        counts: dict[str, int] = {}
-        for element in self.elements:
-            counts[element.state.name] = counts.get(element.state.name, 0) + 1
-        return counts
-
-    def failed(self) -> list[int]:
-        """The indices of the failed elements, in order."""
-        from torchx.specs._status import AppState
-
-        return sorted(e.index for e in self.elements if e.state == AppState.FAILED)
-
-    def position_of(self, index: int) -> int | None:
-        """The position of the element of sweep index ``index`` (None: not in it)."""
-        for position, element in enumerate(self.elements):
-            if element.index == index:
-                return position
-        return None
-
-    def failed_message(self) -> str:
-        """``2 of 4 elements failed: 1, 3`` ("" when none failed): a sweep's ``msg``."""
-        failed = self.failed()
-        if not failed:
-            return ""
-        which = ", ".join(str(i) for i in failed)
-        return f"{len(failed)} of {len(self.elements)} elements failed: {which}"
-
-    def state(self) -> AppState:
-        """The array's state from its elements' (:func:`array_state`)."""
-        return array_state(e.state for e in self.elements)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "size": self.size,
-            "states": self.states(),
-            "failed": self.failed(),
-            "elements": [e.to_json() for e in self.elements],
-        }
-
-    def progress_line(self) -> str:
-        """``Progress: 17/20 elements done (3 running)``: how far a sweep is."""
-        from torchx.specs._status import AppState, is_terminal
-
-        done = sum(1 for e in self.elements if is_terminal(e.state))
-        running = sum(1 for e in self.elements if e.state == AppState.RUNNING)
-        return f"Progress: {done}/{len(self.elements)} elements done ({running} running)"
-
-    def line(self) -> str:
-        """``Sweep: 4 elements: 2 succeeded, 2 failed (1, 3)``."""
-        counts = self.states()
-        order = ["SUCCEEDED", "FAILED", "CANCELLED", "RUNNING", "PENDING", "SUBMITTED"]
-        order += sorted(set(counts) - set(order))
-        parts = []
-        for name in order:
-            if counts.get(name):
-                part = f"{counts[name]} {name.lower()}"
-                if name == "FAILED":
-                    part += " (" + ", ".join(str(i) for i in self.failed()) + ")"
-                parts.append(part)
-        n = len(self.elements)
-        noun = "element" if n == 1 else "elements"
-        of = f" of {self.size}" if self.size != n else ""
-        return f"Sweep: {n} {noun}{of}: " + ", ".join(parts)

@@ -1,4 +1,4 @@
-"""Sweeps of a component: the :class:`~torchx.specs._array.AppArray` of every combination
+"""Sweeps of a component: the :class:`~torchx.specs.sweep.AppArray` of every combination
 of the swept values, and the record that lets ``--retry-failed`` submit the failed ones.
 
 The record (``$TORCHX_HOME/sweeps/``, private) keeps how the sweep was asked for, not the
@@ -12,7 +12,7 @@ import json
 import os
 import shlex
 
-from torchx.specs._array import AppArray, app_array, sweep_values
+from torchx.specs.sweep import AppArray, app_array, sweep_values
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -126,8 +126,8 @@ def _list_params(fn: Callable[..., Any], swept: Mapping[str, object]) -> dict[st
     """The swept arguments whose values are lists of words: ``{name: None}`` for ``*args``
     (the words themselves), ``{name: ","}`` for a ``list[T]`` (the words joined the way
     its type decodes them)."""
-    from torchx.specs._component_params import resolved_annotations
-    from torchx.util._startup import fn_params
+    from torchx.specs.component_params import resolved_annotations
+    from torchx.util.startup import fn_params
     from torchx.util.types import decode_optional
 
     annotations = resolved_annotations(fn)
@@ -175,7 +175,7 @@ class SweepRecord:
 
 
 def _records_dir() -> str:
-    from torchx.util._support.home import torchx_home
+    from torchx.util.support.home import torchx_home
 
     return os.path.join(torchx_home(), "sweeps")
 
@@ -201,7 +201,7 @@ def save_record(
     array: AppArray,
 ) -> None:
     """Keeps how ``handle``'s sweep was made, privately, for ``--retry-failed``."""
-    from torchx.util._support.atomic import make_private_dirs, write_private
+    from torchx.util.support.atomic import make_private_dirs, write_private
 
     data = {
         "version": _RECORD_VERSION,

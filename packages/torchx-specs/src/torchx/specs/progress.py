@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 
 from torchx.progress import MARK
-from torchx.specs._timeline import duration
-from torchx.util._startup.lazy_dataclass import dataclass, field
+from torchx.specs.timeline import duration
 from torchx.util.log import get_logger
+from torchx.util.startup.lazy_dataclass import dataclass, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

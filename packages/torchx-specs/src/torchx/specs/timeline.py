@@ -10,7 +10,7 @@ Eligible and Start times, Kueue's admission, a pod's waiting reason, Batch's
 from __future__ import annotations
 
 from torchx.specs.vocabulary import PhaseName
-from torchx.util._startup.lazy_dataclass import dataclass
+from torchx.util.startup.lazy_dataclass import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -11,14 +11,14 @@ one with the app's state.
 
 from __future__ import annotations
 
-from torchx.util._startup.lazy_dataclass import dataclass
+from torchx.specs.states import AppState, is_terminal
+from torchx.util.startup.lazy_dataclass import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from torchx.specs._failure import Failure
-    from torchx.specs._status import AppState
+    from torchx.specs.failure import Failure
 
 __all__ = ["Attempt", "with_current"]
 
@@ -26,7 +26,7 @@ __all__ = ["Attempt", "with_current"]
 @dataclass
 class Attempt:
     """One run of an app: ``state`` an :class:`AppState`; ``cause`` one of
-    :data:`torchx.specs._failure.CAUSES` for an attempt that ended in failure (a requeue's
+    :data:`torchx.specs.failure.CAUSES` for an attempt that ended in failure (a requeue's
     reason: ``preempted``, ``node_failure``, ``time_limit``...); ``signal`` the signal that
     ended it (``SIGTERM`` for a stop from outside, as a preemption sends), when known; times
     in unix seconds."""
@@ -40,8 +40,6 @@ class Attempt:
     signal: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        from torchx.specs._status import AppState
-
         return {
             "attempt": self.attempt,
             "start": self.start,
@@ -56,7 +54,7 @@ class Attempt:
         """How it ended, as people say it: ``exit code 3``, ``preempted by SIGTERM``,
         ``killed by SIGKILL (often the out-of-memory killer)``; empty when nothing is
         known."""
-        from torchx.specs._failure import cause_words
+        from torchx.specs.failure import cause_words
 
         if self.cause in (None, "exit_code"):
             return f"exit code {self.exit_code}" if self.exit_code is not None else ""
@@ -69,7 +67,7 @@ class Attempt:
         attempt with its local start and end times and how long it ran."""
         import time
 
-        from torchx.specs._timeline import duration
+        from torchx.specs.timeline import duration
 
         state = (self.state.name if self.state is not None else "UNKNOWN").ljust(9)
         when = "not started"
@@ -99,8 +97,6 @@ def with_current(
     the current one (number ``num_restarts``), which takes the app's ``state``, its
     ``failure``'s cause and exit code, and its ``start``/``end`` where the scheduler gave
     none."""
-    from torchx.specs._status import is_terminal
-
     attempts = sorted(known or [], key=lambda a: a.attempt)
     current_number = max(num_restarts, attempts[-1].attempt if attempts else 0)
     numbers = {a.attempt for a in attempts}

@@ -99,7 +99,7 @@ def command_owner(command: str | None = None) -> str | None:
 
 def install_report() -> str:
     """Which TorchX distributions are installed here and whose the ``torchx`` command is:
-    ``python -m torchx.util._support.provenance`` prints it, also where upstream's ``torchx`` was
+    ``python -m torchx.util.support.provenance`` prints it, also where upstream's ``torchx`` was
     installed last and took the command (upstream has no ``torchx check``)."""
     from importlib import metadata
 

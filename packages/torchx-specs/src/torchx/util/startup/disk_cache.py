@@ -70,7 +70,7 @@ def interpreter_tag() -> str:
 
 def cache_file(name: str) -> str:
     """``$TORCHX_HOME/cache/<name>-<interpreter tag>.marshal`` (TORCHX_HOME: ``~/.torchx``)."""
-    from torchx.util._support.home import torchx_home  # loaded with the cache, not at import
+    from torchx.util.support.home import torchx_home  # loaded with the cache, not at import
 
     return os.path.join(torchx_home(), "cache", f"{name}-{interpreter_tag()}.marshal")
 
@@ -87,7 +87,7 @@ def read(path: str) -> "Any":
 
 def write(path: str, value: "Any") -> bool:
     """Stores ``value`` atomically with private permissions; False when it could not."""
-    from torchx.util._support.atomic import try_write_private
+    from torchx.util.support.atomic import try_write_private
 
     try:
         data = marshal.dumps(value)
