@@ -151,7 +151,7 @@ def _options_table(parser: argparse.ArgumentParser) -> list[str]:
 def slurm_reasons_markdown() -> str:
     """The pending reasons ``torchx status`` explains on Slurm, as it explains them."""
     try:
-        from torchx.schedulers._slurm.describe import _REASONS
+        from torchx.schedulers._slurm.status import _REASONS
     except ImportError:
         return "(install `torchx-sched-slurm` to list them)\n"
     lines = ["| Slurm's reason | what `torchx status` adds |", "|---|---|"]

@@ -31,7 +31,7 @@ from torchx_testsupport.ray import (
 
 from torchx.schedulers._ray import client as ray_client
 from torchx.schedulers._ray.client import RayJobsClient, address_in_app_id, split_app_id
-from torchx.schedulers._ray.describe import events
+from torchx.schedulers._ray.status import events
 from torchx.specs import AppDef, AppState, Resource, Role, macros
 
 TORCHX = str(Path(sys.executable).parent / "torchx")

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from torchx_testsupport import wait_until
 
-from torchx.schedulers._local import state as st
+from torchx.schedulers._local import records as st
 from torchx.schedulers.api import Stream
 from torchx.schedulers.local_scheduler import (
     CWDImageProvider,

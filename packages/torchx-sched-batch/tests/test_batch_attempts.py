@@ -3,7 +3,7 @@ runs one attempt only, so a retried job is read from that shape here)."""
 
 from __future__ import annotations
 
-from torchx.schedulers._aws_batch.state import attempt_history
+from torchx.schedulers._aws_batch.status import attempt_history
 from torchx.specs import AppState
 
 FAILED_THEN_RECLAIMED = [

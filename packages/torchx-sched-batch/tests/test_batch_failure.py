@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from torchx.schedulers._aws_batch.state import node_failure
+from torchx.schedulers._aws_batch.failure import node_failure
 
 
 def _job(status_reason: str, container: dict[str, Any]) -> dict[str, Any]:
@@ -51,7 +51,7 @@ def test_batch_reasons_name_the_cause(
 
 
 def test_a_runnable_job_says_it_waits_for_compute_and_why() -> None:
-    from torchx.schedulers._aws_batch.state import timing
+    from torchx.schedulers._aws_batch.status import timing
     from torchx.specs import AppState
 
     job = {

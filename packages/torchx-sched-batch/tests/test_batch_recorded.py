@@ -157,7 +157,7 @@ def test_separate_streams_are_refused(stubbed: Any) -> None:
 
 def test_fair_share_queue_needs_a_share_id_and_nothing_is_registered(stubbed: Any) -> None:
     from torchx import specs
-    from torchx.schedulers._aws_batch.clients import BatchQueueError
+    from torchx.schedulers._aws_batch.client import BatchQueueError
 
     sched, batch, _ = stubbed
     queue = {"jobQueueName": "fs", "jobQueueArn": "arn:aws:batch:eu-west-1:1:job-queue/fs",

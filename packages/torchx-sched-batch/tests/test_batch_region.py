@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from torchx.schedulers._aws_batch import clients as aws_batch_clients
+from torchx.schedulers._aws_batch import client as aws_batch_clients
 
 
 def _client_in_new_thread() -> object:

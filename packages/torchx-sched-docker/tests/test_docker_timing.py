@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from torchx.schedulers._docker.timing import _seconds_ago, timeline_of, waiting_of
+from torchx.schedulers._docker.status import _seconds_ago, timeline_of, waiting_of
 from torchx.specs import AppState
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from torchx.schedulers._ray.describe import app_state, events, replicas
+from torchx.schedulers._ray.status import app_state, events, replicas
 from torchx.specs import AppState
 
 

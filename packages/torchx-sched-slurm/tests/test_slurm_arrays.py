@@ -4,8 +4,8 @@ element."""
 
 from __future__ import annotations
 
-from torchx.schedulers._slurm.array_request import SlurmArray
-from torchx.schedulers._slurm.arrays import (
+from torchx.schedulers._slurm.request import SlurmArray
+from torchx.schedulers._slurm.status import (
     _from_sacct,
     _from_squeue,
     _Task,

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from torchx.schedulers._slurm.describe import describe_rows
 from torchx.schedulers._slurm.parse import (
     base_state,
     leaders,
@@ -19,6 +18,7 @@ from torchx.schedulers._slurm.parse import (
     split_job_name,
 )
 from torchx.schedulers._slurm.records import JobRecord
+from torchx.schedulers._slurm.status import describe_rows
 from torchx.schedulers.slurm_scheduler import (
     SLURM_STATES,
     appstate_from_slurm_state,
@@ -290,7 +290,7 @@ def test_malformed_json_reads_as_no_jobs() -> None:
 
 
 def test_reasons_that_can_never_be_met_say_so() -> None:
-    from torchx.schedulers._slurm.describe import explain_reason
+    from torchx.schedulers._slurm.status import explain_reason
 
     for reason in ("PartitionConfig", "PartitionNodeLimit", "PartitionTimeLimit", "BadConstraints"):
         assert "it can never start as submitted" in explain_reason(reason)

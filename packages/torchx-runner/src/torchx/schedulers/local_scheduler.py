@@ -12,6 +12,20 @@ Handles look like ``local_cwd://<session>/<app_id>``; the backend name passed to
 ``Role.pre_proc`` is ``"local"`` (as upstream). Logs are written to
 ``<log_dir>/<session>/<app_id>/<role>/<replica_id>/{stdout,stderr,combined}.log`` when the
 ``log_dir`` run option is set, else to ``<state dir>/<role>/<replica_id>/``.
+
+This module is the entry point; its wing, ``torchx.schedulers._local``, holds the rest:
+
+* ``request``: run options and every replica ready to be started;
+* ``status``: the supervisor's files to attempts, timeline and a sweep's elements;
+* ``failure``: exit statuses, log tails and torchelastic's error files to root causes;
+* ``logs``: the app's log files (the progress tail too);
+* ``readiness``: ``torchx check``;
+* ``records``: the files an app keeps under ``$TORCHX_HOME/local_cwd`` and the process
+  helpers both sides use;
+* ``launcher`` and ``supervisor``: how an app's supervisor is started, and what it does
+  (local_cwd calls no SDK and no command: it starts the processes itself);
+* ``gpus``: the host's GPUs split among replicas;
+* ``popen``: what the scheduler needs of a started process.
 """
 
 from __future__ import annotations
@@ -23,7 +37,13 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 
-from torchx.schedulers._local import state as st
+from torchx.schedulers._local import records as st
+from torchx.schedulers._local.failure import (
+    ENV_TORCHELASTIC_ERROR_FILE,
+    read_error_file,
+    root_failure,
+)
+from torchx.schedulers._local.logs import create_log_files, progress_tail
 from torchx.schedulers._local.request import (
     LocalOpts,
     Opts,
@@ -31,6 +51,7 @@ from torchx.schedulers._local.request import (
     ReplicaParam,
     format_request,
 )
+from torchx.schedulers._local.status import array_status, attempts_of, timeline_of
 from torchx.schedulers.api import (
     DescribeAppResponse,
     ListAppResponse,
@@ -52,7 +73,6 @@ from torchx.specs.api import (
     RetryPolicy,
     Role,
     RoleStatus,
-    is_terminal,
     macros,
     runopts,
 )
@@ -70,10 +90,6 @@ if TYPE_CHECKING:
     from torchx.schedulers._local.launcher import Handover
     from torchx.schedulers._local.popen import PopenProtocol
     from torchx.schedulers._local.supervisor import run_local_job
-    from torchx.specs.attempts import Attempt
-    from torchx.specs.failure import Failure
-    from torchx.specs.status import ArrayStatus
-    from torchx.specs.timeline import Phase
     from torchx.util.readiness import ReadinessCheck
 
 TORCHX_PLUGIN_API = 1
@@ -133,7 +149,6 @@ def __getattr__(name: str) -> object:
 
 
 RANK0_ENV = "TORCHX_RANK0_HOST"
-ENV_TORCHELASTIC_ERROR_FILE = "TORCHELASTIC_ERROR_FILE"
 ENV_PET_LOG_DIR = "PET_LOG_DIR"
 
 _DELETE_WAIT_S = 30.0
@@ -313,29 +328,6 @@ def _shell_command_program(argv: list[str]) -> str | None:
     return None if word in _SHELL_WORDS else word
 
 
-def _attempts(state: dict[str, Any]) -> list[Attempt]:
-    """The attempts the supervisor recorded (each failed one, then the current one's
-    start)."""
-    from torchx.specs.attempts import Attempt
-
-    attempts = [
-        Attempt(
-            attempt=int(a["attempt"]),
-            start=a.get("start"),
-            end=a.get("end"),
-            state=AppState[a["state"]],
-            cause=a.get("cause"),
-            exit_code=a.get("exit_code"),
-            signal=a.get("signal"),
-        )
-        for a in state.get("attempts") or []
-    ]
-    started = state.get("attempt_started")
-    if attempts and started:
-        attempts.append(Attempt(int(state.get("num_restarts", 0)), start=started))
-    return attempts
-
-
 def _check_log_dir(given: str, path: str) -> None:
     """Fails unless ``path`` is, or can be created as, a directory."""
     existing = path
@@ -466,91 +458,6 @@ def _role_from_spec(spec: Mapping[str, Any]) -> Role:
         port_map=dict(spec.get("port_map") or {}),
         metadata=metadata if isinstance(metadata, dict) else {},
     )
-
-
-def _root_cause(request: dict[str, Any], state: dict[str, Any]) -> Failure | None:
-    """The first observed failure of a failed app: per failed replica its exit code or
-    signal, the end of its log (at most 64 KiB read: a traceback, torchrun's root cause
-    block) and its torchelastic error file, earliest first."""
-    from torchx.specs.failure import (
-        Failure,
-        from_error_file,
-        from_exit_status,
-        from_log_tail,
-        read_log_tail,
-        root_cause,
-    )
-
-    failures = []
-    for role_doc, replicas in zip(request["roles"], state["roles"], strict=True):
-        for i, (params, rec) in enumerate(zip(role_doc["replicas"], replicas, strict=True)):
-            if rec["state"] != st.FAILED:
-                continue
-            failure = Failure(role=role_doc["name"], replica_id=i, time=rec.get("ended"))
-            code = rec.get("exit_code")
-            from_exit_status(failure, code if isinstance(code, int) else None)
-            log = params.get("combined") or params.get("stderr")
-            if log:
-                from_log_tail(failure, read_log_tail(log))
-            error_file = _read_error_file(params["env"].get(ENV_TORCHELASTIC_ERROR_FILE))
-            if error_file is not None:
-                from_error_file(failure, error_file)
-            failures.append(failure)
-    return root_cause(failures, [role["name"] for role in request["roles"]])
-
-
-def _progress_tail(request: dict[str, Any]) -> Callable[[], str] | None:
-    """Reads the end of the first role's replica 0 log, where ``torchx.progress`` reports
-    (its stderr file; the one file when both streams go to one)."""
-    replicas = request["roles"][0]["replicas"] if request["roles"] else []
-    log = (replicas[0].get("combined") or replicas[0].get("stderr")) if replicas else None
-    if not log:
-        return None
-
-    def tail() -> str:
-        from torchx.specs.failure import read_log_tail
-
-        return read_log_tail(log)
-
-    return tail
-
-
-def _timeline(request: dict[str, Any], state: dict[str, Any], app_state: AppState) -> list[Phase]:
-    """``submitted`` when the request was made, ``starting`` while the supervisor starts the
-    replicas, ``running`` from the first replica's start, ``finished`` when the last ended
-    (local_cwd queues nothing: an app starts at once)."""
-    from torchx.specs.timeline import timeline
-
-    starts = [r.get("started") for role in state["roles"] for r in role]
-    known = [float(s) for s in starts if isinstance(s, (int, float))]
-    ended = state.get("ended") if is_terminal(app_state) else None
-    created = request.get("created")
-    return timeline(
-        [
-            ("submitted", float(created) if created else None, None),
-            ("starting", float(created) if created and known else None, None),
-            ("running", min(known) if known else None, None),
-            ("finished", float(ended) if ended else None, None),
-        ],
-        ended=float(ended) if ended else None,
-    )
-
-
-def _read_error_file(path: str | None) -> str | None:
-    """A torchelastic reply file, normalized to compact JSON (raw text if it is not JSON)."""
-    if not path:
-        return None
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            text = f.read()
-    except OSError:
-        return None
-    import json
-
-    try:
-        return json.dumps(json.loads(text))
-    except ValueError:
-        return text
 
 
 # ---------------------------------------------------------------------------------------------
@@ -790,7 +697,7 @@ class LocalScheduler(Scheduler[Opts]):
             os.rename(tmp_dir, state_dir)  # the app appears complete, already locked
             tmp_dir = None
             handover.go(doc, state)
-            _create_log_files(log_files)
+            create_log_files(log_files)
         except BaseException:
             import shutil
 
@@ -941,7 +848,7 @@ class LocalScheduler(Scheduler[Opts]):
 
         Paths inside the state dir are created in the not-yet-renamed temporary dir. An
         unusable ``log_dir`` becomes a ValueError that names it. With ``files_later`` the
-        files are not created but returned (final paths), for :func:`_create_log_files`.
+        files are not created but returned (final paths), for :func:`create_log_files`.
         """
         later: list[str] = []
 
@@ -1106,7 +1013,7 @@ class LocalScheduler(Scheduler[Opts]):
                     except OSError:
                         mtime = None
                     if mtime is not None:
-                        text = _read_error_file(error_file)
+                        text = read_error_file(error_file)
                         if text is not None:
                             error_msg = text
                             if earliest is None or mtime < earliest[0]:
@@ -1139,11 +1046,11 @@ class LocalScheduler(Scheduler[Opts]):
             metadata=dict(request.get("metadata") or {}),
             roles_statuses=roles_statuses,
             roles=roles,
-            failure=_root_cause(request, state) if app_state == AppState.FAILED else None,
-            timeline=_timeline(request, state, app_state),
-            attempts=_attempts(state),
-            progress_tail=_progress_tail(request),
-            array=_array_status(request, roles_statuses),
+            failure=root_failure(request, state) if app_state == AppState.FAILED else None,
+            timeline=timeline_of(request, state, app_state),
+            attempts=attempts_of(state),
+            progress_tail=progress_tail(request),
+            array=array_status(request, roles_statuses),
         )
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
@@ -1399,42 +1306,12 @@ def _settle_unsettled() -> None:
         scheduler._settle_all(raise_failure=False)
 
 
-def _create_log_files(paths: list[str]) -> None:
-    """Creates the (empty) log files of an app that already runs: best effort, as their
-    directories exist and the supervisor creates any file it has output for."""
-    for path in paths:
-        try:
-            st.create_private_file(path)
-        except OSError as e:
-            log.warning(
-                "cannot create the log file %s (%s); it appears with the first output",
-                path,
-                e.strerror,
-            )
-            return
-
-
 def _with_env(role: Role, env: dict[str, str]) -> Role:
     from torchx.util.startup.lazy_dataclass import shallow_copy
 
     clone = shallow_copy(role)
     clone.env = env
     return clone
-
-
-def _array_status(request: dict[str, Any], roles: list[RoleStatus]) -> ArrayStatus | None:
-    """A sweep's elements (role 0's replicas) with their indices and values."""
-    array = request.get("array")
-    if array is None or not roles:
-        return None
-    from torchx.specs.status import ArrayStatus
-
-    return ArrayStatus.of(
-        [r.state for r in sorted(roles[0].replicas, key=lambda r: r.id)],
-        indices=array.get("indices"),
-        values=array.get("values"),
-        size=array.get("size"),
-    )
 
 
 def _replica_roles(app: AppDef, role: Role) -> list[tuple[int, Role]]:

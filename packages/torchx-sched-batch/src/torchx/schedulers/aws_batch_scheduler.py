@@ -18,6 +18,16 @@ name derived from the app name and carry the TorchX tags, so ``status``, ``log``
 
 boto3 is imported only when AWS is contacted: ``--dryrun``, ``runopts`` and ``--help`` never
 import it.
+
+This module is the entry point; its wing, ``torchx.schedulers._aws_batch``, holds the rest:
+
+* ``request``: run options, the job definition and the job, a sweep's array job;
+* ``status``: ``DescribeJobs`` answers to app status, waiting and timeline, attempts, a
+  sweep's elements;
+* ``failure``: Batch's reasons and exit codes to root causes;
+* ``logs``: CloudWatch Logs streams (the progress tail too);
+* ``readiness``: ``torchx check``;
+* ``client``: boto3's clients and AWS's errors as one line.
 """
 
 from __future__ import annotations
@@ -27,10 +37,11 @@ import functools
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from torchx.schedulers._aws_batch import clients, logs
+from torchx.schedulers._aws_batch import client as batch_client
+from torchx.schedulers._aws_batch import logs
 from torchx.schedulers._aws_batch import request as jobdef
-from torchx.schedulers._aws_batch import state as _state
-from torchx.schedulers._aws_batch.clients import (
+from torchx.schedulers._aws_batch import status as batch_status
+from torchx.schedulers._aws_batch.client import (
     AWSBatchError,
     AWSCredentialsError,
     AWSRegionError,
@@ -49,7 +60,7 @@ from torchx.schedulers._aws_batch.request import (
     resource_from_resource_requirements,
     resource_requirements_from_resource,
 )
-from torchx.schedulers._aws_batch.state import CANCEL_REASON, JOB_STATE
+from torchx.schedulers._aws_batch.status import CANCEL_REASON, JOB_STATE
 from torchx.schedulers.api import (
     DescribeAppResponse,
     ListAppResponse,
@@ -136,7 +147,7 @@ def _token_pages(what: str, fn: Any, key: str, **kwargs: Any) -> Iterator[_Summa
     """The ``key`` items of each page of a Batch call that pages with ``nextToken``, a
     page asked for only when the one before is used."""
     while True:
-        page = clients.api_call(what, fn, **kwargs)
+        page = batch_client.api_call(what, fn, **kwargs)
         yield list(page.get(key) or [])
         if not page.get("nextToken"):
             return
@@ -150,7 +161,7 @@ def _oldest_first(apps: Iterable[tuple[int, ListAppResponse]]) -> _Rows:
 def _may_be_in(summary: Mapping[str, Any], states: frozenset[AppState]) -> bool:
     """Whether a job of this summary's status can be in one of ``states`` (a FAILED job
     may read CANCELLED, which only its description tells)."""
-    state = _state.app_state(summary)
+    state = batch_status.app_state(summary)
     return state in states or (state == AppState.FAILED and AppState.CANCELLED in states)
 
 
@@ -179,11 +190,15 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
 
     @property
     def _client(self) -> Any:
-        return self.__client if self.__client is not None else clients.thread_client("batch")
+        return self.__client if self.__client is not None else batch_client.thread_client("batch")
 
     @property
     def _log_client(self) -> Any:
-        return self.__log_client if self.__log_client is not None else clients.thread_client("logs")
+        return (
+            self.__log_client
+            if self.__log_client is not None
+            else batch_client.thread_client("logs")
+        )
 
     # -- options and validation ------------------------------------------------------------
 
@@ -201,7 +216,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
 
         return readiness.checks(dict(cfg or {}))
 
-    supports_arrays = True  # a sweep is one array job (_aws_batch.array)
+    supports_arrays = True  # a sweep is one array job (_aws_batch.status)
 
     def _run_opts(self) -> runopts:
         return Opts.as_runopts()
@@ -249,7 +264,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         from torchx.specs.sweep import AppArray
 
         if isinstance(app, AppArray):  # a sweep: one array job
-            from torchx.schedulers._aws_batch.array import array_job
+            from torchx.schedulers._aws_batch.request import array_job
 
             container, submit = array_job(app, name, name, container_extra)
         else:
@@ -292,7 +307,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         """Fails with one line unless ``request.queue`` exists, is enabled and matches the
         share id (a fair-share queue needs one, a plain queue refuses one)."""
         client = self._client
-        found = clients.api_call(
+        found = batch_client.api_call(
             f"look up the AWS Batch job queue {request.queue}",
             client.describe_job_queues,
             jobQueues=[request.queue],
@@ -301,7 +316,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             region = client.meta.region_name
             names = [
                 str(q["jobQueueName"])
-                for q in clients.api_call(
+                for q in batch_client.api_call(
                     "list the AWS Batch job queues", client.describe_job_queues, maxResults=20
                 )["jobQueues"]
             ]
@@ -334,7 +349,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         if request.images_to_push:
             self.push_images(request.images_to_push, quiet=bool(dryrun_info._cfg.get("quiet")))
         client = self._client
-        job_def_arn = clients.api_call(
+        job_def_arn = batch_client.api_call(
             f"register the job definition {request.name}",
             client.register_job_definition,
             **request.job_def,
@@ -349,7 +364,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         if request.share_id:
             submit["shareIdentifier"] = request.share_id
         try:
-            clients.api_call(f"submit the job {request.name}", client.submit_job, **submit)
+            batch_client.api_call(f"submit the job {request.name}", client.submit_job, **submit)
         except BaseException:
             # leave nothing behind: the definition exists only for this job (the submit
             # error is the one to report)
@@ -389,7 +404,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         jobs: list[dict[str, Any]] = []
         for start in range(0, len(ids), _DESCRIBE_BATCH):
             chunk = ids[start : start + _DESCRIBE_BATCH]
-            jobs += clients.api_call("describe jobs", self._client.describe_jobs, jobs=chunk)[
+            jobs += batch_client.api_call("describe jobs", self._client.describe_jobs, jobs=chunk)[
                 "jobs"
             ]
         return jobs
@@ -424,13 +439,12 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         found = self._job_and_nodes(app_id)
         if found is None:
             return None
-        from torchx.schedulers._aws_batch import array
 
-        if array.is_array(found[0]):  # a sweep: its children are its elements
+        if batch_status.is_array(found[0]):  # a sweep: its children are its elements
             parent = found[0]
-            children = self._describe_jobs(array.child_ids(parent))
-            return array.describe_array(app_id, parent, children, tail=self._log_tail)
-        response = _state.describe_response(app_id, *found, tail=self._log_tail)
+            children = self._describe_jobs(batch_status.child_ids(parent))
+            return batch_status.describe_array(app_id, parent, children, tail=self._log_tail)
+        response = batch_status.describe_response(app_id, *found, tail=self._log_tail)
         parent, nodes = found
         first = next((n for n in nodes if str(n.get("jobId", "")).endswith("#0")), parent)
         response.progress_tail = functools.partial(self._log_tail, first)  # read when asked
@@ -439,7 +453,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     def _log_tail(self, job: Mapping[str, Any]) -> str:
         """The end of a (node) job's CloudWatch stream (its last events, 64 KiB): a root
         cause, or ``torchx.progress``'s reports."""
-        stream = _state.log_stream_of(job)
+        stream = batch_status.log_stream_of(job)
         return logs.tail(self._log_client, stream) if stream else ""
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
@@ -485,10 +499,10 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                     tags = job.get("tags") or {}
                     if TAG_TORCHX_VER not in tags:
                         continue
-                    waits = _state.waiting(job)
+                    waits = batch_status.waiting(job)
                     row = ListAppResponse(
                         app_id=f"{name}:{job['jobName']}",
-                        state=_state.app_state(job),
+                        state=batch_status.app_state(job),
                         name=str(tags.get(TAG_TORCHX_APPNAME, "")),
                         waiting=waits.reason if waits is not None else "",
                         submitted=int(job.get("createdAt") or 0) / 1000 or None,
@@ -527,7 +541,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         self._terminate(app_id, summary)
         if summary is None or not summary.get("jobDefinition"):
             return
-        clients.api_call(
+        batch_client.api_call(
             f"deregister the job definition of {app_id}",
             self._client.deregister_job_definition,
             jobDefinition=str(summary["jobDefinition"]),
@@ -544,7 +558,7 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             JOB_STATE.get(str(summary.get("status")), AppState.UNKNOWN)
         ):
             return
-        clients.api_call(
+        batch_client.api_call(
             f"terminate the job of {app_id}",
             self._client.terminate_job,
             jobId=str(summary["jobId"]),  # the id: some emulators ignore an ARN here
@@ -571,10 +585,9 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             raise ValueError(f"unknown aws_batch app {app_id!r}: no such job in the queue")
         job, nodes = found
         job_id = str(job["jobId"])
-        from torchx.schedulers._aws_batch import array
 
-        if array.is_array(job):  # a sweep's element: its child job's stream
-            ids = array.child_ids(job)
+        if batch_status.is_array(job):  # a sweep's element: its child job's stream
+            ids = batch_status.child_ids(job)
             if not 0 <= query.k < len(ids):
                 raise ValueError(f"sweep {app_id} has elements 0..{len(ids) - 1}; no {query.k}")
             node_index, node_job_id, nodes = -1, ids[query.k], []
@@ -593,13 +606,13 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             fresh = None
             found = {j.get("jobId"): j for j in jobs}
             parent, node = found.get(job_id), found.get(node_job_id)
-            parent_ended = parent is None or is_terminal(_state.app_state(parent))
+            parent_ended = parent is None or is_terminal(batch_status.app_state(parent))
             if node is not None:
-                return _state.log_stream_of(node), is_terminal(
-                    _state.app_state(node)
+                return batch_status.log_stream_of(node), is_terminal(
+                    batch_status.app_state(node)
                 ) or parent_ended
             if parent is not None and parent_ended and node_index == main_node:
-                return _state.log_stream_of(parent), True
+                return batch_status.log_stream_of(parent), True
             return None, parent_ended
 
         return logs.iter_log_events(

@@ -18,25 +18,34 @@ from any process, and an app outlives the ``torchx run`` that started it.
   the program does not handle SIGTERM as PID 1.
 
 The ``docker`` SDK is imported only when the daemon is contacted: ``--dryrun`` does not.
+
+This module is the entry point; its wing, ``torchx.schedulers._docker``, holds the rest:
+
+* ``request``: run options, the containers of an app and of a sweep's elements;
+* ``status``: the daemon's container list to replica states, roles, a sweep's elements,
+  waiting and timeline;
+* ``failure``: exit codes, OOM kills and outside stops to root causes;
+* ``logs``: a container's log stream (the progress tail too);
+* ``readiness``: ``torchx check``;
+* ``client``: a small Engine API client for the calls made on every command;
+* ``retry``: the daemon's API with its outages ridden out;
+* ``starter``: starts a sweep's elements K at a time.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from torchx.schedulers._docker import engine as docker_engine
+from torchx.schedulers._docker import client as docker_engine
 from torchx.schedulers._docker import logs, retry
-from torchx.schedulers._docker import timing as _timing
+from torchx.schedulers._docker import status as docker_status
 from torchx.schedulers._docker.request import (
     _COUNT_ATTEMPTS,
     LABEL_APP_ID,
-    LABEL_ARRAY,
     LABEL_CANCELLED,
     LABEL_PULLED,
     LABEL_REPLICA_ID,
@@ -53,6 +62,7 @@ from torchx.schedulers._docker.request import (
     app_id_base,
     assemble,
 )
+from torchx.schedulers._docker.status import CONTAINER_STATE
 from torchx.schedulers.api import (
     DescribeAppResponse,
     ListAppResponse,
@@ -90,7 +100,6 @@ if TYPE_CHECKING:
 
     from torchx.specs.attempts import Attempt
     from torchx.specs.failure import Failure
-    from torchx.specs.status import ArrayStatus
     from torchx.util.readiness import ReadinessCheck
 
 TORCHX_PLUGIN_API = 1
@@ -119,18 +128,8 @@ log = get_logger(__name__)
 
 SCHEDULER_NAME = "local_docker"
 
-CONTAINER_STATE: dict[str, AppState] = {
-    "created": AppState.SUBMITTED,
-    "restarting": AppState.PENDING,
-    "running": AppState.RUNNING,
-    "paused": AppState.PENDING,
-    "removing": AppState.PENDING,
-    "dead": AppState.FAILED,
-}
-"""Docker container states (other than ``exited``) as replica states."""
 
 _STOP_TIMEOUT_S = 10
-_EXITED = re.compile(r"^Exited \((-?\d+)\)")
 
 
 class ContainerStartError(RuntimeError):
@@ -181,55 +180,6 @@ def _ensure_network(api: Any, network: str) -> None:
 
 def _is_not_found(error: BaseException) -> bool:
     return getattr(error, "status_code", None) == 404
-
-
-def _listed_state(summary: dict[str, Any]) -> AppState:
-    """A replica's state as the container list shows it; any non-zero exit reads FAILED."""
-    state = str(summary.get("State", ""))
-    if state != "exited":
-        return CONTAINER_STATE.get(state, AppState.UNKNOWN)
-    match = _EXITED.match(str(summary.get("Status", "")))
-    return AppState.SUCCEEDED if match is not None and int(match.group(1)) == 0 else AppState.FAILED
-
-
-def _role_of(role_name: str, summary: dict[str, Any], num_replicas: int) -> Role:
-    """The role as its first container shows it: image, entrypoint and args."""
-    role = Role(name=role_name, image=str(summary.get("Image", "")), num_replicas=num_replicas)
-    command = (summary.get("Labels") or {}).get(labels.COMMAND)
-    try:
-        words = json.loads(command) if command else None
-    except ValueError:
-        words = None
-    if isinstance(words, list) and words:
-        role.entrypoint, role.args = str(words[0]), [str(w) for w in words[1:]]
-    return role
-
-
-def _array_of(summaries: list[dict[str, Any]]) -> dict[int, dict[str, Any]] | None:
-    """A sweep's elements by position (its containers' labels); None for another app."""
-    found: dict[int, dict[str, Any]] = {}
-    for summary in summaries:
-        container_labels = summary.get("Labels") or {}
-        raw = container_labels.get(LABEL_ARRAY)
-        if raw is None:
-            return None
-        found[int(container_labels.get(LABEL_REPLICA_ID, "0") or 0)] = json.loads(raw)
-    return found
-
-
-def _array_status(
-    array: dict[int, dict[str, Any]], roles_statuses: list[RoleStatus]
-) -> ArrayStatus:
-    from torchx.specs.status import ArrayStatus
-
-    replicas = sorted(roles_statuses[0].replicas, key=lambda r: r.id)
-    states = [AppState.PENDING if r.state == AppState.SUBMITTED else r.state for r in replicas]
-    return ArrayStatus.of(
-        states,
-        indices=[int(array[r.id].get("index", r.id)) for r in replicas],
-        values=[dict(array[r.id].get("values") or {}) for r in replicas],
-        size=int(next(iter(array.values())).get("size") or len(replicas)),
-    )
 
 
 class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
@@ -455,7 +405,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         # count its restarts
         restartable = LABEL_RESTARTABLE in (summary.get("Labels") or {})
         if died_with is None:
-            listed = _listed_state(summary)
+            listed = docker_status.listed_state(summary)
             if listed != AppState.FAILED and not (restartable and listed == AppState.SUCCEEDED):
                 return listed, "", 0
         if died_with == 0 and not restartable:
@@ -540,8 +490,8 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
                     )
                 )
             roles_statuses.append(RoleStatus(role_name, statuses))
-            roles.append(_role_of(role_name, replicas[0][1], len(replicas)))
-        array = _array_of(summaries)
+            roles.append(docker_status.role_of(role_name, replicas[0][1], len(replicas)))
+        array = docker_status.array_of(summaries)
         never_started = array is not None and any(s.get("State") == "created" for s in summaries)
         if never_started and app_id in self._cancelled_apps(app_id):  # cancelled before
             states = [AppState.CANCELLED if s == AppState.SUBMITTED else s for s in states]
@@ -563,11 +513,11 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             roles_statuses=roles_statuses,
             roles=roles,
             failure=self._root_cause(failed, list(by_role)) if state == AppState.FAILED else None,
-            timeline=_timing.timeline_of(summaries, state),
-            waiting=_timing.waiting_of(summaries) if state == AppState.PENDING else None,
+            timeline=docker_status.timeline_of(summaries, state),
+            waiting=docker_status.waiting_of(summaries) if state == AppState.PENDING else None,
             attempts=self._attempts(most_restarted) if most_restarted is not None else None,
             progress_tail=self._progress_tail(next(iter(by_role.values()))[0][1]["Id"]),
-            array=_array_status(array, roles_statuses) if array is not None else None,
+            array=docker_status.array_status(array, roles_statuses) if array is not None else None,
         )
 
     def _attempts(self, summary: dict[str, Any]) -> list[Attempt]:
@@ -653,9 +603,9 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         cancelled = self._cancelled_apps() if by_app else set()
         rows = []
         for app_id, found in by_app.items():
-            states = [_listed_state(s) for s in found]
+            states = [docker_status.listed_state(s) for s in found]
             state = self._app_state(app_id, states, cancelled)
-            waits = _timing.waiting_of(found) if state == AppState.PENDING else None
+            waits = docker_status.waiting_of(found) if state == AppState.PENDING else None
             rows.append(
                 ListAppResponse(
                     app_id=app_id,

@@ -25,6 +25,17 @@ Requests are rendered as plain JSON dicts (see :mod:`torchx.schedulers._kubernet
 the ``kubernetes`` client is imported only to talk to the cluster. With no cluster
 configured, ``--dryrun`` skips the server-side validation with a note unless
 ``validate_spec=True`` asks for it.
+
+This module is the entry point; its wing, ``torchx.schedulers._kubernetes``, holds the rest:
+
+* ``request``: run options, the Volcano Job, Indexed Jobs and JobSet of an app or a sweep;
+* ``status``: the cluster's objects to app status, waiting and timeline, attempts, a
+  sweep's elements;
+* ``failure``: pods' reasons and exit codes to root causes;
+* ``logs``: every container's log (the progress tail too);
+* ``readiness``: ``torchx check``;
+* ``client``: the ``kubernetes`` SDK's calls;
+* ``pulls``: images a pod cannot pull, named with the fix.
 """
 
 from __future__ import annotations

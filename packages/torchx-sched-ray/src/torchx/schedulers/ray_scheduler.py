@@ -23,6 +23,18 @@
   URL with a path or credentials, or a handle from an older release) uses the usual
   address rules. Jobs carry TorchX's app and session in their metadata, so ``list`` shows
   TorchX's jobs only.
+
+This module is the entry point; its wing, ``torchx.schedulers._ray``, holds the rest:
+
+* ``request``: run options, the Ray job, the app spec the driver reads, a sweep's jobs;
+* ``status``: a job and its driver's events to app status, waiting and timeline, attempts,
+  a sweep's elements;
+* ``failure``: a failed replica's exit code and Ray's word for the job to root causes;
+* ``logs``: each replica's own log files (the progress tail too);
+* ``readiness``: ``torchx check``;
+* ``client``: the Jobs REST API, in the standard library;
+* ``driver`` and ``keeper``: what runs in the cluster (the app's driver, a replica's
+  command keeper).
 """
 
 from __future__ import annotations
@@ -33,12 +45,12 @@ import re
 import shlex
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from datetime import datetime, timezone
 from typing import Any
 
 from torchx.schedulers._ray import client as jobs_api
-from torchx.schedulers._ray import describe as _describe
-from torchx.schedulers._ray import request
+from torchx.schedulers._ray import failure as ray_failure
+from torchx.schedulers._ray import logs, request
+from torchx.schedulers._ray import status as ray_status
 from torchx.schedulers._ray.request import Opts, RayActor, RayJob
 from torchx.schedulers.api import (
     DescribeAppResponse,
@@ -57,7 +69,7 @@ from torchx.specs.api import (
     RoleStatus,
     runopts,
 )
-from torchx.specs.failure import LOG_TAIL_BYTES, from_log_tail, root_cause
+from torchx.specs.failure import from_log_tail, root_cause
 from torchx.util.log import get_logger
 from torchx.util.support.retry import in_thread
 from torchx.workspace.api import WorkspaceMixin
@@ -77,25 +89,18 @@ logger = get_logger(__name__)
 RayOpts = Opts
 """Upstream's name of the run options."""
 
-_FOLLOW_POLL_S = 1.0
-_UNREAD_GRACE_S = 15.0
-_TAIL_LINES = 400  # of a failed replica's log, for its root cause
 _TERMINAL = (AppState.SUCCEEDED, AppState.FAILED, AppState.CANCELLED)
 
 _MONITOR_ROUND_S = 1.0
 """How often Ray's job manager looks at each job (``JOB_MONITOR_LOOP_PERIOD_S``)."""
-_STAMP = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
-"""The UTC time the driver's replica actor puts before each line it copies."""
 
 _Rows = list[ListAppResponse]
-_Entries = list[tuple[str, str]]
-"""``(time stamp, line)`` of a replica's log (``list`` is a method name in the class)."""
 
 
 class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
     """Runs TorchX apps as Ray jobs (see the module docstring)."""
 
-    supports_arrays = True  # a sweep is one Ray job per element (_ray.sweep)
+    supports_arrays = True  # a sweep is one Ray job per element (_ray.status)
 
     def __init__(self, session_name: str, ray_client: Any = None) -> None:
         """``ray_client``: a ``ray.job_submission.JobSubmissionClient`` (or anything with
@@ -199,19 +204,17 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
         from torchx.specs.sweep import AppArray
 
         if isinstance(app, AppArray):  # a sweep: one Ray job per element
-            from torchx.schedulers._ray import sweep
-
             jobs = []
             for p in range(len(app.elements)):
                 element = AppDef(name=app.name, roles=[app.element_role(p)], metadata=app.metadata)
                 job = self._job(element, f"{app_id}-{p}", opts)
-                job.metadata.update(sweep.element_metadata(app, app_id, p))
+                job.metadata.update(request.element_metadata(app, app_id, p))
                 job.spec_on_entrypoint = True  # one runtime env for all the elements
-                gate = sweep.gate(app, app_id)
+                gate = request.gate(app, app_id)
                 if gate is not None:
                     job.spec["gate"] = gate
                 jobs.append(job)
-            return AppDryRunInfo(sweep.RaySweep(app_id, jobs), str)
+            return AppDryRunInfo(request.RaySweep(app_id, jobs), str)
         return AppDryRunInfo(self._job(app, app_id, opts), str)
 
     def _job(self, app: AppDef, app_id: str, opts: Opts) -> RayJob:
@@ -249,7 +252,7 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
     def schedule(self, dryrun_info: AppDryRunInfo[Any]) -> str:
         """Uploads the working dir, submits the job (a sweep: each element's, whole or not
         at all), and returns ``host:port-<id>``."""
-        from torchx.schedulers._ray.sweep import RaySweep
+        from torchx.schedulers._ray.request import RaySweep
 
         found = dryrun_info.request
         jobs = found.jobs if isinstance(found, RaySweep) else [found]
@@ -305,7 +308,7 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
         reader.join()
         if failure and not isinstance(failure[0], jobs_api.RayNotFoundError):
             raise failure[0]
-        return job, _describe.events(log[0] if log else "")
+        return job, ray_status.events(log[0] if log else "")
 
     def describe(self, app_id: str) -> DescribeAppResponse | None:
         client, job_id = self._located(app_id)
@@ -314,9 +317,9 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
             return self._describe_sweep(client, app_id, job_id)
         job, found_events = found
         metadata = {str(k): str(v) for k, v in (job.get("metadata") or {}).items()}
-        state, message = _describe.app_state(job, found_events)
+        state, message = ray_status.app_state(job, found_events)
         roles = _roles_of(metadata)
-        infos = _describe.replicas(roles, state, found_events)
+        infos = ray_status.replicas(roles, state, found_events)
         role_statuses = []
         for role_name in roles:
             statuses = [
@@ -335,13 +338,13 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
             role_statuses.append(RoleStatus(role_name, statuses))
         restarts = sum(1 for e in found_events if e.get("event") == "restarted")
         first = infos.get((next(iter(roles)), 0)) if roles else None
-        phases, waiting = _describe.timing(job, found_events, state, message)
+        phases, waiting = ray_status.timing(job, found_events, state, message)
         failure = None
         if state == AppState.FAILED:
-            failure = root_cause(_describe.failures(job, found_events, infos), list(roles))
+            failure = root_cause(ray_failure.failures(job, found_events, infos), list(roles))
             info = infos.get((failure.role, failure.replica_id)) if failure else None
             if failure is not None and info is not None:
-                from_log_tail(failure, self._replica_tail(client, info))
+                from_log_tail(failure, logs.replica_tail(client, info))
         return DescribeAppResponse(
             app_id=app_id,
             state=state,
@@ -354,15 +357,15 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
             failure=failure,
             timeline=phases,
             waiting=waiting,
-            attempts=_describe.attempts(found_events),
-            progress_tail=(functools.partial(self._replica_tail, client, first) if first else None),
+            attempts=ray_status.attempts(found_events),
+            progress_tail=(functools.partial(logs.replica_tail, client, first) if first else None),
         )
 
     def _sweep_elements(
         self, client: jobs_api.RayJobsClient, job_id: str
     ) -> list[Mapping[str, Any]]:
         """The element jobs of sweep ``job_id`` (none: not a sweep), from one listing."""
-        from torchx.schedulers._ray.sweep import elements_of
+        from torchx.schedulers._ray.status import elements_of
 
         return elements_of(client.jobs(), job_id)
 
@@ -371,7 +374,7 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
     ) -> DescribeAppResponse | None:
         """A sweep: its element jobs' states; a failed one's root cause from its own
         ``describe``."""
-        from torchx.schedulers._ray.sweep import sweep_state
+        from torchx.schedulers._ray.status import sweep_state
 
         elements = self._sweep_elements(client, job_id)
         if not elements:
@@ -400,20 +403,6 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
                 response.failure.replica_id = first
         return response
 
-    def _replica_tail(self, client: jobs_api.RayJobsClient, info: _describe.ReplicaInfo) -> str:
-        """The end of a replica's last attempt: its stderr (a traceback, ``torchx.progress``
-        reports), else its stdout; the last lines only, as Ray's log API reads them from
-        the end."""
-        attempts = list(zip(info.actor_ids or [], info.log_files or [], strict=False))
-        if not attempts:
-            return ""
-        actor_id, files = attempts[-1]
-        for suffix in ("err", "out"):
-            entries = self._actor_lines(client, actor_id, suffix, files, lines=_TAIL_LINES)
-            if entries:
-                return "".join(text for _, text in entries)[-LOG_TAIL_BYTES:]
-        return ""
-
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         """TorchX's jobs on the cluster (those whose metadata carry a TorchX app id)."""
         return self._list(cfg, None)
@@ -425,7 +414,8 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
     def _list(self, cfg: Mapping[str, CfgVal] | None, since: float | None) -> _Rows:
         client = self._client(Opts.from_cfg(cfg or {}).dashboard_address)
         prefix = jobs_api.address_in_app_id(client.address)
-        from torchx.schedulers._ray.sweep import META_SWEEP, elements_of, sweep_state
+        from torchx.schedulers._ray.request import META_SWEEP
+        from torchx.schedulers._ray.status import elements_of, sweep_state
 
         rows = []
         jobs = sorted(client.jobs(), key=lambda j: j.get("start_time") or 0)
@@ -454,7 +444,7 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
                 continue
             if since is not None and (job.get("start_time") or 0) / 1000 < since:
                 continue
-            state = _describe.JOB_STATES.get(str(job.get("status")), AppState.UNKNOWN)
+            state = ray_status.JOB_STATES.get(str(job.get("status")), AppState.UNKNOWN)
             rows.append(
                 ListAppResponse(
                     app_id=f"{prefix}-{app_id}" if prefix else str(app_id),
@@ -462,7 +452,7 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
                     name=str(metadata.get("torchx.app") or ""),
                     # Ray's own word from the same listing; the driver's wait for its
                     # placement group is in its events, read by status only
-                    waiting=_describe.app_state(job, [])[1] if state == AppState.PENDING else "",
+                    waiting=ray_status.app_state(job, [])[1] if state == AppState.PENDING else "",
                     submitted=(job.get("start_time") or 0) / 1000 or None,
                 )
             )
@@ -483,7 +473,7 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
         status = ""
         while time.monotonic() < deadline:
             status = str(client.job(app_id).get("status"))
-            if _describe.JOB_STATES.get(status) in _TERMINAL:
+            if ray_status.JOB_STATES.get(status) in _TERMINAL:
                 return
             time.sleep(0.2)
         if status == "PENDING":
@@ -501,7 +491,7 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
         import time
 
         client, job_id = self._located(app_id)
-        if _describe.JOB_STATES.get(str(client.job(job_id).get("status"))) not in _TERMINAL:
+        if ray_status.JOB_STATES.get(str(client.job(job_id).get("status"))) not in _TERMINAL:
             self._cancel_existing(app_id)
         client.delete(job_id)
         gone_since = time.monotonic()
@@ -535,7 +525,7 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
             raise ValueError(f"unknown Ray job {job_id!r} (see `torchx list -s ray`)")
         job, _ = found
         for line in client.driver_log(job_id).splitlines(keepends=True):
-            if not line.startswith(_describe.EVENT_PREFIX):
+            if not line.startswith(ray_status.EVENT_PREFIX):
                 yield line if line.endswith("\n") else line + "\n"
         for role, replicas in _roles_of(job.get("metadata") or {}).items():
             for k in range(replicas):
@@ -557,48 +547,15 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
                     f"sweep {query.app_id} has elements 0..{len(elements) - 1}; no {k}"
                 ) from None
             job_id, k = str(elements[k].get("submission_id")), 0
-        seen: dict[tuple[str, str], int] = {}
-        unread_since: float | None = None
-        while True:
-            info, finished = self._replica(client, job_id, role_name, k)
-            fresh: _Entries = []
-            unread: list[str] = []
-            attempts = zip(info.actor_ids or [], info.log_files or [], strict=False)
-            for actor_id, files in attempts:
-                for suffix in suffixes:
-                    entries = self._actor_lines(client, actor_id, suffix, files)
-                    if entries is None:  # not readable (yet): keep what was read so far
-                        unread.append(f"{actor_id}.{suffix}")
-                        continue
-                    if not finished and entries and not entries[-1][1].endswith("\n"):
-                        entries.pop()  # still being written: taken whole on a later read
-                    start = seen.get((actor_id, suffix), 0)
-                    seen[(actor_id, suffix)] = max(start, len(entries))
-                    fresh += entries[start:]
-            fresh.sort(key=lambda entry: entry[0])  # stdout and stderr merged by time
-            for stamp, text in fresh:
-                line = text if text.endswith("\n") else text + "\n"  # a finished one's last
-                when = _parse_stamp(stamp)
-                if since is not None and when is not None and when < _aware(since):
-                    continue
-                if until is not None and when is not None and when > _aware(until):
-                    continue
-                yield line
-            if finished and unread:
-                # a finished replica's files must be read once more before giving up: the
-                # node's agent may answer late; nothing is dropped silently
-                unread_since = unread_since or time.monotonic()
-                if time.monotonic() - unread_since > _UNREAD_GRACE_S:
-                    raise RuntimeError(
-                        f"the logs of replica {role_name}/{k} of {query.app_id} could not be read"
-                        f" from the Ray cluster ({', '.join(unread)}); its node may be gone"
-                        " (see the Ray dashboard)"
-                    )
-                time.sleep(_FOLLOW_POLL_S / 2)
-                continue
-            if not query.follow or finished:
-                return
-            time.sleep(_FOLLOW_POLL_S)
+        yield from logs.replica_lines(
+            client,
+            lambda: self._replica(client, job_id, role_name, k),
+            what=f"replica {role_name}/{k} of {query.app_id}",
+            suffixes=suffixes,
+            since=since,
+            until=until,
+            follow=query.follow,
+        )
 
     def _replica(
         self, client: jobs_api.RayJobsClient, app_id: str, role_name: str, k: int
@@ -617,41 +574,9 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
                 f"role {role_name!r} of app {app_id} has replicas 0..{roles[role_name] - 1};"
                 f" there is no replica {k}"
             )
-        state, _ = _describe.app_state(job, found_events)
-        info = _describe.replicas(roles, state, found_events)[(role_name, k)]
+        state, _ = ray_status.app_state(job, found_events)
+        info = ray_status.replicas(roles, state, found_events)[(role_name, k)]
         return info, info.state in _TERMINAL or state in _TERMINAL
-
-    def _actor_lines(
-        self,
-        client: jobs_api.RayJobsClient,
-        actor_id: str,
-        suffix: str,
-        files: Mapping[str, str],
-        lines: int = -1,
-    ) -> _Entries | None:
-        """``(time stamp, line)`` of what the replica wrote to one stream; None while the
-        file cannot be read (not written yet, or the node's agent does not answer).
-
-        Read by node and file name where the driver recorded them (that works after the
-        actor is gone), else by actor id. Only the lines the driver stamped are the
-        replica's: the rest is Ray's own (the worker's headers, its exit tracebacks)."""
-        try:
-            if files.get("node_id") and files.get(suffix):
-                raw = client.node_log(files["node_id"], files[suffix], lines)
-            else:
-                raw = client.actor_log(actor_id, suffix, lines)
-        except jobs_api.RayApiError as e:
-            if e.status in (404, 500):
-                return None
-            raise
-        entries = []
-        *whole, last = raw.split(b"\n")  # on \n only: a progress bar's \r ends no line
-        for line in [piece + b"\n" for piece in whole] + ([last] if last else []):
-            stamp, sep, rest = line.partition(b" ")
-            if not sep or not _STAMP.fullmatch(stamp):
-                continue
-            entries.append((stamp.decode(), rest.decode("utf-8", "replace")))
-        return entries
 
 
 def _roles_of(metadata: Mapping[str, Any]) -> dict[str, int]:
@@ -664,20 +589,8 @@ def _roles_of(metadata: Mapping[str, Any]) -> dict[str, int]:
     return {str(name): int(count) for name, count in roles.items()}
 
 
-def _parse_stamp(stamp: str) -> datetime | None:
-    try:
-        return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
-    except ValueError:
-        return None
-
-
-def _aware(when: datetime) -> datetime:
-    return when if when.tzinfo is not None else when.astimezone()
-
-
 def _job_name(name: str) -> str:
     """A name Ray accepts as a submission id, from the app's name."""
-    import re
 
     cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.") or "app"
     return cleaned[:40]

@@ -14,13 +14,26 @@ environment (virtualenv, working directory) on a shared filesystem, or, with the
   ``$TORCHX_HOME/slurm/<job id>.record`` so ``torchx log`` works from any directory.
 * Job names read ``<app>:<role>-<replica>`` in ``squeue``.
 
-Handles look like ``slurm://<session>/<job id>``. This module is the entry point; the
-pieces live in ``torchx.schedulers._slurm``: ``request`` (run options, het components, the
-batch script), ``validate`` (what is checked before queueing), ``records`` (what TorchX
-keeps of a job), ``commands`` (running Slurm's programs), ``parse`` (their output, every
-version), ``describe`` (rows -> app status), ``readiness`` (``torchx check``),
-``containers`` (the ``container`` run option's srun options) and ``oci`` (bundles); a
-replica's two log files are followed as one stream by
+Handles look like ``slurm://<session>/<job id>``. This module is the entry point; its wing,
+``torchx.schedulers._slurm``, holds the rest:
+
+* ``request``: run options, het components, the batch script and a sweep's job arrays;
+* ``status``: Slurm's rows to app status, waiting and timeline, attempts, a sweep's elements;
+* ``failure``: Slurm's states and exit codes to root causes;
+* ``logs``: the end of a job's log files (root cause, requeue reasons, progress);
+* ``readiness``: ``torchx check``;
+* ``commands``: running Slurm's programs, here or on the login node;
+* ``parse``: their output, every version;
+* ``validate``: what is checked before queueing;
+* ``records``: what TorchX keeps of a job;
+* ``keys``: idempotency keys in the job's comment;
+* ``containers``: the ``container`` run option's srun options;
+* ``oci``: bundles for ``container=oci``;
+* ``workspaces``: the ``dir`` and ``docker`` workspaces of a job;
+* ``ssh`` and ``remote``: the login node (``ssh`` run option);
+* ``errors``: the base of the errors Slurm's commands raise.
+
+A replica's two log files are followed as one stream by
 ``torchx.schedulers.shared.log_files.follow_files``.
 """
 
@@ -31,9 +44,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from torchx.schedulers._slurm import commands, parse, records
-from torchx.schedulers._slurm import describe as _describe
+from torchx.schedulers._slurm import status as slurm_status
 from torchx.schedulers._slurm.commands import SlurmCommandError, SlurmNotFoundError, version
-from torchx.schedulers._slurm.describe import (
+from torchx.schedulers._slurm.status import (
     SLURM_STATES,
     appstate_from_slurm_state,
     get_appstate_from_job,
@@ -45,16 +58,14 @@ from torchx.schedulers._slurm.workspaces import (
     docker_builder,
     docker_missing,
 )
-from torchx.schedulers._slurm.workspaces import remote_job_dir as _remote_job_dir
 from torchx.schedulers._slurm.workspaces import via as _via
 from torchx.schedulers.api import (
     DescribeAppResponse,
     ListAppResponse,
     LogQuery,
     Scheduler,
-    with_full_job_id,
 )
-from torchx.specs.api import AppDef, AppDryRunInfo, AppState, CfgVal, macros, runopts
+from torchx.specs.api import AppDef, AppDryRunInfo, AppState, CfgVal, runopts
 from torchx.util.log import get_logger
 from torchx.workspace.api import MultiWorkspaceMixin, WorkspaceMixin
 from torchx.workspace.dir_workspace import job_dir_exists
@@ -204,7 +215,7 @@ def _each_array(
     or not at all."""
     if req.array is None:
         return sbatch(req.cmd)
-    from torchx.schedulers._slurm.array_request import array_commands
+    from torchx.schedulers._slurm.request import array_commands
 
     job_ids: list[str] = []
     try:
@@ -272,7 +283,7 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
     """
 
     log_time_bounds = False  # the .out/.err files keep no time per line
-    supports_arrays = True  # a sweep is a job array (_slurm.arrays)
+    supports_arrays = True  # a sweep is a job array (_slurm.status)
 
     def __init__(self, session_name: str) -> None:
         super().__init__("slurm", session_name)
@@ -352,123 +363,15 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
         self._dir_workspace.drop_staged()
 
     def _request(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[SlurmBatchRequest]:
-        """Checks the run options, the host and the cluster, then assembles the request
-        (:func:`torchx.schedulers._slurm.request.assemble`)."""
-        # submit-only: not on `torchx status`'s path (bench_slurm)
-        import secrets
+        from torchx.schedulers._slurm.request import build  # submit-only (bench_slurm)
 
-        from torchx.schedulers._slurm import containers, oci, validate
-        from torchx.schedulers._slurm.request import (
-            GPUS_PER_NODE_SINCE,
-            SBATCH_GROUP_OPTIONS,
-            SBATCH_JOB_OPTIONS,
-            Opts,
-            assemble,
-            safe_name,
-        )
-        from torchx.util.support.host_checks import host_problem
-        from torchx.util.support.programs import find_program
-
-        via = _via(cfg)
-        if via is not None:
-            if find_program("ssh", os.environ.get("PATH", ""), os.getcwd()) is None:
-                host_problem(
-                    FileNotFoundError(
-                        f"ssh={via.spec} needs OpenSSH's ssh client on this host; install it"
-                        " (Debian/Ubuntu: apt install openssh-client)"
-                    )
-                )
-        elif find_program("sbatch", os.environ.get("PATH", ""), os.getcwd()) is None:
-            host_problem(SlurmNotFoundError("sbatch"))  # before any other check: it is the fix
-        opts = Opts.from_cfg(cfg)
-        if opts.job_dir is not None:
-            validate.check_job_dir(opts.job_dir)
-        validate.check_time(opts.time)
-        lead_s = validate.check_signal(opts.signal) if opts.signal is not None else None
-        if opts.max_requeues < 0:
-            raise ValueError(
-                f"max_requeues={opts.max_requeues} is negative; give 0 (never requeue after"
-                " the warning) or more"
-            )
-        for key in (*SBATCH_GROUP_OPTIONS, *SBATCH_JOB_OPTIONS):
-            value = opts.get(key)
-            if key == "comment" and value is not None:
-                validate.check_comment(str(value))
-            elif value is not None:
-                validate.check_option(key, str(value))
-        mode = containers.check_mode(opts.container)
-        image_built = self.workspace_builder(cfg)[0] == DOCKER
-        images_to_push = None
-        if image_built:
-            # a workspace built into an image runs in it: pyxis pulls it from image_repo
-            # (pushed first); oci unpacks it from this host's daemon, or from image_repo
-            mode = "pyxis" if mode == "none" else mode
-            if mode == "pyxis" or cfg.get("image_repo"):
-                images_to_push = self.dryrun_push_images(app, cfg)
-        if via is None:
-            job_dir = os.path.abspath(os.path.expanduser(opts.job_dir)) if opts.job_dir else None
-            workdir = job_dir or os.getcwd()
-            validate.check_log_dir(workdir)
-            # a role run from a built image starts in the image, which holds its files
-            if not image_built and (job_dir is None or os.path.isdir(job_dir)):
-                for role in app.roles:
-                    validate.check_role_files(
-                        role, workdir, opts.strict_entrypoint, in_container=mode != "none"
-                    )
-        else:
-            # on the login node: `~/x` and `x` are in the home there; the logs are written
-            # relative to the job's directory (sbatch --chdir), which sbatch resolves there
-            job_dir = _remote_job_dir(opts.job_dir) if opts.job_dir else None
-            workdir = ""
-            validate.check_remote(via, mode, job_dir)
-            # $TORCHX_JOB_ID is the handle `run` prints, login node included
-            app = with_full_job_id(app, f"{macros.app_id}@{via.spec}")
-        needs_memory = any(role.resource.memMB > 0 for role in app.roles)
-        nomem = self._nomem(opts.partition, via) if needs_memory else False
-        needs_gpus = any(role.resource.gpu > 0 for role in app.roles)
-        gpus_per_node = needs_gpus and commands.version(via) >= GPUS_PER_NODE_SINCE
-        if mode == "oci" and (missing := oci.missing_tools()):
-            host_problem(oci.OciError(oci.missing_tools_message(missing)))
-        bundles_dir = ""
-        if mode == "oci":  # one directory of bundles per job, beside its logs
-            app_label = safe_name(app.name) or "app"
-            bundles_dir = os.path.join(
-                workdir, oci.BUNDLES_DIR, f"{app_label}-{secrets.token_hex(4)}"
-            )
-        cache = opts.container_cache
-        from torchx.specs.sweep import AppArray
-
-        request = assemble(
+        return build(
             app,
-            opts,
-            via=via,
-            job_dir=job_dir,
-            workdir=workdir,
-            mode=mode,
-            nomem=nomem,
-            gpus_per_node=gpus_per_node,
-            warning_lead_s=lead_s if opts.requeue else None,
-            bundles_dir=bundles_dir,
-            container_cache=(
-                os.path.abspath(os.path.expanduser(cache)) if cache else oci.default_cache()
-            )
-            if mode == "oci"
-            else None,
-            image_workdir=image_built,
+            cfg,
+            image_built=self.workspace_builder(cfg)[0] == DOCKER,
+            push_images=lambda: self.dryrun_push_images(app, cfg),
+            partition_has_no_mem=self._nomem,
         )
-        request.images_to_push = images_to_push
-        from torchx.schedulers._slurm.array_request import SlurmArray, max_array_size, shown
-
-        if isinstance(app, AppArray):  # a sweep: one more call, to split it where it must
-            request.array = SlurmArray(
-                size=len(app.elements),
-                max_parallel=app.max_parallel,
-                max_array_size=max_array_size(via),
-                indices=app.indices(),
-                values=app.values(),
-                sweep_size=app.size_of(),
-            )
-        return AppDryRunInfo(request, shown)
 
     # -- submit -----------------------------------------------------------------------------
 
@@ -516,7 +419,7 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
         return _each_array(req, lambda cmd: self._sbatch_one(req, cmd))
 
     def _sbatch_one(self, req: SlurmBatchRequest, cmd: list[str]) -> str:
-        from torchx.schedulers._slurm.array_request import script_of
+        from torchx.schedulers._slurm.request import script_of
 
         script = script_of(req).encode("utf-8", "surrogateescape")
         argv = list(cmd)
@@ -554,7 +457,7 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
             self._dir_workspace.staged.pop(req.job_dir, None) if req.job_dir is not None else None
         )
         token = secrets.token_hex(16)
-        from torchx.schedulers._slurm.array_request import script_of
+        from torchx.schedulers._slurm.request import script_of
 
         script = script_of(req).encode("utf-8", "surrogateescape")
         env = {"SLURM_UMASK": os.environ.get("SLURM_UMASK", "0077")}
@@ -673,24 +576,24 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
             return self._describe_array(app_id, job_id, record, via)
         rows = self._query(job_id, via)
         if rows and any("-array-" in row.name for row in rows):  # maybe a sweep's name
-            from torchx.schedulers._slurm.arrays import is_array_name
+            from torchx.schedulers._slurm.status import is_array_name
 
             if any(is_array_name(row.name) for row in rows):
                 return self._describe_array(app_id, job_id, record, via)
         if not rows:
             return None
         interruption = None
-        if any(row.restarts for row in rows) and _describe.app_state(rows) == AppState.PENDING:
+        if any(row.restarts for row in rows) and slurm_status.app_state(rows) == AppState.PENDING:
             # requeued: one more query, only while it waits to start again
-            from torchx.schedulers._slurm.attempts import last_interruption
+            from torchx.schedulers._slurm.status import last_interruption
 
             restarts = max(row.restarts for row in rows)
             log_dir = record.log_dir if record else None
             interruption = last_interruption(job_id, log_dir, via, restarts)
-        response = _describe.describe_rows(job_id, rows, record, interruption)
+        response = slurm_status.describe_rows(job_id, rows, record, interruption)
         response.app_id = app_id
         if any(row.restarts for row in rows):  # requeued: one more query, for its attempts
-            from torchx.schedulers._slurm.attempts import attempt_history
+            from torchx.schedulers._slurm.status import attempt_history
 
             response.attempts = attempt_history(job_id, record.log_dir if record else None, via)
         if response.state == AppState.FAILED:  # why: one more sacct, the failed logs' tails
@@ -704,7 +607,7 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
             log_dir = (record.log_dir if record is not None else "") or rows[0].workdir
 
             def progress_tail() -> str:  # one read (a tail over ssh), when status asks
-                from torchx.schedulers._slurm.logtail import replica_log_tail
+                from torchx.schedulers._slurm.logs import replica_log_tail
 
                 return replica_log_tail(job_id, log_dir, role, 0, via)
 
@@ -715,8 +618,8 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
     def _describe_array(
         app_id: str, job_id: str, record: records.JobRecord | None, via: SshTarget | None
     ) -> DescribeAppResponse | None:
-        """A sweep: its arrays' tasks are its elements (:mod:`torchx.schedulers._slurm.arrays`)."""
-        from torchx.schedulers._slurm.arrays import describe_array
+        """A sweep: its arrays' tasks are its elements (:mod:`torchx.schedulers._slurm.status`)."""
+        from torchx.schedulers._slurm.status import describe_array
 
         response = describe_array(app_id, job_id.split(","), record, via)
         if response is not None and via is not None and record is not None and record.log_dir:
@@ -810,9 +713,9 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
         for leader in sorted(groups, key=_job_order):
             group = groups[leader]
             parsed = parse.split_job_name(group[0].name)
-            state = _describe.app_state(group)
+            state = slurm_status.app_state(group)
             reason = next((r.reason for r in group if r.reason), "")
-            waiting = _describe.reason_words(reason) if state == AppState.PENDING else ""
+            waiting = slurm_status.reason_words(reason) if state == AppState.PENDING else ""
             result.append(
                 ListAppResponse(
                     app_id=_app_id(leader, via),

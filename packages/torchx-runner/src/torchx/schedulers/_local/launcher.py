@@ -30,7 +30,7 @@ import gc
 import os
 import sys
 
-from torchx.schedulers._local import state as st
+from torchx.schedulers._local import records as st
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -18,7 +18,8 @@ import signal
 import sys
 import time
 
-from torchx.schedulers._local import state as st
+from torchx.schedulers._local import records as st
+from torchx.schedulers._local.failure import INTERRUPTIONS, attempt_cause, failure_message
 from torchx.settings import ENV_TORCHX_ATTEMPT
 from torchx.util.startup import go_pipe
 from torchx.util.support.atomic import write_all
@@ -49,10 +50,6 @@ printer wakes the supervisor once per MiB rather than per 64 KiB; at most ``_BIG
 per app, as pipe memory counts against a per-user limit."""
 _PR_SET_CHILD_SUBREAPER = 36
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-_INTERRUPTIONS = frozenset(int(sig) for sig in _STOP_SIGNALS)
-"""Signals that, sent to a replica from outside TorchX, interrupt it (restarted as the next
-attempt without spending ``max_retries``); any other death is its own failure (a crash, or
-SIGKILL as the OOM killer sends, which would only happen again)."""
 # ignored by the Python supervisor, restored for replicas (as ``subprocess`` does)
 _DEFAULT_FOR_REPLICAS = tuple(
     getattr(signal, name) for name in ("SIGPIPE", "SIGXFSZ") if hasattr(signal, name)
@@ -598,7 +595,7 @@ class Supervisor:
             return
         role = self.request["roles"][rep.role_idx]
         policy = str(role.get("retry_policy", "APPLICATION"))
-        if -code in _INTERRUPTIONS:  # a stop request from outside, as a preemption sends
+        if -code in INTERRUPTIONS:  # a stop request from outside, as a preemption sends
             self._record_attempt(code)
             self._restart_after_failure(rep, policy, counted=False)
             return
@@ -606,7 +603,7 @@ class Supervisor:
             self._record_attempt(code)
             self._restart_after_failure(rep, policy)
             return
-        self.final = (st.FAILED, _failure_msg(role["name"], rep.replica_id, code))
+        self.final = (st.FAILED, failure_message(role["name"], rep.replica_id, code))
         self.state["msg"] = self.final[1]
         self._stop([r for replicas in self.replicas for r in replicas])
 
@@ -615,7 +612,7 @@ class Supervisor:
         (an interruption from outside does not spend them); the others go on."""
         retries = int(self.request["roles"][rep.role_idx].get("max_retries", 0))
         record = rep.record
-        interrupted = -code in _INTERRUPTIONS
+        interrupted = -code in INTERRUPTIONS
         if interrupted or record.get("retries", 0) < retries:
             if not interrupted:
                 record["retries"] = record.get("retries", 0) + 1
@@ -637,7 +634,7 @@ class Supervisor:
                 "start": started,
                 "end": now,
                 "state": st.FAILED,
-                "cause": _attempt_cause(code),
+                "cause": attempt_cause(code),
                 "exit_code": code if code >= 0 else None,
                 "signal": signal_name(-code) if code < 0 else None,
             }
@@ -938,20 +935,6 @@ def run_local_job(
         stderr=stderr,
         start_new_session=True,
     )
-
-
-def _attempt_cause(code: int) -> str:
-    """Why an attempt ended, from its replica's exit status: a stop request from outside
-    (SIGTERM, SIGINT, SIGHUP: what a preemption or a node drain sends) is ``preempted``."""
-    if code >= 0:
-        return "exit_code"
-    return "preempted" if -code in _INTERRUPTIONS else "signal"
-
-
-def _failure_msg(role: str, replica_id: int, code: int) -> str:
-    if code < 0:
-        return f"replica {role}[{replica_id}] was killed by {signal_name(-code)}"
-    return f"replica {role}[{replica_id}] exited with code {code}"
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from torchx.schedulers._aws_batch.clients import AWSBatchError, api_call
+from torchx.schedulers._aws_batch.client import AWSBatchError, api_call
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

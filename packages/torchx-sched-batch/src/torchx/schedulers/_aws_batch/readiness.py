@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchx.schedulers._aws_batch.clients import (
+from torchx.schedulers._aws_batch.client import (
     AWSBatchError,
     AWSCredentialsError,
     AWSRegionError,

@@ -45,6 +45,10 @@ from torchx.util.startup.lazy_dataclass import asdict, dataclass, field
 from torchx.util.strings import carried_env, is_shell_name
 from torchx.util.support.user import current_user
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from torchx.specs.sweep import AppArray
+
 __all__ = [
     "DEFAULT_ROLE_NAME",
     "ENV_TORCHX_IMAGE",
@@ -52,11 +56,13 @@ __all__ = [
     "ENV_TORCHX_ROLE_NAME",
     "MAX_NODE_RANGES",
     "MAX_RETRY_ATTEMPTS",
+    "PARAMETER",
     "RANK0_ENV",
     "AWSBatchOpts",
     "BatchJob",
     "Opts",
     "ResourceType",
+    "array_job",
     "check_role_count",
     "job_name_for",
     "node_range",
@@ -426,3 +432,46 @@ class BatchJob:
 
     def __repr__(self) -> str:
         return str(self)
+
+
+PARAMETER = "torchxArray"
+"""The job parameter holding a sweep's elements (JSON)."""
+
+
+_POSITION = "${AWS_BATCH_JOB_ARRAY_INDEX:-${AWS_BATCH_JOB_ID##*:}}"
+
+
+def array_job(
+    array: AppArray,
+    name: str,
+    app_id: str,
+    container_extra: Mapping[str, Any],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the job definition's container properties, what ``SubmitJob`` adds: the array's
+    size, its dependency type, the elements' parameter) of a sweep."""
+    import json
+
+    from torchx.specs.api import macros
+    from torchx.specs.sweep import shell_dispatch
+    from torchx.util.startup.lazy_dataclass import shallow_copy
+
+    size = len(array.elements)
+    if array.max_parallel is not None and 1 < array.max_parallel < size:
+        raise ValueError(
+            f"max_parallel={array.max_parallel}: AWS Batch runs an array's children all at"
+            " once or one after another; give --max-parallel 1, none, or limit the compute"
+            " environment's vCPUs"
+        )
+    values = macros.Values(img_root="", app_id=app_id, replica_id="0", rank0_env="")
+    role = shallow_copy(array.role)
+    role.entrypoint = "/bin/sh"
+    role.args = ["-c", shell_dispatch(array, _POSITION, values.to_dict())]
+    container = node_range(role, 0, 0, app_id, container_extra)["container"]
+    container.pop("instanceType", None)  # a node range's, not a single container's
+    submit: dict[str, Any] = {
+        "arrayProperties": {"size": size},
+        "parameters": {PARAMETER: json.dumps(array.record())},
+    }
+    if array.max_parallel == 1 and size > 1:
+        submit["dependsOn"] = [{"type": "SEQUENTIAL"}]
+    return container, submit

@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from torchx.schedulers._docker.engine import unix_time
+from torchx.schedulers._docker.client import unix_time
 from torchx.schedulers._docker.retry import transient
 from torchx.schedulers.shared.log_resume import ResumePoint, Stamp, parse_stamp
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from torchx.schedulers._docker.engine import from_env
+from torchx.schedulers._docker.client import from_env
 from torchx.util.readiness import ReadinessCheck, not_ready, probe, ready
 from torchx.workspace.docker_workspace import _daemon_address, daemon_unavailable, docker_sdk
 

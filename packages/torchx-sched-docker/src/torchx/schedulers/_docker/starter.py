@@ -27,7 +27,8 @@ def log_path(app_id: str) -> str:
 
 def _api() -> Any:
     """The daemon's API, as the scheduler reaches it (its light client, else the SDK's)."""
-    from torchx.schedulers._docker import engine, retry
+    from torchx.schedulers._docker import client as engine
+    from torchx.schedulers._docker import retry
 
     light = engine.from_env()
     if light is not None:

@@ -1,6 +1,14 @@
 """What ``torchx run -s ray`` submits: the run options, the Ray job (entrypoint, runtime
 env, metadata) and the app spec the driver reads, built without contacting the cluster so
-that a dry run needs neither a cluster nor Ray."""
+that a dry run needs neither a cluster nor Ray.
+
+A sweep is one Ray job per element under one app id: element ``p`` of sweep ``ID`` is the
+job ``ID-p``, a one-replica app run by the usual driver, its metadata naming the sweep
+(``torchx.sweep``), its position and what the element is (index, values, the sweep's
+size). ``max_parallel`` K is a gate in the cluster: a named actor with K permits that each
+element's driver holds while its replica runs (the other drivers wait for one, printing
+``waiting_turn``).
+"""
 
 from __future__ import annotations
 
@@ -18,6 +26,10 @@ from torchx.specs.replica_macros import ReplicaMacros
 from torchx.util.log import get_logger
 from torchx.util.startup.lazy_dataclass import dataclass, field
 from torchx.workspace.api import LocalFileSystem, WorkspaceProgress, walk_workspace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from torchx.specs.sweep import AppArray
 
 logger = get_logger(__name__)
 
@@ -417,3 +429,41 @@ def build_package(package_dir: str | None) -> tuple[str, bytes]:
     with package_file() as out:
         name = pack_package(package_dir, out)
         return name, out.read()
+
+
+META_SWEEP = "torchx.sweep"
+"""An element job's metadata: the id of its sweep."""
+
+
+META_ELEMENT = "torchx.sweep_element"
+"""An element job's metadata: ``{"position", "index", "values", "size"}`` (JSON)."""
+
+
+@dataclass
+class RaySweep:
+    """The jobs of a sweep, as ``schedule`` submits them (one package for all)."""
+
+    sweep_id: str
+    jobs: list[RayJob] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return "\n".join(str(job) for job in self.jobs)
+
+
+def gate(array: AppArray, sweep_id: str) -> dict[str, Any] | None:
+    """What the drivers of a sweep limited to ``max_parallel`` share (None: no limit)."""
+    size = len(array.elements)
+    if array.max_parallel is None or array.max_parallel >= size:
+        return None
+    return {"name": f"{sweep_id}/gate", "permits": array.max_parallel, "total": size}
+
+
+def element_metadata(array: AppArray, sweep_id: str, position: int) -> dict[str, str]:
+    element = array.elements[position]
+    record = {
+        "position": position,
+        "index": element.index,
+        "values": dict(element.values),
+        "size": array.size_of(),
+    }
+    return {META_SWEEP: sweep_id, META_ELEMENT: json.dumps(record, separators=(",", ":"))}

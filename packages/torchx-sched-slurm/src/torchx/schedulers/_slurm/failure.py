@@ -11,7 +11,7 @@ replica's logs (64 KiB, over ssh with ``tail -c``).
 from __future__ import annotations
 
 from torchx.schedulers._slurm import commands
-from torchx.schedulers._slurm.logtail import replica_log_tail
+from torchx.schedulers._slurm.logs import replica_log_tail
 from torchx.schedulers._slurm.parse import _exit_status, base_state, slurm_time, split_job_name
 from torchx.specs.failure import Failure, from_exit_status, from_log_tail, root_cause
 
@@ -185,7 +185,7 @@ class _BatchLog:
         if self._lines is None:
             import os
 
-            from torchx.schedulers._slurm.logtail import file_tail
+            from torchx.schedulers._slurm.logs import file_tail
 
             job_id, log_dir, via = self._where
             path = os.path.join(log_dir or ".", f"slurm-{job_id}.out")

@@ -44,7 +44,7 @@ class JobRecord:
     roles: list[tuple[str, int]] = field(default_factory=list)
     """``(role name, replicas)`` in submission order: het component i's role."""
     array: str = ""
-    """A sweep's elements (``_slurm.arrays.SlurmArray.to_record``), "" for any other job."""
+    """A sweep's elements (``_slurm.status.SlurmArray.to_record``), "" for any other job."""
     request_hash: str = ""
     request: str = ""
     """What a job of an idempotency key was made from (``torchx.runner._idempotency``):

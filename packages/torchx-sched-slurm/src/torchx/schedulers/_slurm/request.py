@@ -1,41 +1,65 @@
-"""The ``sbatch`` request of an app: run options, het components and the batch script.
+"""The ``sbatch`` request of an app: run options, het components, the batch script, and a
+sweep's job arrays.
 
 One het component per replica; each gets an ``#SBATCH`` line (job name
 ``<app>:<role>-<i>``, per-replica options, resources) and a part of the one ``srun`` line
 that starts them all. Arguments and env values are shell-quoted so they reach the program
 byte for byte; the job id, unknown until ``sbatch`` answers, is a mark that the script
 turns into ``"$SLURM_JOB_ID"``.
+
+A sweep is one job array (``--array=0-(N-1)%K``), split into several arrays under one app
+id (``FIRST,SECOND``) when it has more elements than the cluster's ``MaxArraySize``
+allows. Every array task runs the same batch script; the script picks its element from
+its position (``TORCHX_ARRAY_OFFSET`` + ``SLURM_ARRAY_TASK_ID``) and runs it with
+``srun``, its logs named by the first array's id and the element's position
+(``slurm-<id>-<role>-<position>.out``), as a replica's are.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+import secrets
+from collections.abc import Callable, Mapping
+from shlex import join, quote
 from typing import Any
 
-from torchx.schedulers.api import HELP_KEY, StructuredOpts
+from torchx.schedulers._slurm import commands, containers, oci, validate
+from torchx.schedulers._slurm.commands import SlurmNotFoundError
+from torchx.schedulers._slurm.oci import RoleBundle
+from torchx.schedulers._slurm.workspaces import remote_job_dir
+from torchx.schedulers._slurm.workspaces import via as via_of
+from torchx.schedulers.api import HELP_KEY, StructuredOpts, with_full_job_id
+from torchx.schedulers.ids import current_key
 from torchx.settings import ENV_TORCHX_ATTEMPT
-from torchx.specs.api import AppDef, CfgVal, Resource, Role
+from torchx.specs.api import AppDef, AppDryRunInfo, CfgVal, Resource, Role, macros
 from torchx.specs.replica_macros import ReplicaMacros
+from torchx.specs.sweep import AppArray
 from torchx.util.startup.lazy_dataclass import dataclass, field
 from torchx.util.strings import escape_unprintable
+from torchx.util.support.host_checks import host_problem
+from torchx.util.support.programs import find_program
 from torchx.version import __version__
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from torchx.schedulers._slurm.array_request import SlurmArray
-    from torchx.schedulers._slurm.oci import RoleBundle
     from torchx.schedulers._slurm.ssh import SshTarget
 
 __all__ = [
     "SBATCH_GROUP_OPTIONS",
     "SBATCH_JOB_OPTIONS",
     "Opts",
+    "SlurmArray",
     "SlurmBatchRequest",
     "SlurmOpts",
     "SlurmReplicaRequest",
+    "array_commands",
+    "array_script",
+    "max_array_size",
+    "script_of",
+    "shown",
 ]
+
 
 SBATCH_JOB_OPTIONS = ("account", "comment", "mail-user", "mail-type")
 """Run options passed once, on the ``sbatch`` command line (in this order)."""
@@ -162,8 +186,6 @@ SlurmOpts = Opts
 def _shell_word(value: str, job_id: str = _JOB_ID) -> str:
     """``value`` quoted for bash; the job-id mark becomes ``job_id`` (by default
     ``"$SLURM_JOB_ID"``; a sweep's elements name their array instead)."""
-    from shlex import quote  # not at module level: status never quotes
-
     if APP_ID_MARK not in value:
         return quote(value)
     return job_id.join(quote(part) if part else "" for part in value.split(APP_ID_MARK))
@@ -223,16 +245,19 @@ class SlurmReplicaRequest:
         cfg: Mapping[str, CfgVal],
         nomem: bool,
         log_dir: str = "",
+        *,
+        gpus_per_node: bool | None = None,
     ) -> SlurmReplicaRequest:
-        """The request of replica ``name`` (``<role>-<i>``) of an already-substituted role."""
-        opts = Opts.from_cfg(cfg)
-        gpus_per_node = False
-        if role.resource.gpu > 0:
-            from torchx.schedulers._slurm.commands import version
-            from torchx.schedulers._slurm.ssh import SshTarget
+        """The request of replica ``name`` (``<role>-<i>``) of an already-substituted role.
 
-            via = SshTarget.parse(opts.ssh) if opts.ssh else None
-            gpus_per_node = version(via) >= GPUS_PER_NODE_SINCE
+        ``gpus_per_node``: whether the cluster's Slurm takes ``--gpus-per-node``; ``None``
+        asks the cluster (its login node, where ``cfg`` names one) when the role has GPUs.
+        """
+        opts = Opts.from_cfg(cfg)
+        if gpus_per_node is None:
+            gpus_per_node = (
+                role.resource.gpu > 0 and commands.version(via_of(cfg)) >= GPUS_PER_NODE_SINCE
+            )
         sbatch_opts = group_opts(opts, role.resource, nomem, gpus_per_node)
         entrypoint, args = launcher_ignores_warning(role.entrypoint, list(role.args), opts.signal)
         return cls(
@@ -266,8 +291,6 @@ class SlurmReplicaRequest:
         # srun splits its arguments at every ":" (het components), so a command holding a
         # ":" word runs under `bash -c`, quoted twice, and srun never sees its words.
         if ":" in words:
-            from shlex import quote
-
             # the job id mark becomes "$SLURM_JOB_ID" in the outer quoting: the batch
             # script splices the job id's digits into the inner text
             inner = " ".join(quote(word) for word in ["exec", *words])
@@ -284,8 +307,6 @@ class SlurmReplicaRequest:
         """The lines of the env file, shell-quoted for ``printf`` in the batch script (the
         job id mark is expanded when the script writes them): ``export NAME='value'``, and
         names a shell cannot assign (``MY-VAR``) set by ``env`` as it starts the command."""
-        from shlex import quote
-
         lines = [f"export {k}={quote(v)}" for k, v in self.env.items() if _is_identifier(k)]
         others = [quote(f"{k}={v}") for k, v in self.env.items() if not _is_identifier(k)]
         if others:
@@ -461,8 +482,6 @@ class SlurmBatchRequest:
         saved their work and stopped) or while the app's ``max_retries`` last; the reason
         is logged on a ``torchx: requeued:`` line, which also counts the retries spent.
         """
-        from shlex import join
-
         lines = [
             "#!/bin/bash",
             "#",
@@ -542,8 +561,6 @@ class SlurmBatchRequest:
         return "\n".join([*lines, *retry_lines(batch_log)])
 
     def __repr__(self) -> str:
-        from shlex import join
-
         return (
             f"{join(self.cmd)} $SBATCH_SCRIPT\n"
             "#----------------\n# SBATCH_SCRIPT\n#----------------\n" + self.materialize()
@@ -653,8 +670,6 @@ def _app_bundle(
     the first role): ``srun`` 22.05 to 25.x keeps a single ``--container`` per het step
     (the path it copies between components is freed when a later component sets its own,
     and a replica then starts from a garbage path), so roles may differ only in GPUs."""
-    from torchx.schedulers._slurm.oci import RoleBundle
-
     mounts = list(role.mounts)
     if not bundles:
         bundles.append(
@@ -701,11 +716,6 @@ def assemble(
     ``image_workdir``: in a container, start in the image's working directory (where a
     ``docker`` workspace build put the code) rather than the job's directory.
     """
-    from torchx.schedulers._slurm import containers
-    from torchx.schedulers.ids import current_key
-    from torchx.specs.api import macros
-    from torchx.specs.sweep import AppArray
-
     array = app if isinstance(app, AppArray) else None
     idempotency_key = current_key()
     cmd = ["sbatch", "--parsable"]
@@ -790,3 +800,260 @@ def assemble(
         via=via,
         container_cache=container_cache if bundles else None,
     )
+
+
+_APP = '"$app"'
+"""The app id (the first array's job id) in the script: what the job-id mark becomes."""
+_DEFAULT_MAX_ARRAY_SIZE = 1001  # Slurm's default
+
+
+@dataclass
+class SlurmArray:
+    """A sweep's arrays: ``size`` elements, at most ``max_parallel`` running, in arrays of
+    at most ``max_array_size`` tasks (0: one array); each element's sweep index and values
+    for ``describe``."""
+
+    size: int
+    max_parallel: int | None = None
+    max_array_size: int = 0
+    indices: list[int] = field(default_factory=list)
+    values: list[dict[str, str]] = field(default_factory=list)
+    sweep_size: int = 0
+
+    def chunks(self) -> list[tuple[int, int]]:
+        """``(offset, count)`` of each array, in submission order."""
+        step = self.max_array_size if self.max_array_size > 0 else self.size
+        return [(start, min(step, self.size - start)) for start in range(0, self.size, step)]
+
+    def to_record(self) -> str:
+        """What the job record keeps of it (JSON, read by :func:`describe_array`)."""
+        import json
+
+        return json.dumps(
+            {
+                "size": self.size,
+                "indices": self.indices,
+                "values": self.values,
+                "sweep_size": self.sweep_size,
+            }
+        )
+
+
+def max_array_size(via: SshTarget | None) -> int:
+    """The cluster's ``MaxArraySize`` (``scontrol show config``); Slurm's default if it
+    does not say."""
+    code, out, _ = commands.run_through_outages(["scontrol", "show", "config"], via=via)
+    if code == 0:
+        for line in out.splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "MaxArraySize" and value.strip().isdigit():
+                return int(value.strip())
+    return _DEFAULT_MAX_ARRAY_SIZE
+
+
+def job_name(req: SlurmBatchRequest, offset: int) -> str:
+    first = next(iter(req.replicas.values()))
+    return f"{first.name}-{offset}"
+
+
+def array_commands(req: SlurmBatchRequest, job_ids: list[str]) -> list[list[str]]:
+    """The ``sbatch`` command of each array; ``job_ids`` are those of the arrays submitted
+    so far (the later arrays name the first, and with ``max_parallel`` wait for the one
+    before; a dry run shows placeholders)."""
+    array = req.array
+    assert array is not None
+    throttle = f"%{array.max_parallel}" if array.max_parallel else ""
+    cmds = []
+    for c, (offset, count) in enumerate(array.chunks()):
+        cmd = [*req.cmd, f"--array=0-{count - 1}{throttle}"]
+        if c > 0:
+            first = job_ids[0] if job_ids else "FIRST_ARRAY_ID"
+            cmd += [
+                f"--job-name={job_name(req, offset)}",
+                f"--export=ALL,TORCHX_ARRAY_OFFSET={offset},TORCHX_ARRAY_APP={first}",
+            ]
+            if array.max_parallel:  # at most K at once over all the arrays: one after another
+                before = job_ids[c - 1] if len(job_ids) >= c else "PREVIOUS_ARRAY_ID"
+                cmd.append(f"--dependency=afterany:{before}")
+        cmds.append(cmd)
+    return cmds
+
+
+def array_script(req: SlurmBatchRequest) -> str:
+    """The batch script every task of the sweep's arrays runs: it finds its element by its
+    position and runs it as a replica runs (its env from a private file, ``srun`` with
+    the element's logs); a failed element is requeued while ``max_retries`` last."""
+    replicas = list(req.replicas.values())
+    sbatch_args, _ = replicas[0].materialize()
+    sbatch_args = [a for a in sbatch_args if not a.startswith("--job-name=")]
+    log_prefix = f"{req.log_dir.replace('%', '%%')}/" if req.log_dir else ""
+    output = sbatch_value("the log directory", f"{log_prefix}slurm-%A_%a.out")
+    name = sbatch_value("job name", job_name(req, 0))
+    lines = [
+        "#!/bin/bash",
+        "#",
+        f"# Generated by TorchX {__version__}: a sweep of {len(replicas)} elements",
+        f"# Run with: {join(req.cmd)} --array=...",
+        "#",
+        f"#SBATCH --job-name={name} {' '.join(sbatch_args)} --output={output} --open-mode=append",
+        "set -e",
+        "",
+        "export PYTHONUNBUFFERED=1",
+        "export SLURM_UNBUFFEREDIO=1",
+        f"export TORCHX_MAX_RETRIES={int(req.max_retries)}",
+        f'export {ENV_TORCHX_ATTEMPT}="${{SLURM_RESTART_COUNT:-0}}"',
+        "pos=$(( ${TORCHX_ARRAY_OFFSET:-0} + SLURM_ARRAY_TASK_ID ))",
+        'app="${TORCHX_ARRAY_APP:-$SLURM_ARRAY_JOB_ID}"',
+        "",
+        "set +e",
+        'case "$pos" in',
+    ]
+    for p, replica in enumerate(replicas):
+        env_dir = f"{req.log_dir or '.'}/.torchx-env-{APP_ID_MARK}-{p}"
+        _, srun_args = replica.materialize(env_dir, job_id=_APP)
+        lines.append(f"{p})")
+        if replica.env:
+            lines += env_dir_lines(env_dir, _APP, indent="    ")
+            lines.append(env_file_line(replica, _APP, indent="    "))
+        lines.append("    srun " + " ".join(srun_args))
+        lines.append("    exitcode=$?")
+        if replica.env:
+            lines.append('    rm -rf -- "$envdir"')
+        lines.append("    ;;")
+    logs = _shell_word(f"{req.log_dir}/" if req.log_dir else "./")
+    batch_log = f'{logs}slurm-"$SLURM_ARRAY_JOB_ID"_"$SLURM_ARRAY_TASK_ID".out'
+    lines += [
+        '*) echo "torchx: no element at position $pos of this sweep" >&2; exit 2 ;;',
+        "esac",
+        "",
+        'echo "job exited with code $exitcode"',
+        "if [ $exitcode -eq 0 ]; then",
+        "    exit 0",
+        "fi",
+        *retry_lines(batch_log),
+    ]
+    return "\n".join(lines)
+
+
+def script_of(req: SlurmBatchRequest) -> str:
+    """The batch script ``sbatch`` is given: a sweep's, or the app's."""
+    return array_script(req) if req.array is not None else req.materialize()
+
+
+def shown(req: SlurmBatchRequest) -> str:
+    """What ``--dryrun`` prints: the ``sbatch`` command(s), then the script."""
+    if req.array is None:
+        return repr(req)
+    cmds = "\n".join(f"{join(c)} $SBATCH_SCRIPT" for c in array_commands(req, []))
+    return f"{cmds}\n#----------------\n# SBATCH_SCRIPT\n#----------------\n" + array_script(req)
+
+
+def build(
+    app: AppDef,
+    cfg: Mapping[str, CfgVal],
+    *,
+    image_built: bool,
+    push_images: Callable[[], tuple[str, Any]],
+    partition_has_no_mem: Callable[[str | None, SshTarget | None], bool],
+) -> AppDryRunInfo[SlurmBatchRequest]:
+    """Checks the run options, the host and the cluster, then assembles the request of
+    ``app`` (:func:`assemble`), its sweep's arrays included.
+
+    ``image_built``: the workspace is built into an image (``workspace_type=docker``);
+    ``push_images`` says which images to push (called only when pyxis pulls them);
+    ``partition_has_no_mem``: whether a partition takes no ``--mem`` (the scheduler caches
+    the answer).
+    """
+    via = via_of(cfg)
+    if via is not None:
+        if find_program("ssh", os.environ.get("PATH", ""), os.getcwd()) is None:
+            host_problem(
+                FileNotFoundError(
+                    f"ssh={via.spec} needs OpenSSH's ssh client on this host; install it"
+                    " (Debian/Ubuntu: apt install openssh-client)"
+                )
+            )
+    elif find_program("sbatch", os.environ.get("PATH", ""), os.getcwd()) is None:
+        host_problem(SlurmNotFoundError("sbatch"))  # before any other check: it is the fix
+    opts = Opts.from_cfg(cfg)
+    if opts.job_dir is not None:
+        validate.check_job_dir(opts.job_dir)
+    validate.check_time(opts.time)
+    lead_s = validate.check_signal(opts.signal) if opts.signal is not None else None
+    if opts.max_requeues < 0:
+        raise ValueError(
+            f"max_requeues={opts.max_requeues} is negative; give 0 (never requeue after"
+            " the warning) or more"
+        )
+    for key in (*SBATCH_GROUP_OPTIONS, *SBATCH_JOB_OPTIONS):
+        value = opts.get(key)
+        if key == "comment" and value is not None:
+            validate.check_comment(str(value))
+        elif value is not None:
+            validate.check_option(key, str(value))
+    mode = containers.check_mode(opts.container)
+    images_to_push = None
+    if image_built:
+        # a workspace built into an image runs in it: pyxis pulls it from image_repo
+        # (pushed first); oci unpacks it from this host's daemon, or from image_repo
+        mode = "pyxis" if mode == "none" else mode
+        if mode == "pyxis" or cfg.get("image_repo"):
+            images_to_push = push_images()
+    if via is None:
+        job_dir = os.path.abspath(os.path.expanduser(opts.job_dir)) if opts.job_dir else None
+        workdir = job_dir or os.getcwd()
+        validate.check_log_dir(workdir)
+        # a role run from a built image starts in the image, which holds its files
+        if not image_built and (job_dir is None or os.path.isdir(job_dir)):
+            for role in app.roles:
+                validate.check_role_files(
+                    role, workdir, opts.strict_entrypoint, in_container=mode != "none"
+                )
+    else:
+        # on the login node: `~/x` and `x` are in the home there; the logs are written
+        # relative to the job's directory (sbatch --chdir), which sbatch resolves there
+        job_dir = remote_job_dir(opts.job_dir) if opts.job_dir else None
+        workdir = ""
+        validate.check_remote(via, mode, job_dir)
+        # $TORCHX_JOB_ID is the handle `run` prints, login node included
+        app = with_full_job_id(app, f"{macros.app_id}@{via.spec}")
+    needs_memory = any(role.resource.memMB > 0 for role in app.roles)
+    nomem = partition_has_no_mem(opts.partition, via) if needs_memory else False
+    needs_gpus = any(role.resource.gpu > 0 for role in app.roles)
+    gpus_per_node = needs_gpus and commands.version(via) >= GPUS_PER_NODE_SINCE
+    if mode == "oci" and (missing := oci.missing_tools()):
+        host_problem(oci.OciError(oci.missing_tools_message(missing)))
+    bundles_dir = ""
+    if mode == "oci":  # one directory of bundles per job, beside its logs
+        app_label = safe_name(app.name) or "app"
+        bundles_dir = os.path.join(workdir, oci.BUNDLES_DIR, f"{app_label}-{secrets.token_hex(4)}")
+    cache = opts.container_cache
+    request = assemble(
+        app,
+        opts,
+        via=via,
+        job_dir=job_dir,
+        workdir=workdir,
+        mode=mode,
+        nomem=nomem,
+        gpus_per_node=gpus_per_node,
+        warning_lead_s=lead_s if opts.requeue else None,
+        bundles_dir=bundles_dir,
+        container_cache=(
+            os.path.abspath(os.path.expanduser(cache)) if cache else oci.default_cache()
+        )
+        if mode == "oci"
+        else None,
+        image_workdir=image_built,
+    )
+    request.images_to_push = images_to_push
+    if isinstance(app, AppArray):  # a sweep: one more call, to split it where it must
+        request.array = SlurmArray(
+            size=len(app.elements),
+            max_parallel=app.max_parallel,
+            max_array_size=max_array_size(via),
+            indices=app.indices(),
+            values=app.values(),
+            sweep_size=app.size_of(),
+        )
+    return AppDryRunInfo(request, shown)

@@ -4,6 +4,9 @@ The multi-node job (the parent) gives the app's state, its ``statusReason`` and 
 ranges the roles are rebuilt from. Where Batch reports the node jobs (``<job id>#<node>``)
 each replica gets its own state, host and failure reason; otherwise (before the nodes
 start, or on emulators without node jobs) every replica shows the parent's state.
+
+A sweep is one array job: its children's states are the elements', their indices and
+values read back from the job's ``parameters`` (``torchxArray``).
 """
 
 from __future__ import annotations
@@ -11,9 +14,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from torchx.schedulers._aws_batch.failure import (
+    failure_message,
+    last_container,
+    node_failure,
+    root_failure,
+)
 from torchx.schedulers._aws_batch.request import (
     DEFAULT_ROLE_NAME,
     ENV_TORCHX_ROLE_NAME,
+    PARAMETER,
     parse_target_nodes,
     resource_from_resource_requirements,
     role_command,
@@ -24,15 +34,25 @@ from torchx.specs.attempts import Attempt
 from torchx.specs.failure import Failure
 from torchx.specs.timeline import Phase, Waiting
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from typing import Any
+
+    from torchx.schedulers.api import DescribeAppResponse
+
 __all__ = [
     "CANCEL_REASON",
     "JOB_STATE",
     "app_state",
+    "child_ids",
     "console_url",
+    "describe_array",
     "describe_response",
-    "failure_message",
+    "is_array",
     "log_stream_of",
 ]
+
 
 JOB_STATE: dict[str, AppState] = {
     "SUBMITTED": AppState.PENDING,
@@ -48,12 +68,6 @@ JOB_STATE: dict[str, AppState] = {
 CANCEL_REASON = "cancelled via torchx"
 """The reason ``cancel`` gives ``TerminateJob``; a job failed with it reads CANCELLED."""
 _UPSTREAM_CANCEL_REASON = "killed via torchx CLI"
-
-_PULL_HINT = (
-    "the compute environment could not pull the image: push it to a registry its"
-    " instances can reach (with a workspace: -cfg image_repo=<ECR repository>), check the"
-    " name, and give the execution role pull access"
-)
 
 
 def app_state(job: Mapping[str, Any]) -> AppState:
@@ -76,13 +90,6 @@ def console_url(job_arn: str, job_id: str) -> str:
     )
 
 
-def _last_container(job: Mapping[str, Any]) -> Mapping[str, Any]:
-    attempts = job.get("attempts") or []
-    if attempts:
-        return attempts[-1].get("container") or {}
-    return job.get("container") or {}
-
-
 def log_stream_of(job: Mapping[str, Any]) -> str | None:
     """The CloudWatch stream of a (node) job: its running container's, else its last
     attempt's; None before Batch has created one."""
@@ -90,65 +97,8 @@ def log_stream_of(job: Mapping[str, Any]) -> str | None:
     stream = container.get("logStreamName")
     if stream and job.get("status") == "RUNNING":
         return str(stream)
-    stream = _last_container(job).get("logStreamName") or stream
+    stream = last_container(job).get("logStreamName") or stream
     return str(stream) if stream else None
-
-
-def failure_message(job: Mapping[str, Any]) -> str:
-    """Why the job is where it is: Batch's ``statusReason`` plus the last attempt's
-    container reason and exit code; a hint when the image could not be pulled."""
-    parts: list[str] = []
-    reason = " ".join(str(job.get("statusReason") or "").split())
-    if reason:
-        parts.append(reason)
-    container = _last_container(job)
-    container_reason = " ".join(str(container.get("reason") or "").split())
-    if container_reason and container_reason not in reason:
-        parts.append(container_reason)
-    exit_code = container.get("exitCode", (job.get("container") or {}).get("exitCode"))
-    if exit_code not in (None, 0) and job.get("status") == "FAILED":
-        parts.append(f"exit code {exit_code}")
-    message = "; ".join(parts)
-    if "CannotPullContainer" in message:
-        message = f"{message} ({_PULL_HINT})"
-    return message
-
-
-def node_failure(role: str, replica_id: int, job: Mapping[str, Any]) -> Failure:
-    """The failure of one failed (node) job: Batch's ``statusReason`` and the container's
-    ``reason`` name an OOM kill, an image that cannot be pulled or a lost host; otherwise
-    the exit code (128 + N: signal N) says how the container ended."""
-    from torchx.specs.failure import from_exit_status
-
-    container = _last_container(job)
-    stopped = job.get("stoppedAt")
-    failure = Failure(
-        role=role,
-        replica_id=replica_id,
-        time=float(stopped) / 1000 if isinstance(stopped, (int, float)) else None,
-    )
-    code = container.get("exitCode", (job.get("container") or {}).get("exitCode"))
-    from_exit_status(failure, code if isinstance(code, int) else None, signal_exits=True)
-    words = failure_message(job)
-    if "OutOfMemoryError" in words:
-        failure.cause = "oom"
-        memory = next(
-            (
-                r.get("value")
-                for r in (job.get("container") or {}).get("resourceRequirements") or ()
-                if r.get("type") == "MEMORY"
-            ),
-            None,
-        )
-        limit = f" (limit {memory} MiB; raise the role's memMB)" if memory else ""
-        failure.message = f"out of memory: {words}{limit}"
-    elif "CannotPull" in words:
-        failure.cause, failure.message = "image_pull", words
-    elif "Host EC2" in words and "terminated" in words:
-        failure.cause, failure.message = "node_failure", words
-    elif words and failure.cause == "unknown":
-        failure.message = words
-    return failure
 
 
 def _env(container: Mapping[str, Any]) -> dict[str, str]:
@@ -227,7 +177,7 @@ def describe_response(
     if state == AppState.FAILED:
         if not failed and roles:  # no node jobs reported (emulators): the job is the main node's
             failed.append((node_failure(roles[0].name, 0, job), job))
-        failure = _root_cause(failed, [role.name for role in roles], tail)
+        failure = root_failure(failed, [role.name for role in roles], tail)
     phases, waiting = timing(job, state)
     history = attempt_history(attempts, terminal=is_terminal(state))
     return DescribeAppResponse(
@@ -322,15 +272,79 @@ def waiting(job: Mapping[str, Any]) -> Waiting | None:
     return Waiting(phase=phase, reason=f"{status}: {words}", since=since)
 
 
-def _root_cause(
-    failed: list[tuple[Failure, Mapping[str, Any]]],
-    roles: list[str],
-    tail: Callable[[Mapping[str, Any]], str] | None,
-) -> Failure | None:
-    from torchx.specs.failure import from_log_tail, root_cause
+def is_array(job: Mapping[str, Any]) -> bool:
+    """Whether a described job is a sweep's array job."""
+    return PARAMETER in (job.get("parameters") or {})
 
-    root = root_cause([f for f, _ in failed], roles)
-    if root is None or tail is None:
-        return root
-    job = next(j for f, j in failed if f is root)
-    return from_log_tail(root, tail(job))  # Batch's own word (an OOM kill) stays
+
+def child_ids(job: Mapping[str, Any]) -> list[str]:
+    """The job ids of a sweep's children (``ID:0`` ... ``ID:N-1``)."""
+    import json
+
+    record = json.loads((job.get("parameters") or {})[PARAMETER])
+    size = len(record.get("indices") or []) or int(
+        (job.get("arrayProperties") or {}).get("size") or 0
+    )
+    return [f"{job['jobId']}:{i}" for i in range(size)]
+
+
+def describe_array(
+    app_id: str,
+    job: Mapping[str, Any],
+    children: Sequence[Mapping[str, Any]],
+    tail: Callable[[Mapping[str, Any]], str] | None = None,
+) -> DescribeAppResponse:
+    """The sweep of array ``job`` from its children: each element's state, the sweep's
+    (every element succeeded, or all ended and one failed), the first failure."""
+    import json
+
+    from torchx.schedulers._aws_batch.failure import failure_message, node_failure, root_failure
+    from torchx.schedulers._aws_batch.status import _node_host, app_state, timing
+    from torchx.schedulers.api import DescribeAppResponse
+    from torchx.settings import ENV_TORCHX_ROLE_NAME
+    from torchx.specs.status import AppState, ArrayStatus, ReplicaStatus, RoleStatus
+
+    record = json.loads((job.get("parameters") or {})[PARAMETER])
+    by_id = {str(c.get("jobId")): c for c in children}
+    ids = child_ids(job)
+    env = {
+        str(e.get("name")): str(e.get("value"))
+        for e in ((job.get("container") or {}).get("environment") or [])
+    }
+    role = env.get(ENV_TORCHX_ROLE_NAME) or "role"
+    states: list[AppState] = []
+    replicas: list[ReplicaStatus] = []
+    failed = []
+    for position, child_id in enumerate(ids):
+        child = by_id.get(child_id)
+        state = app_state(child) if child is not None else AppState.PENDING
+        if app_state(job) == AppState.CANCELLED and state not in (
+            AppState.SUCCEEDED,
+            AppState.FAILED,
+        ):
+            state = AppState.CANCELLED
+        states.append(state)
+        host = _node_host(child) if child is not None else ""
+        replicas.append(ReplicaStatus(position, state, role, host))
+        if child is not None and state == AppState.FAILED:
+            failed.append((node_failure(role, position, child), child))
+    status = ArrayStatus.of(
+        states, indices=record.get("indices"), values=record.get("values"), size=record.get("size")
+    )
+    state = status.state()
+    phases, waiting = timing(job, state)
+    response = DescribeAppResponse(
+        app_id=app_id,
+        state=state,
+        num_restarts=0,
+        roles_statuses=[RoleStatus(role, replicas)],
+        array=status,
+        timeline=phases,
+        waiting=waiting,
+    )
+    if state == AppState.FAILED:
+        response.failure = root_failure(failed, [role], tail)
+        response.msg = status.failed_message()
+    elif failed:
+        response.msg = failure_message(failed[0][1])
+    return response

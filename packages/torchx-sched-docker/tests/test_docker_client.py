@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from torchx.schedulers._docker import engine as de
+from torchx.schedulers._docker import client as de
 
 
 def test_container_body_translates_every_kwarg_torchx_generates() -> None:

@@ -1,16 +1,29 @@
 """From a Ray job and its driver's ``[torchx]`` event lines to TorchX's app state, with a
-state, host and exit code for every replica and the reason an app waits."""
+state, host and exit code for every replica, the reason an app waits, its timeline and
+attempts, and the elements of a sweep.
+
+A sweep is one Ray job per element under one app id: element ``p`` of sweep ``ID`` is the
+job ``ID-p``, its metadata naming the sweep. Nothing is submitted under ``ID`` itself:
+``describe`` of ``ID`` finds no job and then reads the elements from the cluster's job
+list (one call).
+"""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from torchx.schedulers._ray.request import META_ELEMENT, META_SWEEP
 from torchx.specs.api import AppState
 from torchx.specs.attempts import Attempt
-from torchx.specs.failure import Failure
 from torchx.specs.timeline import Phase, Waiting
 from torchx.util.startup.lazy_dataclass import dataclass
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+
 
 EVENT_PREFIX = "[torchx] "
 
@@ -101,7 +114,7 @@ def app_state(job: dict[str, Any], found: list[dict[str, Any]]) -> tuple[AppStat
     if state == AppState.FAILED:
         unplaceable = next((e for e in found if e.get("event") == "unplaceable"), None)
         if unplaceable is not None:
-            return state, "resources never became free: " + _needs(unplaceable)
+            return state, "resources never became free: " + needs(unplaceable)
         exits = [e for e in found if e.get("event") == "exited" and e.get("code")]
         if exits:
             first = exits[-1]
@@ -122,10 +135,10 @@ def pending_reason(found: list[dict[str, Any]]) -> str:
         if waiting is None:
             return "the TorchX driver is starting"
         return "reserving resources: " + _bundles(waiting.get("bundles") or [])
-    return "waiting for resources: " + _needs(pending)
+    return "waiting for resources: " + needs(pending)
 
 
-def _needs(event: dict[str, Any]) -> str:
+def needs(event: dict[str, Any]) -> str:
     bundles = event.get("bundles") or []
     cluster = event.get("cluster") or {}
     total = {
@@ -152,54 +165,6 @@ def _bundles(bundles: list[dict[str, Any]]) -> str:
 def _num(value: Any) -> str:
     number = float(value)
     return str(int(number)) if number == int(number) else f"{number:g}"
-
-
-def failures(
-    job: dict[str, Any], found: list[dict[str, Any]], infos: dict[tuple[str, int], ReplicaInfo]
-) -> list[Failure]:
-    """One failure per failed replica of a FAILED job: its exit code (a negative one: the
-    signal that killed it) and when the driver saw it exit; a replica the job ended under
-    carries Ray's word for the job (its ``message`` and ``error_type``). A job that failed
-    before any replica ran (resources that never became free, a runtime env that could not
-    be set up) is blamed on the first replica."""
-    from torchx.specs.failure import from_exit_status
-
-    exited = {
-        (str(e.get("role")), int(e.get("replica", -1))): e.get("t")
-        for e in found
-        if e.get("event") == "exited"
-    }
-    ray_word = " ".join(str(job.get("message") or "").split())
-    error_type = str(job.get("error_type") or "")
-    result = []
-    for key, info in sorted(infos.items()):
-        if info.state != AppState.FAILED:
-            continue
-        when = exited.get(key)
-        failure = Failure(
-            role=key[0],
-            replica_id=key[1],
-            time=float(when) if isinstance(when, (int, float)) else None,
-        )
-        if info.exit_code is not None:
-            from_exit_status(failure, info.exit_code)
-        else:
-            failure.cause = "node_failure" if "NODE" in error_type.upper() else "unknown"
-            failure.message = (
-                f"the job ended under it: {error_type or 'FAILED'}: {ray_word}".rstrip(": ")
-            )
-        result.append(failure)
-    if not result and infos:
-        role, replica = min(infos)
-        unplaceable = next((e for e in found if e.get("event") == "unplaceable"), None)
-        failure = Failure(role=role, replica_id=replica)
-        if unplaceable is not None:
-            failure.cause = "rejected"
-            failure.message = "resources never became free: " + _needs(unplaceable)
-        else:
-            failure.message = f"{error_type or 'FAILED'}: {ray_word}".rstrip(": ")
-        result.append(failure)
-    return result
 
 
 def timing(
@@ -272,3 +237,32 @@ def attempts(found: list[dict[str, Any]]) -> list[Attempt] | None:
             current, lost = Attempt(len(history), start=at), False
     history.append(current)
     return history
+
+
+def elements_of(jobs: Sequence[Mapping[str, Any]], sweep_id: str) -> list[Mapping[str, Any]]:
+    """The element jobs of ``sweep_id`` among ``jobs`` (the cluster's list), by position."""
+    found = [j for j in jobs if (j.get("metadata") or {}).get(META_SWEEP) == sweep_id]
+    return sorted(found, key=lambda j: int(_record(j).get("position", 0)))
+
+
+def _record(job: Mapping[str, Any]) -> dict[str, Any]:
+    raw = (job.get("metadata") or {}).get(META_ELEMENT) or "{}"
+    record: dict[str, Any] = json.loads(raw)
+    return record
+
+
+def sweep_state(elements: Sequence[Mapping[str, Any]]) -> tuple[Any, list[Any]]:
+    """(the sweep's :class:`ArrayStatus`, each element's state) from its element jobs."""
+    from torchx.schedulers._ray.status import JOB_STATES
+    from torchx.specs.status import AppState, ArrayStatus
+
+    records = [_record(j) for j in elements]
+    states = [JOB_STATES.get(str(j.get("status")), AppState.UNKNOWN) for j in elements]
+    size = int(records[0].get("size") or len(elements)) if records else len(elements)
+    status = ArrayStatus.of(
+        states,
+        indices=[int(r.get("index", p)) for p, r in enumerate(records)],
+        values=[dict(r.get("values") or {}) for r in records],
+        size=size,
+    )
+    return status, states
