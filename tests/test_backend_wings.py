@@ -47,8 +47,7 @@ def _modules(distribution: str, wing: str) -> set[str]:
 
 def test_every_backend_has_a_wing() -> None:
     entries = {
-        p.stem
-        for p in ROOT.glob("packages/torchx-sched-*/src/torchx/schedulers/*_scheduler.py")
+        p.stem for p in ROOT.glob("packages/torchx-sched-*/src/torchx/schedulers/*_scheduler.py")
     } | {"local_scheduler"}
     assert entries == set(WINGS), "a backend without a wing here, or a wing without a backend"
 

@@ -19,11 +19,41 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 
+from torchx.runner._logs import PatientLog
+from torchx.runner._requests import (
+    ENV_PARENT_RUN_ID,
+    Unbuilt,
+    check_roles,
+    copy_app,
+    fill_event,
+    inject_env,
+    keep_request,
+    kept_request,
+    rendered_request,
+    runcfg_json,
+    scheduler_params_from_env,
+    str_metadata,
+    str_or_none,
+    target_of,
+    with_app_id,
+    with_key,
+)
+from torchx.runner._status import (
+    element_position,
+    status_from,
+)
 from torchx.runner._trackers import get_configured_trackers
-from torchx.runner.events import log_event, may_listen
+from torchx.runner._workspaces import build_planned, built_images, prepare_workspaces
+from torchx.runner.events import log_event
+from torchx.runner.sweep import (
+    check_sweep,
+    failed_elements,
+    record_for_retry,
+    retried_apps,
+    sweep_as_described,
+)
 from torchx.schedulers.ids import keyed_ids
 from torchx.specs.api import (
-    MISSING,
     NONE,
     AppDef,
     AppDryRunInfo,
@@ -34,16 +64,15 @@ from torchx.specs.api import (
     UnknownAppException,
     UnknownSchedulerException,
     Workspace,
-    is_started,
-    is_terminal,
     macros,
     make_app_handle,
     parse_app_handle,
     runopts,
 )
+from torchx.specs.sweep import AppArray
 from torchx.util.log import get_logger
 from torchx.util.startup.static_typing import overload
-from torchx.util.strings import carried_env, check_env_names
+from torchx.util.strings import carried_env
 from torchx.util.support.host_checks import is_real_submit, real_submit
 
 TYPE_CHECKING = False
@@ -52,14 +81,9 @@ if TYPE_CHECKING:
     from typing import Any, Literal, TypeVar
 
     from torchx.schedulers import SchedulerFactory
-    from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler, Stream
+    from torchx.schedulers.api import ListAppResponse, Scheduler, Stream
     from torchx.schedulers.list_filter import ListFilter
     from torchx.specs.api import Role
-    from torchx.specs.attempts import Attempt
-    from torchx.specs.failure import Failure
-    from torchx.specs.progress import Progress
-    from torchx.specs.status import ArrayStatus
-    from torchx.specs.sweep import AppArray
 
 __all__ = ["NONE", "Runner", "S", "get_configured_trackers", "get_runner"]
 
@@ -88,142 +112,11 @@ if TYPE_CHECKING:
 DEFAULT_SESSION_NAME = "torchx"
 """Session name of runners made by :func:`get_runner` (part of every app handle)."""
 
-_ENV_PREFIX = "torchx_"
-
-# Names of the environment variables the runner reads and injects (see torchx.settings).
-_ENV_TRACKERS = "TORCHX_TRACKERS"
-_ENV_PARENT_RUN_ID = "TORCHX_PARENT_RUN_ID"
-_ENV_JOB_ID = "TORCHX_JOB_ID"
-_ENV_SESSION_ID = "TORCHX_INTERNAL_SESSION_ID"
-_ENV_RUN_ID = "TORCHX_RUN_ID"
 
 _EVENT_WAIT_S = 60.0
 """How long :meth:`Runner.wait` lets a scheduler with an event source block between two
 checks: it returns at the first change anyway, so a long window only saves calls (an API
 server is asked once a minute, not every ``wait_interval``, while nothing happens)."""
-
-
-def _scheduler_params_from_env() -> dict[str, str]:
-    """Every ``TORCHX_<X>`` env var as scheduler-factory kwarg ``<x>`` (upstream behaviour)."""
-    params: dict[str, str] = {}
-    for key, value in os.environ.items():
-        lower = key.lower()
-        if lower.startswith(_ENV_PREFIX) and len(lower) > len(_ENV_PREFIX):
-            params[lower[len(_ENV_PREFIX) :]] = value
-    return params
-
-
-MAX_REPLICAS = 100_000
-"""Most replicas a role may ask for: beyond, the number is a typo, not a job."""
-
-
-def _check_no_nul(role: Role) -> None:
-    """No process can take a NUL byte in its argv or env: say so before anything starts."""
-    values = [role.entrypoint, *role.args, *role.env.keys(), *role.env.values()]
-    for value in values:
-        if "\0" in value:
-            raise ValueError(
-                f"role {role.name!r} has a NUL byte in {value!r}: program arguments, env names"
-                " and values cannot hold one; remove it"
-            )
-
-
-class _Unbuilt:
-    """What a dry run that left workspaces unbuilt keeps for :meth:`Runner.schedule`: the
-    app before planning, and the request as rendered (to notice edits)."""
-
-    def __init__(self, app: AppDef, rendered: str) -> None:
-        self.app = app
-        self.rendered = rendered
-
-
-def _copy_app(app: AppDef) -> AppDef:
-    """A deep copy of ``app`` whose roles share the original ``overrides`` dicts.
-
-    Overrides hold callables/awaitables that may not be copyable, and resolving one must
-    happen at most once, so the copy keeps the very same dict.
-    """
-    from torchx.util.startup.lazy_dataclass import deep_copy
-
-    memo: dict[int, Any] = {}
-    for role in app.roles:
-        memo[id(role.overrides)] = role.overrides
-    return deep_copy(app, memo)
-
-
-def _changed_beyond_image(before: Role, after: Role) -> bool:
-    """Whether a workspace build wrote to ``after`` more than its ``image`` (compared
-    field by field with ``==``: a field without value equality only costs a rebuild)."""
-    import dataclasses
-
-    return any(
-        getattr(before, f.name) != getattr(after, f.name)
-        for f in dataclasses.fields(Role)
-        if f.name != "image"
-    )
-
-
-def _set_run_id(app: AppDef, run_id: str) -> None:
-    """``$TORCHX_RUN_ID`` of every role; each element of a sweep is a run of its own,
-    ``RUN_ID[INDEX]`` (its tracker run)."""
-    from torchx.specs.sweep import AppArray as _AppArray
-
-    for role in app.roles:
-        role.env[_ENV_RUN_ID] = run_id
-    if isinstance(app, _AppArray):
-        for element in app.elements:
-            element.env[_ENV_RUN_ID] = f"{run_id}[{element.index}]"
-
-
-def _keep_request(app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal] | None) -> None:
-    """Keeps, in the env of every role of ``app`` (a copy) submitted with an idempotency
-    key, what it was made from: a later run of the key that asks for another is told."""
-    from torchx.runner._idempotency import request_env
-
-    kept = request_env(app, scheduler, cfg)
-    for role in app.roles:
-        role.env.update(kept)
-
-
-def _kept_request(info: AppDryRunInfo[Any]) -> dict[str, str]:
-    """What :func:`_keep_request` kept in ``info``'s app (empty: nothing)."""
-    from torchx.schedulers.ids import ENV_REQUEST, ENV_REQUEST_HASH
-
-    env = info._app.roles[0].env if info._app is not None and info._app.roles else {}
-    return {k: env[k] for k in (ENV_REQUEST_HASH, ENV_REQUEST) if k in env}
-
-
-def _check_array(array: AppArray, sched: Scheduler[Any]) -> None:
-    """A sweep goes only to a scheduler that runs it as one array, and each element's
-    args and env pass the checks a role's do."""
-    if not sched.supports_arrays:
-        raise ValueError(
-            f"scheduler `{sched.backend}` cannot run a sweep as one submission; run it on"
-            " a scheduler that can (local_cwd, local_docker, slurm, kubernetes, aws_batch,"
-            " ray) or submit the elements one by one"
-        )
-    if not array.elements:
-        raise ValueError("a sweep needs at least one element; give it one value or more")
-    if len(array.roles) != 1 or array.role.num_replicas != 1:
-        raise ValueError(
-            "each element of a sweep must be one role of one replica (a single-node app);"
-            " run multi-node apps one by one"
-        )
-    if array.max_parallel is not None and array.max_parallel < 1:
-        raise ValueError(f"max_parallel={array.max_parallel}: it must be at least 1")
-    for position in range(len(array.elements)):
-        role = array.element_role(position)
-        check_env_names(role.name, role.env)
-        _check_no_nul(role)
-
-
-def _runcfg_json(cfg: Mapping[str, CfgVal] | None) -> str | None:
-    """The run config as JSON for the ``schedule`` event, when anyone may read the event."""
-    if not cfg or not may_listen():
-        return None
-    import json
-
-    return json.dumps(dict(cfg), default=str)
 
 
 class Runner:
@@ -256,7 +149,7 @@ class Runner:
         self._name = name
         self._scheduler_factories: dict[str, SchedulerFactory] = dict(scheduler_factories)
         self._scheduler_params: dict[str, object] = {
-            **_scheduler_params_from_env(),
+            **scheduler_params_from_env(),
             **(scheduler_params or {}),
         }
         self._scheduler_instances: dict[str, Scheduler[Any]] = {}
@@ -344,7 +237,7 @@ class Runner:
                 (the message names the fix).
         """
         with (
-            log_event("run_component", scheduler, workspace=_str_or_none(workspace)) as ctx,
+            log_event("run_component", scheduler, workspace=str_or_none(workspace)) as ctx,
             real_submit(),
         ):
             dryrun_info = self.dryrun_component(
@@ -357,7 +250,7 @@ class Runner:
                 idempotency_key=idempotency_key,
             )
             handle = self.schedule(dryrun_info)
-            _fill_event(ctx, dryrun_info, handle)
+            fill_event(ctx, dryrun_info, handle)
             return handle
 
     def dryrun_component(  # noqa: PLR0917 (positional order is the public API)
@@ -462,7 +355,7 @@ class Runner:
             ValueError: the scheduler cannot run a sweep, elements of different shapes,
                 an element of several roles or replicas.
         """
-        with log_event("run_sweep", scheduler, workspace=_str_or_none(workspace)) as ctx:
+        with log_event("run_sweep", scheduler, workspace=str_or_none(workspace)) as ctx:
             with real_submit():
                 dryrun_info = self.dryrun_sweep(
                     component,
@@ -493,7 +386,7 @@ class Runner:
                 max_parallel=max_parallel,
                 array=array,
             )
-            _fill_event(ctx, dryrun_info, handle)
+            fill_event(ctx, dryrun_info, handle)
             return handle
 
     def dryrun_sweep(  # noqa: PLR0917 (the order of dryrun_component, plus the sweep)
@@ -567,110 +460,27 @@ class Runner:
             ValueError: no such app, not a sweep, no failed element, no record of how it
                 was made (pass ``apps``).
         """
-        status = self.status(app_handle, progress=False)
-        if status is None:
-            raise ValueError(f"no app {app_handle} on its scheduler; check the handle")
-        if status.array is None:
-            raise ValueError(
-                f"{app_handle} is not a sweep; --retry-failed resubmits the failed"
-                " elements of a sweep (torchx run --sweep)"
-            )
-        failed = status.array.failed()
-        if not failed:
-            raise ValueError(
-                f"no element of {app_handle} failed ({status.array.line()}); nothing to retry"
-            )
-        scheduler, _, _ = parse_app_handle(app_handle)
+        failed = failed_elements(app_handle, self.status(app_handle, progress=False))
         if apps is not None:
-            return self._retry_apps(app_handle, scheduler, apps, failed)
-        from torchx.runner.sweep import load_record, workspace_from_json
-
-        record = load_record(app_handle)
-        if record is None:
-            raise ValueError(
-                f"{app_handle} was not submitted by torchx run --sweep from this host (no"
-                f" record under $TORCHX_HOME/sweeps); pass the apps again:"
-                " runner.retry_failed(handle, apps=...)"
-            )
+            array = retried_apps(app_handle, apps, failed)
+            with real_submit():
+                return self.schedule(
+                    self.dryrun(array, parse_app_handle(app_handle).scheduler_backend)
+                )
+        record = record_for_retry(app_handle)
         data = record.data
-        if data["cwd"] != os.getcwd():
-            raise ValueError(
-                f"{app_handle} was submitted from {data['cwd']}; run --retry-failed from"
-                " there (its component and workspace paths are read from it)"
-            )
         with real_submit():
-            from torchx.runner.sweep import build_sweep
-            from torchx.specs.finder import get_component
-
-            component = data["component"]
-            array = build_sweep(
-                get_component(component).fn,
-                data["component_args"],
-                data["sweep"],
-                defaults=self._component_defaults.get(component),
-                max_parallel=data["max_parallel"],
-                indices=failed,
-                size=int(data["size"]),
-            )
-            cfg = data["cfg"]
-            workspace = workspace_from_json(data["workspace"])
+            array = record.rebuilt(failed, self._component_defaults.get(data["component"]))
             info = self.dryrun(
                 array,
                 data["scheduler"],
-                cfg=cfg,
-                workspace=workspace,
+                cfg=data["cfg"],
+                workspace=record.workspace(),
                 parent_run_id=data["parent_run_id"],
             )
             handle = self.schedule(info)
-        from torchx.runner.sweep import save_record
-
-        save_record(
-            handle,
-            component=component,
-            component_args=data["component_args"],
-            sweep=data["sweep"],
-            scheduler=data["scheduler"],
-            cfg=cfg,
-            workspace=workspace,
-            parent_run_id=data["parent_run_id"],
-            max_parallel=data["max_parallel"],
-            array=array,
-        )
+        record.save_retry(handle, array)
         return handle
-
-    def _retry_apps(
-        self,
-        app_handle: AppHandle,
-        scheduler: str,
-        apps: AppArray | Sequence[AppDef],
-        failed: list[int],
-    ) -> AppHandle:
-        """The failed elements of ``apps`` (the sweep as first submitted) as a new array."""
-        from torchx.specs.sweep import AppArray as _AppArray
-
-        if isinstance(apps, _AppArray):
-            by_index = {e.index: e for e in apps.elements}
-            missing = [i for i in failed if i not in by_index]
-            if missing:
-                raise ValueError(
-                    f"the apps given have no element {missing[0]} of {app_handle}; give the"
-                    " sweep's apps as first submitted"
-                )
-            array = _copy_app(apps)
-            assert isinstance(array, _AppArray)
-            array.elements = [by_index[i] for i in failed]
-            array.size = apps.size or len(apps.elements)
-        else:
-            from torchx.specs.sweep import app_array
-
-            if any(i >= len(apps) for i in failed):
-                raise ValueError(
-                    f"{len(apps)} apps given, but element {failed[-1]} of {app_handle}"
-                    " failed; give the sweep's apps as first submitted"
-                )
-            array = app_array([apps[i] for i in failed], indices=failed, size=len(apps))
-        with real_submit():
-            return self.schedule(self.dryrun(array, scheduler))
 
     @overload
     def run(
@@ -746,7 +556,7 @@ class Runner:
             ValueError: the app or a run option is refused before anything is submitted.
         """
         with log_event(
-            "run", scheduler, runcfg=_runcfg_json(cfg), workspace=_str_or_none(workspace)
+            "run", scheduler, runcfg=runcfg_json(cfg), workspace=str_or_none(workspace)
         ) as ctx:
             if dryrun:
                 return self.dryrun(
@@ -767,7 +577,7 @@ class Runner:
                     idempotency_key=idempotency_key,
                 )
                 handle = self.schedule(dryrun_info)
-            _fill_event(ctx, dryrun_info, handle)
+            fill_event(ctx, dryrun_info, handle)
             return handle
 
     def schedule(
@@ -800,16 +610,16 @@ class Runner:
                 " scheduler); render it with runner.dryrun(app, scheduler) first"
             )
         with (
-            log_event("schedule", scheduler, runcfg=_runcfg_json(dryrun_info._cfg)) as ctx,
+            log_event("schedule", scheduler, runcfg=runcfg_json(dryrun_info._cfg)) as ctx,
             real_submit(),
         ):
             sched = self._scheduler(scheduler)
             key = dryrun_info.idempotency_key
             if idempotency_key is not None and idempotency_key != key:
-                dryrun_info = self._with_key(sched, dryrun_info, idempotency_key)
+                dryrun_info = with_key(sched, dryrun_info, idempotency_key)
                 key = idempotency_key
             if key is None:
-                dryrun_info = self._build_planned(sched, dryrun_info)
+                dryrun_info = build_planned(sched, dryrun_info)
                 app_id = sched.schedule(dryrun_info)
             else:
                 from torchx.runner._idempotency import submit_once
@@ -817,7 +627,7 @@ class Runner:
                 info = dryrun_info
 
                 def submit() -> str:
-                    built = self._build_planned(sched, info)
+                    built = build_planned(sched, info)
                     return sched.schedule(built)
 
                 app_id, submitted = submit_once(
@@ -826,8 +636,8 @@ class Runner:
                     cfg=dryrun_info._cfg,
                     submit=submit,
                     handle_of=lambda found: make_app_handle(scheduler, self._name, found),
-                    target=_target(scheduler, dryrun_info._cfg),
-                    request=_kept_request(dryrun_info),
+                    target=target_of(scheduler, dryrun_info._cfg),
+                    request=kept_request(dryrun_info),
                 )
                 if not submitted:
                     self._found_by_key.add(make_app_handle(scheduler, self._name, app_id))
@@ -835,7 +645,7 @@ class Runner:
             app = dryrun_info._app
             if app is not None:
                 self._apps[handle] = app
-            _fill_event(ctx, dryrun_info, handle)
+            fill_event(ctx, dryrun_info, handle)
             return handle
 
     @overload
@@ -868,40 +678,8 @@ class Runner:
         say) cannot be pinned: its pair is left out, with a warning, and rebuilt at each
         submission. A scheduler without workspaces gives ``{}`` (``None`` for a role).
         """
-        from torchx.schedulers.api import as_workspace_scheduler
-        from torchx.util.startup.lazy_dataclass import deep_copy
-
-        written = app_or_role.roles if isinstance(app_or_role, AppDef) else [app_or_role]
-        memo: dict[int, Any] = {id(role.overrides): role.overrides for role in written}
-        roles: list[Role] = deep_copy(list(written), memo)
         with log_event("build_workspace", scheduler):
-            sched = self._scheduler(scheduler)
-            builder = as_workspace_scheduler(sched)
-            if builder is None:
-                return None if isinstance(app_or_role, Role) else {}
-            builder.build_workspaces(roles, sched.run_opts().resolve(cfg or {}))
-        built: dict[tuple[str, Workspace], str] = {}
-        unpinnable: set[tuple[str, Workspace]] = set()
-        for before, after in zip(written, roles, strict=True):
-            if not before.workspace:
-                continue
-            pair = (before.image, before.workspace)
-            if _changed_beyond_image(before, after):
-                logger.warning(
-                    "role `%s` is rebuilt at each submission: building its workspace on"
-                    " %s changed more than its image, which pinning cannot carry",
-                    before.name,
-                    scheduler,
-                )
-                unpinnable.add(pair)
-            else:
-                built[pair] = after.image
-        for pair in unpinnable:
-            built.pop(pair, None)
-        if isinstance(app_or_role, Role):
-            ws = app_or_role.workspace
-            return built.get((app_or_role.image, ws)) if ws else None
-        return built
+            return built_images(self._scheduler(scheduler), app_or_role, scheduler, cfg)
 
     def found_by_idempotency_key(self, app_handle: AppHandle) -> bool:
         """Whether this runner returned ``app_handle`` for an idempotency key because the
@@ -959,41 +737,25 @@ class Runner:
             check_key(idempotency_key)
         sched = self._scheduler(scheduler)
 
-        env_parent = os.environ.get(_ENV_PARENT_RUN_ID)
+        env_parent = os.environ.get(ENV_PARENT_RUN_ID)
         if env_parent:
-            logger.info("using %s=%s as the tracker parent run id", _ENV_PARENT_RUN_ID, env_parent)
+            logger.info("using %s=%s as the tracker parent run id", ENV_PARENT_RUN_ID, env_parent)
             parent_run_id = env_parent
 
-        for role in app.roles:
-            if not role.entrypoint or role.entrypoint == MISSING:
-                raise ValueError(
-                    f"role {role.name!r} of app {app.name!r} has no entrypoint; set"
-                    " Role.entrypoint to the program to run (e.g. entrypoint='python')"
-                )
-            check_env_names(role.name, role.env)
-            _check_no_nul(role)
-            if role.num_replicas > MAX_REPLICAS:
-                raise ValueError(
-                    f"role {role.name!r} of app {app.name!r} has num_replicas="
-                    f"{role.num_replicas}; more than {MAX_REPLICAS:,} replicas per role is"
-                    " refused (a typo?): split the work into several apps"
-                )
-            if role.num_replicas <= 0:
-                raise ValueError(
-                    f"role {role.name!r} of app {app.name!r} has num_replicas="
-                    f"{role.num_replicas}; it must be at least 1"
-                )
-
-        from torchx.specs.sweep import AppArray as _AppArray
-
-        if isinstance(app, _AppArray):
-            _check_array(app, sched)
-        app = _copy_app(app)
+        check_roles(app)
+        if isinstance(app, AppArray):
+            check_sweep(app, sched)
+        app = copy_app(app)
         for role in app.roles:
             role.env = carried_env(role.name, role.env)
-        self._inject_env(app, scheduler, parent_run_id, idempotency_key)
+        inject_env(
+            app,
+            make_app_handle(scheduler, self._name, macros.app_id),
+            parent_run_id,
+            idempotency_key,
+        )
         if idempotency_key is not None:
-            _keep_request(app, scheduler, cfg)
+            keep_request(app, scheduler, cfg)
 
         resolved_cfg: dict[str, CfgVal]
         with log_event(
@@ -1001,144 +763,22 @@ class Runner:
             scheduler,
             app_id=app.name,
             app_image=app.roles[0].image,
-            app_metadata=_str_metadata(app.metadata),
-            runcfg=_runcfg_json(cfg),
-            workspace=_str_or_none(workspace),
+            app_metadata=str_metadata(app.metadata),
+            runcfg=runcfg_json(cfg),
+            workspace=str_or_none(workspace),
         ):
             resolved_cfg = sched.run_opts().resolve(cfg or {})
             sched._pre_build_validate(app, scheduler, resolved_cfg)
             build = build_workspaces or is_real_submit()
-            unbuilt = self._build_workspaces(sched, app, workspace, resolved_cfg, build)
+            unbuilt = prepare_workspaces(sched, app, workspace, resolved_cfg, build)
             sched._validate(app, scheduler, resolved_cfg)
             with keyed_ids(idempotency_key):
                 dryrun_info = sched.submit_dryrun(app, resolved_cfg)
             dryrun_info._scheduler = scheduler
             dryrun_info.idempotency_key = idempotency_key
             if unbuilt is not None:
-                dryrun_info.unbuilt = _Unbuilt(unbuilt, _rendered(dryrun_info))
+                dryrun_info.unbuilt = Unbuilt(unbuilt, rendered_request(dryrun_info))
         return dryrun_info
-
-    def _build_planned(self, sched: Scheduler[Any], info: AppDryRunInfo[Any]) -> AppDryRunInfo[Any]:
-        """``info``, or, when its dry run left workspaces unbuilt, the request rendered
-        again after building them."""
-        unbuilt = info.unbuilt
-        if not isinstance(unbuilt, _Unbuilt):
-            return info
-        from torchx.schedulers.api import as_workspace_scheduler
-
-        if _rendered(info) != unbuilt.rendered:
-            raise ValueError(
-                "this request was edited after a dry run that left its workspace unbuilt;"
-                " render it with runner.dryrun(..., build_workspaces=True) before editing it"
-            )
-        builder = as_workspace_scheduler(sched)
-        assert builder is not None  # only a workspace scheduler leaves workspaces unbuilt
-        app = _copy_app(unbuilt.app)
-        builder.build_workspaces(app.roles, info._cfg)
-        sched._validate(app, sched.backend, info._cfg)
-        key = info.idempotency_key
-        with keyed_ids(key):
-            built = sched.submit_dryrun(app, info._cfg)
-        built._scheduler = info._scheduler
-        built.idempotency_key = key
-        return built
-
-    def _with_key(
-        self, sched: Scheduler[Any], info: AppDryRunInfo[Any], key: str
-    ) -> AppDryRunInfo[Any]:
-        """``info`` rendered again for idempotency ``key`` (its name, ``$TORCHX_RUN_ID``)."""
-        from torchx.runner._idempotency import check_key
-
-        check_key(key)
-        if info._app is None or info.unbuilt is not None:
-            raise ValueError(
-                "this request cannot take an idempotency key now; give it to"
-                " runner.dryrun(..., idempotency_key=KEY) instead"
-            )
-        app = _copy_app(info._app)
-        _set_run_id(app, key)
-        _keep_request(app, str(info._scheduler), info._cfg)
-        with keyed_ids(key):
-            keyed = sched.submit_dryrun(app, info._cfg)
-        keyed._scheduler = info._scheduler
-        keyed.idempotency_key = key
-        return keyed
-
-    def _inject_env(
-        self, app: AppDef, scheduler: str, parent_run_id: str | None, key: str | None = None
-    ) -> None:
-        """Adds the TorchX identity/tracking env vars to every role of ``app`` (a copy).
-
-        ``TORCHX_RUN_ID`` is the idempotency key when there is one, else the app handle:
-        the same in every attempt of the app, the name of its tracker run."""
-        from torchx.util.session import get_session_id_or_create_new
-
-        handle = make_app_handle(scheduler, self._name, macros.app_id)
-        injected: dict[str, str] = {
-            _ENV_JOB_ID: handle,
-            _ENV_RUN_ID: key if key is not None else handle,
-            _ENV_SESSION_ID: get_session_id_or_create_new(),
-        }
-        if parent_run_id:
-            injected[_ENV_PARENT_RUN_ID] = parent_run_id
-        trackers = get_configured_trackers()
-        if trackers:
-            from torchx.runner._trackers import warn_missing_trackers
-            from torchx.tracker.api import tracker_config_env_var_name  # only with trackers
-
-            warn_missing_trackers(list(trackers))
-            injected[_ENV_TRACKERS] = ",".join(trackers)
-            for name, config in trackers.items():
-                if config:
-                    injected[tracker_config_env_var_name(name)] = config
-        for role in app.roles:
-            role.env.update(injected)
-        _set_run_id(app, injected[_ENV_RUN_ID])
-
-    @staticmethod
-    def _build_workspaces(
-        sched: Scheduler[Any],
-        app: AppDef,
-        workspace: Workspace | str | None,
-        cfg: Mapping[str, CfgVal],
-        build: bool,
-    ) -> AppDef | None:
-        """Builds (or, when not ``build``, plans) every role's workspace when the
-        scheduler supports workspaces.
-
-        A ``workspace`` argument replaces ``roles[0].workspace`` (the pre-per-role API).
-        Schedulers without workspace support run the roles as they are. Returns, when the
-        builds were only planned, a copy of ``app`` as it was before them (what
-        :meth:`schedule` builds), else ``None``.
-        """
-        from torchx.schedulers.api import as_workspace_scheduler
-
-        builder = as_workspace_scheduler(sched)
-        if builder is None:
-            if workspace:
-                logger.debug(
-                    "scheduler %s does not build workspaces; ignoring workspace %s",
-                    sched.backend,
-                    workspace,
-                )
-            return None
-        if workspace:
-            ws = Workspace.from_str(workspace) if isinstance(workspace, str) else workspace
-            if app.roles[0].workspace:
-                logger.info(
-                    "workspace argument %s replaces the workspace of role %s",
-                    ws,
-                    app.roles[0].name,
-                )
-            app.roles[0].workspace = ws
-        if build:
-            builder.build_workspaces(app.roles, cfg)
-            return None
-        if not any(role.workspace for role in app.roles):
-            return None
-        before = _copy_app(app)
-        builder.plan_workspaces(app.roles, cfg)
-        return before
 
     # ------------------------------------------------------------------ schedulers
 
@@ -1233,31 +873,9 @@ class Runner:
             if desc is None:
                 self._apps.pop(app_handle, None)
                 return None
-            status = AppStatus(
-                state=desc.state,
-                num_restarts=desc.num_restarts,
-                msg=desc.msg,
-                structured_error_msg=desc.structured_error_msg,
-                ui_url=desc.ui_url,
-                roles=desc.roles_statuses,
-                failure=_failure_of(desc),
-                waiting=desc.waiting if not is_started(desc.state) else None,
-                timeline=list(desc.timeline),
+            status = status_from(
+                desc, scheduler, progress=progress, element_progress=element_progress
             )
-            status.attempts = _attempts_of(desc, status)
-            if desc.array is not None:
-                status.array = desc.array
-                if status.failure is not None:
-                    _name_element(status.failure, desc.array)
-                _number_by_element(status, desc.array)
-                if element_progress and desc.roles_statuses:
-                    from torchx.runner._element_progress import read_element_progress
-
-                    role = desc.roles_statuses[0].role
-                    read_element_progress(scheduler, app_id, role, desc.array)
-            if progress and is_started(desc.state) and desc.array is None:
-                # a sweep's progress is its elements' (the Sweep line), not element 0's
-                status.progress = _progress_of(desc)
             if status.is_terminal():
                 from torchx.runner._trackers import finish_tracked_app
 
@@ -1373,21 +991,9 @@ class Runner:
             desc = scheduler.describe(app_id)
             if desc is None:
                 return None
-            roles = _with_app_id(desc.roles, app_id)
+            roles = with_app_id(desc.roles, app_id)
             if desc.array is not None:  # a sweep: its elements as the scheduler keeps them
-                from torchx.specs.sweep import AppArray as _AppArray
-                from torchx.specs.sweep import ArrayElement
-
-                return _AppArray(
-                    name=app_id,
-                    roles=roles[:1],
-                    metadata=desc.metadata,
-                    elements=[
-                        ArrayElement(index=e.index, values=dict(e.values))
-                        for e in desc.array.elements
-                    ],
-                    size=desc.array.size,
-                )
+                return sweep_as_described(app_id, roles, desc.metadata, desc.array)
             return AppDef(name=app_id, roles=roles, metadata=desc.metadata)
 
     def log_lines(  # noqa: PLR0917 (positional order is the public API)
@@ -1432,7 +1038,7 @@ class Runner:
             if status is None:
                 raise UnknownAppException(app_handle)
             if status.array is not None and role_name is not None:
-                k = _element_position(status.array, k)
+                k = element_position(status.array, k)
             lines = scheduler.log_iter(
                 app_id,
                 role_name,
@@ -1446,7 +1052,7 @@ class Runner:
             if not should_tail:
                 return lines
             # a followed log lasts as long as the replica: ride out service outages
-            return _PatientLog(lines)
+            return PatientLog(lines)
 
     def list(
         self,
@@ -1509,170 +1115,6 @@ class Runner:
             for app in apps:
                 app.app_handle = make_app_handle(scheduler, self._name, app.app_id)
                 yield app
-
-
-class _PatientLog:
-    """A followed log whose every read rides out outages of the scheduler's service
-    (:func:`torchx.util.support.retry.within_outage_budget`), whether read as lines or,
-    where the scheduler offers them (log files), as ``raw_chunks()``."""
-
-    def __init__(self, lines: Iterable[str]) -> None:
-        self._lines = lines
-        raw = getattr(lines, "raw_chunks", None)
-        if raw is not None:
-            self.raw_chunks = lambda: self._within_outage_budget(raw())
-
-    @staticmethod
-    def _within_outage_budget(items: Iterable[T]) -> Iterator[T]:
-        from torchx.util.support.retry import within_outage_budget
-
-        return within_outage_budget(iter(items))
-
-    def __iter__(self) -> Iterator[str]:
-        return self._within_outage_budget(self._lines)
-
-
-def _with_app_id(roles: list[Role], app_id: str) -> list[Role]:
-    """``roles`` with the ``${app_id}`` macro of their args and env filled in (it is known
-    once the app exists, e.g. in ``TORCHX_JOB_ID``); per-replica macros stay as they are."""
-    for role in roles:
-        role.args = [a.replace(macros.app_id, app_id) for a in role.args]
-        role.env = {k: v.replace(macros.app_id, app_id) for k, v in role.env.items()}
-    return roles
-
-
-def _attempts_of(desc: DescribeAppResponse, status: AppStatus) -> list[Attempt]:
-    """The app's attempts: the scheduler's, completed with the current one (its state,
-    failure, and times from the timeline)."""
-    from torchx.specs.attempts import with_current
-
-    starts = {phase.phase: phase.start for phase in status.timeline}
-    return with_current(
-        desc.attempts,
-        max(desc.num_restarts, 0),
-        state=status.state,
-        failure=status.failure,
-        start=starts.get("running"),
-        end=starts.get("finished"),
-    )
-
-
-def _target(scheduler: str, cfg: Mapping[str, CfgVal]) -> str:
-    """Where an app goes, for messages: the scheduler and the run options that choose it."""
-    where = [f"{k}={cfg[k]}" for k in _WHERE_OPTIONS if cfg.get(k) not in (None, "")]
-    return f"{scheduler} ({', '.join(where)})" if where else scheduler
-
-
-_WHERE_OPTIONS = (
-    "namespace",
-    "queue",
-    "partition",
-    "ssh",
-    "cluster_name",
-    "dashboard_address",
-    "context",
-)
-"""Run options that choose where an app goes (the target of an idempotency key)."""
-
-
-def _str_or_none(value: object) -> str | None:
-    return None if value is None or value == "" else str(value)
-
-
-def _str_metadata(metadata: Mapping[str, Any]) -> dict[str, str]:
-    return {str(k): v if isinstance(v, str) else repr(v) for k, v in metadata.items()}
-
-
-def _fill_event(ctx: log_event, dryrun_info: AppDryRunInfo[Any], handle: AppHandle) -> None:
-    event = ctx._torchx_event
-    event.scheduler = dryrun_info._scheduler or event.scheduler
-    event.app_id = parse_app_handle(handle).app_id
-    app = dryrun_info._app
-    if app is not None and app.roles:
-        event.app_image = app.roles[0].image
-        event.app_metadata = _str_metadata(app.metadata)
-
-
-def _rendered(info: AppDryRunInfo[Any]) -> str:
-    """The request as its scheduler's formatter renders it, to see later whether it was
-    edited: any value the formatter returns (a formatter of a test or a plugin may not
-    return text, where ``repr`` would raise), or the request's own ``repr``."""
-    try:
-        return str(info._fmt(info.request))
-    except Exception:
-        return repr(info.request)
-
-
-def _progress_of(desc: DescribeAppResponse) -> Progress | None:
-    """How far a started app is: the last report in the end of its first role's replica 0
-    log, where its scheduler can read that (``progress_tail``); None otherwise."""
-    if desc.progress_tail is None:
-        return None
-    import time
-
-    from torchx.specs.progress import from_log_tail
-
-    try:
-        tail = desc.progress_tail()
-    except Exception as e:  # progress is extra: a log that cannot be read hides it only
-        logger.debug("cannot read the progress of %s: %s", desc.app_id, e)
-        return None
-    role = desc.roles_statuses[0].role if desc.roles_statuses else ""
-    running = not is_terminal(desc.state)
-    return from_log_tail(tail, role, 0, running=running, now=time.time())
-
-
-def _name_element(failure: Failure, array: ArrayStatus) -> None:
-    """A sweep's root cause names its element: the first failed one (the scheduler's
-    replica ids are the elements' positions)."""
-    elements = array.elements
-    if not 0 <= failure.replica_id < len(elements):
-        return
-    element = elements[failure.replica_id]
-    values = ", ".join(f"{k}={v}" for k, v in element.values.items())
-    where = f"sweep element {element.index}" + (f" ({values})" if values else "")
-    failure.message = f"{where}: {failure.message}" if failure.message else where
-
-
-def _number_by_element(status: AppStatus, array: ArrayStatus) -> None:
-    """A sweep's replicas and root cause are numbered by their elements' indices, as its
-    ``Msg:``, its logs and ``$TORCHX_ARRAY_INDEX`` number them (the scheduler's ids are the
-    elements' positions in this submission: ``--retry-failed`` of 3 and 7 is 0 and 1)."""
-    indices = [element.index for element in array.elements]
-    for role in status.roles:
-        for replica in role.replicas:
-            if 0 <= replica.id < len(indices):
-                replica.id = indices[replica.id]
-    failure = status.failure
-    if failure is not None and 0 <= failure.replica_id < len(indices):
-        failure.replica_id = indices[failure.replica_id]
-
-
-def _element_position(array: ArrayStatus, index: int) -> int:
-    """Where element ``index`` of a sweep is in its submission (the scheduler's replica)."""
-    position = array.position_of(index)
-    if position is None:
-        indices = ", ".join(str(e.index) for e in array.elements)
-        raise ValueError(f"this sweep has no element {index}; its elements: {indices}")
-    return position
-
-
-def _failure_of(desc: DescribeAppResponse) -> Failure | None:
-    """The root cause of a FAILED app: the scheduler's, else the first failed replica it
-    lists, with the scheduler's message and an ``unknown`` cause (nothing more is known)."""
-    from torchx.specs.status import AppState
-
-    if desc.state != AppState.FAILED:
-        return None
-    if desc.failure is not None:
-        return desc.failure
-    from torchx.specs.failure import Failure
-
-    for role in desc.roles_statuses:
-        for replica in sorted(role.replicas, key=lambda r: r.id):
-            if replica.state == AppState.FAILED:
-                return Failure(role=role.role, replica_id=replica.id, message=desc.msg or "")
-    return Failure(role="", replica_id=-1, message=desc.msg or "")
 
 
 def get_runner(

@@ -12,14 +12,18 @@ import json
 import os
 import shlex
 
-from torchx.specs.sweep import AppArray, app_array, sweep_values
+from torchx.runner._requests import check_no_nul, copy_app
+from torchx.specs.sweep import AppArray, ArrayElement, app_array, sweep_values
+from torchx.util.strings import check_env_names
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from typing import Any
 
-    from torchx.specs.api import AppDef, CfgVal, Workspace
+    from torchx.schedulers.api import Scheduler
+    from torchx.specs.api import AppDef, CfgVal, Role, Workspace
+    from torchx.specs.status import AppStatus, ArrayStatus
 
 __all__ = ["SweepRecord", "build_sweep", "load_record", "parse_sweep_flags", "save_record"]
 
@@ -173,6 +177,43 @@ class SweepRecord:
     def __init__(self, data: dict[str, Any]) -> None:
         self.data = data
 
+    def workspace(self) -> Workspace | str | None:
+        """The workspace the sweep was submitted with."""
+        return workspace_from_json(self.data["workspace"])
+
+    def rebuilt(self, indices: list[int], defaults: Mapping[str, str] | None) -> AppArray:
+        """The sweep's elements ``indices`` again: its component called with their values
+        (``defaults``: the ``.torchxconfig`` defaults of that component)."""
+        from torchx.specs.finder import get_component  # loads the component's file
+
+        data = self.data
+        return build_sweep(
+            get_component(data["component"]).fn,
+            data["component_args"],
+            data["sweep"],
+            defaults=defaults,
+            max_parallel=data["max_parallel"],
+            indices=indices,
+            size=int(data["size"]),
+        )
+
+    def save_retry(self, handle: str, array: AppArray) -> None:
+        """Keeps the retry ``handle`` (of ``array``) as its sweep was kept, so that its own
+        failed elements can be retried in turn."""
+        data = self.data
+        save_record(
+            handle,
+            component=data["component"],
+            component_args=data["component_args"],
+            sweep=data["sweep"],
+            scheduler=data["scheduler"],
+            cfg=data["cfg"],
+            workspace=self.workspace(),
+            parent_run_id=data["parent_run_id"],
+            max_parallel=data["max_parallel"],
+            array=array,
+        )
+
 
 def _records_dir() -> str:
     from torchx.util.support.home import torchx_home
@@ -247,3 +288,98 @@ def workspace_from_json(value: Any) -> Workspace | str | None:
     from torchx.specs.api import Workspace
 
     return Workspace(projects=dict(value["projects"]))
+
+
+def check_sweep(array: AppArray, sched: Scheduler[Any]) -> None:
+    """A sweep goes only to a scheduler that runs it as one array, and each element's
+    args and env pass the checks a role's do."""
+    if not sched.supports_arrays:
+        raise ValueError(
+            f"scheduler `{sched.backend}` cannot run a sweep as one submission; run it on"
+            " a scheduler that can (local_cwd, local_docker, slurm, kubernetes, aws_batch,"
+            " ray) or submit the elements one by one"
+        )
+    if not array.elements:
+        raise ValueError("a sweep needs at least one element; give it one value or more")
+    if len(array.roles) != 1 or array.role.num_replicas != 1:
+        raise ValueError(
+            "each element of a sweep must be one role of one replica (a single-node app);"
+            " run multi-node apps one by one"
+        )
+    if array.max_parallel is not None and array.max_parallel < 1:
+        raise ValueError(f"max_parallel={array.max_parallel}: it must be at least 1")
+    for position in range(len(array.elements)):
+        role = array.element_role(position)
+        check_env_names(role.name, role.env)
+        check_no_nul(role)
+
+
+def failed_elements(app_handle: str, status: AppStatus | None) -> list[int]:
+    """The failed elements' indices of sweep ``app_handle`` (its ``status``), to retry."""
+    if status is None:
+        raise ValueError(f"no app {app_handle} on its scheduler; check the handle")
+    if status.array is None:
+        raise ValueError(
+            f"{app_handle} is not a sweep; --retry-failed resubmits the failed"
+            " elements of a sweep (torchx run --sweep)"
+        )
+    failed: list[int] = status.array.failed()
+    if not failed:
+        raise ValueError(
+            f"no element of {app_handle} failed ({status.array.line()}); nothing to retry"
+        )
+    return failed
+
+
+def record_for_retry(app_handle: str) -> SweepRecord:
+    """The record of ``app_handle``'s sweep, from the directory it was submitted from."""
+    record = load_record(app_handle)
+    if record is None:
+        raise ValueError(
+            f"{app_handle} was not submitted by torchx run --sweep from this host (no"
+            f" record under $TORCHX_HOME/sweeps); pass the apps again:"
+            " runner.retry_failed(handle, apps=...)"
+        )
+    cwd = record.data["cwd"]
+    if cwd != os.getcwd():
+        raise ValueError(
+            f"{app_handle} was submitted from {cwd}; run --retry-failed from"
+            " there (its component and workspace paths are read from it)"
+        )
+    return record
+
+
+def retried_apps(app_handle: str, apps: AppArray | Sequence[AppDef], failed: list[int]) -> AppArray:
+    """The ``failed`` elements of ``apps`` (the sweep as first submitted) as a new array."""
+    if isinstance(apps, AppArray):
+        by_index = {e.index: e for e in apps.elements}
+        missing = [i for i in failed if i not in by_index]
+        if missing:
+            raise ValueError(
+                f"the apps given have no element {missing[0]} of {app_handle}; give the"
+                " sweep's apps as first submitted"
+            )
+        array = copy_app(apps)
+        assert isinstance(array, AppArray)
+        array.elements = [by_index[i] for i in failed]
+        array.size = apps.size or len(apps.elements)
+        return array
+    if any(i >= len(apps) for i in failed):
+        raise ValueError(
+            f"{len(apps)} apps given, but element {failed[-1]} of {app_handle}"
+            " failed; give the sweep's apps as first submitted"
+        )
+    return app_array([apps[i] for i in failed], indices=failed, size=len(apps))
+
+
+def sweep_as_described(
+    app_id: str, roles: list[Role], metadata: dict[str, str], array: ArrayStatus
+) -> AppArray:
+    """A sweep's definition as its scheduler keeps it: its role and its elements."""
+    return AppArray(
+        name=app_id,
+        roles=roles[:1],
+        metadata=metadata,
+        elements=[ArrayElement(index=e.index, values=dict(e.values)) for e in array.elements],
+        size=array.size,
+    )
