@@ -1,9 +1,6 @@
 """TorchX: describe an app once, run it on any scheduler.
 
 This package is shared by every ``torchx-*`` distribution; see ``torchx._namespace``.
-
-Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
-(packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
 from torchx._namespace import extend_path

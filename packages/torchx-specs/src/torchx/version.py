@@ -1,8 +1,5 @@
 """The version shared by every torchx distribution (the number lives in
 ``torchx._version``) and the default image of the built-in components.
-
-Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
-(packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
 from torchx._version import __version__

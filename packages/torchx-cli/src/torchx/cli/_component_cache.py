@@ -8,10 +8,6 @@ file and directory they were computed from (a new module changes its directory's
 and reused while all of those are unchanged. A discovery that hit load errors is not
 cached, so its warnings show every time. ``TORCHX_NO_ENTRYPOINT_CACHE=1`` disables it,
 like the entry-point cache.
-
-Imports inside functions are deliberate: a command loads only what its own path uses
-(start-up is measured by packages/torchx-cli/tests/test_cli_main.py and
-benchmarks/bench_cli.py).
 """
 
 import os

@@ -2,10 +2,6 @@
 
 Checked up front so that a typo yields one line naming what to fix instead of a
 scheduler-specific exception from deep inside the runner.
-
-Imports inside functions are deliberate: a command loads only what its own path uses
-(start-up is measured by packages/torchx-cli/tests/test_cli_main.py and
-benchmarks/bench_cli.py).
 """
 
 from torchx.cli.errors import EXIT_USAGE, CliError

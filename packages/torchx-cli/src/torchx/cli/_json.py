@@ -1,9 +1,4 @@
-"""JSON output of the ``--json`` flags: dataclasses, enums and the rest as plain data.
-
-Imports inside functions are deliberate: a command loads only what its own path uses
-(start-up is measured by packages/torchx-cli/tests/test_cli_main.py and
-benchmarks/bench_cli.py).
-"""
+"""JSON output of the ``--json`` flags: dataclasses, enums and the rest as plain data."""
 
 import json
 import sys

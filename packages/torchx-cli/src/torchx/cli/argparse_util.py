@@ -6,10 +6,6 @@
 * :py:class:`torchxconfig` additionally takes its default from the ``[cli:<subcmd>]``
   section of ``.torchxconfig`` (keyed by the argparse ``dest``), which also makes a
   required option optional when the config provides it.
-
-Imports inside functions are deliberate: a command loads only what its own path uses
-(start-up is measured by packages/torchx-cli/tests/test_cli_main.py and
-benchmarks/bench_cli.py).
 """
 
 import argparse

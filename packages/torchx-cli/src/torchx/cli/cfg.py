@@ -3,10 +3,6 @@
 Upstream dropped an unknown key with a warning and let a bad value raise from deep inside
 a cast; a typo in ``-cfg`` then silently ran the job with a default. Here both are errors
 naming the key, the accepted options and ``torchx runopts <scheduler>``.
-
-Imports inside functions are deliberate: a command loads only what its own path uses
-(start-up is measured by packages/torchx-cli/tests/test_cli_main.py and
-benchmarks/bench_cli.py).
 """
 
 from torchx.cli.errors import EXIT_USAGE, CliError

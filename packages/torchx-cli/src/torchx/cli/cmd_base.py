@@ -2,10 +2,6 @@
 
 A plugin registers a ``SubCommand`` subclass (or a factory returning an instance) in the
 ``torchx.cli.cmds`` entry-point group; ``torchx`` calls it with no arguments.
-
-Imports inside functions are deliberate: a command loads only what its own path uses
-(start-up is measured by packages/torchx-cli/tests/test_cli_main.py and
-benchmarks/bench_cli.py).
 """
 
 import abc

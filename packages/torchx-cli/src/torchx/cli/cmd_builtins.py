@@ -1,9 +1,4 @@
-"""``torchx builtins``: list the components ``torchx run`` can launch by name.
-
-Imports inside functions are deliberate: a command loads only what its own path uses
-(start-up is measured by packages/torchx-cli/tests/test_cli_main.py and
-benchmarks/bench_cli.py).
-"""
+"""``torchx builtins``: list the components ``torchx run`` can launch by name."""
 
 import sys
 

@@ -5,10 +5,6 @@ Every scheduler's :meth:`~torchx.schedulers.api.Scheduler.check_ready` and every
 tracker's ``check_ready(config)`` run concurrently, each in its own thread, all bounded by
 one deadline: a probe that has not answered by then is reported as not ready, so the
 command ends in a few seconds even when every backend is down or unreachable.
-
-Imports inside functions are deliberate: a command loads only what its own path uses
-(start-up is measured by packages/torchx-cli/tests/test_cli_main.py and
-benchmarks/bench_cli.py).
 """
 
 import argparse

@@ -2,10 +2,6 @@
 
 An existing ./.torchxconfig is never overwritten silently: the sections it lacks are
 appended and the ones it has are kept as they are (``--force`` rewrites the file).
-
-Imports inside functions are deliberate: a command loads only what its own path uses
-(start-up is measured by packages/torchx-cli/tests/test_cli_main.py and
-benchmarks/bench_cli.py).
 """
 
 import argparse

@@ -1,9 +1,4 @@
-"""``torchx describe``: the AppDef (roles, images, args, resources) of an app.
-
-Imports inside functions are deliberate: a command loads only what its own path uses
-(start-up is measured by packages/torchx-cli/tests/test_cli_main.py and
-benchmarks/bench_cli.py).
-"""
+"""``torchx describe``: the AppDef (roles, images, args, resources) of an app."""
 
 from torchx.cli._option_table import Option, add_options
 from torchx.cli.cmd_base import AppHandleSubCommand

@@ -1,9 +1,4 @@
-"""``torchx list``: the apps a scheduler knows about.
-
-Imports inside functions are deliberate: a command loads only what its own path uses
-(start-up is measured by packages/torchx-cli/tests/test_cli_main.py and
-benchmarks/bench_cli.py).
-"""
+"""``torchx list``: the apps a scheduler knows about."""
 
 import argparse
 

@@ -1,10 +1,6 @@
 """``torchx log``: print (or follow) the logs of an app's replicas.
 
 Every line is prefixed with ``role/replica`` (green on a terminal), one thread per replica.
-
-Imports inside functions are deliberate: a command loads only what its own path uses
-(start-up is measured by packages/torchx-cli/tests/test_cli_main.py and
-benchmarks/bench_cli.py).
 """
 
 import argparse

@@ -4,10 +4,6 @@ Lists the torchx distributions with their versions, then every scheduler, compon
 group, named resource, tracker and subcommand with the distribution providing it. Every
 entry point is loaded here (that is the point of the command), and each failure is
 reported with its error instead of hiding the other plugins.
-
-Imports inside functions are deliberate: a command loads only what its own path uses
-(start-up is measured by packages/torchx-cli/tests/test_cli_main.py and
-benchmarks/bench_cli.py).
 """
 
 import argparse

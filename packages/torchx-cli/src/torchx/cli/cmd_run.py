@@ -4,10 +4,6 @@ On success the app handle is the only line on stdout (scripts capture it). Apps 
 ``local_cwd``, and any app with ``--wait``/``--log``, are waited for while every
 replica's log lines stream to stderr behind a ``role/replica`` prefix; the exit code is
 0 only if the app SUCCEEDED.
-
-Imports inside functions are deliberate: a command loads only what its own path uses
-(start-up is measured by packages/torchx-cli/tests/test_cli_main.py and
-benchmarks/bench_cli.py).
 """
 
 import os

@@ -2,10 +2,6 @@
 
 A scheduler whose module or SDK fails to import is listed with its error and never hides
 the others.
-
-Imports inside functions are deliberate: a command loads only what its own path uses
-(start-up is measured by packages/torchx-cli/tests/test_cli_main.py and
-benchmarks/bench_cli.py).
 """
 
 import sys

@@ -1,9 +1,4 @@
-"""``torchx status``: the state of an app and of each of its replicas.
-
-Imports inside functions are deliberate: a command loads only what its own path uses
-(start-up is measured by packages/torchx-cli/tests/test_cli_main.py and
-benchmarks/bench_cli.py).
-"""
+"""``torchx status``: the state of an app and of each of its replicas."""
 
 from torchx.cli._option_table import Option, add_options
 from torchx.cli.cmd_base import AppHandleSubCommand

@@ -1,10 +1,6 @@
 """``torchx tracker list ...``: query the experiment tracker configured for this project.
 
 The first tracker of ``TORCHX_TRACKERS`` (or ``[torchx:tracker]`` in .torchxconfig) is used.
-
-Imports inside functions are deliberate: a command loads only what its own path uses
-(start-up is measured by packages/torchx-cli/tests/test_cli_main.py and
-benchmarks/bench_cli.py).
 """
 
 import argparse

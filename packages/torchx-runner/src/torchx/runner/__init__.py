@@ -3,9 +3,6 @@
 ``from torchx.runner import get_runner`` is the entry point of the SDK; see
 :mod:`torchx.runner.api`. The API module is imported on first attribute access so that
 importing this package stays cheap.
-
-Imports inside functions are deliberate: every command imports the runner, which loads
-schedulers, trackers and workspaces only when a call needs them (benchmarks/bench_cli.py).
 """
 
 TYPE_CHECKING = False

@@ -8,9 +8,6 @@ state implement ``TrackerBase.app_finished``). That is done by a detached helper
 ``run --wait`` neither wait for a tracking server nor import its SDK; the helper's
 warnings go to ``$TORCHX_HOME/trackers/finish.log``. Each app is finished once: a marker
 under ``TORCHX_HOME`` remembers it across processes.
-
-Imports inside functions are deliberate: every command imports the runner, which loads
-schedulers, trackers and workspaces only when a call needs them (benchmarks/bench_cli.py).
 """
 
 from __future__ import annotations

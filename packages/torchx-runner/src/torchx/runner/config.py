@@ -26,9 +26,6 @@ fails with the file, section, key and expected type; an unknown key is warned ab
 and ignored. The ``Runner`` does not read config files by itself; call :func:`apply`.
 
 ``configparser`` and ``pydantic`` are imported only when a file is actually read.
-
-Imports inside functions are deliberate: every command imports the runner, which loads
-schedulers, trackers and workspaces only when a call needs them (benchmarks/bench_cli.py).
 """
 
 from __future__ import annotations

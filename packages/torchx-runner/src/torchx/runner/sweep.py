@@ -12,9 +12,12 @@ import json
 import os
 import shlex
 
-from torchx.runner._requests import check_no_nul, copy_app
+from torchx.runner._requests import check_no_nul, copy_app, fill_event, str_or_none
+from torchx.runner.events import log_event
+from torchx.specs.api import parse_app_handle
 from torchx.specs.sweep import AppArray, ArrayElement, app_array, sweep_values
 from torchx.util.strings import check_env_names
+from torchx.util.support.host_checks import real_submit
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -22,7 +25,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from torchx.schedulers.api import Scheduler
-    from torchx.specs.api import AppDef, CfgVal, Role, Workspace
+    from torchx.specs.api import AppDef, AppDryRunInfo, AppHandle, CfgVal, Role, Workspace
     from torchx.specs.status import AppStatus, ArrayStatus
 
 __all__ = ["SweepRecord", "build_sweep", "load_record", "parse_sweep_flags", "save_record"]
@@ -383,3 +386,199 @@ def sweep_as_described(
         elements=[ArrayElement(index=e.index, values=dict(e.values)) for e in array.elements],
         size=array.size,
     )
+
+
+class SweepMethods:
+    """The :class:`~torchx.runner.Runner`'s sweep methods: a sweep submitted as one array,
+    its dry run, and its failed elements submitted again."""
+
+    if TYPE_CHECKING:  # what the Runner gives them
+        _component_defaults: dict[str, dict[str, str]]
+
+        def dryrun(
+            self,
+            app: AppDef,
+            scheduler: str,
+            cfg: Mapping[str, CfgVal] | None = None,
+            workspace: Workspace | str | None = None,
+            parent_run_id: str | None = None,
+            *,
+            build_workspaces: bool = False,
+            idempotency_key: str | None = None,
+        ) -> AppDryRunInfo[Any]: ...
+
+        def schedule(
+            self, dryrun_info: AppDryRunInfo[Any], *, idempotency_key: str | None = None
+        ) -> AppHandle: ...
+
+        def status(
+            self, app_handle: AppHandle, *, progress: bool = True, element_progress: bool = False
+        ) -> AppStatus | None: ...
+
+    def run_sweep(  # noqa: PLR0917 (the order of run_component, plus the sweep)
+        self,
+        component: str,
+        component_args: list[str] | dict[str, Any],
+        sweep: Mapping[str, Sequence[object]],
+        scheduler: str,
+        cfg: Mapping[str, CfgVal] | None = None,
+        workspace: Workspace | str | None = None,
+        parent_run_id: str | None = None,
+        *,
+        max_parallel: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> AppHandle:
+        """Runs ``component`` once per combination of ``sweep``'s values, as one array
+        submission (a Slurm job array, a Kubernetes Indexed Job, an AWS Batch array job...),
+        and returns its one handle.
+
+        ``sweep`` maps some of the component's own arguments to their values:
+        ``{"lr": [0.1, 0.01], "batch_size": [8, 16]}`` is four elements, the Cartesian
+        product (the first argument varying slowest). Element ``i`` is the component
+        called with its values; it sees ``$TORCHX_ARRAY_INDEX`` (``i``) and
+        ``$TORCHX_ARRAY_SIZE``. ``status`` shows the elements (``AppStatus.array``);
+        :meth:`retry_failed` submits the failed ones again.
+
+        Args:
+            component: a registered name or ``path/to/file.py:function``.
+            component_args: the component's other arguments, CLI-style or as a dict.
+            sweep: the swept arguments and their values.
+            scheduler: the scheduler's name.
+            cfg: run options; ``.torchxconfig`` fills in what is not given.
+            workspace: local code to ship with the sweep (built once for every element).
+            parent_run_id: the tracker run the elements' runs descend from.
+            max_parallel: at most this many elements run at once.
+            idempotency_key: submit at most once per key and target (see
+                :meth:`run_component`).
+
+        Returns:
+            The sweep's handle.
+
+        Raises:
+            ComponentArgumentError: a swept argument the component does not take, or a
+                value that does not parse (named with its argument); nothing is submitted.
+            ValueError: the scheduler cannot run a sweep, elements of different shapes,
+                an element of several roles or replicas.
+        """
+        with log_event("run_sweep", scheduler, workspace=str_or_none(workspace)) as ctx:
+            with real_submit():
+                dryrun_info = self.dryrun_sweep(
+                    component,
+                    component_args,
+                    sweep,
+                    scheduler,
+                    cfg=cfg,
+                    workspace=workspace,
+                    parent_run_id=parent_run_id,
+                    max_parallel=max_parallel,
+                    idempotency_key=idempotency_key,
+                )
+                handle = self.schedule(dryrun_info)
+            array = dryrun_info._app
+            assert isinstance(array, AppArray)
+            save_record(
+                handle,
+                component=component,
+                component_args=component_args,
+                sweep=sweep,
+                scheduler=scheduler,
+                cfg=cfg,
+                workspace=workspace,
+                parent_run_id=parent_run_id,
+                max_parallel=max_parallel,
+                array=array,
+            )
+            fill_event(ctx, dryrun_info, handle)
+            return handle
+
+    def dryrun_sweep(  # noqa: PLR0917 (the order of dryrun_component, plus the sweep)
+        self,
+        component: str,
+        component_args: list[str] | dict[str, Any],
+        sweep: Mapping[str, Sequence[object]],
+        scheduler: str,
+        cfg: Mapping[str, CfgVal] | None = None,
+        workspace: Workspace | str | None = None,
+        parent_run_id: str | None = None,
+        *,
+        max_parallel: int | None = None,
+        idempotency_key: str | None = None,
+        indices: Sequence[int] | None = None,
+    ) -> AppDryRunInfo[Any]:
+        """The one request :meth:`run_sweep` would submit, without submitting it.
+
+        Args:
+            component: a registered name or ``path/to/file.py:function``.
+            component_args: the component's other arguments, CLI-style or as a dict.
+            sweep: the swept arguments and their values.
+            scheduler: the scheduler's name.
+            cfg: run options; ``.torchxconfig`` fills in what is not given.
+            workspace: local code to ship with the sweep.
+            parent_run_id: the tracker run the elements' runs would descend from.
+            max_parallel: at most this many elements would run at once.
+            idempotency_key: the key :meth:`schedule` will submit it with.
+            indices: only these elements of the sweep (what :meth:`retry_failed` uses).
+
+        Returns:
+            The rendered request (``info.app`` is the :class:`~torchx.specs.AppArray`).
+        """
+        from torchx.runner._idempotency import requested_as
+        from torchx.specs.finder import get_component  # loads the component's file
+
+        component_def = get_component(component)
+        array = build_sweep(
+            component_def.fn,
+            component_args,
+            sweep,
+            defaults=self._component_defaults.get(component),
+            max_parallel=max_parallel,
+            indices=indices,
+        )
+        sweeps = [f"--sweep={name}={','.join(map(str, values))}" for name, values in sweep.items()]
+        words = sweeps + component_args if isinstance(component_args, list) else component_args
+        with requested_as(component, words):
+            return self.dryrun(
+                array,
+                scheduler,
+                cfg=cfg,
+                workspace=workspace,
+                parent_run_id=parent_run_id,
+                idempotency_key=idempotency_key,
+            )
+
+    def retry_failed(
+        self, app_handle: AppHandle, *, apps: AppArray | Sequence[AppDef] | None = None
+    ) -> AppHandle:
+        """Submits the failed elements of sweep ``app_handle`` again, with their values
+        and indices, as one new array; returns its handle.
+
+        A sweep made by :meth:`run_sweep` on this host is rebuilt from its record (the
+        component called again with each failed element's values, from the directory it
+        was first run from). A sweep submitted as apps (:func:`~torchx.specs.app_array`)
+        needs them again: ``apps``, as first given.
+
+        Raises:
+            ValueError: no such app, not a sweep, no failed element, no record of how it
+                was made (pass ``apps``).
+        """
+        failed = failed_elements(app_handle, self.status(app_handle, progress=False))
+        if apps is not None:
+            array = retried_apps(app_handle, apps, failed)
+            with real_submit():
+                return self.schedule(
+                    self.dryrun(array, parse_app_handle(app_handle).scheduler_backend)
+                )
+        record = record_for_retry(app_handle)
+        data = record.data
+        with real_submit():
+            array = record.rebuilt(failed, self._component_defaults.get(data["component"]))
+            info = self.dryrun(
+                array,
+                data["scheduler"],
+                cfg=data["cfg"],
+                workspace=record.workspace(),
+                parent_run_id=data["parent_run_id"],
+            )
+            handle = self.schedule(info)
+        record.save_retry(handle, array)
+        return handle

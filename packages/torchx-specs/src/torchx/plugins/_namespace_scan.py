@@ -3,9 +3,6 @@
 Every public module under the kind's namespace is imported (sub-packages too, including
 directories without ``__init__.py``), and each function it defines that carries a plugin tag
 is taken. One broken module is recorded and skipped; it never hides the others.
-
-Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
-(packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
 from __future__ import annotations

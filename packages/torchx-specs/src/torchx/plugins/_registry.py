@@ -4,9 +4,6 @@ packages, merged per kind, with every problem met on the way kept as a
 
 Namespace packages are scanned once per registry and kind, on first :meth:`PluginRegistry.get`;
 when no ``torchx_plugins`` package is installed that costs one ``find_spec``.
-
-Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
-(packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
 from __future__ import annotations

@@ -3,9 +3,6 @@
 Built-in and third-party schedulers register the same way (``torchx-runner`` registers
 ``local_cwd``), and a third-party scheduler adds to the list instead of hiding the
 others. Importing this package scans nothing: discovery happens on the first call.
-
-Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
-(packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
 from torchx._namespace import extend_path

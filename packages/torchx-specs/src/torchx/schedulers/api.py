@@ -4,9 +4,6 @@ A scheduler turns an :class:`~torchx.specs.AppDef` into its native request
 (``_submit_dryrun``), submits it (``schedule``) and answers ``describe``/``list``/
 ``cancel``/``delete``/``log_iter`` for app ids it returned. Everything that is not
 abstract has a sensible default so that plugins implement only what they support.
-
-Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
-(packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
 from __future__ import annotations

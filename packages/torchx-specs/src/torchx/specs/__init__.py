@@ -3,9 +3,6 @@
 Importing this package is cheap by design (see docs/design.md): named resources are
 discovered on first lookup and heavier helpers (``materialize_appdef``, the named-resource
 tables) are loaded on first attribute access.
-
-Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
-(packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
 from __future__ import annotations

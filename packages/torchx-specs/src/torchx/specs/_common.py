@@ -2,9 +2,6 @@
 
 Kept free of heavy imports: ``import torchx.specs`` must stay within the start-up budget
 (see docs/design.md), so ``pathlib`` is imported only inside :func:`TORCHX_HOME`.
-
-Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
-(packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
 from collections import namedtuple

@@ -4,9 +4,6 @@ Why: linting a component means importing ``ast`` and parsing its whole module, a
 5 ms of every ``torchx run`` (half a bare interpreter start), for files that rarely
 change. Verdicts under the default validators are kept in ``$TORCHX_HOME/cache/`` keyed
 by the file's path, mtime and size, and by the torchx version (which ships the rules).
-
-Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
-(packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
 from torchx.util.startup import disk_cache

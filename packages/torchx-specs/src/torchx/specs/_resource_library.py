@@ -11,9 +11,6 @@ Sources, later ones winning on a name clash:
 5. ``NULL`` and ``MISSING``, which map to ``NULL_RESOURCE``
 
 Building the table imports plugin modules, so it never happens at ``import torchx.specs``.
-
-Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
-(packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
 import importlib

@@ -1,8 +1,4 @@
-"""Run configs: the typed ``key=value`` options a scheduler accepts (``-cfg`` on the CLI).
-
-Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
-(packages/torchx-specs/tests/test_specs_import_cost.py).
-"""
+"""Run configs: the typed ``key=value`` options a scheduler accepts (``-cfg`` on the CLI)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""``Workspace``: the local directories that are shipped along with a role's image.
-
-Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
-(packages/torchx-specs/tests/test_specs_import_cost.py).
-"""
+"""``Workspace``: the local directories that are shipped along with a role's image."""
 
 import os
 

@@ -3,9 +3,6 @@
 Everything here is plain data plus small helpers; schedulers turn an :class:`AppDef` into
 their native request. Importing this module imports neither ``dataclasses`` nor ``inspect``
 (see :mod:`torchx.util.startup.lazy_dataclass`).
-
-Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
-(packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
 from __future__ import annotations

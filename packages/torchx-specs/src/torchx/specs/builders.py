@@ -10,9 +10,6 @@ Bad arguments raise :class:`ComponentArgumentError` naming the parameter; pass
 ``exit_on_error=True`` to get argparse's print-usage-and-exit behaviour instead. A plain
 command line (see :mod:`torchx.util.startup.plain_args`) is read without argparse; argparse reads
 every other one and makes every error message.
-
-Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
-(packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
 from __future__ import annotations

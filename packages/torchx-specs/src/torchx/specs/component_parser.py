@@ -1,8 +1,6 @@
 """The argparse parser of a component: ``torchx run COMPONENT --help``, and every command
 line of a component that is not in the plain form :mod:`torchx.specs.builders` reads itself
 (its errors included).
-
-Imports inside functions are deliberate: argparse is loaded only when a parser is made.
 """
 
 from __future__ import annotations

@@ -20,9 +20,6 @@ and never hides the components of other modules. ``test``/``tests`` packages and
 function, so only that module is imported and linted (same answer as a scan). The full
 scan runs for listings (:func:`get_components`) and to explain a name that is not found.
 Docstrings are parsed only when a component's ``description`` is read.
-
-Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
-(packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
 from __future__ import annotations

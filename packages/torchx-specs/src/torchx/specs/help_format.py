@@ -2,9 +2,6 @@
 
 Its own module because every component parser needs it, while the linter next to it in
 :mod:`torchx.specs.file_linter` (which re-exports it) needs ``ast`` and ``inspect``.
-
-Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
-(packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
 import argparse

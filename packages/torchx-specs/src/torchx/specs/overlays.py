@@ -20,9 +20,6 @@ Example::
             JOIN("containers", on="name"): [{"name": "trainer", "stdin": True}],
         },
     })
-
-Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
-(packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
 from __future__ import annotations

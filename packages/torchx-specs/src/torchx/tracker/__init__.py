@@ -2,9 +2,6 @@
 
 Inside a job, ``app_run_from_env()`` returns the job's run, already connected to the
 trackers the launcher configured through ``TORCHX_TRACKERS``.
-
-Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
-(packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
 from torchx._namespace import extend_path

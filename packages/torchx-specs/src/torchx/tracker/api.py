@@ -4,9 +4,6 @@ A tracker backend implements :class:`TrackerBase`. Backends are registered in th
 ``torchx.tracker`` entry-point group as ``factory(config: str | None) -> TrackerBase``;
 the launcher names them in ``TORCHX_TRACKERS`` (with per-tracker config in
 ``TORCHX_TRACKER_<NAME>_CONFIG``) and the job reaches them through :meth:`AppRun.run_from_env`.
-
-Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
-(packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
 from __future__ import annotations

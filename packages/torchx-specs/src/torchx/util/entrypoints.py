@@ -10,9 +10,6 @@ directory that holds its ``.dist-info``, which changes the key and forces a resc
 
 This module is imported on every CLI start, so it only imports ``os``, ``sys`` and
 :mod:`torchx.util.startup.disk_cache`; everything else is imported on a cache miss or on load.
-
-Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
-(packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
 import os

@@ -1,8 +1,4 @@
-"""Reading component and config source files that may not live on the local disk.
-
-Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
-(packages/torchx-specs/tests/test_specs_import_cost.py).
-"""
+"""Reading component and config source files that may not live on the local disk."""
 
 import os
 

@@ -8,9 +8,6 @@ state nothing (everything written for upstream TorchX) are loaded as they are.
 The number changes only with a minor release of ``torchx-specs``, and only when a plugin
 built for the old contract would break (an abstract method added, a signature changed):
 the compatibility policy in docs/releasing.md says which versions go together.
-
-Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
-(packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
 from __future__ import annotations

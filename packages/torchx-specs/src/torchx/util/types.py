@@ -3,9 +3,6 @@
 Component parameters and ``-cfg`` options arrive from the command line as strings; these
 helpers turn them into the annotated Python types (``bool``, ``list[T]``, ``dict[K, V]``,
 ``T | None``, ``Annotated[T, ...]``) with one-line errors naming the bad value.
-
-Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
-(packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
 from __future__ import annotations

@@ -1,8 +1,4 @@
-"""Workspaces: build local code into what a job runs (see ``torchx.workspace.api``).
-
-Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
-(packages/torchx-specs/tests/test_specs_import_cost.py).
-"""
+"""Workspaces: build local code into what a job runs (see ``torchx.workspace.api``)."""
 
 from torchx._namespace import extend_path
 

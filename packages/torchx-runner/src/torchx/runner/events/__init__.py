@@ -5,9 +5,6 @@ records a :class:`TorchxEvent` to a logger named ``torchx-events-<destination>``
 default destination ``null`` drops events; a platform that wants them attaches a handler
 to that logger or records to ``console``. Each destination has its own logger, so
 recording to one never redirects the others.
-
-Imports inside functions are deliberate: every command imports the runner, which loads
-schedulers, trackers and workspaces only when a call needs them (benchmarks/bench_cli.py).
 """
 
 from __future__ import annotations

@@ -14,9 +14,6 @@ line; copying it to a terminal or a pipe needs neither. So :py:class:`LogLines` 
 the same log as undecoded ``bytes`` blocks, each ending at a line end (only the very last
 block of a finished log may lack its ``"\\n"``). A consumer that knows the method (the
 CLI's log streamer) uses it; anything else sees lines.
-
-Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
-(packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
 from __future__ import annotations

@@ -13,9 +13,6 @@ foreign or stale file is a miss and a read-only home just means no cache.
 
 ``TORCHX_NO_ENTRYPOINT_CACHE=1`` turns them all off; a comma-separated list of the names
 above turns off those (benchmarks/bench_cli.py measures each cache so).
-
-Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
-(packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
 import marshal

@@ -4,9 +4,6 @@ distribution (PyPI's ``torchx`` is upstream's), or both in one environment.
 Upstream's distribution ships every module itself (``torchx/specs/api.py`` and the rest),
 while this project's ``torchx`` is a meta-package without modules; installing both makes the
 later install overwrite the other's files, which fails in confusing ways.
-
-Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
-(packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
 from __future__ import annotations

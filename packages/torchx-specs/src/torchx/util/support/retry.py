@@ -13,9 +13,6 @@ expects to last as long as the job, keeps trying for ``TORCHX_OUTAGE_S`` seconds
 one-off command whose service refuses its very first connection (nothing listens: most often
 the service is simply not running) gives up after ``FIRST_CONTACT_S`` (4 s), unless
 ``TORCHX_RETRY_S`` is set.
-
-Imports inside functions are deliberate: ``import torchx.specs`` stays close to bare Python
-(packages/torchx-specs/tests/test_specs_import_cost.py).
 """
 
 from __future__ import annotations
