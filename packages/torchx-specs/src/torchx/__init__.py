@@ -4,7 +4,7 @@ This package is shared by every ``torchx-*`` distribution; see ``torchx._namespa
 """
 
 from torchx._namespace import extend_path
-from torchx.version import __version__
+from torchx.version import __version__, get_torchx_image
 
 __path__ = extend_path(__path__, __name__)
 
@@ -15,7 +15,5 @@ def __getattr__(name: str) -> str:
     # Resolved lazily: the image may be overridden through the ``torchx.version``
     # entry-point group, which must not be scanned at import time.
     if name == "IMAGE":
-        from torchx.version import get_torchx_image
-
         return get_torchx_image()
     raise AttributeError(f"module 'torchx' has no attribute {name!r}")

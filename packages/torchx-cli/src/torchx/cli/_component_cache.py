@@ -14,6 +14,7 @@ import os
 import sys
 
 from torchx.util.startup import disk_cache
+from torchx.version import __version__
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ _DISCOVERY_MODULES = ("torchx.specs.finder", "torchx.specs.file_linter")
 
 def _key() -> "tuple[Any, ...]":
     from torchx.util.entrypoints import entry_points
-    from torchx.version import __version__
 
     groups = tuple(tuple(ep) for ep in entry_points(_COMPONENTS_GROUP))
     paths = tuple(p for p in sys.path if isinstance(p, str))

@@ -1,5 +1,6 @@
 """JSON output of the ``--json`` flags: dataclasses, enums and the rest as plain data."""
 
+import enum
 import json
 import sys
 
@@ -12,7 +13,6 @@ __all__ = ["print_json", "stream_json_array", "to_jsonable"]
 
 def to_jsonable(obj: "Any") -> "Any":
     """``obj`` as JSON-ready data: dataclasses become dicts, enums their name."""
-    import enum
 
     from torchx.util.startup.lazy_dataclass import fields, is_dataclass
 

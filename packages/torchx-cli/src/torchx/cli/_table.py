@@ -1,5 +1,8 @@
 """Plain-text tables (the ``tabulate`` "simple" look without the dependency)."""
 
+import os
+import sys
+
 __all__ = ["format_table", "terminal_width"]
 
 MIN_LAST_COLUMN = 24
@@ -9,8 +12,6 @@ MIN_LAST_COLUMN = 24
 def terminal_width() -> int | None:
     """``$COLUMNS``, else the terminal's width; None when output goes to a file or pipe
     without ``$COLUMNS`` (there whole lines are easier to search)."""
-    import os
-    import sys
 
     columns = os.environ.get("COLUMNS", "")
     if columns.isdigit() and int(columns) > 0:

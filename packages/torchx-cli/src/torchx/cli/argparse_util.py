@@ -11,7 +11,7 @@
 import argparse
 
 from torchx.cli._cli_defaults import ONCE_SEEN_ATTR, cli_config, explicitly_given
-from torchx.cli.errors import usage_error
+from torchx.cli.errors import EXIT_FAILURE, usage_error
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -91,7 +91,6 @@ def _check_once(
     seen: set[str] = getattr(namespace, ONCE_SEEN_ATTR, None) or set()
     if action.dest in seen:
         spelled = "/".join(action.option_strings) or action.dest
-        from torchx.cli.errors import EXIT_FAILURE, usage_error
 
         # exit 1, not argparse's 2: upstream's ArgOnceAction ends so, and scripts test it
         message = f"`{option_string or spelled}` is specified more than once"

@@ -5,7 +5,7 @@ a cast; a typo in ``-cfg`` then silently ran the job with a default. Here both a
 naming the key, the accepted options and ``torchx runopts <scheduler>``.
 """
 
-from torchx.cli.errors import EXIT_USAGE, CliError
+from torchx.cli.errors import EXIT_USAGE, CliError, one_line
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -145,7 +145,6 @@ def parse_cfg_json(
 
 def invalid_run_config_error(exc: Exception, scheduler: str) -> CliError:
     """One line for an ``InvalidRunConfigException`` saying how to provide the option."""
-    from torchx.cli.errors import one_line
 
     key = getattr(exc, "cfg_key", None) or "KEY"
     # Drop the "Given: {cfg}" tail: the whole config may hold values not meant for a log.

@@ -1,5 +1,7 @@
 """``torchx cancel``: stop a running app (it stays known to the scheduler)."""
 
+import sys
+
 from torchx.cli.cmd_base import AppHandleSubCommand
 
 TYPE_CHECKING = False
@@ -22,7 +24,6 @@ class CmdCancel(AppHandleSubCommand):
     OPTIONS = ()  # none: `torchx cancel HANDLE` needs no argparse
 
     def run_with_runner(self, args: "argparse.Namespace", runner: "Runner") -> None:
-        import sys
 
         from torchx.specs import is_terminal
 

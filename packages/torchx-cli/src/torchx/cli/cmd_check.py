@@ -11,8 +11,10 @@ import argparse
 import sys
 import threading
 import time
+from functools import partial
 
 from torchx.cli.cmd_base import SubCommand
+from torchx.version import __version__
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -150,8 +152,6 @@ class CmdCheck(SubCommand):
         if args.timeout <= 0:
             raise CliError(f"--timeout must be positive, got {args.timeout:g}", exit_code=2)
 
-        from functools import partial
-
         targets = [
             _Target("scheduler", n, partial(_scheduler_checks, n, dict(cfg))) for n in schedulers
         ]
@@ -185,7 +185,6 @@ def _install_checks() -> "list[ReadinessCheck]":
     """Which TorchX this is, and whether upstream's `torchx` overwrites it here."""
     from torchx.util.readiness import not_ready, ready
     from torchx.util.support.provenance import upstream_torchx_version
-    from torchx.version import __version__
 
     upstream = upstream_torchx_version()
     if upstream is not None:

@@ -1,5 +1,7 @@
 """``torchx delete``: remove an app from its scheduler (cancelling it if it still runs)."""
 
+import sys
+
 from torchx.cli.cmd_base import AppHandleSubCommand
 
 TYPE_CHECKING = False
@@ -23,8 +25,6 @@ class CmdDelete(AppHandleSubCommand):
 
     def run_with_runner(self, args: "argparse.Namespace", runner: "Runner") -> None:
         if runner.status(args.app_handle) is None:
-            import sys
-
             print(
                 f"torchx: app {args.app_handle} was not found (it ended and was removed, or"
                 " never existed): nothing to delete",

@@ -11,6 +11,7 @@ import time
 
 from torchx.cli._logstream import (
     LogPrinter,
+    ReplicaLogStreamer,
     find_role_replicas,
     join_streamers,
     prefix_line,
@@ -18,6 +19,7 @@ from torchx.cli._logstream import (
 )
 from torchx.cli.cmd_base import SubCommand
 from torchx.cli.errors import EXIT_USAGE, CliError
+from torchx.util.strings import escape_unprintable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -154,7 +156,6 @@ def _failed_replicas(
         replicas.remove((root.role, root.replica_id))
         replicas.insert(0, (root.role, root.replica_id))
         rank = f", rank {root.rank}" if root.rank is not None else ""
-        from torchx.util.strings import escape_unprintable
 
         what = escape_unprintable(root.message or root.cause)
         print(
@@ -271,7 +272,6 @@ def print_log_lines(  # noqa: PLR0917 (positional order is upstream's)
     Meant as a thread target (one per replica): an error is appended to ``exceptions``
     instead of raised, so the caller can report it after joining every thread.
     """
-    from torchx.cli._logstream import ReplicaLogStreamer
 
     streamer = ReplicaLogStreamer(
         runner,

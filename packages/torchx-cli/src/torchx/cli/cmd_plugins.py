@@ -11,6 +11,7 @@ import sys
 from functools import partial
 
 from torchx.cli.cmd_base import SubCommand
+from torchx.version import __version__
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -108,7 +109,6 @@ def _dist_of_module(module: str) -> "tuple[str, str]":
         "torchx.specs": "torchx-specs",
         "torchx.cli": "torchx-cli",
     }
-    from torchx.version import __version__
 
     for prefix, dist in owners.items():
         if module == prefix or module.startswith(prefix + "."):
@@ -197,8 +197,6 @@ def collect_plugins() -> "dict[str, Any]":
     report["event_handlers"] = [
         _entry(ep, _try(ep.load)) for ep in entry_points("torchx.event_handlers")
     ] + _namespace_entries("EVENT_HANDLER")
-
-    from torchx.version import __version__
 
     plugin_cmds = {ep.name: ep for ep in entry_points(CLI_CMDS_GROUP)}
     subcommands: list[dict[str, Any]] = [

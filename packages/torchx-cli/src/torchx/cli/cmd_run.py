@@ -8,15 +8,16 @@ replica's log lines stream to stderr behind a ``role/replica`` prefix; the exit 
 
 import os
 import sys
+import threading
 from contextvars import ContextVar
 
 from torchx.cli._cli_defaults import explicitly_given
-from torchx.cli._option_table import Option, scheduler_options
+from torchx.cli._option_table import Option, add_options, read_plain, scheduler_options
 from torchx.cli.cmd_base import SubCommand
 from torchx.cli.cmd_builtins import CmdBuiltins
 from torchx.cli.errors import EXIT_USAGE, CliError, Terminated, usage_error
 from torchx.util.log import get_logger
-from torchx.util.startup.lazy_dataclass import dataclass, field, fields
+from torchx.util.startup.lazy_dataclass import asdict, dataclass, field, fields
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -315,8 +316,6 @@ class CmdRun(SubCommand):
     def add_arguments(self, subparser: "argparse.ArgumentParser") -> None:
         import argparse
 
-        from torchx.cli._option_table import add_options
-
         self._subparser = subparser
         subparser.usage = "torchx run [OPTIONS] COMPONENT [COMPONENT_ARGS...]"
         subparser.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -341,7 +340,6 @@ class CmdRun(SubCommand):
         plain line of :data:`RUN_OPTIONS` (a subclass adding options goes to argparse)."""
         if type(self).add_arguments is not CmdRun.add_arguments:
             return None
-        from torchx.cli._option_table import read_plain
 
         return read_plain(words, "run", RUN_OPTIONS, "component_name_and_args")
 
@@ -779,8 +777,6 @@ def _print_run_json(runner: "Runner", app_handle: str) -> None:
 def _print_dryrun(info: "AppDryRunInfo[Any]") -> None:
     import json
 
-    from torchx.util.startup.lazy_dataclass import asdict
-
     if _JSON_OUTPUT.get():  # one object: the scheduler, the cfg, the app and the request
         from dataclasses import is_dataclass
 
@@ -883,7 +879,6 @@ def _wait_and_exit(
     runner: "Runner", app_handle: str, tee: bool, notes: "_PendingNotes | None" = None
 ) -> None:
     """Streams every replica's log to stderr until the app ends; fails unless it succeeded."""
-    import threading
 
     from torchx.cli._logstream import (
         LogPrinter,

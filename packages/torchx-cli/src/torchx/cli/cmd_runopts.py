@@ -8,6 +8,7 @@ import sys
 
 from torchx.cli._option_table import Option, add_options
 from torchx.cli.cmd_base import SubCommand
+from torchx.version import __version__
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -119,7 +120,6 @@ def _code_key() -> "tuple[Any, ...]":
     """What decides which code answers: torchx, the interpreter, the import path and the
     registered schedulers."""
     from torchx.schedulers import get_scheduler_factories
-    from torchx.version import __version__
 
     factories = tuple(
         (name, getattr(f, "__module__", ""), getattr(f, "__qualname__", ""))

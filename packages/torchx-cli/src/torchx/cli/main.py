@@ -13,7 +13,7 @@ built-in replaces it.
 import os
 import sys
 
-from torchx.cli.errors import Terminated
+from torchx.cli.errors import CliError, Terminated, report_exception
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -322,8 +322,6 @@ def _parse_log_level(value: str) -> "int | str":
     if upper == "WARN":
         upper = "WARNING"
     if upper not in _LOG_LEVELS:
-        from torchx.cli.errors import CliError
-
         raise CliError(
             f"unknown log level '{value}'; use one of {', '.join(_LOG_LEVELS)}", exit_code=2
         )
@@ -410,7 +408,6 @@ def _unwind_on_sigterm() -> None:
 
 def _dispatch(args: "argparse.Namespace") -> int:
     """Runs the parsed subcommand; returns the exit code (errors are reported here)."""
-    from torchx.cli.errors import report_exception
 
     debug = False
     _unwind_on_sigterm()

@@ -19,11 +19,12 @@ import hashlib
 import json
 import os
 import shlex
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from torchx.schedulers.ids import ENV_REQUEST, ENV_REQUEST_HASH
+from torchx.schedulers.ids import ENV_REQUEST, ENV_REQUEST_HASH, key_id
 from torchx.specs.api import AppDef, CfgVal
 from torchx.util.log import get_logger
 from torchx.util.startup.lazy_dataclass import asdict
@@ -115,7 +116,6 @@ def _holder(fd: int) -> str:
         text = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
     except OSError:
         text = ""
-    from torchx.util.strings import escape_unprintable
 
     return escape_unprintable(text) or "another process (it wrote nothing yet)"
 
@@ -126,9 +126,7 @@ def _key_lock(key: str) -> Iterator[None]:
     0700, no link). The holder writes who it is into the file; a run that has to wait
     says who holds it, and gives up after :data:`LOCK_WAIT_S` with one line."""
     import fcntl
-    import time
 
-    from torchx.schedulers.ids import key_id
     from torchx.util.support.atomic import FILE_MODE, check_private, make_private_dirs
     from torchx.util.support.home import torchx_home
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from torchx.runner._trackers import get_configured_trackers
+from torchx.runner._trackers import get_configured_trackers, warn_missing_trackers
 from torchx.runner.events import log_event, may_listen
-from torchx.schedulers.ids import keyed_ids
+from torchx.schedulers.ids import ENV_REQUEST, ENV_REQUEST_HASH, keyed_ids
 from torchx.specs.api import (
     MISSING,
     AppDef,
@@ -20,6 +20,7 @@ from torchx.specs.api import (
     macros,
     parse_app_handle,
 )
+from torchx.util.startup.lazy_dataclass import deep_copy
 from torchx.util.strings import check_env_names
 
 TYPE_CHECKING = False
@@ -77,7 +78,6 @@ def copy_app(app: AppDef) -> AppDef:
     Overrides hold callables/awaitables that may not be copyable, and resolving one must
     happen at most once, so the copy keeps the very same dict.
     """
-    from torchx.util.startup.lazy_dataclass import deep_copy
 
     memo: dict[int, Any] = {}
     for role in app.roles:
@@ -121,7 +121,6 @@ def keep_request(app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal] | None) 
 
 def kept_request(info: AppDryRunInfo[Any]) -> dict[str, str]:
     """What :func:`keep_request` kept in ``info``'s app (empty: nothing)."""
-    from torchx.schedulers.ids import ENV_REQUEST, ENV_REQUEST_HASH
 
     env = info._app.roles[0].env if info._app is not None and info._app.roles else {}
     return {k: env[k] for k in (ENV_REQUEST_HASH, ENV_REQUEST) if k in env}
@@ -228,7 +227,6 @@ def inject_env(app: AppDef, handle: str, parent_run_id: str | None, key: str | N
         injected[ENV_PARENT_RUN_ID] = parent_run_id
     trackers = get_configured_trackers()
     if trackers:
-        from torchx.runner._trackers import warn_missing_trackers
         from torchx.tracker.api import tracker_config_env_var_name  # only with trackers
 
         warn_missing_trackers(list(trackers))

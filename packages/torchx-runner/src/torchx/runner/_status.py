@@ -5,7 +5,10 @@ and a sweep's replicas and root cause numbered by their elements' indices."""
 
 from __future__ import annotations
 
+import time
+
 from torchx.specs.api import AppStatus, is_started, is_terminal
+from torchx.specs.status import AppState
 from torchx.util.log import get_logger
 
 TYPE_CHECKING = False
@@ -81,7 +84,6 @@ def progress_of(desc: DescribeAppResponse) -> Progress | None:
     log, where its scheduler can read that (``progress_tail``); None otherwise."""
     if desc.progress_tail is None:
         return None
-    import time
 
     from torchx.specs.progress import from_log_tail
 
@@ -133,7 +135,6 @@ def element_position(array: ArrayStatus, index: int) -> int:
 def failure_of(desc: DescribeAppResponse) -> Failure | None:
     """The root cause of a FAILED app: the scheduler's, else the first failed replica it
     lists, with the scheduler's message and an ``unknown`` cause (nothing more is known)."""
-    from torchx.specs.status import AppState
 
     if desc.state != AppState.FAILED:
         return None

@@ -13,6 +13,7 @@ under ``TORCHX_HOME`` remembers it across processes.
 from __future__ import annotations
 
 import os
+import sys
 
 from torchx.settings import ENV_TORCHX_TRACKERS
 from torchx.util.log import get_logger
@@ -109,7 +110,6 @@ def finish_tracked_app(handle: str, state: str) -> None:
     if not get_configured_trackers() or os.path.exists(marker):
         return
     import subprocess
-    import sys
 
     from torchx.util.support.atomic import make_private_dirs
 

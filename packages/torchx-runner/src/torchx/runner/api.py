@@ -39,7 +39,7 @@ from torchx.runner._status import (
     element_position,
     status_from,
 )
-from torchx.runner._trackers import get_configured_trackers
+from torchx.runner._trackers import finish_tracked_app, get_configured_trackers
 from torchx.runner._workspaces import build_planned, built_images, prepare_workspaces
 from torchx.runner.events import log_event
 from torchx.runner.sweep import (
@@ -47,6 +47,7 @@ from torchx.runner.sweep import (
     check_sweep,
     sweep_as_described,
 )
+from torchx.schedulers import get_scheduler_factories
 from torchx.schedulers.ids import keyed_ids
 from torchx.specs.api import (
     NONE,
@@ -69,6 +70,7 @@ from torchx.util.log import get_logger
 from torchx.util.startup.static_typing import overload
 from torchx.util.strings import carried_env
 from torchx.util.support.host_checks import is_real_submit, real_submit
+from torchx.util.support.retry import outage_budget
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -138,8 +140,6 @@ class Runner(SweepMethods):
         scheduler_params: Mapping[str, object] | None = None,
     ) -> None:
         if scheduler_factories is None:
-            from torchx.schedulers import get_scheduler_factories
-
             scheduler_factories = get_scheduler_factories()
         self._name = name
         self._scheduler_factories: dict[str, SchedulerFactory] = dict(scheduler_factories)
@@ -700,8 +700,6 @@ class Runner(SweepMethods):
                 desc, scheduler, progress=progress, element_progress=element_progress
             )
             if status.is_terminal():
-                from torchx.runner._trackers import finish_tracked_app
-
                 finish_tracked_app(app_handle, status.state.name)
             return status
 
@@ -735,7 +733,6 @@ class Runner(SweepMethods):
         window = wait_interval
         if scheduler.has_event_source:
             window = max(wait_interval, _EVENT_WAIT_S)
-        from torchx.util.support.retry import outage_budget
 
         # a wait lasts as long as the app: an outage of the scheduler's service (a restart
         # of its controller, a dropped connection) is ridden out, up to TORCHX_OUTAGE_S

@@ -30,6 +30,7 @@ and ignored. The ``Runner`` does not read config files by itself; call :func:`ap
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Iterable
 
 from torchx.settings import ENV_TORCHXCONFIG
@@ -412,8 +413,6 @@ def add_missing_sections(
     added = [name for name in wanted if name not in existing]
     kept = [name for name in wanted if name in existing]
     if added:
-        import io
-
         text = io.StringIO()
         dump(f=text, schedulers=added, required_only=required_only)
         with open(path, "rb") as f:

@@ -14,7 +14,7 @@ import shlex
 
 from torchx.runner._requests import check_no_nul, copy_app, fill_event, str_or_none
 from torchx.runner.events import log_event
-from torchx.specs.api import parse_app_handle
+from torchx.specs.api import Workspace, parse_app_handle
 from torchx.specs.sweep import AppArray, ArrayElement, app_array, sweep_values
 from torchx.util.strings import check_env_names
 from torchx.util.support.host_checks import real_submit
@@ -288,7 +288,6 @@ def workspace_from_json(value: Any) -> Workspace | str | None:
     """The workspace a record keeps, as ``Runner.run_sweep`` takes it."""
     if value is None or isinstance(value, str):
         return value
-    from torchx.specs.api import Workspace
 
     return Workspace(projects=dict(value["projects"]))
 

@@ -31,7 +31,10 @@ This module is the entry point; its wing, ``torchx.schedulers._local``, holds th
 from __future__ import annotations
 
 import abc
+import fcntl
+import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -78,6 +81,7 @@ from torchx.specs.api import (
 )
 from torchx.specs.replica_macros import ReplicaMacros
 from torchx.util.log import get_logger
+from torchx.util.startup.lazy_dataclass import shallow_copy
 from torchx.util.strings import check_file_name
 from torchx.util.support.host_checks import host_problem
 from torchx.util.support.programs import find_program, script_of
@@ -401,7 +405,6 @@ def _program_problem(
 
 def _jsonable(value: Any) -> Any:
     """``value`` if it survives a JSON round trip, else its ``str`` (for free-form metadata)."""
-    import json
 
     try:
         json.dumps(value)
@@ -635,7 +638,6 @@ class LocalScheduler(Scheduler[Opts]):
     # -- schedule --------------------------------------------------------------------------
 
     def schedule(self, dryrun_info: AppDryRunInfo[PopenRequest]) -> str:
-        import fcntl
 
         from torchx.schedulers._local import (
             launcher as local_launcher,
@@ -1217,8 +1219,6 @@ class LocalScheduler(Scheduler[Opts]):
         if st.is_owned(state_dir):
             sup = state.get("supervisor") or {}
             if st.same_process(sup.get("pid"), sup.get("start_ticks")):
-                import signal
-
                 st.signal_pid(int(sup["pid"]), signal.SIGTERM)
             return
         st.recover_orphaned(state_dir, cancelled=True)
@@ -1307,7 +1307,6 @@ def _settle_unsettled() -> None:
 
 
 def _with_env(role: Role, env: dict[str, str]) -> Role:
-    from torchx.util.startup.lazy_dataclass import shallow_copy
 
     clone = shallow_copy(role)
     clone.env = env

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -56,6 +57,7 @@ from torchx.schedulers._aws_batch.request import (
     BatchJob,
     Opts,
     ResourceType,
+    array_job,
     parse_ulimits,
     resource_from_resource_requirements,
     resource_requirements_from_resource,
@@ -204,7 +206,6 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
 
     def load_for_check(self) -> None:
         """boto3 and botocore (a second or more to import on a busy machine)."""
-        import importlib
 
         for module in ("torchx.schedulers._aws_batch.readiness", "boto3", "botocore.config"):
             with contextlib.suppress(ImportError):  # missing: check_ready says so
@@ -264,8 +265,6 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         from torchx.specs.sweep import AppArray
 
         if isinstance(app, AppArray):  # a sweep: one array job
-            from torchx.schedulers._aws_batch.request import array_job
-
             container, submit = array_job(app, name, name, container_extra)
         else:
             num_nodes, ranges = jobdef.node_ranges(app, name, container_extra)

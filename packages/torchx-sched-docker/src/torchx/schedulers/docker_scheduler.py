@@ -36,6 +36,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
@@ -84,12 +86,14 @@ from torchx.specs.api import (
     is_terminal,
     runopts,
 )
+from torchx.specs.status import array_state
 from torchx.util.log import get_logger
 from torchx.util.support.signals import signal_name
 from torchx.version import get_torchx_image
 from torchx.workspace.docker_workspace import (
     DockerWorkspaceMixin,
     connect_docker,
+    docker_sdk,
     ensure_image,
     local_image_id,
 )
@@ -150,7 +154,6 @@ def has_docker() -> bool:
 
 
 def _lock_path() -> str:
-    import tempfile
 
     return os.path.join(tempfile.gettempdir(), "torchx_docker_network_lock")
 
@@ -219,7 +222,6 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     def load_for_check(self) -> None:
         """The docker SDK; missing, :meth:`check_ready` says so."""
         from torchx.schedulers._docker import readiness  # noqa: F401 (loaded for check_ready)
-        from torchx.workspace.docker_workspace import docker_sdk
 
         with contextlib.suppress(Exception):  # missing: check_ready says what to install
             docker_sdk()
@@ -302,7 +304,6 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         """Leaves a detached process (``_docker.starter``) to start a sweep's other
         elements as earlier ones end."""
         import subprocess
-        import sys
 
         from torchx.schedulers._docker.starter import log_path
         from torchx.util.support.atomic import FILE_MODE, make_private_dirs
@@ -497,8 +498,6 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             states = [AppState.CANCELLED if s == AppState.SUBMITTED else s for s in states]
         state = self._app_state(app_id, states)
         if array is not None and not is_terminal(state):  # some wait for their turn
-            from torchx.specs.status import array_state
-
             state = array_state(AppState.PENDING if s == AppState.SUBMITTED else s for s in states)
         if state == AppState.CANCELLED:  # a stopped container exits non-zero: not a failure
             for role_status in roles_statuses:

@@ -42,6 +42,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
+import os
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -51,6 +54,7 @@ from torchx.schedulers._kubernetes import logs as _logs
 from torchx.schedulers._kubernetes import pulls as _pulls
 from torchx.schedulers._kubernetes import request as _request
 from torchx.schedulers._kubernetes import status as _status
+from torchx.schedulers._kubernetes.client import sdk
 from torchx.schedulers._kubernetes.failure import ANNOTATION_FAILURE
 from torchx.schedulers._kubernetes.request import (
     ANNOTATION_ISTIO_SIDECAR,
@@ -237,7 +241,6 @@ def role_to_pod(  # noqa: PLR0917 (upstream's positional signature)
 
 def _to_model(body: dict[str, Any], klass: str) -> Any:
     """``body`` as the client model ``klass`` (pydantic models from kubernetes 37 on)."""
-    import json
 
     k8s: Any = _client.sdk().client
     model = getattr(k8s, klass)
@@ -305,7 +308,6 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     def load_for_check(self) -> None:
         """The kubernetes client (seconds to import on a busy machine)."""
         from torchx.schedulers._kubernetes import readiness  # noqa: F401 (loaded for check_ready)
-        from torchx.schedulers._kubernetes.client import sdk
 
         sdk()
 
@@ -791,7 +793,6 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         watch lists the job(s) first and returns at once). Where the server refuses the
         watch (RBAC without ``watch``) this polls: it sleeps at most ``_POLL_S``.
         """
-        import time
 
         if timeout <= 0:
             return
@@ -945,7 +946,6 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         return [row for row, _ in rows]
 
     def _default_namespace(self) -> str:
-        import os
 
         if _client._in_cluster() and not self._kube_context:
             path = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"

@@ -40,18 +40,21 @@ This module is the entry point; its wing, ``torchx.schedulers._ray``, holds the 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import shlex
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from torchx.schedulers._ray import client as jobs_api
 from torchx.schedulers._ray import failure as ray_failure
 from torchx.schedulers._ray import logs, request
 from torchx.schedulers._ray import status as ray_status
-from torchx.schedulers._ray.request import Opts, RayActor, RayJob
+from torchx.schedulers._ray.request import META_SWEEP, Opts, RayActor, RayJob, RaySweep
+from torchx.schedulers._ray.status import elements_of, sweep_state
 from torchx.schedulers.api import (
     DescribeAppResponse,
     ListAppResponse,
@@ -130,7 +133,6 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
         TLS setting, as upstream used the client for every request."""
         if not address or not self._sdk or "://" in address:
             return address or self._default_address
-        from urllib.parse import urlsplit
 
         host, _, port = address.rstrip("/").partition(":")
         sdk = urlsplit(self._sdk["url"])
@@ -252,7 +254,6 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
     def schedule(self, dryrun_info: AppDryRunInfo[Any]) -> str:
         """Uploads the working dir, submits the job (a sweep: each element's, whole or not
         at all), and returns ``host:port-<id>``."""
-        from torchx.schedulers._ray.request import RaySweep
 
         found = dryrun_info.request
         jobs = found.jobs if isinstance(found, RaySweep) else [found]
@@ -365,7 +366,6 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
         self, client: jobs_api.RayJobsClient, job_id: str
     ) -> list[Mapping[str, Any]]:
         """The element jobs of sweep ``job_id`` (none: not a sweep), from one listing."""
-        from torchx.schedulers._ray.status import elements_of
 
         return elements_of(client.jobs(), job_id)
 
@@ -374,7 +374,6 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
     ) -> DescribeAppResponse | None:
         """A sweep: its element jobs' states; a failed one's root cause from its own
         ``describe``."""
-        from torchx.schedulers._ray.status import sweep_state
 
         elements = self._sweep_elements(client, job_id)
         if not elements:
@@ -414,8 +413,6 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
     def _list(self, cfg: Mapping[str, CfgVal] | None, since: float | None) -> _Rows:
         client = self._client(Opts.from_cfg(cfg or {}).dashboard_address)
         prefix = jobs_api.address_in_app_id(client.address)
-        from torchx.schedulers._ray.request import META_SWEEP
-        from torchx.schedulers._ray.status import elements_of, sweep_state
 
         rows = []
         jobs = sorted(client.jobs(), key=lambda j: j.get("start_time") or 0)
@@ -488,7 +485,6 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
         it finds the job's supervisor gone, and so brings a job deleted in between back
         (as FAILED): the deletion is repeated until the job stays gone for as long as one
         round of that monitor (:data:`_MONITOR_ROUND_S`, twice)."""
-        import time
 
         client, job_id = self._located(app_id)
         if ray_status.JOB_STATES.get(str(client.job(job_id).get("status"))) not in _TERMINAL:
@@ -580,7 +576,6 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
 
 
 def _roles_of(metadata: Mapping[str, Any]) -> dict[str, int]:
-    import json
 
     try:
         roles = json.loads(str(metadata.get(request.META_ROLES) or "{}"))

@@ -40,16 +40,24 @@ A replica's two log files are followed as one stream by
 from __future__ import annotations
 
 import os
+import shutil
+import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from torchx.schedulers._slurm import commands, parse, records
 from torchx.schedulers._slurm import status as slurm_status
 from torchx.schedulers._slurm.commands import SlurmCommandError, SlurmNotFoundError, version
+from torchx.schedulers._slurm.logs import replica_log_tail
 from torchx.schedulers._slurm.status import (
     SLURM_STATES,
     appstate_from_slurm_state,
+    attempt_history,
+    describe_array,
     get_appstate_from_job,
+    is_array_name,
+    last_interruption,
 )
 from torchx.schedulers._slurm.workspaces import (
     DOCKER,
@@ -67,6 +75,7 @@ from torchx.schedulers.api import (
 )
 from torchx.specs.api import AppDef, AppDryRunInfo, AppState, CfgVal, runopts
 from torchx.util.log import get_logger
+from torchx.util.strings import escape_unprintable
 from torchx.workspace.api import MultiWorkspaceMixin, WorkspaceMixin
 from torchx.workspace.dir_workspace import job_dir_exists
 
@@ -234,8 +243,6 @@ def _check_owner(app_id: str, job_id: str, via: SshTarget | None) -> None:
     owners = {line.strip() for line in out.splitlines() if line.strip()} if code == 0 else set()
     me = _user(via)
     if owners and me not in owners:
-        from torchx.util.strings import escape_unprintable
-
         raise ValueError(
             f"job {app_id} belongs to {escape_unprintable(', '.join(sorted(owners)))}, not"
             f" to {me}; torchx acts only on your own jobs (use scancel for others')"
@@ -256,7 +263,6 @@ class _ThrottledWatcher:
         self._last: tuple[float, DescribeAppResponse | None] | None = None
 
     def describe(self, app_id: str) -> DescribeAppResponse | None:
-        import time
 
         now = time.monotonic()
         if self._last is None or now - self._last[0] >= self._interval:
@@ -378,7 +384,6 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
     def schedule(self, dryrun_info: AppDryRunInfo[SlurmBatchRequest]) -> str:
         """Submits the batch script; on any failure the job dir this scheduler made
         (workspace copy included) is removed and nothing is recorded."""
-        import shutil
 
         req = dryrun_info.request
         if req.images_to_push is not None:
@@ -447,7 +452,6 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
         the workspace copied into it with the batch script, then ``sbatch``. On any failure
         the job dir made there is removed; the local copy of the workspace always is."""
         import secrets
-        import shutil
 
         from torchx.schedulers._slurm import remote
 
@@ -575,17 +579,14 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
         if "," in job_id or (record is not None and record.array):
             return self._describe_array(app_id, job_id, record, via)
         rows = self._query(job_id, via)
-        if rows and any("-array-" in row.name for row in rows):  # maybe a sweep's name
-            from torchx.schedulers._slurm.status import is_array_name
-
-            if any(is_array_name(row.name) for row in rows):
-                return self._describe_array(app_id, job_id, record, via)
+        maybe_sweep = rows and any("-array-" in row.name for row in rows)  # a sweep's name?
+        if maybe_sweep and any(is_array_name(row.name) for row in rows):
+            return self._describe_array(app_id, job_id, record, via)
         if not rows:
             return None
         interruption = None
         if any(row.restarts for row in rows) and slurm_status.app_state(rows) == AppState.PENDING:
             # requeued: one more query, only while it waits to start again
-            from torchx.schedulers._slurm.status import last_interruption
 
             restarts = max(row.restarts for row in rows)
             log_dir = record.log_dir if record else None
@@ -593,8 +594,6 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
         response = slurm_status.describe_rows(job_id, rows, record, interruption)
         response.app_id = app_id
         if any(row.restarts for row in rows):  # requeued: one more query, for its attempts
-            from torchx.schedulers._slurm.status import attempt_history
-
             response.attempts = attempt_history(job_id, record.log_dir if record else None, via)
         if response.state == AppState.FAILED:  # why: one more sacct, the failed logs' tails
             from torchx.schedulers._slurm.failure import root_failure
@@ -607,7 +606,6 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
             log_dir = (record.log_dir if record is not None else "") or rows[0].workdir
 
             def progress_tail() -> str:  # one read (a tail over ssh), when status asks
-                from torchx.schedulers._slurm.logs import replica_log_tail
 
                 return replica_log_tail(job_id, log_dir, role, 0, via)
 
@@ -619,7 +617,6 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
         app_id: str, job_id: str, record: records.JobRecord | None, via: SshTarget | None
     ) -> DescribeAppResponse | None:
         """A sweep: its arrays' tasks are its elements (:mod:`torchx.schedulers._slurm.status`)."""
-        from torchx.schedulers._slurm.status import describe_array
 
         response = describe_array(app_id, job_id.split(","), record, via)
         if response is not None and via is not None and record is not None and record.log_dir:
@@ -632,7 +629,6 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
         The queue (``squeue``) is fresher: accounting lags a few seconds behind, and some
         clusters have none. A bounded window keeps ``sacct`` cheap for the database.
         """
-        import time
 
         from torchx.schedulers._slurm.request import Opts  # not on `torchx status`'s path
 
@@ -644,7 +640,6 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
     ) -> str | None:
         """The job whose comment carries the key (see ``_slurm.keys``): in the queue, or in
         accounting for the last ``list_days`` days."""
-        import time
 
         from torchx.schedulers._slurm import keys
         from torchx.schedulers._slurm.request import Opts
@@ -657,7 +652,6 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
 
     def list_filtered(self, cfg: Mapping[str, CfgVal] | None, list_filter: ListFilter) -> _Rows:
         """``--since`` becomes the accounting window (instead of ``list_days``)."""
-        import time
 
         from torchx.schedulers._slurm.request import Opts  # not on `torchx status`'s path
 
@@ -669,8 +663,6 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
     def _list(self, since: float, via: SshTarget | None = None) -> _Rows:
         """``sacct`` (accounting since ``since``) and ``squeue`` (the queue) in their text
         forms, run side by side, with only the fields a listing needs."""
-        import threading
-        import time
 
         start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since))
         accounting: list[tuple[int, str, str]] = []

@@ -11,6 +11,7 @@ import importlib
 from collections.abc import Callable
 from types import ModuleType
 
+from torchx.plugins._registration import resource_tags
 from torchx.plugins._types import NAMESPACE_ROOT, PluginFactories, PluginType, RegistrationError
 
 TYPE_CHECKING = False
@@ -135,8 +136,6 @@ def _comparable(value: Any) -> Any:
     """A form of ``value`` that compares equal across copies of the same classes (two
     distributions may each define their own twin of a type)."""
     import dataclasses
-
-    from torchx.plugins._registration import resource_tags
 
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}

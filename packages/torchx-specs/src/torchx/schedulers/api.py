@@ -9,8 +9,10 @@ abstract has a sensible default so that plugins implement only what they support
 from __future__ import annotations
 
 import abc
+import itertools
 import sys
 import time
+import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from enum import Enum
 
@@ -435,8 +437,6 @@ class Scheduler(abc.ABC, GenericBase[T]):
             app_id, role_name or "", k, stream_name(streams), since, until, should_tail
         )
         if (since or until) and not self.log_time_bounds:
-            import warnings
-
             warnings.warn(
                 "this scheduler keeps no times with its log lines: since/until are ignored"
                 " and every line is returned",
@@ -645,7 +645,6 @@ def _own_attribute_docstrings(klass: type) -> dict[str, str]:
     """
     import ast
     import inspect
-    import itertools
     import linecache
 
     module = sys.modules.get(klass.__module__)

@@ -7,12 +7,14 @@ tables) are loaded on first attribute access.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 
 from torchx.specs._resource_library import (
     GiB,
     ResourceFactory,
     get_named_resources,
+    load_custom_named_resources,
     named_resources,
     resource,
 )
@@ -161,7 +163,6 @@ _LAZY: dict[str, tuple[str, str]] = {
 
 
 def _custom_named_resources() -> dict[str, Callable[[], Resource]]:
-    from torchx.specs._resource_library import load_custom_named_resources
 
     return load_custom_named_resources()
 
@@ -170,8 +171,6 @@ def __getattr__(name: str) -> Any:
     if name in ("CUSTOM_NAMED_RESOURCES", "FB_NAMED_RESOURCES"):
         value: Any = _custom_named_resources()
     elif name in _LAZY:
-        import importlib
-
         module, attr = _LAZY[name]
         value = getattr(importlib.import_module(module), attr)
     else:

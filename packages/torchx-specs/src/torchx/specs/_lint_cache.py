@@ -7,6 +7,7 @@ by the file's path, mtime and size, and by the torchx version (which ships the r
 """
 
 from torchx.util.startup import disk_cache
+from torchx.version import __version__
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,7 +24,6 @@ _memo: "dict[str, _Table]" = {}
 
 
 def _header() -> "tuple[int, str]":
-    from torchx.version import __version__
 
     return (_FORMAT, __version__)
 

@@ -1,6 +1,8 @@
 """``Workspace``: the local directories that are shipped along with a role's image."""
 
 import os
+import posixpath
+import stat
 
 from torchx.util.startup.lazy_dataclass import dataclass
 
@@ -45,7 +47,6 @@ def _parse_mapping_by_hand(text: str) -> dict[str, str] | None:
 def check_target(src: str, target: str) -> str:
     """``target`` of the workspace entry ``src`` as a clean relative path ("" for the
     root); refuses one that is absolute or climbs out of the workspace copy."""
-    import posixpath
 
     text = target.replace("\\", "/").strip()
     normal = posixpath.normpath(text) if text else ""
@@ -76,7 +77,6 @@ def _inside(root: str, relative: str, src: str) -> str:
 def _copy_single_file(src: str, source: str, dest: str) -> None:
     """A mapped single file, by the rules of a directory copy: a link is kept as a link
     (never followed), devices, FIFOs and sockets are refused, the size limit counts it."""
-    import stat
 
     from torchx.workspace._files import WorkspaceProgress, copy_into_new_file
 

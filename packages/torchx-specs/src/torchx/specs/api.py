@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from collections.abc import Callable, Mapping
+from collections.abc import Mapping as _Mapping
 from enum import Enum
 
 from torchx.specs._common import (
@@ -69,7 +71,6 @@ _LAZY_STATUS_NAMES = frozenset(
 
 def __getattr__(name: str) -> Any:
     if name == "CfgT":  # upstream head's TypeVar of a run config, made when first asked for
-        from collections.abc import Mapping as _Mapping
         from typing import TypeVar as _TypeVar
 
         CfgT = _TypeVar("CfgT", bound=_Mapping[str, CfgVal])
@@ -342,8 +343,6 @@ class _RoleType(type):
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         if kwargs.get("base_image") is not None:
-            import warnings
-
             warnings.warn(
                 "[Deprecated] `Role(base_image=...)` is ignored by every scheduler and will"
                 " be removed; put everything the role needs in `image`",

@@ -11,6 +11,8 @@ one with the app's state.
 
 from __future__ import annotations
 
+import time
+
 from torchx.specs.states import AppState, is_terminal
 from torchx.util.startup.lazy_dataclass import dataclass
 
@@ -65,7 +67,6 @@ class Attempt:
     def line(self) -> str:
         """``0  FAILED     2026-12-02 03:01:12 → 03:01:40 (28s)  preempted by SIGTERM``: the
         attempt with its local start and end times and how long it ran."""
-        import time
 
         from torchx.specs.timeline import duration
 

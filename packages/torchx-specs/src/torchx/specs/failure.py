@@ -12,6 +12,7 @@ replica, and :func:`root_cause` picks the first observed.
 
 from __future__ import annotations
 
+import keyword
 import os
 
 from torchx.progress import is_report_line
@@ -272,7 +273,6 @@ def _exception_line(line: str) -> bool:
     has its frames (``File "..."``) and source lines told apart from it."""
     if not line or line.startswith((" ", "\t")) or line.startswith('File "'):
         return False
-    import keyword
 
     name = line.split(":", 1)[0].strip()
     parts = name.split(".")

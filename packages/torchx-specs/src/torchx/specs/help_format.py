@@ -5,6 +5,7 @@ Its own module because every component parser needs it, while the linter next to
 """
 
 import argparse
+import re
 
 __all__ = ["TorchXArgumentHelpFormatter"]
 
@@ -43,7 +44,6 @@ def plain_text(text: str) -> str:
     """A docstring's reStructuredText as a terminal shows it: ````code```` and
     ``:role:`target``` become ```code``` and ```target```, directive lines
     (``.. code-block:: bash``) go, and a paragraph's closing ``::`` is one ``:``."""
-    import re
 
     text = re.sub(r":[a-z]+(?::[a-z]+)?:`~?([^`]+)`", r"`\1`", text)
     text = re.sub(r"``([^`]+)``", r"`\1`", text)

@@ -25,6 +25,7 @@ Example::
 from __future__ import annotations
 
 import copy
+import os
 import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -218,8 +219,6 @@ class _TupleSafeLoader:
 
 def _read_text(uri: str) -> str:
     if "://" not in uri or uri.startswith("file://"):
-        import os
-
         path = uri[len("file://") :] if uri.startswith("file://") else uri
         with open(os.path.expanduser(path), encoding="utf-8") as f:
             return f.read()

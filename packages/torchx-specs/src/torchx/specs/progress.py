@@ -4,6 +4,7 @@ the end of its log): ``status --json``'s ``"progress"`` and the text ``Progress:
 from __future__ import annotations
 
 import math
+from collections import deque
 
 from torchx.progress import MARK
 from torchx.specs.timeline import duration
@@ -163,7 +164,6 @@ def reports_in(lines: Iterable[str], last: int | None = None) -> list[dict[str, 
     ``last`` ones only (never more held: a log of a million reports): the app's progress
     over time (``torchx ui`` charts its metrics). Each is plain JSON data: a metric that
     is not a number is dropped, NaN and infinities are strings (:func:`json_number`)."""
-    from collections import deque
 
     marked: Iterator[str] = (
         line for line in lines if len(line) <= MAX_REPORT_CHARS and _LEAD in line

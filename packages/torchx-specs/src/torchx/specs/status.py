@@ -6,6 +6,8 @@ contract (tools scrape it), so it is reproduced exactly.
 
 from __future__ import annotations
 
+import time
+
 from torchx.specs._common import NONE
 from torchx.specs.states import AppState, ReplicaState, is_started, is_terminal
 from torchx.util.startup.lazy_dataclass import asdict, dataclass, field
@@ -310,7 +312,6 @@ class AppStatus:
 
     def format_replica(self, role: str, replica_id: int) -> str:
         """``torchx status HANDLE/ROLE/ID``: one replica (a sweep's element) in a few lines."""
-        import time
 
         from torchx.specs.progress import Progress, progress_line
         from torchx.util.strings import terminal_text
@@ -417,7 +418,6 @@ class AppStatus:
     def _timing_lines(self) -> list[str]:
         """``Waiting 2m13s: ...`` while the app waits; ``Started after 41s: ...`` once it
         has run."""
-        import time
 
         from torchx.specs.timeline import startup_line, waiting_line
 

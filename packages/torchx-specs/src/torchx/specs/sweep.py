@@ -16,8 +16,10 @@ submitted again (``torchx run --retry-failed``), so a retried element sees the i
 
 from __future__ import annotations
 
+from itertools import product
+
 from torchx.specs.api import AppDef, Role
-from torchx.util.startup.lazy_dataclass import dataclass, field
+from torchx.util.startup.lazy_dataclass import dataclass, field, shallow_copy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -103,7 +105,6 @@ class AppArray(AppDef):
     def element_role(self, position: int) -> Role:
         """The role element ``position`` runs: the shared role with the element's args,
         its env, and ``$TORCHX_ARRAY_INDEX``/``$TORCHX_ARRAY_SIZE``."""
-        from torchx.util.startup.lazy_dataclass import shallow_copy
 
         element = self.elements[position]
         role = shallow_copy(self.role)
@@ -189,7 +190,6 @@ def app_array(
     common = dict(first.env)
     for role in roles[1:]:
         common = {k: v for k, v in common.items() if role.env.get(k, None) == v}
-    from torchx.util.startup.lazy_dataclass import shallow_copy
 
     shared = shallow_copy(first)
     shared.env = common
@@ -232,7 +232,6 @@ def sweep_values(sweep: Mapping[str, Sequence[str]]) -> list[dict[str, str]]:
     """Every combination of the swept values (their Cartesian product), the first
     argument's values varying slowest: ``{"a": ["1", "2"], "b": ["x", "y"]}`` gives
     ``a=1,b=x``, ``a=1,b=y``, ``a=2,b=x``, ``a=2,b=y``."""
-    from itertools import product
 
     names = list(sweep)
     return [dict(zip(names, combo, strict=True)) for combo in product(*(sweep[n] for n in names))]

@@ -20,7 +20,7 @@ from torchx.settings import (
     ENV_TORCHX_TRACKERS,
 )
 from torchx.util.log import get_logger
-from torchx.util.readiness import ReadinessCheck
+from torchx.util.readiness import NO_CHECKS, ReadinessCheck, not_ready
 from torchx.util.startup.lazy_dataclass import dataclass
 
 TYPE_CHECKING = False
@@ -261,8 +261,6 @@ def check_tracker(name: str, config: str | None) -> list[ReadinessCheck]:
     module its entry point names, when it has one (creating the tracker would create its
     store, and a check must change nothing). Unknown trackers are NOT_READY."""
     import importlib
-
-    from torchx.util.readiness import NO_CHECKS, not_ready
 
     registered = installed_trackers()
     factory = registered.get(name)

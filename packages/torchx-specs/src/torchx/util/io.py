@@ -2,6 +2,8 @@
 
 import os
 
+import torchx
+
 __all__ = ["get_abspath", "read_conf_file"]  # and COMPONENTS_DIR (module __getattr__)
 
 FILE_GROUP = "torchx.file"
@@ -11,7 +13,6 @@ FILE_ENTRY_POINT = "get_file_contents"
 def get_abspath(relpath: str) -> str:
     """``relpath`` under the directory that holds the ``torchx`` package (where it exists
     there; the ``torchx`` namespace spans one directory per installed distribution)."""
-    import torchx
 
     roots = [os.path.dirname(p) for p in torchx.__path__]
     for root in roots:
@@ -47,8 +48,6 @@ def read_conf_file(conf_file: str) -> str:
         contents = get_file_contents(conf_file)
         if contents is not None:
             return str(contents)
-
-    import torchx
 
     for root in torchx.__path__:
         candidate = os.path.join(root, conf_file)

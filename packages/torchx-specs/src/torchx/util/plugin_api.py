@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from types import ModuleType
 
+from torchx._version import __version__
+
 __all__ = [
     "MIN_PLUGIN_API",
     "PLUGIN_API",
@@ -43,7 +45,6 @@ def check_plugin_api(module: ModuleType, entry: str, dist: str, version: str) ->
     stated = getattr(module, PLUGIN_API_ATTR, None)
     if stated is None or (isinstance(stated, int) and MIN_PLUGIN_API <= stated <= PLUGIN_API):
         return
-    from torchx._version import __version__
 
     owner = f"{dist} {version}".strip() or module.__name__
     if isinstance(stated, int) and stated > PLUGIN_API:

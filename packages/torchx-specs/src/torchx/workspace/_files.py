@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import os
 import posixpath
+import stat
+import sys
+import time
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
@@ -99,7 +102,6 @@ class LocalFileSystem:
 
     def is_regular(self, path: str) -> bool:
         """Whether ``path`` is a regular file itself (not a link, FIFO or device)."""
-        import stat
 
         try:
             return stat.S_ISREG(os.lstat(path).st_mode)
@@ -117,7 +119,6 @@ class LocalFileSystem:
         File infos carry ``name``, ``type`` (``file``, ``link`` or ``other``), ``mode``
         and ``size``; a link's info also has ``destination`` (what it points to).
         """
-        import stat
 
         del detail
         for directory, dirnames, filenames in os.walk(path, onerror=self._unreadable):
@@ -215,8 +216,6 @@ class WorkspaceProgress:
     SHOW_AFTER_S = 1.0
 
     def __init__(self, workspace: str, verb: str) -> None:
-        import sys
-        import time
 
         self.workspace = workspace
         self.verb = verb
@@ -258,7 +257,6 @@ class WorkspaceProgress:
         )
 
     def _maybe_show(self, path: str) -> None:
-        import time
 
         now = time.monotonic()
         if now < self._next_show:

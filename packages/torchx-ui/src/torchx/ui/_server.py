@@ -11,6 +11,7 @@ import concurrent.futures
 import contextlib
 import json
 import threading
+import time
 from pathlib import Path
 
 from starlette.applications import Starlette
@@ -20,8 +21,10 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from torchx.cli.errors import error_line
-from torchx.progress import is_report_line
+from torchx.progress import MARK, is_report_line
 from torchx.schedulers.shared.log_files import FOLLOW_STOP
+from torchx.specs import parse_app_handle
+from torchx.specs.api import AppState
 from torchx.ui._auth import TokenGate
 from torchx.ui._sources import AppsSource, progress_json
 
@@ -164,7 +167,6 @@ class _Api:
             retried = self.runner.retry_failed(handle)
         except ValueError as e:  # not a sweep, none failed, no record of it on this host
             raise _Refused(str(e), 409) from None
-        from torchx.specs import parse_app_handle
 
         return _json({"retried": handle, "handle": retried, "app_id": parse_app_handle(retried)[2]})
 
@@ -251,9 +253,7 @@ def _for_the_page(status: AppStatus) -> dict[str, Any]:
     """``status --json``'s object with what the page shows as ``torchx status`` says it:
     each replica's state by name (``--json`` keeps upstream's number), ``words`` for the
     failure's and each attempt's cause, the waiting ``line``, the progress ``cell``."""
-    import time
 
-    from torchx.specs.api import AppState
     from torchx.specs.failure import cause_words
     from torchx.specs.timeline import waiting_line
 
@@ -272,7 +272,6 @@ def _for_the_page(status: AppStatus) -> dict[str, Any]:
 
 def _progress_history(runner: Runner, handle: str, status: AppStatus) -> list[dict[str, Any]]:
     """Every ``torchx.progress`` report in the reporting replica's log, oldest first."""
-    from torchx.progress import MARK
     from torchx.specs.progress import reports_in
 
     if status.progress is not None:

@@ -15,6 +15,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from torchx.cli.errors import error_line
+from torchx.specs import make_app_handle
 from torchx.specs.api import AppState
 
 TYPE_CHECKING = False
@@ -221,7 +222,6 @@ class AppsSource:
 
     def handle_of(self, scheduler: str, app_id: str) -> str:
         """The app's handle as its scheduler listed it, else built from the runner's session."""
-        from torchx.specs import make_app_handle
 
         for source in self.sources:
             if source.name == scheduler:

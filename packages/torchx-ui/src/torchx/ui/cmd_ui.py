@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 
 from torchx.cli.cmd_base import SubCommand
 from torchx.ui._hosts import is_loopback
@@ -161,7 +162,6 @@ def serve(
 ) -> None:
     """Serves the dashboard on ``sock`` until interrupted; prints its URL first."""
     import socket
-    import sys
     import threading
 
     import uvicorn

@@ -37,7 +37,7 @@ from typing import IO, Any
 
 from torchx.schedulers.shared import labels
 from torchx.specs.api import AppDef, CfgVal, Role, runopts
-from torchx.util.log import get_logger
+from torchx.util.log import ensure_configured, get_logger
 from torchx.util.strings import connection_problem
 from torchx.version import __version__
 from torchx.workspace.api import (
@@ -127,7 +127,6 @@ def docker_sdk() -> Any:
     """The ``docker`` package (with ``docker.errors``), imported on first use: the one place
     TorchX imports the docker SDK. Missing, it is one :class:`DockerUnavailableError` line
     saying what to install."""
-    from torchx.util.log import ensure_configured
 
     ensure_configured()  # the SDK (and urllib3 under it) log through logging itself
     try:

@@ -5,6 +5,7 @@ the elements of a sweep."""
 from __future__ import annotations
 
 from torchx.specs.api import AppState, RoleStatus, is_terminal
+from torchx.specs.status import ArrayStatus
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -64,7 +65,6 @@ def array_status(request: dict[str, Any], roles: list[RoleStatus]) -> ArrayStatu
     array = request.get("array")
     if array is None or not roles:
         return None
-    from torchx.specs.status import ArrayStatus
 
     return ArrayStatus.of(
         [r.state for r in sorted(roles[0].replicas, key=lambda r: r.id)],

@@ -12,6 +12,7 @@ imports it while the launcher prepares the app.
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import select
 import signal
@@ -750,8 +751,6 @@ class Supervisor:
         import contextlib
 
         with contextlib.suppress(OSError, AttributeError):
-            import fcntl
-
             fcntl.fcntl(pipe.fd, fcntl.F_SETPIPE_SZ, _BIG_PIPE_SIZE)
             self.big_pipes_left -= 1
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from torchx.specs.failure import Failure
+from torchx.specs.failure import Failure, from_exit_status, from_log_tail, root_cause
 
 __all__ = ["failure_message", "last_container", "node_failure", "root_failure"]
 
@@ -51,7 +51,6 @@ def node_failure(role: str, replica_id: int, job: Mapping[str, Any]) -> Failure:
     """The failure of one failed (node) job: Batch's ``statusReason`` and the container's
     ``reason`` name an OOM kill, an image that cannot be pulled or a lost host; otherwise
     the exit code (128 + N: signal N) says how the container ended."""
-    from torchx.specs.failure import from_exit_status
 
     container = last_container(job)
     stopped = job.get("stoppedAt")
@@ -89,7 +88,6 @@ def root_failure(
     roles: list[str],
     tail: Callable[[Mapping[str, Any]], str] | None,
 ) -> Failure | None:
-    from torchx.specs.failure import from_log_tail, root_cause
 
     root = root_cause([f for f, _ in failed], roles)
     if root is None or tail is None:

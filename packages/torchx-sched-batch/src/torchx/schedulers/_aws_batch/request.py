@@ -41,7 +41,7 @@ from torchx.specs.api import (
     macros,
 )
 from torchx.specs.named_resources_aws import K8S_ITYPE
-from torchx.util.startup.lazy_dataclass import asdict, dataclass, field
+from torchx.util.startup.lazy_dataclass import asdict, dataclass, field, shallow_copy
 from torchx.util.strings import carried_env, is_shell_name
 from torchx.util.support.user import current_user
 
@@ -449,11 +449,8 @@ def array_job(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the job definition's container properties, what ``SubmitJob`` adds: the array's
     size, its dependency type, the elements' parameter) of a sweep."""
-    import json
 
-    from torchx.specs.api import macros
     from torchx.specs.sweep import shell_dispatch
-    from torchx.util.startup.lazy_dataclass import shallow_copy
 
     size = len(array.elements)
     if array.max_parallel is not None and 1 < array.max_parallel < size:

@@ -11,6 +11,7 @@ values read back from the job's ``parameters`` (``torchxArray``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -32,7 +33,8 @@ from torchx.schedulers.api import DescribeAppResponse
 from torchx.specs.api import NONE, AppState, ReplicaStatus, Role, RoleStatus, is_terminal
 from torchx.specs.attempts import Attempt
 from torchx.specs.failure import Failure
-from torchx.specs.timeline import Phase, Waiting
+from torchx.specs.status import ArrayStatus
+from torchx.specs.timeline import Phase, Waiting, timeline
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -200,7 +202,6 @@ def attempt_history(attempts: list[Mapping[str, Any]], terminal: bool) -> list[A
     """The job's attempts from Batch's ``attempts`` (one per ended attempt: its container's
     exit code and reason, ``startedAt``/``stoppedAt`` in milliseconds); while the job is
     not over, the one that runs or waits now follows them."""
-    from torchx.specs.attempts import Attempt
 
     history = []
     for number, attempt in enumerate(attempts):
@@ -238,7 +239,6 @@ _WAITING = {
 def timing(job: Mapping[str, Any], state: AppState) -> tuple[list[Phase], Waiting | None]:
     """The job's phases from Batch's ``createdAt``, ``startedAt`` and ``stoppedAt``, and
     why it waits while it does: its status (``RUNNABLE``...) and ``statusReason``."""
-    from torchx.specs.timeline import timeline
 
     def seconds(key: str) -> float | None:
         value = job.get(key)
@@ -279,7 +279,6 @@ def is_array(job: Mapping[str, Any]) -> bool:
 
 def child_ids(job: Mapping[str, Any]) -> list[str]:
     """The job ids of a sweep's children (``ID:0`` ... ``ID:N-1``)."""
-    import json
 
     record = json.loads((job.get("parameters") or {})[PARAMETER])
     size = len(record.get("indices") or []) or int(
@@ -296,13 +295,8 @@ def describe_array(
 ) -> DescribeAppResponse:
     """The sweep of array ``job`` from its children: each element's state, the sweep's
     (every element succeeded, or all ended and one failed), the first failure."""
-    import json
 
-    from torchx.schedulers._aws_batch.failure import failure_message, node_failure, root_failure
     from torchx.schedulers._aws_batch.status import _node_host, app_state, timing
-    from torchx.schedulers.api import DescribeAppResponse
-    from torchx.settings import ENV_TORCHX_ROLE_NAME
-    from torchx.specs.status import AppState, ArrayStatus, ReplicaStatus, RoleStatus
 
     record = json.loads((job.get("parameters") or {})[PARAMETER])
     by_id = {str(c.get("jobId")): c for c in children}

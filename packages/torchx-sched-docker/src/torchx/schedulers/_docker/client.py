@@ -16,6 +16,7 @@ import json
 import os
 import socket
 from collections.abc import Iterator, Mapping
+from datetime import timezone
 from http.client import HTTPConnection, HTTPResponse
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -312,7 +313,6 @@ def unix_time(value: Any) -> Any:
     """A datetime as whole seconds since the epoch (as the SDK sends it); else unchanged."""
     if value is None or isinstance(value, (int, float, str)):
         return value
-    from datetime import timezone
 
     return int(value.astimezone(timezone.utc).timestamp())
 

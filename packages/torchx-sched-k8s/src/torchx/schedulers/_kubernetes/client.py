@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
+from torchx.util.log import ensure_configured
 from torchx.util.strings import connection_problem
 from torchx.util.support.retry import retry_call
 
@@ -80,7 +81,6 @@ def cluster_configured() -> bool:
 def sdk() -> Any:
     """The ``kubernetes`` package with its ``client`` and ``config`` loaded: every use of the
     SDK in this backend goes through here, so it is imported once, on first contact."""
-    from torchx.util.log import ensure_configured
 
     ensure_configured()  # the SDK logs through logging itself
     import kubernetes.client

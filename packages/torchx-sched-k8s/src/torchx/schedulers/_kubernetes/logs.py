@@ -3,9 +3,11 @@ kubelet restarts without losing or repeating a line."""
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import math
 import re
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -81,8 +83,6 @@ def replica_lines(core: Any, ns: str, pod: dict[str, Any], query: LogQuery) -> I
     kw: dict[str, Any] = {"timestamps": True, "follow": query.follow}
     since = query.since
     if since is not None:
-        import datetime as dt
-
         now = dt.datetime.now(dt.timezone.utc)
         start = since if since.tzinfo else since.astimezone()
         kw["since_seconds"] = max(1, math.ceil((now - start).total_seconds()))
@@ -108,7 +108,6 @@ def _container_lines(  # noqa: PLR0917
     container runs (an API server or kubelet restart, a dropped connection) is asked
     for again from where it stood (:mod:`torchx.schedulers.shared.log_resume`), so no line is
     lost or repeated. A line cut by the break is not given out: it comes again whole."""
-    import time
 
     prefix = f"[{container}] " if prefixed else ""
     limit = None

@@ -5,6 +5,7 @@ and Kueue with the LocalQueues of the namespace."""
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -59,7 +60,6 @@ def _context() -> tuple[str, str]:
 
 
 def _json_of(response: Any) -> Any:
-    import json
 
     try:
         return json.loads(response.data or b"{}")

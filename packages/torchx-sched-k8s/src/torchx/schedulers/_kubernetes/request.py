@@ -21,6 +21,7 @@ it for a single replica (e.g. in ``Role.pre_proc``).
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any
 
@@ -554,7 +555,6 @@ def _role_overlay(role: Role) -> dict[str, Any]:
 
 def _apply_pod_overlay(pod: dict[str, Any], overlay: dict[str, Any]) -> None:
     """Merges a role's ``V1Pod`` overlay into ``pod``; only metadata and spec are kept."""
-    import copy
 
     patched = copy.deepcopy({"metadata": pod["metadata"], "spec": pod["spec"]})
     apply_overlay(patched, overlay)

@@ -37,7 +37,8 @@ from torchx.schedulers.api import DescribeAppResponse, ListAppResponse
 from torchx.specs.api import NONE, AppState, ReplicaStatus, Role, RoleStatus, is_terminal
 from torchx.specs.attempts import Attempt
 from torchx.specs.failure import Failure, from_log_tail, root_cause
-from torchx.specs.timeline import Phase, Waiting
+from torchx.specs.status import ArrayStatus
+from torchx.specs.timeline import Phase, Waiting, timeline
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -373,7 +374,6 @@ class _Replicas:
         ``startTime``, set when Kueue lets them go), its pods' scheduling and containers'
         start and end; and why it waits, while it does (``message``: Kueue's or the
         scheduler's words, as ``describe`` says them)."""
-        from torchx.specs.timeline import Waiting, timeline
 
         submitted = created_at(objects)
         queued_in_kueue = any(labels_of(o).get(LABEL_KUEUE_QUEUE) for o in objects)
@@ -643,8 +643,6 @@ def sweep_status(jobs: list[dict[str, Any]], response: DescribeAppResponse) -> A
     if raw is None or not response.roles_statuses:
         return None
     import json
-
-    from torchx.specs.status import ArrayStatus
 
     record = json.loads(raw)
     replicas = sorted(response.roles_statuses[0].replicas, key=lambda r: r.id)

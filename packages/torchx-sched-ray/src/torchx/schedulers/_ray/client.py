@@ -193,7 +193,6 @@ _warned_in_clear: set[str] = set()
 
 def _warn_if_token_travels_in_clear(address: str, shown: str) -> None:
     """Warns once per dashboard when the token would go over plain http to another host."""
-    from urllib.parse import urlsplit
 
     parts = urlsplit(address)
     host = parts.hostname or ""

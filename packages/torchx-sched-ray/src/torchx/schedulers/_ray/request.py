@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import zipfile
 from pathlib import Path
 from typing import IO, Any
@@ -264,8 +265,6 @@ MAX_REQUIREMENTS_BYTES = 1 << 20
 def _read_requirements(path: str) -> str:
     """The text of a requirements file: a regular file of at most 1 MiB, read without
     waiting on a FIFO or reading a device; anything else is one line naming the file."""
-    import os
-    import stat
 
     def refuse(why: str) -> ValueError:
         return ValueError(f"requirements file {path!r} {why}; fix -cfg requirements=PATH")

@@ -16,7 +16,8 @@ from typing import Any
 from torchx.schedulers._ray.request import META_ELEMENT, META_SWEEP
 from torchx.specs.api import AppState
 from torchx.specs.attempts import Attempt
-from torchx.specs.timeline import Phase, Waiting
+from torchx.specs.status import ArrayStatus
+from torchx.specs.timeline import Phase, Waiting, timeline
 from torchx.util.startup.lazy_dataclass import dataclass
 
 TYPE_CHECKING = False
@@ -174,7 +175,6 @@ def timing(
     job's start), ``starting`` (Ray sets up its runtime env and starts the driver),
     ``queued`` (the driver waits for its placement group), ``running`` (the first replica
     runs), ``finished`` (the job's end); and why it waits, while it does."""
-    from torchx.specs.timeline import Waiting, timeline
 
     def stamp(event: dict[str, Any] | None) -> float | None:
         value = (event or {}).get("t")
@@ -213,7 +213,6 @@ def attempts(found: list[dict[str, Any]]) -> list[Attempt] | None:
     """The app's attempts from the driver's events: each ``restarted`` ends one (the
     replica's ``exited`` code before it says why; ``lost``: its actor or node died) and
     starts the next. None for an app that never restarted."""
-    from torchx.specs.attempts import Attempt
 
     if not any(e.get("event") == "restarted" for e in found):
         return None
@@ -254,7 +253,6 @@ def _record(job: Mapping[str, Any]) -> dict[str, Any]:
 def sweep_state(elements: Sequence[Mapping[str, Any]]) -> tuple[Any, list[Any]]:
     """(the sweep's :class:`ArrayStatus`, each element's state) from its element jobs."""
     from torchx.schedulers._ray.status import JOB_STATES
-    from torchx.specs.status import AppState, ArrayStatus
 
     records = [_record(j) for j in elements]
     states = [JOB_STATES.get(str(j.get("status")), AppState.UNKNOWN) for j in elements]

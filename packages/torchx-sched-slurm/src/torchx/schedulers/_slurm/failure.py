@@ -10,8 +10,11 @@ replica's logs (64 KiB, over ssh with ``tail -c``).
 
 from __future__ import annotations
 
+import os
+import time
+
 from torchx.schedulers._slurm import commands
-from torchx.schedulers._slurm.logs import replica_log_tail
+from torchx.schedulers._slurm.logs import file_tail, replica_log_tail
 from torchx.schedulers._slurm.parse import _exit_status, base_state, slurm_time, split_job_name
 from torchx.specs.failure import Failure, from_exit_status, from_log_tail, root_cause
 
@@ -183,10 +186,6 @@ class _BatchLog:
 
     def lines(self) -> list[str]:
         if self._lines is None:
-            import os
-
-            from torchx.schedulers._slurm.logs import file_tail
-
             job_id, log_dir, via = self._where
             path = os.path.join(log_dir or ".", f"slurm-{job_id}.out")
             self._lines = file_tail(path, via).splitlines()
@@ -212,7 +211,6 @@ def _steps(components: dict[str, int], via: SshTarget | None) -> dict[int, StepE
     """The job's steps from accounting, which learns how they ended a moment after the
     controller does: while a step still reads as running, it is asked again (at most
     :data:`_ACCOUNTING_LAG_S`)."""
-    import time
 
     deadline = time.monotonic() + _ACCOUNTING_LAG_S
     while True:

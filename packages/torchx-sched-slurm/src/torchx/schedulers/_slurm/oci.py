@@ -19,7 +19,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -71,7 +73,6 @@ def _private_problem(path: str, st: os.stat_result, what: str) -> str | None:
 def _check_cache(cache: str) -> None:
     """The cache must be the user's own and writable by nobody else: an entry in it is run
     as the container's root filesystem."""
-    import stat
 
     st = os.stat(cache)
     problem = (
@@ -101,7 +102,6 @@ def _sha256(path: str) -> str:
 
 def _entry_problem(entry: str, digest: str) -> str | None:
     """Why the existing cache ``entry`` cannot be reused (None when it can)."""
-    import stat
 
     for path, what in ((entry, "entry"), (os.path.join(entry, "rootfs"), "its rootfs")):
         st = os.lstat(path)
@@ -343,7 +343,6 @@ BUNDLES_DIR = ".torchx-oci"
 def bundles_root(workdir: str) -> str:
     """``WORKDIR/.torchx-oci``, made private, and refused unless it is a directory of the
     user's own (never a link out of the job's directory)."""
-    import stat
 
     root = os.path.join(workdir, BUNDLES_DIR)
     if not os.path.lexists(root):
@@ -374,7 +373,6 @@ def make_bundles(bundles: Sequence[RoleBundle], cache: str) -> None:
 
     Every image is looked up before any is unpacked, so a wrong name fails at once.
     """
-    import time
 
     from torchx.util.log import get_logger
 

@@ -16,6 +16,7 @@ against recorded outputs (``tests/fixtures``).
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -483,7 +484,6 @@ def parse_squeue_text(text: str, leader: str | None = None) -> list[SlurmJob]:
 def slurm_time(value: Any) -> float | None:
     """Unix seconds of a Slurm time (``2026-11-29T04:25:43``, the cluster's local time;
     ``Unknown``, ``N/A`` and ``None`` are None)."""
-    import time
 
     text = value.strip() if isinstance(value, str) else ""
     if not _SUBMIT_TIME_SHAPE.match(text):
@@ -527,7 +527,6 @@ def parse_squeue_list(text: str, since: float | None = None) -> list[SlurmJob]:
     offset, state and name, nothing a listing does not print; with ``since`` (epoch
     seconds), only jobs submitted since then."""
     import math
-    import time
 
     # SubmitTime is local time, YYYY-MM-DDTHH:MM:SS: compared as text with the cutoff
     # written the same way (parsing 2,000 times with strptime cost ours 70 ms)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import threading
 
 from torchx.schedulers._slurm.commands import first_error_line
 from torchx.util.readiness import (
@@ -209,7 +210,6 @@ def checks(
     """The commands first (without them nothing else can be asked); then the controller
     and, beside it, the accounting (another daemon); the partitions only when the
     controller is up (``sinfo`` would otherwise retry for a long time)."""
-    import threading
 
     fix = "see `torchx --log_level DEBUG check -s slurm`"
     first = []

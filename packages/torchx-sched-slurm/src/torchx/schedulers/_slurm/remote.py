@@ -9,13 +9,15 @@ read stopped, one ``tail`` per file and round.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
+import stat
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from torchx.schedulers._slurm import commands
-from torchx.schedulers._slurm.ssh import SlurmSshError, SshTarget
+from torchx.schedulers._slurm.ssh import SlurmSshError, SshTarget, remote_command, ssh_argv
 
 __all__ = ["follow_logs", "home", "make_job_dir", "remove_dir", "send_files"]
 
@@ -80,12 +82,9 @@ def send_files(
     copy, links kept as links) into ``job_dir`` on the login node, as one tar stream
     written while it is read (never whole in memory). TorchX's files come first and the
     login node's tar never replaces a file, so no workspace entry can stand in for them."""
-    import io
     import subprocess
     import tarfile
     import tempfile
-
-    from torchx.schedulers._slurm.ssh import remote_command, ssh_argv
 
     argv = ["tar", "-x", "-k", "-f", "-", "-C", job_dir]
     with tempfile.TemporaryFile() as errors:
@@ -123,7 +122,6 @@ def _add_tree(tar: Any, path: str, arcname: str) -> None:
     """``tar.add`` of a workspace entry, except that a sparse file goes as GNU's sparse
     format (PAX 1.0), which the login node's tar extracts with its holes: a preallocated
     checkpoint is not sent, nor written there, at its full size."""
-    import stat
 
     st = os.lstat(path)
     if stat.S_ISDIR(st.st_mode):

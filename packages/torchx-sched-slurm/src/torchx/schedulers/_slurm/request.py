@@ -17,6 +17,7 @@ its position (``TORCHX_ARRAY_OFFSET`` + ``SLURM_ARRAY_TASK_ID``) and runs it wit
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -827,7 +828,6 @@ class SlurmArray:
 
     def to_record(self) -> str:
         """What the job record keeps of it (JSON, read by :func:`describe_array`)."""
-        import json
 
         return json.dumps(
             {

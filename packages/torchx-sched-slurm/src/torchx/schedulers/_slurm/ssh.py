@@ -19,6 +19,7 @@ a job goes through here.
 from __future__ import annotations
 
 import os
+import stat
 
 from torchx.schedulers._slurm.errors import SlurmCommandError
 
@@ -144,7 +145,6 @@ def control_dir() -> str | None:
         st = os.lstat(path)
     except OSError:
         return None
-    import stat
 
     private = stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
     return path if private else None

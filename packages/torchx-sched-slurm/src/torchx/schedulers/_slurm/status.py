@@ -18,11 +18,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from torchx.schedulers._slurm import commands, parse
-from torchx.schedulers._slurm.logs import file_tail
-from torchx.schedulers._slurm.parse import SlurmJob, base_state, slurm_time, split_job_name
+from torchx.schedulers._slurm.logs import file_tail, replica_log_tail
+from torchx.schedulers._slurm.parse import (
+    SlurmJob,
+    _exit_status,
+    _number,
+    base_state,
+    slurm_time,
+    split_job_name,
+)
 from torchx.schedulers.api import DescribeAppResponse
 from torchx.specs import ReplicaStatus, RoleStatus
 from torchx.specs.api import NONE, AppState, Resource, Role, is_terminal
+from torchx.specs.failure import Failure, from_exit_status, from_log_tail
+from torchx.specs.status import ArrayStatus
 from torchx.util.startup.lazy_dataclass import dataclass
 
 TYPE_CHECKING = False
@@ -370,7 +379,6 @@ def _task_ids(spec: str) -> list[int]:
 
 
 def _from_squeue(out: str, tasks: dict[int, _Task], names: dict[str, str]) -> None:
-    from torchx.schedulers._slurm.parse import _exit_status, _number
 
     for line in out.splitlines():
         parts = line.split("|", len(_SQUEUE_FIELDS) - 1)
@@ -399,7 +407,6 @@ def _from_squeue(out: str, tasks: dict[int, _Task], names: dict[str, str]) -> No
 
 
 def _from_sacct(out: str, tasks: dict[int, _Task], names: dict[str, str]) -> None:
-    from torchx.schedulers._slurm.parse import _exit_status
 
     lines = [line for line in out.splitlines() if line.strip()]
     if not lines:
@@ -439,7 +446,6 @@ def describe_array(
     """The sweep ``app_id`` (arrays ``job_ids``): each element's state from the queue
     (one ``squeue``), and from accounting those the queue no longer holds (one ``sacct``,
     only then). ``None`` when neither knows a sweep of these ids."""
-    from torchx.specs.status import ArrayStatus
     from torchx.specs.timeline import Waiting
 
     ids = ",".join(job_ids)
@@ -530,9 +536,6 @@ def _first_failure(
     via: SshTarget | None,
 ) -> Failure | None:
     """The failure of the element that failed first, with its log's tail."""
-    from torchx.schedulers._slurm.logs import replica_log_tail
-    from torchx.specs.failure import Failure, from_exit_status, from_log_tail
-    from torchx.specs.status import AppState
 
     failed = [p for p, s in enumerate(states) if s == AppState.FAILED]
     if not failed:
@@ -604,7 +607,6 @@ def attempt_history(job_id: str, log_dir: str | None, via: SshTarget | None) -> 
     """Every attempt of a requeued job, from accounting's record of each (``sacct
     --duplicates``): how the ended ones ended, and when. A requeue the batch script asked
     for (``REQUEUED``) takes its reason from the batch log's ``torchx: requeued:`` lines."""
-    from torchx.specs.api import AppState
     from torchx.specs.attempts import Attempt
 
     try:

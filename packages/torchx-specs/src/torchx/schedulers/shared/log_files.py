@@ -23,8 +23,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
+from functools import partial
 
 from torchx.schedulers.api import LINE_SPLIT_MARK, MAX_LINE_BYTES
+from torchx.specs.api import is_terminal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -75,7 +77,6 @@ def read_lines(path: str, regex: str | None = None) -> Iterator[str]:
     its line cannot make a reader (``torchx log --regex``, the dashboard's progress
     history) hold all of it. As fast as iterating the file.
     """
-    from functools import partial
 
     split = LINE_SPLIT_MARK.decode()
     with open_log(path) as f:
@@ -90,7 +91,6 @@ def read_lines(path: str, regex: str | None = None) -> Iterator[str]:
 
 
 def _is_finished(scheduler: _AppWatcher, app_id: str) -> bool:
-    from torchx.specs.api import is_terminal
 
     desc = scheduler.describe(app_id)
     return desc is None or is_terminal(desc.state)

@@ -8,6 +8,7 @@ ends are this process's own code and the pipe is private to them.
 
 from __future__ import annotations
 
+import marshal
 import os
 
 TYPE_CHECKING = False
@@ -19,7 +20,6 @@ __all__ = ["receive", "send"]
 
 def send(fd: int, request: dict[str, Any], state: dict[str, Any]) -> None:
     """Writes ``(request, state)`` to ``fd`` and closes it: end-of-file says "take over"."""
-    import marshal
 
     from torchx.util.support.atomic import write_all
 
@@ -32,7 +32,6 @@ def send(fd: int, request: dict[str, Any], state: dict[str, Any]) -> None:
 def receive(fd: int) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """Blocks until the writer closes ``fd``; what it sent, or None if it sent nothing
     whole (it died before or while writing). Closes ``fd``."""
-    import marshal
 
     chunks = []
     try:

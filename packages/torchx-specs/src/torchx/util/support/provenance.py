@@ -8,6 +8,11 @@ later install overwrite the other's files, which fails in confusing ways.
 
 from __future__ import annotations
 
+import os
+import sys
+
+from torchx.version import __version__
+
 __all__ = [
     "UPSTREAM_MARKER",
     "command_owner",
@@ -37,7 +42,6 @@ def upstream_torchx_version() -> str | None:
 def version_line() -> str:
     """``torchx --version``: this project's version and which TorchX it is, plus a warning
     line when upstream's ``torchx`` is installed in the same environment."""
-    from torchx.version import __version__
 
     line = f"torchx-{__version__} (torchx-cli: the multi-distribution TorchX, not PyPI's `torchx`)"
     upstream = upstream_torchx_version()
@@ -64,9 +68,7 @@ def command_owner(command: str | None = None) -> str | None:
     """Which distribution's ``torchx`` command is on PATH: ``torchx-cli`` (this project)
     or ``torchx`` (upstream's), told by the file's digest in each one's RECORD; None when
     neither recorded it (an editable or unusual install)."""
-    import os
     import shutil
-    import sys
     from importlib import metadata
 
     path = (

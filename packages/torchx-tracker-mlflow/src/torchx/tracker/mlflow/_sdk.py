@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from torchx.util.log import ensure_configured
+
 
 def mlflow() -> Any:
     """The ``mlflow`` package with its ``entities`` and ``exceptions`` loaded."""
-    from torchx.util.log import ensure_configured
 
     ensure_configured()  # mlflow logs through logging itself
     import mlflow

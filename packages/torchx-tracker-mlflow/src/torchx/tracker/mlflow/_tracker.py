@@ -23,11 +23,18 @@ import json
 import os
 import posixpath
 import re
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from torchx.tracker.api import RunLineage, TrackerArtifact, TrackerBase, TrackerSource
+from torchx.tracker.api import (
+    JOB_ID_METADATA,
+    RunLineage,
+    TrackerArtifact,
+    TrackerBase,
+    TrackerSource,
+)
 from torchx.tracker.mlflow import _sdk as sdk
 from torchx.tracker.mlflow._config import (
     default_experiment_name as _default_experiment_name,
@@ -290,7 +297,6 @@ class MLflowTracker(TrackerBase):
     def _run_of_job(self, handle: str) -> Run | None:
         """The run of a job that names its run by an idempotency key: the one tagged with
         the job's handle (``torchx.tracker.api.JOB_ID_METADATA``), the latest first."""
-        from torchx.tracker.api import JOB_ID_METADATA
 
         experiment = self._find_experiment(create=False)
         if experiment is None:
@@ -416,7 +422,6 @@ class MLflowTracker(TrackerBase):
         """Ends the run of app ``run_id`` with the MLflow status matching its final
         ``state`` (and tags it ``torchx.app_state``); a run that was never created is
         left alone."""
-        import time
 
         entities = sdk.mlflow().entities
 
