@@ -4,6 +4,8 @@ import enum
 import json
 import sys
 
+from torchx.util.startup.lazy_dataclass import fields, is_dataclass
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -13,8 +15,6 @@ __all__ = ["print_json", "stream_json_array", "to_jsonable"]
 
 def to_jsonable(obj: "Any") -> "Any":
     """``obj`` as JSON-ready data: dataclasses become dicts, enums their name."""
-
-    from torchx.util.startup.lazy_dataclass import fields, is_dataclass
 
     if isinstance(obj, enum.Enum):
         return obj.name

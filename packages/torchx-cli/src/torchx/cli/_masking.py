@@ -2,6 +2,8 @@
 
 import logging
 
+from torchx.util.support.secrets import mask_text
+
 __all__ = ["MaskingFormatter"]
 
 
@@ -11,6 +13,5 @@ class MaskingFormatter(logging.Formatter):
     :mod:`torchx.util.support.secrets`."""
 
     def format(self, record: logging.LogRecord) -> str:
-        from torchx.util.support.secrets import mask_text  # `re`: only once a line is shown
 
         return mask_text(super().format(record))

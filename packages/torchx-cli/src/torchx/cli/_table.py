@@ -2,6 +2,9 @@
 
 import os
 import sys
+import textwrap
+
+from torchx.util.strings import escape_unprintable
 
 __all__ = ["format_table", "terminal_width"]
 
@@ -25,7 +28,6 @@ def terminal_width() -> int | None:
 def _wrapped(rows: "list[list[str]]", headers: "list[str]", width: int) -> "list[list[str]]":
     """``rows`` with the last column's cells wrapped onto rows of their own (the other
     columns empty there) so that every line fits in ``width`` columns."""
-    import textwrap
 
     leading = [len(h) for h in headers[:-1]]
     for row in rows:
@@ -45,7 +47,6 @@ def _wrapped(rows: "list[list[str]]", headers: "list[str]", width: int) -> "list
 def format_table(rows: "list[list[str]]", headers: "list[str]", width: int | None = None) -> str:
     """Left-aligned columns separated by two spaces, a dashed rule under the headers; with
     ``width``, the last column wraps so that no line is longer."""
-    from torchx.util.strings import escape_unprintable
 
     cells = [[escape_unprintable(str(c)) for c in row] for row in rows]  # a job's words are data
     if width is not None and cells:

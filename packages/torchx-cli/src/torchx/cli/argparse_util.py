@@ -9,9 +9,11 @@
 """
 
 import argparse
+import difflib
 
 from torchx.cli._cli_defaults import ONCE_SEEN_ATTR, cli_config, explicitly_given
 from torchx.cli.errors import EXIT_FAILURE, usage_error
+from torchx.util.support.terminal import help_width
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -32,7 +34,6 @@ class ArgumentParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose errors are one line: what is wrong and where to look."""
 
     def _get_formatter(self) -> argparse.HelpFormatter:
-        from torchx.util.support.terminal import help_width
 
         # argparse makes a formatter for every add_argument and would import shutil (and
         # the compression modules it pulls in) for the width; this is the same width.
@@ -69,7 +70,6 @@ def accept_both_spellings(parser: argparse.ArgumentParser) -> None:
 
 def did_you_mean(parser: argparse.ArgumentParser, unknown: "list[str]") -> str:
     """`` (did you mean --dryrun?)`` for the first unknown option close to a known one."""
-    import difflib
 
     known = [flag for flag in parser._option_string_actions if flag.startswith("--")]
     for arg in unknown:

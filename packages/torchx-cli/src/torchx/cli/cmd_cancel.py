@@ -3,6 +3,7 @@
 import sys
 
 from torchx.cli.cmd_base import AppHandleSubCommand
+from torchx.specs import is_terminal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -24,8 +25,6 @@ class CmdCancel(AppHandleSubCommand):
     OPTIONS = ()  # none: `torchx cancel HANDLE` needs no argparse
 
     def run_with_runner(self, args: "argparse.Namespace", runner: "Runner") -> None:
-
-        from torchx.specs import is_terminal
 
         handle = args.app_handle
         status = runner.status(handle, progress=False)

@@ -13,7 +13,19 @@ import threading
 import time
 from functools import partial
 
+from torchx.cli._handles import check_scheduler, installed_schedulers
+from torchx.cli._json import print_json
+from torchx.cli._table import format_table, terminal_width
 from torchx.cli.cmd_base import SubCommand
+from torchx.cli.errors import CliError, error_line
+from torchx.runner import config
+from torchx.runner.api import get_configured_trackers
+from torchx.schedulers import get_scheduler_factories
+from torchx.tracker.api import check_tracker
+from torchx.util.readiness import not_ready, overall, ready
+from torchx.util.support.provenance import command_owner, upstream_torchx_version
+from torchx.util.support.retry import outage_budget
+from torchx.util.types import to_dict
 from torchx.version import __version__
 
 TYPE_CHECKING = False
@@ -52,8 +64,6 @@ class _Target:
         self.loaded.set()
 
     def _main(self) -> None:
-        from torchx.cli.errors import error_line
-        from torchx.util.readiness import not_ready
 
         try:
             self.checks = self._run(self._mark_loaded)
@@ -73,9 +83,6 @@ class _Target:
 def _scheduler_checks(
     name: str, cfg: "dict[str, Any]", loaded: "Callable[[], None]"
 ) -> "list[ReadinessCheck]":
-    from torchx.runner import config
-    from torchx.schedulers import get_scheduler_factories
-    from torchx.util.support.retry import outage_budget
 
     scheduler = get_scheduler_factories()[name](session_name="torchx")
     scheduler.load_for_check()
@@ -91,8 +98,6 @@ def _scheduler_checks(
 def _tracker_checks(
     name: str, tracker_config: "str | None", loaded: "Callable[[], None]"
 ) -> "list[ReadinessCheck]":
-    from torchx.tracker.api import check_tracker
-    from torchx.util.support.retry import outage_budget
 
     loaded()  # a tracker loads its SDK inside its check: the deadline covers that
     with outage_budget(0):
@@ -138,8 +143,6 @@ class CmdCheck(SubCommand):
         subparser.add_argument("--json", action="store_true", help="print the result as JSON")
 
     def run(self, args: argparse.Namespace) -> None:
-        from torchx.cli._handles import check_scheduler, installed_schedulers
-        from torchx.cli.errors import CliError
 
         named = [n.strip() for value in args.scheduler for n in value.split(",") if n.strip()]
         trackers_named = [
@@ -163,8 +166,6 @@ class CmdCheck(SubCommand):
         install = _install_checks()
         results = [(t.kind, t.name, t.checks or []) for t in targets]
         if args.json:
-            from torchx.cli._json import print_json
-
             print_json({"install": _json_entry(install), **_as_json(results)})
         else:
             (line,) = install
@@ -183,13 +184,9 @@ class CmdCheck(SubCommand):
 
 def _install_checks() -> "list[ReadinessCheck]":
     """Which TorchX this is, and whether upstream's `torchx` overwrites it here."""
-    from torchx.util.readiness import not_ready, ready
-    from torchx.util.support.provenance import upstream_torchx_version
 
     upstream = upstream_torchx_version()
     if upstream is not None:
-        from torchx.util.support.provenance import command_owner
-
         owner = command_owner()
         command = {
             "torchx-cli": f"the `torchx` command is torchx-cli {__version__}'s (installed last)",
@@ -211,8 +208,6 @@ def _parse_cfg(text: str) -> "dict[str, str]":
     it knows (one ``-cfg`` may serve several schedulers)."""
     if not text.strip():
         return {}
-    from torchx.cli.errors import CliError
-    from torchx.util.types import to_dict
 
     try:
         return dict(to_dict(text))
@@ -224,7 +219,6 @@ def _parse_cfg(text: str) -> "dict[str, str]":
 
 
 def _trackers_to_check(named: "list[str]", checking_all: bool) -> "dict[str, str | None]":
-    from torchx.runner.api import get_configured_trackers
 
     configured = get_configured_trackers() if (named or checking_all) else {}
     if not named:
@@ -234,7 +228,6 @@ def _trackers_to_check(named: "list[str]", checking_all: bool) -> "dict[str, str
 
 def _run_all(targets: "list[_Target]", timeout: float) -> None:
     """Starts every probe and waits until all answered or the deadline passed."""
-    from torchx.util.readiness import not_ready
 
     for target in targets:
         target.thread.start()
@@ -257,7 +250,6 @@ def _run_all(targets: "list[_Target]", timeout: float) -> None:
 
 
 def _json_entry(checks: "list[ReadinessCheck]") -> "dict[str, Any]":
-    from torchx.util.readiness import overall
 
     return {
         "status": overall(checks),
@@ -275,8 +267,6 @@ def _as_json(results: "list[tuple[str, str, list[ReadinessCheck]]]") -> "dict[st
 
 
 def _as_table(results: "list[tuple[str, str, list[ReadinessCheck]]]", no_tracker: bool) -> str:
-    from torchx.cli._table import format_table, terminal_width
-    from torchx.util.readiness import overall
 
     rows: list[list[str]] = []
     for kind, name, checks in results:

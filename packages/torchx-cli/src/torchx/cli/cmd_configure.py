@@ -8,7 +8,10 @@ import argparse
 import os
 import sys
 
+from torchx.cli._handles import check_scheduler, installed_schedulers
 from torchx.cli.cmd_base import SubCommand
+from torchx.cli.errors import CliError
+from torchx.runner.config import ConfigError, add_missing_sections, dump
 
 __all__ = ["CmdConfigure"]
 
@@ -43,8 +46,6 @@ class CmdConfigure(SubCommand):
         )
 
     def run(self, args: argparse.Namespace) -> None:
-        from torchx.cli._handles import check_scheduler, installed_schedulers
-        from torchx.runner.config import dump
 
         if args.schedulers:
             schedulers = [
@@ -64,8 +65,6 @@ class CmdConfigure(SubCommand):
         print(f"torchx: wrote ./{CONFIG_FILE}", file=sys.stderr)
 
     def _add_missing(self, schedulers: "list[str]", required_only: bool) -> None:
-        from torchx.cli.errors import CliError
-        from torchx.runner.config import ConfigError, add_missing_sections
 
         try:
             added, kept = add_missing_sections(CONFIG_FILE, schedulers, required_only)

@@ -1,7 +1,13 @@
 """``torchx describe``: the AppDef (roles, images, args, resources) of an app."""
 
+from pprint import pformat
+
+from torchx.cli._json import print_json, to_jsonable
 from torchx.cli._option_table import Option, add_options
 from torchx.cli.cmd_base import AppHandleSubCommand
+from torchx.util.startup.lazy_dataclass import asdict
+from torchx.util.strings import terminal_text
+from torchx.util.support.secrets import shown_env_value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -16,7 +22,6 @@ __all__ = ["CmdDescribe"]
 def mask_secrets(app: "AppDef") -> None:
     """Replaces, in place, the env values of ``app``'s roles that are secrets, and the
     credentials inside the others (:mod:`torchx.util.support.secrets`: by name and by value)."""
-    from torchx.util.support.secrets import shown_env_value
 
     for role in app.roles:
         role.env = {k: shown_env_value(k, v) for k, v in role.env.items()}
@@ -55,15 +60,8 @@ class CmdDescribe(AppHandleSubCommand):
         status = runner.status(args.app_handle, progress=False)
         attempts = status.attempts if status is not None else []
         if args.json:
-            from torchx.cli._json import print_json, to_jsonable
-
             print_json({**to_jsonable(app), "attempts": [a.to_json() for a in attempts]})
         else:
-            from pprint import pformat
-
-            from torchx.util.startup.lazy_dataclass import asdict
-            from torchx.util.strings import terminal_text
-
             print(terminal_text(pformat(asdict(app), indent=2, width=80)))
             if attempts:
                 print("attempts (local time):")

@@ -1,9 +1,20 @@
 """``torchx list``: the apps a scheduler knows about."""
 
 import argparse
+from concurrent.futures import ThreadPoolExecutor
 
+from torchx.cli._handles import check_scheduler
+from torchx.cli._json import stream_json_array
 from torchx.cli._option_table import add_options, scheduler_options
+from torchx.cli._table import format_table
+from torchx.cli.cfg import parse_cfg_str, scheduler_runopts
 from torchx.cli.cmd_base import SubCommand
+from torchx.cli.cmd_run import _default_scheduler
+from torchx.cli.errors import CliError
+from torchx.runner import config, get_runner
+from torchx.schedulers.list_filter import ListFilter, parse_since, parse_states
+from torchx.specs.api import AppState
+from torchx.specs.progress import progress_cell
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,7 +47,6 @@ class CmdList(SubCommand):
     """``torchx list [-s SCHEDULER] [-cfg K=V,...] [--json]``."""
 
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
-        from torchx.cli.cmd_run import _default_scheduler
 
         add_options(subparser, "list", scheduler_options("list", "list", _default_scheduler))
         subparser.add_argument(
@@ -70,10 +80,6 @@ class CmdList(SubCommand):
         )
 
     def run(self, args: argparse.Namespace) -> None:
-        from torchx.cli._handles import check_scheduler
-        from torchx.cli.cfg import parse_cfg_str, scheduler_runopts
-        from torchx.cli.errors import CliError
-        from torchx.runner import config, get_runner
 
         if not args.scheduler:
             raise CliError("no scheduler is installed; install torchx-runner for local_cwd")
@@ -85,7 +91,6 @@ class CmdList(SubCommand):
             config.apply(scheduler=scheduler, cfg=cfg)
             list_filter = _list_filter(args)
             if args.json:
-                from torchx.cli._json import stream_json_array
 
                 def json_row(app: "ListAppResponse") -> dict[str, object]:
                     found: dict[str, object] = {
@@ -108,7 +113,6 @@ class CmdList(SubCommand):
                 return
             apps = runner.list(scheduler, cfg=cfg, list_filter=list_filter)
             progress = _progress(runner, apps) if args.progress else []
-        from torchx.cli._table import format_table
 
         rows = [[app.app_handle, app.name, str(app.state)] for app in apps]
         headers = [HANDLE_HEADER, APP_NAME_HEADER, STATUS_HEADER]
@@ -117,8 +121,6 @@ class CmdList(SubCommand):
             for row, app in zip(rows, apps, strict=True):
                 row.append(app.waiting)
         if args.progress:
-            from torchx.specs.progress import progress_cell
-
             headers.append(PROGRESS_HEADER)
             for row, read in zip(rows, progress, strict=True):
                 row.append(progress_cell(read) if read is not None else "")
@@ -127,7 +129,6 @@ class CmdList(SubCommand):
 
 def _progress_of(runner: "Runner", app: "ListAppResponse") -> "Progress | None":
     """How far a running app is (one status read), None for an app that is not running."""
-    from torchx.specs.api import AppState
 
     if app.state != AppState.RUNNING:
         return None
@@ -137,7 +138,6 @@ def _progress_of(runner: "Runner", app: "ListAppResponse") -> "Progress | None":
 
 def _progress(runner: "Runner", apps: "list[ListAppResponse]") -> "list[Progress | None]":
     """:func:`_progress_of` of each app, read side by side."""
-    from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         return list(pool.map(lambda app: _progress_of(runner, app), apps))
@@ -147,8 +147,6 @@ def _list_filter(args: argparse.Namespace) -> "ListFilter | None":
     """The filters given on the command line (None: list everything, as upstream)."""
     if args.state is None and args.since is None and args.name is None and args.limit is None:
         return None
-    from torchx.cli.errors import CliError
-    from torchx.schedulers.list_filter import ListFilter, parse_since, parse_states
 
     if args.limit is not None and args.limit < 0:
         raise CliError(f"--limit must be 0 or more, got {args.limit}", exit_code=2)

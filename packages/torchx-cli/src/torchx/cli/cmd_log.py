@@ -8,7 +8,15 @@ import logging
 import re
 import sys
 import time
+from datetime import datetime, timedelta
 
+from torchx.cli._handles import (
+    MAX_HANDLE,
+    check_scheduler,
+    missing_app_error,
+    shown,
+    split_replica_path,
+)
 from torchx.cli._logstream import (
     LogPrinter,
     ReplicaLogStreamer,
@@ -19,6 +27,9 @@ from torchx.cli._logstream import (
 )
 from torchx.cli.cmd_base import SubCommand
 from torchx.cli.errors import EXIT_USAGE, CliError
+from torchx.runner import get_runner
+from torchx.schedulers.api import Stream
+from torchx.specs import AppState, is_started, make_app_handle
 from torchx.util.strings import escape_unprintable
 
 TYPE_CHECKING = False
@@ -54,7 +65,6 @@ _MAX_POLL_INTERVAL = 1.0
 def validate(job_identifier: str) -> None:
     """Fails (exit code 2, a usage error) unless ``job_identifier`` has the form
     :py:data:`ID_FORMAT`."""
-    from torchx.cli._handles import MAX_HANDLE, shown
 
     if (
         len(job_identifier) > MAX_HANDLE
@@ -70,7 +80,6 @@ def validate(job_identifier: str) -> None:
 
 def parse_time(text: str) -> "datetime":
     """``2026-08-01T12:00:00`` (ISO 8601) or an age such as ``90s``, ``15m``, ``2h``, ``1d``."""
-    from datetime import datetime, timedelta
 
     value = text.strip()
     relative = _RELATIVE_RE.match(value.lower())
@@ -88,15 +97,12 @@ def parse_time(text: str) -> "datetime":
 
 
 def _wait_until_started(runner: "Runner", app_handle: str) -> None:
-    from torchx.specs import is_started
 
     interval = 0.05
     announced = False
     while True:
         status = runner.status(app_handle)
         if status is None:
-            from torchx.cli._handles import missing_app_error
-
             raise missing_app_error(app_handle)
         if is_started(status.state):
             return
@@ -112,8 +118,6 @@ def _all_replicas(
 ) -> "list[tuple[str, int]]":
     app = runner.describe(app_handle)
     if app is None:
-        from torchx.cli._handles import missing_app_error
-
         raise missing_app_error(app_handle)
     replicas = find_role_replicas(app, role_name)
     if not replicas:
@@ -137,12 +141,9 @@ def _failed_replicas(
 ) -> "list[tuple[str, int]]":
     """The failed replicas of the app (of ``role_name``), the root cause first; the root
     cause is said on stderr before the logs."""
-    from torchx.specs import AppState
 
     status = runner.status(app_handle)
     if status is None:
-        from torchx.cli._handles import missing_app_error
-
         raise missing_app_error(app_handle)
     replicas = [
         (role.role, replica.id)
@@ -191,8 +192,6 @@ def get_logs(  # noqa: PLR0917 (positional order is the public API)
     """
     validate(identifier)
     if runner is None:
-        from torchx.runner import get_runner
-
         with get_runner() as own_runner:
             get_logs(
                 file,
@@ -208,9 +207,6 @@ def get_logs(  # noqa: PLR0917 (positional order is the public API)
             )
         return
 
-    from torchx.cli._handles import check_scheduler, split_replica_path
-    from torchx.specs import make_app_handle
-
     scheduler, session_name, app_id, after = split_replica_path(identifier)
     check_scheduler(scheduler, context="scheduler in log identifier")
     role_name = after[0] if after else None
@@ -224,8 +220,6 @@ def get_logs(  # noqa: PLR0917 (positional order is the public API)
         replicas = [(role_name, int(i)) for i in after[1].split(",") if i]
         status = runner.status(app_handle, progress=False)
         if status is None:
-            from torchx.cli._handles import missing_app_error
-
             raise missing_app_error(app_handle)
         if status.array is not None:  # a sweep's element is asked for by its index
             for _, i in replicas:
@@ -348,8 +342,6 @@ class CmdLog(SubCommand):
                 raise CliError(f"invalid --regex '{args.regex}': {e}", exit_code=2) from None
         streams = None
         if args.streams:
-            from torchx.schedulers.api import Stream
-
             streams = Stream(args.streams)
         since = parse_time(args.since) if args.since else None
         until = parse_time(args.until) if args.until else None

@@ -7,10 +7,19 @@ reported with its error instead of hiding the other plugins.
 """
 
 import argparse
+import importlib
 import sys
+import textwrap
 from functools import partial
 
+from torchx.cli._json import print_json
+from torchx.cli._table import format_table
 from torchx.cli.cmd_base import SubCommand
+from torchx.cli.main import BUILTIN_SUBCOMMANDS, CLI_CMDS_GROUP, _load_plugin
+from torchx.plugins import PluginType, registry
+from torchx.specs import Resource
+from torchx.specs.finder import get_component_load_errors, get_components
+from torchx.util.entrypoints import distributions, entry_points
 from torchx.version import __version__
 
 TYPE_CHECKING = False
@@ -43,7 +52,6 @@ def _namespace_entries(
 ) -> "list[dict[str, Any]]":
     """The ``torchx_plugins.<kind>`` plugins of one kind (entry points are listed apart), each
     tried with ``probe``, and the plugins of that namespace that were found but not taken."""
-    from torchx.plugins import PluginType, registry
 
     plugin_type = PluginType[kind]
     reg = registry()
@@ -89,7 +97,6 @@ def _call_resource_factory(ep: "EntryPointInfo") -> None:
 
 
 def _check_resource_factory(factory: "Callable[..., Any]") -> None:
-    from torchx.specs import Resource
 
     result = factory()
     if not isinstance(result, Resource):
@@ -97,7 +104,6 @@ def _check_resource_factory(factory: "Callable[..., Any]") -> None:
 
 
 def _instantiate_subcommand(ep: "EntryPointInfo") -> None:
-    from torchx.cli.main import _load_plugin
 
     _load_plugin(ep)
 
@@ -118,7 +124,6 @@ def _dist_of_module(module: str) -> "tuple[str, str]":
 
 def _discover_components() -> "tuple[list[str], list[dict[str, Any]]]":
     """Names of the valid components, and the component modules that failed to import."""
-    from torchx.specs.finder import get_component_load_errors, get_components
 
     try:
         names = list(get_components())
@@ -134,8 +139,6 @@ def _discover_components() -> "tuple[list[str], list[dict[str, Any]]]":
 
 def collect_plugins() -> "dict[str, Any]":
     """Everything ``torchx plugins`` reports, as JSON-ready data."""
-    from torchx.cli.main import BUILTIN_SUBCOMMANDS, CLI_CMDS_GROUP
-    from torchx.util.entrypoints import distributions, entry_points
 
     report: dict[str, Any] = {
         "distributions": [{"name": n, "version": v} for n, v in distributions()],
@@ -148,7 +151,6 @@ def collect_plugins() -> "dict[str, Any]":
     components = [_entry(ep, _try(ep.load)) for ep in entry_points("torchx.components")]
     if not components:
         dist, version = _dist_of_module(_BUILTIN_COMPONENTS_MODULE)
-        import importlib
 
         error = _try(lambda: importlib.import_module(_BUILTIN_COMPONENTS_MODULE))
         components = [
@@ -167,8 +169,6 @@ def collect_plugins() -> "dict[str, Any]":
 
     resources: list[dict[str, Any]] = []
     for module in ("torchx.specs.named_resources_generic", "torchx.specs.named_resources_aws"):
-        import importlib
-
         dist, version = _dist_of_module(module)
         table = importlib.import_module(module).NAMED_RESOURCES
         resources += [
@@ -263,7 +263,6 @@ def _provider(entry: "dict[str, Any]") -> str:
 
 
 def _format_section(title: str, entries: "list[dict[str, Any]]") -> str:
-    from torchx.cli._table import format_table
 
     if not entries:
         return f"{title}: none"
@@ -278,7 +277,6 @@ def _format_section(title: str, entries: "list[dict[str, Any]]") -> str:
 
 def format_report(report: "dict[str, Any]") -> str:
     """The text form of :py:func:`collect_plugins`."""
-    from torchx.cli._table import format_table
 
     parts = [
         "distributions:\n"
@@ -301,7 +299,6 @@ def format_report(report: "dict[str, Any]") -> str:
     by_provider: dict[str, list[str]] = {}
     for r in builtin_resources:
         by_provider.setdefault(_provider(r), []).append(r["name"])
-    import textwrap
 
     builtin_lines = [
         textwrap.fill(
@@ -345,8 +342,6 @@ class CmdPlugins(SubCommand):
     def run(self, args: argparse.Namespace) -> None:
         report = collect_plugins()
         if args.json:
-            from torchx.cli._json import print_json
-
             print_json(report)
         else:
             print(format_report(report))

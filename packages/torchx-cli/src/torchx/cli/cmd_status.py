@@ -1,7 +1,11 @@
 """``torchx status``: the state of an app and of each of its replicas."""
 
+from torchx.cli._handles import shown, split_replica_path
+from torchx.cli._json import print_json
 from torchx.cli._option_table import Option, add_options
 from torchx.cli.cmd_base import AppHandleSubCommand
+from torchx.cli.errors import EXIT_USAGE, CliError
+from torchx.specs import parse_app_handle
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -57,9 +61,6 @@ class CmdStatus(AppHandleSubCommand):
             self.exit_missing_app(args.app_handle)
         filter_roles = parse_list_arg(getattr(args, "roles", ""))
         if getattr(args, "json", False):
-            from torchx.cli._json import print_json
-            from torchx.specs import parse_app_handle
-
             scheduler, _, app_id = parse_app_handle(args.app_handle)
             print_json(
                 {
@@ -77,7 +78,6 @@ class CmdStatus(AppHandleSubCommand):
 def split_replica(given: str) -> "tuple[str, str | None, int | None]":
     """``(handle, role, replica id)`` of ``SCHEDULER://SESSION/APP_ID[/ROLE[/ID]]``; a part
     that is absent is None."""
-    from torchx.cli._handles import shown, split_replica_path
 
     scheduler, session, app_id, after = split_replica_path(given)
     if not after or "://" not in given:
@@ -88,7 +88,6 @@ def split_replica(given: str) -> "tuple[str, str | None, int | None]":
         return handle, role or None, None
     if len(ids) == 1 and ids[0].isdigit():
         return handle, role, int(ids[0])
-    from torchx.cli.errors import EXIT_USAGE, CliError
 
     raise CliError(
         f"malformed app handle '{shown(given)}'; expected SCHEDULER://SESSION/APP_ID, optionally"
@@ -101,7 +100,6 @@ def _print_replica(
     args: "argparse.Namespace", status: "AppStatus", role: str, replica_id: int
 ) -> None:
     """``torchx status HANDLE/ROLE/ID``: one replica, or one element of a sweep."""
-    from torchx.cli.errors import CliError
 
     if status.replica(role, replica_id) is None:
         ids = ", ".join(str(r.id) for rs in status.roles if rs.role == role for r in rs.replicas)
@@ -114,8 +112,6 @@ def _print_replica(
             f"{what} {replica_id}; its {'elements' if status.array else 'replicas'}: {ids}"
         )
     if getattr(args, "json", False):
-        from torchx.cli._json import print_json
-
         print_json({**status.replica_json(role, replica_id), "handle": args.app_handle})
     else:
         print(status.format_replica(role, replica_id), end="")
@@ -137,8 +133,6 @@ def _check_roles(
             return
     unknown = [name for name in wanted if name not in roles]
     if unknown:
-        from torchx.cli.errors import CliError
-
         raise CliError(
             f"app {app_handle} has no role '{unknown[0]}'; its roles: {', '.join(roles)}"
         )

@@ -6,8 +6,11 @@ The first tracker of ``TORCHX_TRACKERS`` (or ``[torchx:tracker]`` in .torchxconf
 import argparse
 import logging
 
+from torchx.cli._table import format_table
 from torchx.cli.cmd_base import SubCommand
 from torchx.cli.errors import CliError
+from torchx.runner.api import get_configured_trackers
+from torchx.tracker.api import TrackerLoadError, build_tracker
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,8 +30,6 @@ class CmdTracker(SubCommand):
     @property
     def tracker(self) -> "TrackerBase":
         """The first configured tracker; none configured is a one-line error."""
-        from torchx.runner.api import get_configured_trackers
-        from torchx.tracker.api import TrackerLoadError, build_tracker
 
         configured = get_configured_trackers()
         if not configured:
@@ -76,7 +77,6 @@ class CmdTracker(SubCommand):
         lineage.add_argument("RUN_ID", type=str, help="job run id")
 
     def run(self, args: argparse.Namespace) -> None:
-        from torchx.cli._table import format_table
 
         if args.tracker_cmd is None:
             if self._parser is not None:

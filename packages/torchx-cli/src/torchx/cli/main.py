@@ -566,8 +566,6 @@ def main(argv: "list[str] | None" = None) -> None:
         run_main(argv=argv)
     except BrokenPipeError:
         # the reader went away (`torchx builtins | head`): stop quietly, as other tools do
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         raise SystemExit(1) from None
 

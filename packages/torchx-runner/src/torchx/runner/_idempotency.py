@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import shlex
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -164,8 +165,6 @@ def _key_lock(key: str) -> Iterator[None]:
                         " stop it and run again (TORCHX_LOCK_WAIT_S sets the wait)"
                     ) from None
                 time.sleep(0.1)
-        import sys
-
         me = f"pid {os.getpid()} ({' '.join(sys.argv)[:200]}) since {time.strftime('%H:%M:%S')}"
         os.ftruncate(fd, 0)
         os.pwrite(fd, me.encode("utf-8", "replace"), 0)

@@ -9,6 +9,7 @@ section that does not fit its argument is an error naming the file and line.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Iterable, Mapping
 
@@ -45,7 +46,6 @@ def locate(path: str) -> Located:
 
 
 def _nearest(name: str, valid: Iterable[str], cutoff: float = _CUTOFF) -> str | None:
-    import difflib
 
     close = difflib.get_close_matches(name, list(valid), n=1, cutoff=cutoff)
     return close[0] if close else None

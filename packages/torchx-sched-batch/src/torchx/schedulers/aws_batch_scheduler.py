@@ -39,7 +39,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from torchx.schedulers._aws_batch import client as batch_client
-from torchx.schedulers._aws_batch import logs
+from torchx.schedulers._aws_batch import logs, readiness
 from torchx.schedulers._aws_batch import request as jobdef
 from torchx.schedulers._aws_batch import status as batch_status
 from torchx.schedulers._aws_batch.client import (
@@ -80,6 +80,7 @@ from torchx.specs.api import (
     is_terminal,
     runopts,
 )
+from torchx.specs.sweep import AppArray
 from torchx.util.support.user import current_user
 from torchx.version import __version__
 from torchx.workspace.docker_workspace import DockerWorkspaceMixin
@@ -213,7 +214,6 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
 
     def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
         """Credentials and region, then the configured queue and its compute."""
-        from torchx.schedulers._aws_batch import readiness  # only `torchx check` needs it
 
         return readiness.checks(dict(cfg or {}))
 
@@ -262,7 +262,6 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             container_extra["jobRoleArn"] = opts.job_role_arn
         if opts.execution_role_arn:
             container_extra["executionRoleArn"] = opts.execution_role_arn
-        from torchx.specs.sweep import AppArray
 
         if isinstance(app, AppArray):  # a sweep: one array job
             container, submit = array_job(app, name, name, container_extra)

@@ -35,16 +35,20 @@ This module is the entry point; its wing, ``torchx.schedulers._docker``, holds t
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from torchx.schedulers._docker import client as docker_engine
-from torchx.schedulers._docker import logs, retry
+from torchx.schedulers._docker import logs, readiness, retry
 from torchx.schedulers._docker import status as docker_status
+from torchx.schedulers._docker.failure import log_tail, replica_failure
 from torchx.schedulers._docker.request import (
     _COUNT_ATTEMPTS,
     LABEL_APP_ID,
@@ -64,6 +68,7 @@ from torchx.schedulers._docker.request import (
     app_id_base,
     assemble,
 )
+from torchx.schedulers._docker.starter import log_path
 from torchx.schedulers._docker.status import CONTAINER_STATE
 from torchx.schedulers.api import (
     DescribeAppResponse,
@@ -86,8 +91,11 @@ from torchx.specs.api import (
     is_terminal,
     runopts,
 )
+from torchx.specs.attempts import Attempt
+from torchx.specs.failure import root_cause
 from torchx.specs.status import array_state
 from torchx.util.log import get_logger
+from torchx.util.support.atomic import FILE_MODE, make_private_dirs
 from torchx.util.support.signals import signal_name
 from torchx.version import get_torchx_image
 from torchx.workspace.docker_workspace import (
@@ -168,7 +176,6 @@ def ensure_network(client: docker.DockerClient | None = None, network: str = NET
 
 
 def _ensure_network(api: Any, network: str) -> None:
-    import fcntl
 
     if any(n.get("Name") == network for n in api.networks(names=[network])):
         return
@@ -221,14 +228,12 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
 
     def load_for_check(self) -> None:
         """The docker SDK; missing, :meth:`check_ready` says so."""
-        from torchx.schedulers._docker import readiness  # noqa: F401 (loaded for check_ready)
 
         with contextlib.suppress(Exception):  # missing: check_ready says what to install
             docker_sdk()
 
     def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
         """The daemon this scheduler would use, and the built-in components' image."""
-        from torchx.schedulers._docker import readiness  # only `torchx check` needs it
 
         return readiness.checks(get_torchx_image())
 
@@ -303,10 +308,6 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     def _start_in_turn(app_id: str, permits: int) -> None:
         """Leaves a detached process (``_docker.starter``) to start a sweep's other
         elements as earlier ones end."""
-        import subprocess
-
-        from torchx.schedulers._docker.starter import log_path
-        from torchx.util.support.atomic import FILE_MODE, make_private_dirs
 
         path = log_path(app_id)
         make_private_dirs(os.path.dirname(path))
@@ -523,7 +524,6 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         """The attempts of a container Docker restarted (``max_retries``): its ``start``
         and ``die`` events since it was created, one attempt per start, each ended by the
         next death and its exit code (Docker keeps no other record of them)."""
-        from torchx.specs.attempts import Attempt
 
         events = self._api.events(
             since=int(summary.get("Created") or 0),
@@ -550,7 +550,6 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         """Reads the end of a container's log (where ``torchx.progress`` reports)."""
 
         def tail() -> str:
-            from torchx.schedulers._docker.failure import log_tail
 
             return log_tail(self._api, container_id)
 
@@ -560,8 +559,6 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         self, failed: list[tuple[str, int, dict[str, Any]]], role_order: list[str]
     ) -> Failure | None:
         """The first observed failure among the failed replicas' containers."""
-        from torchx.schedulers._docker.failure import replica_failure
-        from torchx.specs.failure import root_cause
 
         failures = []
         for role_name, rid, summary in failed:
@@ -666,7 +663,6 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         running = [str(s["Id"]) for s in summaries if s.get("State") != "exited"]
         if not running:
             return
-        from concurrent.futures import ThreadPoolExecutor
 
         # stopped side by side (each may take the stop timeout); a failure reaches the caller
         with ThreadPoolExecutor(max_workers=min(len(running), 16)) as pool:

@@ -52,6 +52,7 @@ from torchx.schedulers._kubernetes import client as _client
 from torchx.schedulers._kubernetes import failure as _failure
 from torchx.schedulers._kubernetes import logs as _logs
 from torchx.schedulers._kubernetes import pulls as _pulls
+from torchx.schedulers._kubernetes import readiness
 from torchx.schedulers._kubernetes import request as _request
 from torchx.schedulers._kubernetes import status as _status
 from torchx.schedulers._kubernetes.client import sdk
@@ -85,6 +86,7 @@ from torchx.schedulers.api import (
     with_full_job_id,
 )
 from torchx.specs.api import AppDef, AppDryRunInfo, AppState, CfgVal, Role, runopts
+from torchx.specs.sweep import AppArray
 from torchx.util.colors import BLUE, ENDC
 from torchx.util.log import get_logger
 from torchx.util.startup import yaml_writer
@@ -307,13 +309,11 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
 
     def load_for_check(self) -> None:
         """The kubernetes client (seconds to import on a busy machine)."""
-        from torchx.schedulers._kubernetes import readiness  # noqa: F401 (loaded for check_ready)
 
         sdk()
 
     def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
         """The kubeconfig, the API server, your permissions there, and Volcano."""
-        from torchx.schedulers._kubernetes import readiness  # only `torchx check` needs it
 
         return readiness.checks(dict(cfg or {}))
 
@@ -347,7 +347,6 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         images_to_push = self.dryrun_push_images(app, cfg)
         opts.check()
         app_id = _request.unique_app_id(app.name)
-        from torchx.specs.sweep import AppArray
 
         job_type = "batch" if isinstance(app, AppArray) else opts.job_type  # a sweep: a Job
         # $TORCHX_JOB_ID is the handle `run` prints

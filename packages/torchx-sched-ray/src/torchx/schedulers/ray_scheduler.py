@@ -51,7 +51,7 @@ from urllib.parse import urlsplit
 
 from torchx.schedulers._ray import client as jobs_api
 from torchx.schedulers._ray import failure as ray_failure
-from torchx.schedulers._ray import logs, request
+from torchx.schedulers._ray import logs, readiness, request
 from torchx.schedulers._ray import status as ray_status
 from torchx.schedulers._ray.request import META_SWEEP, Opts, RayActor, RayJob, RaySweep
 from torchx.schedulers._ray.status import elements_of, sweep_state
@@ -73,6 +73,7 @@ from torchx.specs.api import (
     runopts,
 )
 from torchx.specs.failure import from_log_tail, root_cause
+from torchx.specs.sweep import AppArray
 from torchx.util.log import get_logger
 from torchx.util.support.retry import in_thread
 from torchx.workspace.api import WorkspaceMixin
@@ -168,7 +169,6 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
 
     def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
         """The dashboard answers, its Ray version, and the nodes with their resources."""
-        from torchx.schedulers._ray import readiness  # only `torchx check` needs it
 
         return readiness.checks(Opts.from_cfg(cfg or {}).dashboard_address)
 
@@ -203,7 +203,6 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
         opts = Opts.from_cfg(cfg)
         request.check_options(opts)
         app_id = make_unique(_job_name(app.name))
-        from torchx.specs.sweep import AppArray
 
         if isinstance(app, AppArray):  # a sweep: one Ray job per element
             jobs = []

@@ -40,16 +40,21 @@ A replica's two log files are followed as one stream by
 from __future__ import annotations
 
 import os
+import pwd
+import secrets
 import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from torchx.schedulers._slurm import commands, parse, records
+from torchx.schedulers._slurm import commands, keys, parse, readiness, records, remote, request
 from torchx.schedulers._slurm import status as slurm_status
 from torchx.schedulers._slurm.commands import SlurmCommandError, SlurmNotFoundError, version
+from torchx.schedulers._slurm.failure import root_failure
 from torchx.schedulers._slurm.logs import replica_log_tail
+from torchx.schedulers._slurm.request import Opts, array_commands, build, safe_name, script_of
+from torchx.schedulers._slurm.ssh import split_app_id
 from torchx.schedulers._slurm.status import (
     SLURM_STATES,
     appstate_from_slurm_state,
@@ -59,6 +64,7 @@ from torchx.schedulers._slurm.status import (
     is_array_name,
     last_interruption,
 )
+from torchx.schedulers._slurm.validate import check_job_dir
 from torchx.schedulers._slurm.workspaces import (
     DOCKER,
     SCRIPT_NAME,
@@ -73,6 +79,8 @@ from torchx.schedulers.api import (
     LogQuery,
     Scheduler,
 )
+from torchx.schedulers.ids import ENV_REQUEST, ENV_REQUEST_HASH
+from torchx.schedulers.shared import log_files
 from torchx.specs.api import AppDef, AppDryRunInfo, AppState, CfgVal, runopts
 from torchx.util.log import get_logger
 from torchx.util.strings import escape_unprintable
@@ -120,7 +128,6 @@ def __getattr__(name: str) -> object:
     # does not build a request (bench_slurm measures it).
     if name.startswith("__"):  # importlib and inspect probe dunders: not request names
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from torchx.schedulers._slurm import request
 
     if name in request.__all__:
         return getattr(request, name)
@@ -179,8 +186,6 @@ def _split_app_id(app_id: str) -> tuple[str, SshTarget | None]:
     via = None
     job_id = app_id
     if "@" in app_id:
-        from torchx.schedulers._slurm.ssh import split_app_id
-
         job_id, via = split_app_id(app_id)
     if not all(part.isascii() and part.isdigit() for part in job_id.split(",")):
         raise ValueError(
@@ -203,8 +208,6 @@ def _user(via: SshTarget | None) -> str:
     (asked once per process)."""
     if via not in _USERS:
         if via is None:
-            import pwd
-
             _USERS[via] = pwd.getpwuid(os.getuid()).pw_name
         else:
             code, out, err = commands.run_once(["id", "-un"], via=via)
@@ -224,7 +227,6 @@ def _each_array(
     or not at all."""
     if req.array is None:
         return sbatch(req.cmd)
-    from torchx.schedulers._slurm.request import array_commands
 
     job_ids: list[str] = []
     try:
@@ -272,7 +274,6 @@ class _ThrottledWatcher:
 
 def _kept_request(req: SlurmBatchRequest) -> dict[str, str]:
     """The request an app of an idempotency key was made from, as its env says it."""
-    from torchx.schedulers.ids import ENV_REQUEST, ENV_REQUEST_HASH
 
     env = next(iter(req.replicas.values())).env if req.replicas else {}
     kept = {"request_hash": env.get(ENV_REQUEST_HASH, "")}
@@ -300,7 +301,6 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
     def check_ready(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ReadinessCheck]:
         """Slurm's commands here, the controller, the partitions, the accounting and the
         container support (``-cfg container=`` makes the mode asked for a requirement)."""
-        from torchx.schedulers._slurm import readiness  # only `torchx check` needs it
 
         partition = (cfg or {}).get("partition")
         container = str((cfg or {}).get("container") or "none")
@@ -328,9 +328,6 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
         return self._dir_workspace.created_job_dirs()
 
     def _run_opts(self) -> runopts:
-        from torchx.schedulers._slurm.request import (
-            Opts,
-        )  # submit-only: not on `torchx status`'s path
 
         return Opts.as_runopts()
 
@@ -340,8 +337,6 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
         """Refuses a malformed or existing ``job_dir`` before any workspace is copied."""
         job_dir = cfg.get("job_dir")
         if isinstance(job_dir, str):
-            from torchx.schedulers._slurm.validate import check_job_dir
-
             check_job_dir(job_dir)
         if isinstance(job_dir, str) and os.path.exists(job_dir) and _via(cfg) is None:
             raise job_dir_exists(job_dir)  # over ssh, the login node refuses it
@@ -369,7 +364,6 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
         self._dir_workspace.drop_staged()
 
     def _request(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[SlurmBatchRequest]:
-        from torchx.schedulers._slurm.request import build  # submit-only (bench_slurm)
 
         return build(
             app,
@@ -424,7 +418,6 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
         return _each_array(req, lambda cmd: self._sbatch_one(req, cmd))
 
     def _sbatch_one(self, req: SlurmBatchRequest, cmd: list[str]) -> str:
-        from torchx.schedulers._slurm.request import script_of
 
         script = script_of(req).encode("utf-8", "surrogateescape")
         argv = list(cmd)
@@ -451,9 +444,6 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
         """Submits through the login node: the job dir is made there (refused if it exists),
         the workspace copied into it with the batch script, then ``sbatch``. On any failure
         the job dir made there is removed; the local copy of the workspace always is."""
-        import secrets
-
-        from torchx.schedulers._slurm import remote
 
         via = req.via
         assert via is not None
@@ -461,7 +451,6 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
             self._dir_workspace.staged.pop(req.job_dir, None) if req.job_dir is not None else None
         )
         token = secrets.token_hex(16)
-        from torchx.schedulers._slurm.request import script_of
 
         script = script_of(req).encode("utf-8", "surrogateescape")
         env = {"SLURM_UMASK": os.environ.get("SLURM_UMASK", "0077")}
@@ -596,8 +585,6 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
         if any(row.restarts for row in rows):  # requeued: one more query, for its attempts
             response.attempts = attempt_history(job_id, record.log_dir if record else None, via)
         if response.state == AppState.FAILED:  # why: one more sacct, the failed logs' tails
-            from torchx.schedulers._slurm.failure import root_failure
-
             response.failure = root_failure(job_id, rows, record, via)
         if via is not None and record is not None and record.log_dir:
             response.ui_url = f"sftp://{via.spec}{record.log_dir}"  # on the cluster, not here
@@ -630,8 +617,6 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
         clusters have none. A bounded window keeps ``sacct`` cheap for the database.
         """
 
-        from torchx.schedulers._slurm.request import Opts  # not on `torchx status`'s path
-
         days = Opts.from_cfg(cfg or {}).list_days
         return self._list(time.time() - days * 86400, _via(cfg))
 
@@ -641,9 +626,6 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
         """The job whose comment carries the key (see ``_slurm.keys``): in the queue, or in
         accounting for the last ``list_days`` days."""
 
-        from torchx.schedulers._slurm import keys
-        from torchx.schedulers._slurm.request import Opts
-
         via = _via(cfg)
         since = time.time() - Opts.from_cfg(cfg or {}).list_days * 86400
         start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since))
@@ -652,8 +634,6 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
 
     def list_filtered(self, cfg: Mapping[str, CfgVal] | None, list_filter: ListFilter) -> _Rows:
         """``--since`` becomes the accounting window (instead of ``list_days``)."""
-
-        from torchx.schedulers._slurm.request import Opts  # not on `torchx status`'s path
 
         since = list_filter.since
         if since is None:
@@ -747,13 +727,9 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
         suffixes = {"stdout": ["out"], "stderr": ["err"], "combined": ["out", "err"]}[query.stream]
         log_dir = self._log_dir(query.app_id, query.role_name, query.k)
         # the log path's helpers: not on `torchx status`'s path (bench_slurm)
-        from torchx.schedulers._slurm.request import safe_name
-        from torchx.schedulers.shared import log_files
 
         role = safe_name(query.role_name)
         if via is not None:  # the logs are on the cluster
-            from torchx.schedulers._slurm import remote
-
             if log_dir == ".":  # submitted elsewhere: the job's directory, from Slurm
                 rows = self._query(job_id, via)
                 log_dir = rows[0].workdir if rows and rows[0].workdir else "."

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable
+from datetime import datetime
 from fnmatch import fnmatchcase
 from typing import TypeVar
 
@@ -52,7 +53,6 @@ def parse_since(text: str, now: float | None = None) -> float:
         return (now if now is not None else time.time()) - float(match.group(1)) * _UNITS[
             match.group(2)
         ]
-    from datetime import datetime
 
     try:
         return datetime.fromisoformat(value).timestamp()

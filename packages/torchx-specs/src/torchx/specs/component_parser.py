@@ -14,6 +14,7 @@ from torchx.specs.component_params import (
     option_strings,
     resolved_annotations,
 )
+from torchx.specs.file_linter import get_fn_docstring
 from torchx.specs.help_format import TorchXArgumentHelpFormatter, plain_text
 from torchx.util.startup import fn_params
 from torchx.util.startup.fn_params import EMPTY
@@ -43,8 +44,6 @@ class ComponentArgumentParser(argparse.ArgumentParser):
     def format_help(self) -> str:
         fn, self._docstring_of = self._docstring_of, None
         if fn is not None:
-            from torchx.specs.file_linter import get_fn_docstring
-
             description, param_help = get_fn_docstring(fn)
             self.description = plain_text(description)
             for action in self._actions:

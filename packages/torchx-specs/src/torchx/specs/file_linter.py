@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import ast
+import inspect
 from collections.abc import Callable, Sequence
 
 from torchx.specs.help_format import TorchXArgumentHelpFormatter
@@ -42,7 +43,6 @@ def get_fn_docstring(fn: Callable[..., object]) -> tuple[str, dict[str, str]]:
         f"{name} TIP: improve this help string by adding a docstring\n"
         f"to your component (see: {COMPONENT_BEST_PRACTICES_URL})"
     )
-    import inspect
 
     params = {p: " " for p in inspect.signature(fn).parameters}
     doc = inspect.getdoc(fn)

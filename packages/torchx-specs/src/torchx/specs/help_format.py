@@ -7,6 +7,8 @@ Its own module because every component parser needs it, while the linter next to
 import argparse
 import re
 
+from torchx.util.support.terminal import help_width
+
 __all__ = ["TorchXArgumentHelpFormatter"]
 
 
@@ -24,7 +26,6 @@ class TorchXArgumentHelpFormatter(
         max_help_position: int = 24,
         width: int | None = None,
     ) -> None:
-        from torchx.util.support.terminal import help_width
 
         # argparse would import shutil for the width on every add_argument.
         super().__init__(

@@ -25,6 +25,7 @@ Example::
 from __future__ import annotations
 
 import copy
+import json
 import os
 import warnings
 from collections.abc import Iterable, Mapping
@@ -234,7 +235,6 @@ def _read_text(uri: str) -> str:
 
 
 def _load_overlay_file(uri: str) -> dict[str, Any]:
-    import json
 
     text = _read_text(uri)
     try:

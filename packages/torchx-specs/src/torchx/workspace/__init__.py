@@ -1,6 +1,7 @@
 """Workspaces: build local code into what a job runs (see ``torchx.workspace.api``)."""
 
 from torchx._namespace import extend_path
+from torchx.workspace import api
 
 __path__ = extend_path(__path__, __name__)
 
@@ -28,7 +29,5 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # Loaded on first use so that importing a workspace implementation module stays cheap.
     if name in __all__:
-        from torchx.workspace import api
-
         return getattr(api, name)
     raise AttributeError(f"module 'torchx.workspace' has no attribute {name!r}")

@@ -14,6 +14,7 @@ import stat
 import sys
 import time
 from collections.abc import Iterable, Iterator
+from fnmatch import fnmatchcase
 from typing import IO, Any
 
 from torchx.util.log import get_logger
@@ -68,7 +69,6 @@ def _normalize_pattern(pattern: str) -> str:
 
 def _is_ignored(relpath: str, patterns: Iterable[str]) -> bool:
     """Whether ``relpath`` is ignored: the last pattern that matches decides."""
-    from fnmatch import fnmatchcase
 
     relpath = posixpath.normpath(relpath)
     if relpath in _NEVER_IGNORED:

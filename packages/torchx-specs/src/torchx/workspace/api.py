@@ -9,6 +9,7 @@ run, typically a patched image whose name replaces ``role.image``.
 from __future__ import annotations
 
 import abc
+import tempfile
 import warnings
 from collections.abc import Mapping
 from typing import Any, Generic, TypeVar
@@ -181,7 +182,6 @@ class WorkspaceMixin(abc.ABC, Generic[T]):
         if workspace.is_unmapped_single_project():
             self.build_workspace_and_update_role(role, next(iter(workspace.projects)), cfg)
             return
-        import tempfile
 
         with tempfile.TemporaryDirectory(suffix="torchx_workspace_") as tmpdir:
             workspace.merge_into(tmpdir)

@@ -15,6 +15,7 @@ the standard library; any other fsspec URL needs ``fsspec``, imported only then.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Mapping
 
 from torchx.specs import CfgVal, Role
@@ -45,7 +46,6 @@ class TmpDirWorkspaceMixin(WorkspaceMixin[None]):
         self, role: Role, workspace: str, cfg: Mapping[str, CfgVal]
     ) -> None:
         """Copies ``workspace`` into a fresh temp dir and sets ``role.image`` to it."""
-        import tempfile
 
         job_dir = tempfile.mkdtemp(prefix="torchx_workspace")
         try:

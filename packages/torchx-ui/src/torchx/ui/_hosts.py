@@ -4,12 +4,13 @@ on one."""
 
 from __future__ import annotations
 
+import ipaddress
+
 __all__ = ["is_loopback", "is_loopback_host"]
 
 
 def is_loopback(host: str) -> bool:
     """Whether ``host`` (a name or an address) is this machine's loopback."""
-    import ipaddress
 
     if host == "localhost":
         return True

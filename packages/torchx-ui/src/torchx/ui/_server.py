@@ -25,6 +25,9 @@ from torchx.progress import MARK, is_report_line
 from torchx.schedulers.shared.log_files import FOLLOW_STOP
 from torchx.specs import parse_app_handle
 from torchx.specs.api import AppState
+from torchx.specs.failure import cause_words
+from torchx.specs.progress import reports_in
+from torchx.specs.timeline import waiting_line
 from torchx.ui._auth import TokenGate
 from torchx.ui._sources import AppsSource, progress_json
 
@@ -254,9 +257,6 @@ def _for_the_page(status: AppStatus) -> dict[str, Any]:
     each replica's state by name (``--json`` keeps upstream's number), ``words`` for the
     failure's and each attempt's cause, the waiting ``line``, the progress ``cell``."""
 
-    from torchx.specs.failure import cause_words
-    from torchx.specs.timeline import waiting_line
-
     found = status.to_json()
     for role in found["roles"]:
         for replica in role["replicas"]:
@@ -272,7 +272,6 @@ def _for_the_page(status: AppStatus) -> dict[str, Any]:
 
 def _progress_history(runner: Runner, handle: str, status: AppStatus) -> list[dict[str, Any]]:
     """Every ``torchx.progress`` report in the reporting replica's log, oldest first."""
-    from torchx.specs.progress import reports_in
 
     if status.progress is not None:
         role, replica = status.progress.role, status.progress.replica_id

@@ -15,8 +15,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from torchx.cli.errors import error_line
+from torchx.runner import config
+from torchx.schedulers import get_default_scheduler_name, get_scheduler_factories
 from torchx.specs import make_app_handle
 from torchx.specs.api import AppState
+from torchx.specs.failure import cause_words
+from torchx.specs.progress import metrics_text, progress_cell
+from torchx.util.support.config_files import read_config
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -56,9 +61,6 @@ SLOW_S = 10.0
 def configured_schedulers() -> list[str]:
     """The default scheduler, then every installed scheduler with a section of its own in
     a ``.torchxconfig`` (the files ``torchx run`` reads)."""
-    from torchx.runner import config
-    from torchx.schedulers import get_default_scheduler_name, get_scheduler_factories
-    from torchx.util.support.config_files import read_config
 
     installed = get_scheduler_factories()
     names: list[str] = []
@@ -73,7 +75,6 @@ def failure_line(failure: Failure | None) -> str:
     """``train[1]: exited with code 3: ValueError: bad batch``, the cell of a failed app."""
     if failure is None:
         return ""
-    from torchx.specs.failure import cause_words
 
     cause = cause_words(failure.cause, failure.exit_code, failure.signal)
     where = f"{failure.role}[{failure.replica_id}]"
@@ -88,7 +89,6 @@ def progress_json(progress: Progress | None) -> dict[str, Any] | None:
     12m``) and ``metrics_line`` (``loss=0.33``)."""
     if progress is None:
         return None
-    from torchx.specs.progress import metrics_text, progress_cell
 
     return {
         **progress.to_json(),
@@ -123,7 +123,6 @@ class SchedulerSource:
         threading.Thread(target=self._list, name=f"ui-list-{self.name}", daemon=True).start()
 
     def _list(self) -> None:
-        from torchx.runner import config
 
         try:
             cfg: dict[str, Any] = dict(self.cfg)  # -cfg first, then .torchxconfig's

@@ -8,11 +8,23 @@ only when the command runs (``torchx --help`` stays instant).
 from __future__ import annotations
 
 import contextlib
+import difflib
+import errno
+import html
 import os
+import socket
 import sys
+import threading
 
+from torchx.cli.cfg import parse_cfg_str_for, scheduler_runopts
 from torchx.cli.cmd_base import SubCommand
+from torchx.cli.errors import CliError
+from torchx.runner import get_runner
+from torchx.schedulers import get_scheduler_factories
 from torchx.ui._hosts import is_loopback
+from torchx.ui._sources import configured_schedulers
+from torchx.util.support.atomic import check_private, write_private
+from torchx.util.support.home import torchx_home
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -66,8 +78,6 @@ class CmdUi(SubCommand):
         )
 
     def run(self, args: argparse.Namespace) -> None:
-        from torchx.cli.errors import CliError
-        from torchx.runner import get_runner
 
         if args.port is not None and not 0 <= args.port <= 65535:
             raise CliError(f"--port must be 0-65535, got {args.port}", exit_code=2)
@@ -79,9 +89,6 @@ class CmdUi(SubCommand):
 
 
 def _schedulers(given: str | None) -> list[str]:
-    from torchx.cli.errors import CliError
-    from torchx.schedulers import get_scheduler_factories
-    from torchx.ui._sources import configured_schedulers
 
     installed = sorted(get_scheduler_factories())
     if given is None:
@@ -92,8 +99,6 @@ def _schedulers(given: str | None) -> list[str]:
         names = [n.strip() for n in given.split(",") if n.strip()]
         unknown = [n for n in names if n not in installed]
         if unknown:
-            import difflib
-
             close = difflib.get_close_matches(unknown[0], installed, n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
             raise CliError(
@@ -111,7 +116,6 @@ def _schedulers(given: str | None) -> list[str]:
 
 def _cfgs(runner: Runner, schedulers: list[str], given: str | None) -> dict[str, Any]:
     """``-cfg``'s options, checked and typed, per scheduler shown."""
-    from torchx.cli.cfg import parse_cfg_str_for, scheduler_runopts
 
     if not given:
         return {}
@@ -121,10 +125,6 @@ def _cfgs(runner: Runner, schedulers: list[str], given: str | None) -> dict[str,
 
 def _bind(host: str, port: int | None) -> socket.socket:
     """A listening socket on ``host``: ``port``, else the default port or the next free."""
-    import errno
-    import socket
-
-    from torchx.cli.errors import CliError
 
     candidates = [port] if port is not None else [*range(DEFAULT_PORT, DEFAULT_PORT + 10), 0]
     try:
@@ -161,8 +161,6 @@ def serve(
     cfgs: dict[str, Any] | None = None,
 ) -> None:
     """Serves the dashboard on ``sock`` until interrupted; prints its URL first."""
-    import socket
-    import threading
 
     import uvicorn
 
@@ -211,10 +209,6 @@ def _opener_file(url: str, port: int) -> str:
     """A private page (mode 0600 in ``$TORCHX_HOME/ui``, 0700) that sends the browser on
     to ``url``: the browser is started with this file's path, so the token is not on its
     command line, which ``ps`` shows every user of the machine."""
-    import html
-
-    from torchx.util.support.atomic import check_private, write_private
-    from torchx.util.support.home import torchx_home
 
     directory = os.path.join(torchx_home(), "ui")
     check_private(directory, torchx_home())

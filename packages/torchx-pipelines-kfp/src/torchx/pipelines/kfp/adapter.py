@@ -24,6 +24,8 @@ that says how to run it instead. Nothing here imports another TorchX plugin dist
 from __future__ import annotations
 
 import re
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from torchx.specs.api import AppDef, Role, macros
@@ -130,8 +132,6 @@ def component_spec_from_app(app: AppDef) -> tuple[str, Role]:
     """``(the step's KFP component spec as IR YAML, its role)``; the spec has the image,
     command and args. Env, resources and retries are task settings in KFP 2, applied by
     :func:`container_from_app`."""
-    import tempfile
-    from pathlib import Path
 
     from kfp import compiler
 

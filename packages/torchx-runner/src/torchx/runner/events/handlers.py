@@ -6,6 +6,8 @@ to the ``torchx-events-<destination>`` logger or record to ``"console"``.
 
 import logging
 
+from torchx.plugins import PluginType, registry
+
 __all__ = ["DESTINATIONS", "get_logging_handler"]
 
 DESTINATIONS = ("console", "null")
@@ -15,7 +17,6 @@ DESTINATIONS = ("console", "null")
 def get_logging_handler(destination: str = "null") -> logging.Handler:
     """A fresh handler for ``destination``: an ``event_handler`` plugin of that name
     (``torchx.event_handlers``), else ``console`` (prints to stderr) or ``null`` (drops)."""
-    from torchx.plugins import PluginType, registry
 
     factory = registry().get(PluginType.EVENT_HANDLER).get(destination)
     if factory is not None:

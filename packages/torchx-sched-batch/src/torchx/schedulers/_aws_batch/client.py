@@ -7,11 +7,13 @@ are not thread-safe. ``boto3`` is imported on the first client, never at module 
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from torchx.util.log import ensure_configured
 from torchx.util.support.retry import ServiceUnavailableError, retry_call
 from torchx.util.support.secrets import mask_url
 
@@ -88,7 +90,6 @@ def _new_client(service: str) -> Any:
 def new_session() -> Any:
     """A boto3 session from the standard chain (an empty AWS_DEFAULT_REGION falls back to
     AWS_REGION, as a user setting both would expect)."""
-    from torchx.util.log import ensure_configured
 
     ensure_configured()  # botocore logs through logging itself (masked by the CLI's format)
     import boto3
@@ -127,7 +128,6 @@ def client_of(session: Any, service: str, config: Any = None) -> Any:
 def _quiet_botocore() -> None:
     """Keeps botocore's per-client INFO lines ("Found credentials in ...") out of the CLI's
     INFO log (upstream #430); an explicitly configured level is left alone."""
-    import logging
 
     for name in ("botocore.credentials", "botocore.configprovider", "botocore.tokens"):
         logger = logging.getLogger(name)

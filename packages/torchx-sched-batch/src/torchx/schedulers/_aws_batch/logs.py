@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from typing import Any
 
 from torchx.schedulers._aws_batch.client import AWSBatchError, api_call
+from torchx.specs.failure import LOG_TAIL_BYTES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,7 +35,6 @@ def to_millis_since_epoch(ts: datetime) -> int:
 
 def to_datetime(ms_since_epoch: float) -> datetime:
     """CloudWatch's milliseconds since the epoch as a ``datetime``."""
-    from datetime import datetime
 
     return datetime.fromtimestamp(ms_since_epoch / 1000)
 
@@ -70,7 +71,6 @@ def _read_stream(
 def tail(logs: Any, stream: str, events: int = 400) -> str:
     """The last ``events`` messages of ``stream``, at most 64 KiB (read from the end: one
     GetLogEvents call), ``""`` when the stream is not there."""
-    from torchx.specs.failure import LOG_TAIL_BYTES
 
     try:
         page = api_call(

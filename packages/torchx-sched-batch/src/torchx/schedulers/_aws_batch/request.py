@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from enum import Enum
 from typing import Any
@@ -41,6 +42,7 @@ from torchx.specs.api import (
     macros,
 )
 from torchx.specs.named_resources_aws import K8S_ITYPE
+from torchx.specs.sweep import shell_dispatch
 from torchx.util.startup.lazy_dataclass import asdict, dataclass, field, shallow_copy
 from torchx.util.strings import carried_env, is_shell_name
 from torchx.util.support.user import current_user
@@ -236,7 +238,6 @@ def _mounts(
 
 def _shell_word(arg: str) -> str:
     """``arg`` quoted for ``sh`` with each replica-id mark turned into ``"$r"``."""
-    import shlex
 
     return (
         '"$r"'.join(shlex.quote(part) if part else "" for part in arg.split(_REPLICA_MARK)) or "''"
@@ -281,7 +282,6 @@ def role_command(command: list[str]) -> list[str]:
     """The role's own command (entrypoint and args) in a node's ``command``: the words the
     ``sh`` of :func:`_per_node_command` runs, its ``env`` assignments left out and a replica
     id the node computes shown as ``$r``."""
-    import shlex
 
     if command[:2] != ["/bin/sh", "-c"] or len(command) != 3:
         return command
@@ -449,8 +449,6 @@ def array_job(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the job definition's container properties, what ``SubmitJob`` adds: the array's
     size, its dependency type, the elements' parameter) of a sweep."""
-
-    from torchx.specs.sweep import shell_dispatch
 
     size = len(array.elements)
     if array.max_parallel is not None and 1 < array.max_parallel < size:

@@ -4,6 +4,8 @@ its exit code, which docker-init reports as 128 + N for a signal) and the end of
 
 from __future__ import annotations
 
+import datetime as dt
+
 from torchx.specs.failure import (
     LOG_TAIL_BYTES,
     Failure,
@@ -58,7 +60,6 @@ def log_tail(api: Any, container_id: str) -> str:
 
 def _unix(value: object) -> float | None:
     """Unix seconds of Docker's ``2026-11-29T04:25:43.123456789Z`` (None for its zero time)."""
-    import datetime as dt
 
     if not isinstance(value, str) or value.startswith("0001-"):
         return None

@@ -19,6 +19,7 @@ from torchx.schedulers.shared import labels
 from torchx.settings import ENV_TORCHX_ATTEMPT, ENV_TORCHX_IMAGE
 from torchx.specs.api import AppDef, BindMount, DeviceMount, VolumeMount, macros
 from torchx.specs.replica_macros import ReplicaMacros
+from torchx.specs.sweep import AppArray
 from torchx.util.startup.lazy_dataclass import dataclass, field
 from torchx.version import __version__
 
@@ -222,7 +223,6 @@ def assemble(app: AppDef, opts: Opts, app_id: str | None = None) -> DockerJob:
     app_id = app_id or make_unique(app_id_base(app.name))
     rank0_host = _container_name(app_id, app.roles[0].name, 0)
     containers: list[DockerContainer] = []
-    from torchx.specs.sweep import AppArray
 
     array = app if isinstance(app, AppArray) else None
     for role in app.roles:

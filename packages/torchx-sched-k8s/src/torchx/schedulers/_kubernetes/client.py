@@ -9,6 +9,7 @@ pods into client models would cost seconds and is not needed.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
@@ -145,7 +146,6 @@ class _NoRetryNotes:
 
 
 def _quiet_retries() -> None:
-    import logging
 
     pool_log = logging.getLogger("urllib3.connectionpool")
     if not any(isinstance(f, _NoRetryNotes) for f in pool_log.filters):

@@ -13,6 +13,7 @@ gone.
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 from torchx.specs.failure import Failure, from_exit_status
 
@@ -129,7 +130,6 @@ def job_failure(role: str, job: dict[str, Any]) -> Failure | None:
 def failure_to_annotation(failure: Failure) -> str:
     """The annotation's value: the failure's JSON, its log tail left out (it is short-lived
     context, and annotations are small)."""
-    import json
 
     doc = failure.to_json()
     doc["log_tail"] = []
@@ -138,7 +138,6 @@ def failure_to_annotation(failure: Failure) -> str:
 
 def failure_of_annotation(obj: dict[str, Any]) -> Failure | None:
     """The failure TorchX wrote on ``obj`` (:data:`ANNOTATION_FAILURE`), if any."""
-    import json
 
     text = ((obj.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_FAILURE)
     if not text:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import math
+import queue
 import re
 import time
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ from typing import Any
 from torchx.schedulers._kubernetes import client as _client
 from torchx.schedulers.api import whole_lines
 from torchx.schedulers.shared import log_resume
+from torchx.specs.failure import LOG_TAIL_BYTES
 from torchx.util.support.retry import in_thread
 
 TYPE_CHECKING = False
@@ -42,7 +44,6 @@ def log_tail(core: Any, ns: str, pod: dict[str, Any]) -> str:
     """The end of a pod's log (its first failed container's, else its first container's:
     a root cause, or ``torchx.progress``'s reports): the last lines, at most 64 KiB, read
     from the end by the kubelet."""
-    from torchx.specs.failure import LOG_TAIL_BYTES
 
     statuses = (pod.get("status") or {}).get("containerStatuses") or ()
     failed = [
@@ -190,7 +191,6 @@ def _chain(sources: list[Iterator[str]]) -> Iterator[str]:
 
 def _merge(sources: list[Iterator[str]]) -> Iterator[str]:
     """Lines of several followed logs, in the order they arrive (one thread per log)."""
-    import queue
 
     lines: queue.Queue[tuple[int, str | BaseException | None]] = queue.Queue(maxsize=1024)
 

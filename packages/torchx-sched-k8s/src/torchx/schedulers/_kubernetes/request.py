@@ -22,6 +22,7 @@ it for a single replica (e.g. in ``Role.pre_proc``).
 from __future__ import annotations
 
 import copy
+import json
 import re
 from typing import Any
 
@@ -40,6 +41,7 @@ from torchx.specs.api import (
 )
 from torchx.specs.overlays import apply_overlay, get_overlay
 from torchx.specs.replica_macros import ReplicaMacros
+from torchx.specs.sweep import shell_dispatch
 from torchx.util.startup.lazy_dataclass import dataclass, field
 from torchx.util.strings import normalize_str
 from torchx.version import __version__
@@ -922,9 +924,6 @@ def sweep_job(array: AppArray, app_id: str, opts: Opts) -> dict[str, Any]:
     at most ``max_parallel`` at once (``parallelism``); each element retries its own pod up
     to ``max_retries`` times and a failed element does not stop the others
     (``maxFailedIndexes``): the Job fails once all have ended and one failed."""
-    import json
-
-    from torchx.specs.sweep import shell_dispatch
 
     job = batch_job_name(app_id, array.role.name)
     check_dns_label(job, "job name (from the app and role names)")

@@ -8,6 +8,7 @@ pods. Pods say which replicas run, where, and why a pending one is not scheduled
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -642,7 +643,6 @@ def sweep_status(jobs: list[dict[str, Any]], response: DescribeAppResponse) -> A
     )
     if raw is None or not response.roles_statuses:
         return None
-    import json
 
     record = json.loads(raw)
     replicas = sorted(response.roles_statuses[0].replicas, key=lambda r: r.id)

@@ -10,6 +10,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import ssl
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote, urlencode, urlsplit
@@ -159,7 +162,6 @@ def _opener(verify: bool | str = True) -> Any:
     origin (scheme, host, port): a proxy, an SSO front end or an http-to-https hop that
     redirects elsewhere never receives it. ``verify``: a CA bundle's path, or False to
     skip checking the dashboard's certificate (as a ``JobSubmissionClient`` takes it)."""
-    import urllib.request
 
     class _SameOriginAuth(urllib.request.HTTPRedirectHandler):
         def redirect_request(  # noqa: PLR0917 (urllib's signature)
@@ -174,7 +176,6 @@ def _opener(verify: bool | str = True) -> Any:
 
     if verify is True:
         return urllib.request.build_opener(_SameOriginAuth)
-    import ssl
 
     context = ssl.create_default_context(cafile=verify if isinstance(verify, str) else None)
     if verify is False:
@@ -264,8 +265,6 @@ class RayJobsClient:
         content_type: str,
         timeout: float | None,
     ) -> bytes:
-        import urllib.error
-        import urllib.request
 
         headers = {"Content-Type": content_type} if body is not None else {}
         sensitive = {k: v for k, v in self._headers.items() if k.lower() in _CREDENTIALS}

@@ -15,7 +15,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import stat
+import tempfile
 import zipfile
 from pathlib import Path
 from typing import IO, Any
@@ -181,8 +183,6 @@ class RayJob:
         spec = json.dumps(self.spec, separators=(",", ":"))
         entrypoint = self.entrypoint
         if self.spec_on_entrypoint:
-            import shlex
-
             entrypoint = f"{ENV_JOB}={shlex.quote(spec)} {entrypoint}"
         else:
             env_vars = dict(runtime_env.get("env_vars") or {})
@@ -418,7 +418,6 @@ def pack_package(package_dir: str | None, out: IO[bytes]) -> str:
 def package_file() -> IO[bytes]:
     """Where a package is built: a private temporary file (removed when closed), so a big
     workspace is never held in memory."""
-    import tempfile
 
     return tempfile.TemporaryFile(prefix="torchx_ray_pkg_")
 

@@ -9,7 +9,9 @@ A missing program is reported in one line that says what to install.
 from __future__ import annotations
 
 import os
+import select
 
+from torchx.schedulers._slurm import ssh
 from torchx.schedulers._slurm.errors import SlurmCommandError
 from torchx.util.support.atomic import write_all
 from torchx.util.support.retry import retry_call
@@ -149,7 +151,6 @@ def run_raw(
     if via is None:
         code, out, raw_err = _spawn_raw(argv, stdin, env)
         return code, out, raw_err.decode("utf-8", "replace")
-    from torchx.schedulers._slurm import ssh
 
     remote = ssh.remote_command(argv, dict(env) if env else None)
     try:
@@ -167,7 +168,6 @@ def run_raw(
 def check_remote_result(via: SshTarget, program: str, code: int, err: str) -> None:
     """Raises for what went wrong around a command run over ssh (not the command's own
     failure): ssh's (exit 255) and a program the login node does not have (127)."""
-    from torchx.schedulers._slurm import ssh
 
     if code == 255:
         raise ssh.ssh_error(via, err)
@@ -185,7 +185,6 @@ def _spawn(
 def _spawn_raw(
     argv: list[str], stdin: bytes | None, env: Mapping[str, str] | None
 ) -> tuple[int, bytes, bytes]:
-    import select
 
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()

@@ -16,6 +16,7 @@ import time
 from torchx.schedulers._slurm import commands
 from torchx.schedulers._slurm.logs import file_tail, replica_log_tail
 from torchx.schedulers._slurm.parse import _exit_status, base_state, slurm_time, split_job_name
+from torchx.schedulers._slurm.request import GAVE_UP
 from torchx.specs.failure import Failure, from_exit_status, from_log_tail, root_cause
 
 TYPE_CHECKING = False
@@ -195,7 +196,6 @@ class _BatchLog:
 def _with_requeues_spent(root: Failure, batch_log: _BatchLog) -> None:
     """A job that stopped after the time-limit warning more often than ``max_requeues``
     allows failed of its time limit, whatever its replicas' exit."""
-    from torchx.schedulers._slurm.request import GAVE_UP
 
     spent = [line for line in batch_log.lines() if line.startswith(GAVE_UP)]
     if spent:

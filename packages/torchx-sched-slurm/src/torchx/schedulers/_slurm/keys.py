@@ -10,6 +10,7 @@ serialized by the runner's lock on the submitting host only (documented).
 from __future__ import annotations
 
 from torchx.schedulers._slurm import commands
+from torchx.schedulers.ids import key_id
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,7 +22,6 @@ _MARK = "torchx-key:"
 
 
 def _mark(key: str) -> str:
-    from torchx.schedulers.ids import key_id
 
     return f"{_MARK}{key_id(key)}"
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 from torchx.schedulers._slurm import commands
+from torchx.schedulers._slurm.request import safe_name
 from torchx.specs.failure import LOG_TAIL_BYTES, read_log_tail
 
 TYPE_CHECKING = False
@@ -38,7 +39,6 @@ def replica_log_tail(
     its stderr (where a traceback and ``torchx.progress`` reports go, so they stay last;
     Slurm keeps no time per line to interleave them by); ``""`` when neither has
     anything."""
-    from torchx.schedulers._slurm.request import safe_name
 
     base = os.path.join(log_dir or ".", f"slurm-{job_id}-{safe_name(role)}-{replica_id}")
     parts = [file_tail(f"{base}.{suffix}", via) for suffix in ("out", "err")]

@@ -16,17 +16,21 @@ Slurm's signals reach the replica rather than a PID 1 that ignores them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import stat
 import subprocess
+import tempfile
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from torchx.specs.api import BindMount, DeviceMount, VolumeMount
+from torchx.util.log import get_logger
 from torchx.util.startup.lazy_dataclass import dataclass
+from torchx.util.support.home import torchx_home
 
 __all__ = [
     "ImageSource",
@@ -55,7 +59,6 @@ class OciError(ValueError):
 
 def default_cache() -> str:
     """Where bundles are kept without ``container_cache``: beside the job records."""
-    from torchx.util.support.home import torchx_home
 
     return os.path.join(torchx_home(), "slurm", "oci")
 
@@ -94,7 +97,6 @@ the ``config.json`` umoci wrote, checked before the entry is reused."""
 
 
 def _sha256(path: str) -> str:
-    import hashlib
 
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
@@ -216,7 +218,6 @@ def cached_image(source: ImageSource, cache: str) -> tuple[str, bool]:
     missing = missing_tools()
     if missing:
         raise OciError(missing_tools_message(missing))
-    import tempfile
 
     work = tempfile.mkdtemp(prefix=".unpack-", dir=cache)
     try:
@@ -373,8 +374,6 @@ def make_bundles(bundles: Sequence[RoleBundle], cache: str) -> None:
 
     Every image is looked up before any is unpacked, so a wrong name fails at once.
     """
-
-    from torchx.util.log import get_logger
 
     for workdir in {bundle.workdir for bundle in bundles}:
         bundles_root(workdir)

@@ -15,6 +15,8 @@ against recorded outputs (``tests/fixtures``).
 
 from __future__ import annotations
 
+import json
+import math
 import re
 import time
 from collections.abc import Iterable, Mapping
@@ -276,7 +278,6 @@ def _job_from_json(job: Mapping[str, Any]) -> SlurmJob | None:
 
 
 def _json_jobs(text: str) -> list[Mapping[str, Any]]:
-    import json
 
     try:
         doc = json.loads(text)
@@ -526,7 +527,6 @@ def parse_squeue_list(text: str, since: float | None = None) -> list[SlurmJob]:
     """Rows of ``squeue -h -t all -O SQUEUE_LIST_FORMAT``: id, heterogeneous leader and
     offset, state and name, nothing a listing does not print; with ``since`` (epoch
     seconds), only jobs submitted since then."""
-    import math
 
     # SubmitTime is local time, YYYY-MM-DDTHH:MM:SS: compared as text with the cutoff
     # written the same way (parsing 2,000 times with strptime cost ours 70 ms)

@@ -11,6 +11,8 @@ import subprocess
 import threading
 
 from torchx.schedulers._slurm.commands import first_error_line
+from torchx.schedulers._slurm.oci import missing_tools, missing_tools_message
+from torchx.schedulers._slurm.ssh import remote_command, ssh_argv, ssh_error
 from torchx.util.readiness import (
     ReadinessCheck,
     not_configured,
@@ -36,8 +38,6 @@ def _run(*argv: str, via: SshTarget | None = None) -> tuple[int, str, str]:
     timeout = TIMEOUT_S
     command = list(argv)
     if via is not None:  # on the login node; the first command also opens the connection
-        from torchx.schedulers._slurm.ssh import remote_command, ssh_argv
-
         command = ssh_argv(via, remote_command(command))
         timeout = SSH_TIMEOUT_S
     try:
@@ -49,7 +49,6 @@ def _run(*argv: str, via: SshTarget | None = None) -> tuple[int, str, str]:
 
 def ssh_check(via: SshTarget) -> ReadinessCheck:
     """The login node answers over ssh, in batch mode (no prompt)."""
-    from torchx.schedulers._slurm.ssh import ssh_error
 
     code, _, err = _run("echo", "connected", via=via)  # a builtin of every shell
     if code != 0:
@@ -161,7 +160,6 @@ def containers_check(container: str, via: SshTarget | None = None) -> ReadinessC
     """What the ``container`` run option can use: Slurm's OCI support (``srun
     --container``, oci.conf, skopeo and umoci here) and pyxis (``--container-image``);
     a problem only for the mode asked for (``-cfg container=...``)."""
-    from torchx.schedulers._slurm.oci import missing_tools, missing_tools_message
 
     code, out, err = _run("srun", "--help", via=via)
     if code != 0:

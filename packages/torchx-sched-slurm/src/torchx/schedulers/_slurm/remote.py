@@ -12,12 +12,16 @@ import contextlib
 import io
 import os
 import stat
+import subprocess
+import tarfile
+import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from torchx.schedulers._slurm import commands
 from torchx.schedulers._slurm.ssh import SlurmSshError, SshTarget, remote_command, ssh_argv
+from torchx.specs.api import is_terminal
 
 __all__ = ["follow_logs", "home", "make_job_dir", "remove_dir", "send_files"]
 
@@ -82,9 +86,6 @@ def send_files(
     copy, links kept as links) into ``job_dir`` on the login node, as one tar stream
     written while it is read (never whole in memory). TorchX's files come first and the
     login node's tar never replaces a file, so no workspace entry can stand in for them."""
-    import subprocess
-    import tarfile
-    import tempfile
 
     argv = ["tar", "-x", "-k", "-f", "-", "-C", job_dir]
     with tempfile.TemporaryFile() as errors:
@@ -215,7 +216,6 @@ def _read(via: SshTarget, path: str, offset: int) -> bytes:
 
 
 def _finished(watcher: Any, app_id: str) -> bool:
-    from torchx.specs.api import is_terminal
 
     desc = watcher.describe(app_id)
     return desc is None or is_terminal(desc.state)

@@ -27,6 +27,7 @@ from typing import Any
 
 from torchx.schedulers._slurm import commands, containers, oci, validate
 from torchx.schedulers._slurm.commands import SlurmNotFoundError
+from torchx.schedulers._slurm.keys import comment_with_key
 from torchx.schedulers._slurm.oci import RoleBundle
 from torchx.schedulers._slurm.workspaces import remote_job_dir
 from torchx.schedulers._slurm.workspaces import via as via_of
@@ -723,8 +724,6 @@ def assemble(
     for key in SBATCH_JOB_OPTIONS:
         value = opts.get(key)
         if key == "comment" and idempotency_key is not None:
-            from torchx.schedulers._slurm.keys import comment_with_key
-
             value = comment_with_key(
                 None if value is None else str(value), idempotency_key
             )  # how the key is found again

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
+from shlex import quote
 
 from torchx.schedulers._slurm.errors import SlurmCommandError
 
@@ -131,7 +133,6 @@ def control_dir() -> str | None:
     """A private directory for the connection sockets (``$XDG_RUNTIME_DIR`` or the temp
     dir, short enough for a socket path), or None where none can be had safely (then no
     connection is shared)."""
-    import tempfile
 
     base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
     path = os.path.join(base, f"torchx-ssh-{os.getuid()}")
@@ -162,7 +163,6 @@ def remote_command(argv: list[str], env: dict[str, str] | None = None) -> str:
     ``/bin/sh`` as ``printf`` octal escapes: what the login shell sees holds no quote,
     ``!``, ``$`` or line break of the user's, and every shell passes it on unchanged.
     """
-    from shlex import quote
 
     words = [*(["env", *(f"{k}={v}" for k, v in env.items())] if env else []), *argv]
     line = " ".join(map(quote, words))

@@ -13,6 +13,7 @@ values. Each element's state comes from the tasks of its arrays.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -28,10 +29,13 @@ from torchx.schedulers._slurm.parse import (
     split_job_name,
 )
 from torchx.schedulers.api import DescribeAppResponse
+from torchx.schedulers.ids import ENV_REQUEST, ENV_REQUEST_HASH
 from torchx.specs import ReplicaStatus, RoleStatus
 from torchx.specs.api import NONE, AppState, Resource, Role, is_terminal
+from torchx.specs.attempts import Attempt
 from torchx.specs.failure import Failure, from_exit_status, from_log_tail
 from torchx.specs.status import ArrayStatus
+from torchx.specs.timeline import Waiting, timeline
 from torchx.util.startup.lazy_dataclass import dataclass
 
 TYPE_CHECKING = False
@@ -262,8 +266,6 @@ def describe_rows(
         )
     log_dir = record.log_dir if record is not None else None
     if record is not None and record.request_hash:  # Slurm keeps no env: the record does
-        from torchx.schedulers.ids import ENV_REQUEST, ENV_REQUEST_HASH
-
         for described in roles:
             described.env.update(
                 {ENV_REQUEST_HASH: record.request_hash, ENV_REQUEST: record.request}
@@ -288,7 +290,6 @@ def _timing(
     """The job's phases from Slurm's Submit, Start and End times (the earliest submit and
     start, the latest end of its het components), and why it waits while it does: its
     pending reason in Slurm's word and what that means."""
-    from torchx.specs.timeline import Waiting, timeline
 
     def first(values: list[float | None]) -> float | None:
         known = [v for v in values if v is not None]
@@ -446,13 +447,10 @@ def describe_array(
     """The sweep ``app_id`` (arrays ``job_ids``): each element's state from the queue
     (one ``squeue``), and from accounting those the queue no longer holds (one ``sacct``,
     only then). ``None`` when neither knows a sweep of these ids."""
-    from torchx.specs.timeline import Waiting
 
     ids = ",".join(job_ids)
     meta: dict[str, Any] = {}
     if record is not None and record.array:
-        import json
-
         meta = json.loads(record.array)
     tasks: dict[int, _Task] = {}
     names: dict[str, str] = {}
@@ -607,7 +605,6 @@ def attempt_history(job_id: str, log_dir: str | None, via: SshTarget | None) -> 
     """Every attempt of a requeued job, from accounting's record of each (``sacct
     --duplicates``): how the ended ones ended, and when. A requeue the batch script asked
     for (``REQUEUED``) takes its reason from the batch log's ``torchx: requeued:`` lines."""
-    from torchx.specs.attempts import Attempt
 
     try:
         code, out, _ = commands.run_once(

@@ -7,6 +7,7 @@ starts, possibly hours later (upstream #405).
 from __future__ import annotations
 
 import os
+import signal
 
 from torchx.schedulers._slurm.parse import parse_time_limit
 from torchx.specs.api import Role
@@ -134,7 +135,6 @@ def check_signal(value: str) -> int:
     """The lead time in seconds of a ``signal`` run option (sbatch's
     ``[R:]SIG[@SECONDS]``), refusing what sbatch would refuse only at submission and
     ``B:``, which would warn the batch shell TorchX writes instead of the replicas."""
-    import signal
 
     spec = value
     if spec.startswith("B:") or spec.startswith("RB:") or spec.startswith("BR:"):

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import Mapping
 from typing import Any
 
+from torchx.schedulers._slurm.ssh import SshTarget
+from torchx.schedulers._slurm.validate import check_job_dir
 from torchx.specs.api import CfgVal, Role
 from torchx.util.log import get_logger
 from torchx.workspace.api import WorkspaceMixin
@@ -50,7 +53,6 @@ def via(cfg: Mapping[str, CfgVal] | None) -> SshTarget | None:
     value = (cfg or {}).get("ssh")
     if not value:
         return None
-    from torchx.schedulers._slurm.ssh import SshTarget
 
     return SshTarget.parse(str(value))
 
@@ -132,14 +134,10 @@ class SlurmDirWorkspace(DirWorkspaceMixin):
         image = role.image
         job_dir = cfg.get("job_dir")
         if isinstance(job_dir, str):
-            from torchx.schedulers._slurm.validate import check_job_dir
-
             check_job_dir(job_dir)
         if via(cfg) is not None and isinstance(job_dir, str):
             job_dir = remote_job_dir(job_dir)
             if job_dir not in self.staged:
-                import tempfile
-
                 staged = os.path.join(tempfile.mkdtemp(prefix="torchx-slurm-ws-"), "ws")
                 try:
                     super().build_workspace_and_update_role(role, workspace, {"job_dir": staged})

@@ -8,8 +8,12 @@ later install overwrite the other's files, which fails in confusing ways.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
+import shutil
 import sys
+from importlib import metadata
 
 from torchx.version import __version__
 
@@ -27,7 +31,6 @@ UPSTREAM_MARKER = "torchx/specs/api.py"
 
 def upstream_torchx_version() -> str | None:
     """The version of upstream TorchX's ``torchx`` distribution if it is installed here."""
-    from importlib import metadata
 
     try:
         dist = metadata.distribution("torchx")
@@ -56,8 +59,6 @@ def version_line() -> str:
 
 def _record_hash(path: str) -> str:
     """A file's digest as a wheel's RECORD writes it (``sha256=`` urlsafe base64)."""
-    import base64
-    import hashlib
 
     with open(path, "rb") as f:
         digest = hashlib.sha256(f.read()).digest()
@@ -68,8 +69,6 @@ def command_owner(command: str | None = None) -> str | None:
     """Which distribution's ``torchx`` command is on PATH: ``torchx-cli`` (this project)
     or ``torchx`` (upstream's), told by the file's digest in each one's RECORD; None when
     neither recorded it (an editable or unusual install)."""
-    import shutil
-    from importlib import metadata
 
     path = (
         command
@@ -100,7 +99,6 @@ def install_report() -> str:
     """Which TorchX distributions are installed here and whose the ``torchx`` command is:
     ``python -m torchx.util.support.provenance`` prints it, also where upstream's ``torchx`` was
     installed last and took the command (upstream has no ``torchx check``)."""
-    from importlib import metadata
 
     def version(name: str) -> str | None:
         try:
