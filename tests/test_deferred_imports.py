@@ -9,9 +9,10 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
-import tomllib
 from fnmatch import fnmatch
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 MAX_DEFERRED = 350

@@ -13,6 +13,7 @@ like the entry-point cache.
 import os
 import sys
 
+from torchx.util.entrypoints import entry_points
 from torchx.util.startup import disk_cache
 from torchx.version import __version__
 
@@ -32,7 +33,6 @@ _DISCOVERY_MODULES = ("torchx.specs.finder", "torchx.specs.file_linter")
 
 
 def _key() -> "tuple[Any, ...]":
-    from torchx.util.entrypoints import entry_points
 
     groups = tuple(tuple(ep) for ep in entry_points(_COMPONENTS_GROUP))
     paths = tuple(p for p in sys.path if isinstance(p, str))
@@ -48,7 +48,6 @@ def load_component_names() -> "list[tuple[str, str]] | None":
 
 
 def _base_modules() -> list[str]:
-    from torchx.util.entrypoints import entry_points
 
     modules = [ep.module for ep in entry_points(_COMPONENTS_GROUP)]
     return modules or [_BUILTIN_MODULE]

@@ -5,6 +5,7 @@ scheduler-specific exception from deep inside the runner.
 """
 
 from torchx.cli.errors import EXIT_USAGE, CliError
+from torchx.schedulers import get_scheduler_factories
 
 __all__ = [
     "HANDLE_FORMAT",
@@ -32,7 +33,6 @@ def shown(value: str, limit: int = 80) -> str:
 
 def installed_schedulers() -> list[str]:
     """Names of every registered scheduler, in registration order."""
-    from torchx.schedulers import get_scheduler_factories
 
     return list(get_scheduler_factories())
 

@@ -22,6 +22,7 @@ from itertools import islice
 
 from torchx.cli._term import palette_for
 from torchx.progress import drop_report_lines, is_report_line
+from torchx.specs.sweep import AppArray
 from torchx.util.strings import terminal_bytes, terminal_text
 
 TYPE_CHECKING = False
@@ -83,7 +84,6 @@ def prefix_chunk(prefix: bytes, chunk: bytes) -> bytes:
 def find_role_replicas(app: "AppDef", role_name: "str | None") -> list[tuple[str, int]]:
     """``(role, replica index)`` for every replica of ``role_name`` (all roles if None);
     a sweep's replicas are its elements, numbered by their indices in the sweep."""
-    from torchx.specs.sweep import AppArray
 
     if isinstance(app, AppArray):
         return [

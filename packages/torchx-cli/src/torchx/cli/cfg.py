@@ -5,7 +5,12 @@ a cast; a typo in ``-cfg`` then silently ran the job with a default. Here both a
 naming the key, the accepted options and ``torchx runopts <scheduler>``.
 """
 
+import json
+
 from torchx.cli.errors import EXIT_USAGE, CliError, one_line
+from torchx.specs import get_type_name
+from torchx.util.log import get_logger
+from torchx.util.types import to_dict
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,8 +49,6 @@ def _check_key(opts: "runopts", scheduler: str, key: str) -> bool:
 
     why = retired_option(scheduler, key)
     if why is not None:
-        from torchx.util.log import get_logger
-
         get_logger("torchx").warning(
             "run option '%s' of scheduler '%s' is from an older TorchX and is ignored: %s",
             key,
@@ -75,7 +78,6 @@ def parse_cfg_str(opts: "runopts", scheduler: str, cfg_str: "str | None") -> "di
 
 def _pairs(cfg_str: str, see: str) -> "dict[str, str]":
     """``k1=v1,k2=v2`` as strings; a malformed one is a usage error (``see``: its hint)."""
-    from torchx.util.types import to_dict
 
     try:
         return to_dict(cfg_str)
@@ -88,7 +90,6 @@ def _pairs(cfg_str: str, see: str) -> "dict[str, str]":
 
 def _typed(opts: "runopts", scheduler: str, raw: "Mapping[str, str]") -> "dict[str, CfgVal]":
     """``raw``'s values cast to the types of ``opts`` (whose keys they are)."""
-    from torchx.specs import get_type_name
 
     cfg: dict[str, CfgVal] = {}
     for key, value in raw.items():
@@ -134,7 +135,6 @@ def parse_cfg_json(
     opts: "runopts", scheduler: str, scheduler_args: "Mapping[str, Any]"
 ) -> "dict[str, CfgVal]":
     """Converts the JSON ``scheduler_args`` of ``--stdin``; unknown keys are errors."""
-    import json
 
     kept = {key: value for key, value in scheduler_args.items() if _check_key(opts, scheduler, key)}
     try:

@@ -6,6 +6,8 @@ A plugin registers a ``SubCommand`` subclass (or a factory returning an instance
 
 import abc
 
+from torchx.cli._option_table import defaults
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
@@ -47,7 +49,6 @@ class SubCommand(abc.ABC):
             return None
         if any(word.startswith("-") for word in words):
             return None
-        from torchx.cli._option_table import defaults
 
         return {**dict(zip(positionals, words, strict=True)), **defaults(options)}
 

@@ -6,18 +6,30 @@ replica's log lines stream to stderr behind a ``role/replica`` prefix; the exit 
 0 only if the app SUCCEEDED.
 """
 
+import json
 import os
 import sys
 import threading
 from contextvars import ContextVar
 
 from torchx.cli._cli_defaults import explicitly_given
+from torchx.cli._handles import check_app_handle, check_scheduler, installed_schedulers
 from torchx.cli._option_table import Option, add_options, read_plain, scheduler_options
+from torchx.cli.cfg import parse_cfg_json, parse_cfg_str, scheduler_runopts
 from torchx.cli.cmd_base import SubCommand
 from torchx.cli.cmd_builtins import CmdBuiltins
 from torchx.cli.errors import EXIT_USAGE, CliError, Terminated, usage_error
+from torchx.runner import config, get_runner
+from torchx.runner.sweep import parse_sweep_flags
+from torchx.schedulers import get_default_scheduler_name
+from torchx.specs import NONE, AppState, InvalidRunConfigException, parse_app_handle
+from torchx.specs.builders import ComponentArgumentError
+from torchx.specs.component_params import resolved_annotations
 from torchx.util.log import get_logger
+from torchx.util.startup import fn_params
 from torchx.util.startup.lazy_dataclass import asdict, dataclass, field, fields
+from torchx.util.strings import escape_unprintable
+from torchx.util.types import get_argparse_param_type
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -166,7 +178,6 @@ def _sweep_of(args: "argparse.Namespace") -> "dict[str, list[str]]":
     flags = getattr(args, "sweep", None) or []
     if not flags:
         return {}
-    from torchx.runner.sweep import parse_sweep_flags
 
     try:
         return parse_sweep_flags(flags)
@@ -206,7 +217,6 @@ def _parse_component_name_and_args(
     --msg b``) is an error (reported by ``subparser``, else as ``torchx run`` reports
     usage errors).
     """
-    from torchx.runner import config
 
     component = config.get_config(prefix="cli", name="run", key="component", dirs=dirs)
     args = list(component_name_and_args)
@@ -242,7 +252,6 @@ def _check_config_files(component: str) -> None:
     a warning for each misspelled section or key, an error for a value of the component's
     section that does not fit its argument. A component that cannot be found is left to
     the run to report."""
-    from torchx.runner import config
 
     if not config.find_configs():
         return  # no file, no typo (and nothing more is imported on the run path)
@@ -250,7 +259,6 @@ def _check_config_files(component: str) -> None:
 
     if ":" in component:  # a file's component: looking it up here would run the file twice
         from torchx.cli._component_cache import load_component_names
-        from torchx.cli._handles import installed_schedulers
 
         listed = [name for name, _ in load_component_names() or []]
         warn_typos(installed_schedulers(), None, (), listed)
@@ -262,14 +270,10 @@ def _check_config_files(component: str) -> None:
     except Exception:
         return
     from torchx.cli._component_cache import load_component_names
-    from torchx.cli._handles import installed_schedulers
-    from torchx.util.startup import fn_params
-    from torchx.util.types import get_argparse_param_type
 
     params = {p.name: p for p in fn_params.parameters(fn)}
     listed = [name for name, _ in load_component_names() or []]
     warn_typos(installed_schedulers(), component, params, listed)
-    from torchx.specs.component_params import resolved_annotations
 
     annotations = resolved_annotations(fn)
 
@@ -299,7 +303,6 @@ def _run_usage_error(subparser: "argparse.ArgumentParser | None", message: str) 
 
 
 def _default_scheduler() -> "str | None":
-    from torchx.schedulers import get_default_scheduler_name
 
     try:
         return get_default_scheduler_name()
@@ -351,7 +354,6 @@ class CmdRun(SubCommand):
 
     def run(self, args: "argparse.Namespace") -> None:
         os.environ["TORCHX_CONTEXT_NAME"] = os.environ.get("TORCHX_CONTEXT_NAME", "cli_run")
-        from torchx.runner import config, get_runner
 
         if args.stdin:
             self._check_stdin_flags(args)
@@ -455,7 +457,6 @@ class CmdRun(SubCommand):
                 " the failed elements as they were first submitted",
                 exit_code=EXIT_USAGE,
             )
-        from torchx.cli._handles import check_app_handle
 
         handle = args.retry_failed
         check_app_handle(handle)
@@ -471,10 +472,6 @@ class CmdRun(SubCommand):
             _print_next_steps(runner, new_handle)
 
     def _run_args_from_stdin(self, runner: "Runner", dryrun: bool) -> TorchXRunArgs:
-        import json
-
-        from torchx.cli._handles import check_scheduler
-        from torchx.cli.cfg import parse_cfg_json, scheduler_runopts
 
         try:
             data = json.load(sys.stdin)
@@ -499,8 +496,6 @@ class CmdRun(SubCommand):
         return run_args
 
     def _run_args_from_flags(self, runner: "Runner", args: "argparse.Namespace") -> TorchXRunArgs:
-        from torchx.cli._handles import check_scheduler
-        from torchx.cli.cfg import parse_cfg_str, scheduler_runopts
 
         component, component_args = _parse_component_name_and_args(
             args.component_name_and_args, self._subparser
@@ -515,9 +510,6 @@ class CmdRun(SubCommand):
         return torchx_run_args_from_argparse(args, component, component_args, cfg)
 
     def _run(self, runner: "Runner", run_args: TorchXRunArgs) -> None:
-        from torchx.runner import config
-        from torchx.specs import InvalidRunConfigException
-        from torchx.specs.builders import ComponentArgumentError
 
         scheduler = run_args.scheduler
         component = run_args.component_name
@@ -738,7 +730,6 @@ RUN_OPTIONS = [
 def _config_origin(message: str, scheduler: str, cfg: "dict[str, CfgVal]") -> "str | None":
     """The config file, section and key behind the run option an error names, if a
     ``.torchxconfig`` set it (so the one line says which file to fix)."""
-    from torchx.runner import config
 
     for key in cfg:
         if f"option {key}=" in message or f"{key} {cfg[key]!r}" in message:
@@ -758,9 +749,6 @@ def _print_run_json(runner: "Runner", app_handle: str) -> None:
     ``torchx run --json`` (keys are only ever added)."""
     if not _JSON_OUTPUT.get():
         return
-    import json
-
-    from torchx.specs import parse_app_handle
 
     status = runner.status(app_handle, progress=False)
     scheduler, _, app_id = parse_app_handle(app_handle)
@@ -775,7 +763,6 @@ def _print_run_json(runner: "Runner", app_handle: str) -> None:
 
 
 def _print_dryrun(info: "AppDryRunInfo[Any]") -> None:
-    import json
 
     if _JSON_OUTPUT.get():  # one object: the scheduler, the cfg, the app and the request
         from dataclasses import is_dataclass
@@ -860,7 +847,6 @@ class _PendingNotes:
         self._said: str | None = None
 
     def __call__(self, status: "AppStatus") -> None:
-        from torchx.specs import NONE, AppState
 
         self.last_state = status.state.name
         if status.state not in (AppState.PENDING, AppState.SUBMITTED):
@@ -869,7 +855,6 @@ class _PendingNotes:
         reason = status.msg if status.msg and status.msg != NONE else "pending"
         if reason != self._said:
             self._said = reason
-            from torchx.util.strings import escape_unprintable
 
             shown = escape_unprintable(reason)
             print(f"torchx: {self.app_handle} is waiting: {shown}", file=sys.stderr, flush=True)
@@ -886,7 +871,6 @@ def _wait_and_exit(
         join_streamers,
         stream_replicas,
     )
-    from torchx.specs import AppState
 
     app_done = threading.Event()
     app = runner.describe(app_handle)

@@ -6,8 +6,13 @@ the others.
 
 import sys
 
+from torchx.cli._handles import check_scheduler, installed_schedulers
 from torchx.cli._option_table import Option, add_options
+from torchx.cli._term import palette_for
 from torchx.cli.cmd_base import SubCommand
+from torchx.cli.errors import CliError
+from torchx.schedulers import get_scheduler_factories
+from torchx.util.startup import disk_cache
 from torchx.version import __version__
 
 TYPE_CHECKING = False
@@ -56,7 +61,6 @@ class CmdRunopts(SubCommand):
 
     def _load(self, names: "list[str]", one: bool) -> "dict[str, tuple[str, Any] | str]":
         """Per scheduler: (its options as text, as JSON), or why it could not be loaded."""
-        from torchx.cli.errors import CliError
         from torchx.runner import get_runner
 
         results: dict[str, tuple[str, Any] | str] = {}
@@ -76,8 +80,6 @@ class CmdRunopts(SubCommand):
         return results
 
     def run(self, args: "argparse.Namespace") -> None:
-        from torchx.cli._handles import check_scheduler, installed_schedulers
-        from torchx.util.startup import disk_cache
 
         names = [check_scheduler(args.scheduler)] if args.scheduler else installed_schedulers()
         # Every scheduler's module (and its run options) is imported to answer: the
@@ -100,8 +102,6 @@ class CmdRunopts(SubCommand):
                 }
             )
         else:
-            from torchx.cli._term import palette_for
-
             c = palette_for(sys.stdout)
             for name, result in results.items():
                 body = result[0] if isinstance(result, tuple) else f"    failed to load: {result}"
@@ -119,7 +119,6 @@ def _safe(name: str) -> str:
 def _code_key() -> "tuple[Any, ...]":
     """What decides which code answers: torchx, the interpreter, the import path and the
     registered schedulers."""
-    from torchx.schedulers import get_scheduler_factories
 
     factories = tuple(
         (name, getattr(f, "__module__", ""), getattr(f, "__qualname__", ""))

@@ -5,6 +5,8 @@
 importing this package stays cheap.
 """
 
+from torchx.runner import api
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -16,7 +18,5 @@ __all__ = ["Runner", "get_runner"]
 
 def __getattr__(name: str) -> "Any":
     if name in __all__:
-        from torchx.runner import api
-
         return getattr(api, name)
     raise AttributeError(f"module 'torchx.runner' has no attribute {name!r}")

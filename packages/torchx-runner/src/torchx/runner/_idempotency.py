@@ -15,11 +15,12 @@ Every app of a key is named by the key (:func:`torchx.schedulers.ids.keyed_ids`)
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
-import sys
 import shlex
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -30,6 +31,8 @@ from torchx.specs.api import AppDef, CfgVal
 from torchx.util.log import get_logger
 from torchx.util.startup.lazy_dataclass import asdict
 from torchx.util.strings import escape_unprintable
+from torchx.util.support.atomic import FILE_MODE, check_private, make_private_dirs
+from torchx.util.support.home import torchx_home
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -126,10 +129,6 @@ def _key_lock(key: str) -> Iterator[None]:
     """Holds this host's lock of ``key`` (``$TORCHX_HOME/locks/``: the user's own, mode
     0700, no link). The holder writes who it is into the file; a run that has to wait
     says who holds it, and gives up after :data:`LOCK_WAIT_S` with one line."""
-    import fcntl
-
-    from torchx.util.support.atomic import FILE_MODE, check_private, make_private_dirs
-    from torchx.util.support.home import torchx_home
 
     locks = os.path.join(torchx_home(), "locks")
     check_private(locks, torchx_home())

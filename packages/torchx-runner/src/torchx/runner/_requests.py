@@ -4,9 +4,11 @@ editing, fills in the macros known once the app exists, keeps the request as sub
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 
+from torchx.runner._idempotency import check_key, request_env
 from torchx.runner._trackers import get_configured_trackers, warn_missing_trackers
 from torchx.runner.events import log_event, may_listen
 from torchx.schedulers.ids import ENV_REQUEST, ENV_REQUEST_HASH, keyed_ids
@@ -20,6 +22,9 @@ from torchx.specs.api import (
     macros,
     parse_app_handle,
 )
+from torchx.specs.sweep import AppArray as _AppArray
+from torchx.tracker.api import tracker_config_env_var_name
+from torchx.util.session import get_session_id_or_create_new
 from torchx.util.startup.lazy_dataclass import deep_copy
 from torchx.util.strings import check_env_names
 
@@ -100,7 +105,6 @@ def changed_beyond_image(before: Role, after: Role) -> bool:
 def set_run_id(app: AppDef, run_id: str) -> None:
     """``$TORCHX_RUN_ID`` of every role; each element of a sweep is a run of its own,
     ``RUN_ID[INDEX]`` (its tracker run)."""
-    from torchx.specs.sweep import AppArray as _AppArray
 
     for role in app.roles:
         role.env[ENV_RUN_ID] = run_id
@@ -112,7 +116,6 @@ def set_run_id(app: AppDef, run_id: str) -> None:
 def keep_request(app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal] | None) -> None:
     """Keeps, in the env of every role of ``app`` (a copy) submitted with an idempotency
     key, what it was made from: a later run of the key that asks for another is told."""
-    from torchx.runner._idempotency import request_env
 
     kept = request_env(app, scheduler, cfg)
     for role in app.roles:
@@ -130,7 +133,6 @@ def runcfg_json(cfg: Mapping[str, CfgVal] | None) -> str | None:
     """The run config as JSON for the ``schedule`` event, when anyone may read the event."""
     if not cfg or not may_listen():
         return None
-    import json
 
     return json.dumps(dict(cfg), default=str)
 
@@ -192,7 +194,6 @@ def rendered_request(info: AppDryRunInfo[Any]) -> str:
 
 def with_key(sched: Scheduler[Any], info: AppDryRunInfo[Any], key: str) -> AppDryRunInfo[Any]:
     """``info`` rendered again for idempotency ``key`` (its name, ``$TORCHX_RUN_ID``)."""
-    from torchx.runner._idempotency import check_key
 
     check_key(key)
     if info._app is None or info.unbuilt is not None:
@@ -216,7 +217,6 @@ def inject_env(app: AppDef, handle: str, parent_run_id: str | None, key: str | N
 
     ``TORCHX_RUN_ID`` is the idempotency key when there is one, else the app handle:
     the same in every attempt of the app, the name of its tracker run."""
-    from torchx.util.session import get_session_id_or_create_new
 
     injected: dict[str, str] = {
         ENV_JOB_ID: handle,
@@ -227,8 +227,6 @@ def inject_env(app: AppDef, handle: str, parent_run_id: str | None, key: str | N
         injected[ENV_PARENT_RUN_ID] = parent_run_id
     trackers = get_configured_trackers()
     if trackers:
-        from torchx.tracker.api import tracker_config_env_var_name  # only with trackers
-
         warn_missing_trackers(list(trackers))
         injected[ENV_TRACKERS] = ",".join(trackers)
         for name, config in trackers.items():

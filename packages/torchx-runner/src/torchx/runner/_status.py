@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 
 from torchx.specs.api import AppStatus, is_started, is_terminal
+from torchx.specs.failure import Failure
 from torchx.specs.status import AppState
 from torchx.util.log import get_logger
 
@@ -140,7 +141,6 @@ def failure_of(desc: DescribeAppResponse) -> Failure | None:
         return None
     if desc.failure is not None:
         return desc.failure
-    from torchx.specs.failure import Failure
 
     for role in desc.roles_statuses:
         for replica in sorted(role.replicas, key=lambda r: r.id):

@@ -15,8 +15,14 @@ from __future__ import annotations
 import os
 import sys
 
+from torchx.runner import config
+from torchx.runner.config import find_configs
 from torchx.settings import ENV_TORCHX_TRACKERS
+from torchx.tracker.api import build_trackers, installed_trackers, tracker_config_env_var_name
 from torchx.util.log import get_logger
+from torchx.util.support.atomic import make_private_dirs, try_write_private
+from torchx.util.support.home import torchx_home
+from torchx.util.support.retry import outage_budget
 
 __all__ = ["finish_tracked_app", "get_configured_trackers", "warn_missing_trackers"]
 
@@ -36,8 +42,6 @@ def get_configured_trackers() -> dict[str, str | None]:
     ``$TORCHX_TRACKERS`` (comma list) when set. Each config is ``[tracker:<name>] config``,
     overridden by ``$TORCHX_TRACKER_<NAME>_CONFIG``.
     """
-    from torchx.runner import config
-    from torchx.tracker.api import tracker_config_env_var_name
 
     env_names = os.environ.get(ENV_TORCHX_TRACKERS)
     if env_names is not None:
@@ -61,7 +65,6 @@ def get_configured_trackers() -> dict[str, str | None]:
 
 def warn_missing_trackers(names: list[str]) -> None:
     """Warns once per process about each configured tracker that nothing provides."""
-    from torchx.tracker.api import installed_trackers
 
     missing = [n for n in names if n not in _warned]
     if not missing:
@@ -89,8 +92,6 @@ def warn_missing_trackers(names: list[str]) -> None:
 def _marker(handle: str) -> str:
     import base64
 
-    from torchx.util.support.home import torchx_home
-
     name = base64.b32encode(handle.encode("utf-8")).decode("ascii")
     return os.path.join(torchx_home(), "trackers", "finished", name[:200])
 
@@ -101,17 +102,12 @@ def finish_tracked_app(handle: str, state: str) -> None:
     if handle in _finished:
         return
     _finished.add(handle)
-    if not os.environ.get("TORCHX_TRACKERS"):
-        from torchx.runner.config import find_configs
-
-        if not find_configs():  # no tracker can be configured: nothing to read
-            return
+    if not os.environ.get("TORCHX_TRACKERS") and not find_configs():
+        return  # no tracker can be configured: nothing to read
     marker = _marker(handle)
     if not get_configured_trackers() or os.path.exists(marker):
         return
     import subprocess
-
-    from torchx.util.support.atomic import make_private_dirs
 
     log = os.path.join(os.path.dirname(os.path.dirname(marker)), "finish.log")
     make_private_dirs(os.path.dirname(log))
@@ -128,8 +124,6 @@ def finish_tracked_app(handle: str, state: str) -> None:
 
 def _finish_now(handle: str, state: str) -> int:
     """The helper's work: tells the installed configured trackers, then leaves the marker."""
-    from torchx.tracker.api import build_trackers, installed_trackers
-    from torchx.util.support.atomic import try_write_private
 
     marker = _marker(handle)
     if os.path.exists(marker):
@@ -137,7 +131,6 @@ def _finish_now(handle: str, state: str) -> int:
     configured = get_configured_trackers()
     installed = installed_trackers()  # the rest was warned about at submit
     usable = {k: v for k, v in configured.items() if k in installed or ":" in k}
-    from torchx.util.support.retry import outage_budget
 
     for tracker in build_trackers(usable):
         try:

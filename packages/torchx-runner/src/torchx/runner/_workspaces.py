@@ -5,6 +5,7 @@ give) and built at submission, when the request was not edited in between."""
 from __future__ import annotations
 
 from torchx.runner._requests import Unbuilt, changed_beyond_image, copy_app, rendered_request
+from torchx.schedulers.api import as_workspace_scheduler
 from torchx.schedulers.ids import keyed_ids
 from torchx.specs.api import AppDef, AppDryRunInfo, CfgVal, Role, Workspace
 from torchx.util.log import get_logger
@@ -31,7 +32,6 @@ def built_images(
     """What :meth:`torchx.runner.Runner.build_workspace` returns: each ``(image,
     workspace)`` pair of ``app_or_role`` built into an image by ``sched``."""
     # torchx.schedulers.api loads typing: not on `torchx run --dryrun`'s path (bench_cli)
-    from torchx.schedulers.api import as_workspace_scheduler
 
     written = app_or_role.roles if isinstance(app_or_role, AppDef) else [app_or_role]
     memo: dict[int, Any] = {id(role.overrides): role.overrides for role in written}
@@ -80,7 +80,6 @@ def prepare_workspaces(
     :meth:`schedule` builds), else ``None``.
     """
     # torchx.schedulers.api loads typing: not on `torchx run --dryrun`'s path (bench_cli)
-    from torchx.schedulers.api import as_workspace_scheduler
 
     builder = as_workspace_scheduler(sched)
     if builder is None:
@@ -114,7 +113,6 @@ def build_planned(sched: Scheduler[Any], info: AppDryRunInfo[Any]) -> AppDryRunI
     """``info``, or, when its dry run left workspaces unbuilt, the request rendered
     again after building them."""
     # torchx.schedulers.api loads typing: not on `torchx run --dryrun`'s path (bench_cli)
-    from torchx.schedulers.api import as_workspace_scheduler
 
     unbuilt = info.unbuilt
     if not isinstance(unbuilt, Unbuilt):

@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import TracebackType
 
+from torchx.runner._idempotency import check_key, requested_as, submit_once
 from torchx.runner._logs import PatientLog
 from torchx.runner._requests import (
     ENV_PARENT_RUN_ID,
@@ -48,6 +49,7 @@ from torchx.runner.sweep import (
     sweep_as_described,
 )
 from torchx.schedulers import get_scheduler_factories
+from torchx.schedulers.api import Stream
 from torchx.schedulers.ids import keyed_ids
 from torchx.specs.api import (
     NONE,
@@ -65,6 +67,8 @@ from torchx.specs.api import (
     parse_app_handle,
     runopts,
 )
+from torchx.specs.builders import materialize_appdef
+from torchx.specs.finder import get_component
 from torchx.specs.sweep import AppArray
 from torchx.util.log import get_logger
 from torchx.util.startup.static_typing import overload
@@ -91,8 +95,6 @@ def __getattr__(name: str) -> Any:
     """``Stream``, which upstream's module re-exported (launchers import it from here), and
     ``S``, upstream's type variable for a scheduler's request type, made when asked for."""
     if name == "Stream":
-        from torchx.schedulers.api import Stream
-
         return Stream
     if name == "S":
         from typing import TypeVar
@@ -282,9 +284,6 @@ class Runner(SweepMethods):
             ValueError: the app or a run option is refused before anything is submitted
                 (the message names the fix).
         """
-        from torchx.runner._idempotency import requested_as
-        from torchx.specs.builders import materialize_appdef
-        from torchx.specs.finder import get_component
 
         component_def = get_component(component)
         cli_args = component_args if isinstance(component_args, list) else []
@@ -445,8 +444,6 @@ class Runner(SweepMethods):
                 dryrun_info = build_planned(sched, dryrun_info)
                 app_id = sched.schedule(dryrun_info)
             else:
-                from torchx.runner._idempotency import submit_once
-
                 info = dryrun_info
 
                 def submit() -> str:
@@ -555,8 +552,6 @@ class Runner(SweepMethods):
                 f"app {app.name!r} has no roles; add at least one specs.Role to AppDef.roles"
             )
         if idempotency_key is not None:
-            from torchx.runner._idempotency import check_key
-
             check_key(idempotency_key)
         sched = self._scheduler(scheduler)
 

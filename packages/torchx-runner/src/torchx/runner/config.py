@@ -33,7 +33,10 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Iterable
 
+from torchx.schedulers import get_scheduler_factories
+from torchx.schedulers.api import Scheduler
 from torchx.settings import ENV_TORCHXCONFIG
+from torchx.specs import get_type_name
 from torchx.util.log import get_logger
 from torchx.util.support.config_files import (
     CONFIG_FILE,
@@ -105,7 +108,6 @@ def _file_name(f: TextIO) -> str:
 
 def _scheduler_factories() -> dict[str, SchedulerFactory]:
     """Registered schedulers plus the ``torchx.schedulers.orchestrator`` group."""
-    from torchx.schedulers import get_scheduler_factories
 
     factories = dict(get_scheduler_factories())
     for name, factory in get_scheduler_factories(group=ORCHESTRATOR_GROUP).items():
@@ -114,7 +116,6 @@ def _scheduler_factories() -> dict[str, SchedulerFactory]:
 
 
 def _get_scheduler(name: str) -> Scheduler[Any]:
-    from torchx.schedulers.api import Scheduler
 
     factories = _scheduler_factories()
     factory = factories.get(name)
@@ -191,7 +192,6 @@ def _expected(opt: runopt) -> tuple[str, Any]:
         return "a float", float
     if tp is str:
         return "a string", str
-    from torchx.specs import get_type_name
 
     return f"a value of type {get_type_name(tp)}", Annotated[Any, BeforeValidator(opt.cast_to_type)]
 
@@ -336,7 +336,6 @@ def get_config(prefix: str, name: str, key: str, dirs: Iterable[str] | None = No
 
 
 def _fixme(opt: runopt) -> str:
-    from torchx.specs import get_type_name
 
     help_text = " ".join(opt.help.split())
     placeholder = f"{_FIXME}:({get_type_name(opt.opt_type)}) {help_text}"

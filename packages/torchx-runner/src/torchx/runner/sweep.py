@@ -8,16 +8,29 @@ the first submission did, from the same directory.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
 
+from torchx.runner._idempotency import requested_as
 from torchx.runner._requests import check_no_nul, copy_app, fill_event, str_or_none
 from torchx.runner.events import log_event
 from torchx.specs.api import Workspace, parse_app_handle
+from torchx.specs.builders import (
+    ComponentArgumentError,
+    component_args_from_str,
+    materialize_appdef,
+)
+from torchx.specs.component_params import resolved_annotations
+from torchx.specs.finder import get_component
 from torchx.specs.sweep import AppArray, ArrayElement, app_array, sweep_values
+from torchx.util.startup import fn_params
 from torchx.util.strings import check_env_names
+from torchx.util.support.atomic import make_private_dirs, write_private
+from torchx.util.support.home import torchx_home
 from torchx.util.support.host_checks import real_submit
+from torchx.util.types import decode_optional
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -76,7 +89,6 @@ def build_sweep(
             swept, a value that does not parse (named with its argument), apps of
             different shapes.
     """
-    from torchx.specs.builders import ComponentArgumentError, materialize_appdef
 
     if not sweep:
         raise ValueError("a sweep needs at least one swept argument (--sweep ARG=V1,V2)")
@@ -133,9 +145,6 @@ def _list_params(fn: Callable[..., Any], swept: Mapping[str, object]) -> dict[st
     """The swept arguments whose values are lists of words: ``{name: None}`` for ``*args``
     (the words themselves), ``{name: ","}`` for a ``list[T]`` (the words joined the way
     its type decodes them)."""
-    from torchx.specs.component_params import resolved_annotations
-    from torchx.util.startup import fn_params
-    from torchx.util.types import decode_optional
 
     annotations = resolved_annotations(fn)
     found: dict[str, str | None] = {}
@@ -155,7 +164,6 @@ def _var_args_given(
     fn: Callable[..., Any], cli_args: list[str], defaults: Mapping[str, str] | None
 ) -> bool:
     """Whether ``cli_args`` already holds trailing arguments for the component's ``*args``."""
-    from torchx.specs.builders import component_args_from_str
 
     try:
         return bool(component_args_from_str(fn, cli_args, defaults).var_args)
@@ -187,7 +195,6 @@ class SweepRecord:
     def rebuilt(self, indices: list[int], defaults: Mapping[str, str] | None) -> AppArray:
         """The sweep's elements ``indices`` again: its component called with their values
         (``defaults``: the ``.torchxconfig`` defaults of that component)."""
-        from torchx.specs.finder import get_component  # loads the component's file
 
         data = self.data
         return build_sweep(
@@ -219,13 +226,11 @@ class SweepRecord:
 
 
 def _records_dir() -> str:
-    from torchx.util.support.home import torchx_home
 
     return os.path.join(torchx_home(), "sweeps")
 
 
 def _record_path(handle: str) -> str:
-    import hashlib
 
     digest = hashlib.sha256(handle.encode()).hexdigest()[:40]
     return os.path.join(_records_dir(), f"{digest}.json")
@@ -245,7 +250,6 @@ def save_record(
     array: AppArray,
 ) -> None:
     """Keeps how ``handle``'s sweep was made, privately, for ``--retry-failed``."""
-    from torchx.util.support.atomic import make_private_dirs, write_private
 
     data = {
         "version": _RECORD_VERSION,
@@ -521,8 +525,6 @@ class SweepMethods:
         Returns:
             The rendered request (``info.app`` is the :class:`~torchx.specs.AppArray`).
         """
-        from torchx.runner._idempotency import requested_as
-        from torchx.specs.finder import get_component  # loads the component's file
 
         component_def = get_component(component)
         array = build_sweep(

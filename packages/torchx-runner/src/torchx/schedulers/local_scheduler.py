@@ -80,6 +80,7 @@ from torchx.specs.api import (
     runopts,
 )
 from torchx.specs.replica_macros import ReplicaMacros
+from torchx.specs.sweep import AppArray
 from torchx.util.log import get_logger
 from torchx.util.startup.lazy_dataclass import shallow_copy
 from torchx.util.strings import check_file_name
@@ -827,7 +828,6 @@ class LocalScheduler(Scheduler[Opts]):
             "created": time.time(),
             "roles": roles,
         }
-        from torchx.specs.sweep import AppArray
 
         if isinstance(app, AppArray):
             doc["array"] = {
@@ -1316,7 +1316,6 @@ def _with_env(role: Role, env: dict[str, str]) -> Role:
 def _replica_roles(app: AppDef, role: Role) -> list[tuple[int, Role]]:
     """Each replica of ``role`` with the role it runs: the role itself, or for a sweep
     (:class:`~torchx.specs.sweep.AppArray`) each element's, one replica per element."""
-    from torchx.specs.sweep import AppArray
 
     if isinstance(app, AppArray):
         return [(p, app.element_role(p)) for p in range(len(app.elements))]

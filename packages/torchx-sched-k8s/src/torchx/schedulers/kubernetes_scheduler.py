@@ -85,6 +85,7 @@ from torchx.schedulers.api import (
     Scheduler,
     with_full_job_id,
 )
+from torchx.schedulers.ids import current_key
 from torchx.specs.api import AppDef, AppDryRunInfo, AppState, CfgVal, Role, runopts
 from torchx.specs.sweep import AppArray
 from torchx.util.colors import BLUE, ENDC
@@ -386,8 +387,6 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         try:
             self._create(job, dry_run=True)
         except (_client.KubernetesConfigError, _client.KubernetesApiError) as e:
-            from torchx.schedulers.ids import current_key
-
             if getattr(e, "status", None) == 409 and current_key() is not None:
                 return  # the app of this idempotency key exists: the runner finds it
             unreachable = isinstance(e, _client.KubernetesConfigError) or e.status is None

@@ -48,7 +48,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from torchx.schedulers._slurm import commands, keys, parse, readiness, records, remote, request
+from torchx.schedulers._slurm import commands, keys, oci, parse, readiness, records, remote, request
 from torchx.schedulers._slurm import status as slurm_status
 from torchx.schedulers._slurm.commands import SlurmCommandError, SlurmNotFoundError, version
 from torchx.schedulers._slurm.failure import root_failure
@@ -398,8 +398,6 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
                     raise job_dir_exists(job_dir) from None
                 ours = True
             if req.bundles:
-                from torchx.schedulers._slurm import oci  # container=oci only
-
                 oci.make_bundles(req.bundles, req.container_cache or oci.default_cache())
             job_id = self._sbatch(req)
         except BaseException:

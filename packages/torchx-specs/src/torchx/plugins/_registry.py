@@ -21,6 +21,7 @@ from torchx.plugins._types import (
     PluginType,
     RegistrationError,
 )
+from torchx.util.entrypoints import load_group
 from torchx.util.log import get_logger
 from torchx.util.startup.static_typing import overload
 
@@ -211,7 +212,6 @@ class PluginRegistry:
         self._errors.append(error)
 
     def _merge(self, plugin_type: PluginType, found: PluginFactories) -> PluginFactories:
-        from torchx.util.entrypoints import load_group
 
         from_entry_points = {
             name: factory

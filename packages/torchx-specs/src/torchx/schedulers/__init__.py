@@ -6,6 +6,8 @@ others. Importing this package scans nothing: discovery happens on the first cal
 """
 
 from torchx._namespace import extend_path
+from torchx.plugins import PluginType, registry
+from torchx.util.entrypoints import load_group
 
 __path__ = extend_path(__path__, __name__)
 
@@ -43,10 +45,7 @@ def get_scheduler_factories(
     """
     del skip_defaults
     if group == SCHEDULER_GROUP:
-        from torchx.plugins import PluginType, registry
-
         return dict(registry().get(PluginType.SCHEDULER))
-    from torchx.util.entrypoints import load_group
 
     factories: dict[str, SchedulerFactory] = load_group(group)
     return factories

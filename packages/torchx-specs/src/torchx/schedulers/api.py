@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import abc
 import itertools
+import re
 import sys
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from enum import Enum
 
+from torchx.schedulers.ids import user_key_id
+from torchx.settings import ENV_TORCHX_JOB_ID
 from torchx.specs.api import (
     NONE,
     NULL_RESOURCE,
@@ -31,6 +34,8 @@ from torchx.specs.api import (
     macros,
     runopts,
 )
+from torchx.util.log import get_logger
+from torchx.util.readiness import NO_CHECKS, ReadinessCheck
 from torchx.util.startup.lazy_dataclass import (
     MISSING,
     Field,
@@ -40,6 +45,8 @@ from torchx.util.startup.lazy_dataclass import (
     shallow_copy,
 )
 from torchx.util.startup.static_typing import GenericBase
+from torchx.util.support.host_checks import real_submit
+from torchx.util.types import decode_optional
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -190,8 +197,6 @@ class Scheduler(abc.ABC, GenericBase[T]):
         and warns that ``since`` needs the scheduler's help; a scheduler whose backend can
         filter (by time, by state) overrides this."""
         if list_filter.since is not None:
-            from torchx.util.log import get_logger
-
             get_logger(__name__).warning(
                 "scheduler `%s` cannot list by start time: --since is not applied", self.backend
             )
@@ -233,7 +238,6 @@ class Scheduler(abc.ABC, GenericBase[T]):
         Args:
             cfg: run options that pick what is probed (a partition, a namespace...).
         """
-        from torchx.util.readiness import NO_CHECKS, ReadinessCheck
 
         del cfg  # the default probes nothing
         return [ReadinessCheck("checks", NO_CHECKS, f"scheduler `{self.backend}` offers no checks")]
@@ -257,7 +261,6 @@ class Scheduler(abc.ABC, GenericBase[T]):
             cfg: run options (see ``run_opts``).
             workspace: local code to build into the app first (workspace schedulers).
         """
-        from torchx.util.support.host_checks import real_submit
 
         with real_submit():
             return self._submit(app, cfg, workspace)
@@ -361,7 +364,6 @@ class Scheduler(abc.ABC, GenericBase[T]):
         submits with the key (another user's run of the key is not found). A scheduler
         whose ids are not made that way (Slurm's are numbers) overrides it.
         """
-        from torchx.schedulers.ids import user_key_id
 
         suffix = f"-{user_key_id(key)}"
         for app in self.list_with(cfg):
@@ -499,7 +501,6 @@ def with_full_job_id(app: AppDef, app_id: str) -> AppDef:
     """``app`` whose roles see ``$TORCHX_JOB_ID`` as the exact handle ``run`` prints, for a
     scheduler whose app id is more than the ``${app_id}`` macro (``NAMESPACE:NAME`` on
     Kubernetes, ``QUEUE:NAME`` on AWS Batch). Roles without it are shared, not copied."""
-    from torchx.settings import ENV_TORCHX_JOB_ID
 
     roles = []
     for role in app.roles:
@@ -542,7 +543,6 @@ def _takes_an_argument(method: Callable[..., object]) -> bool:
 
 def filter_regex(regex: str, lines: Iterable[str]) -> Iterator[str]:
     """Lazily keeps the lines in which ``regex`` matches (``re.search``)."""
-    import re
 
     return filter(re.compile(regex).search, lines)
 
@@ -766,7 +766,6 @@ def _option_fields(cls: type) -> list[_OptionField]:
     cached = _FIELDS.get(cls)
     if cached is not None:
         return cached
-    from torchx.util.types import decode_optional
 
     hints = _type_hints(cls)
     result = [

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import time
 
+from torchx.specs.failure import cause_words
 from torchx.specs.states import AppState, is_terminal
+from torchx.specs.timeline import duration
 from torchx.util.startup.lazy_dataclass import dataclass
 
 TYPE_CHECKING = False
@@ -56,7 +58,6 @@ class Attempt:
         """How it ended, as people say it: ``exit code 3``, ``preempted by SIGTERM``,
         ``killed by SIGKILL (often the out-of-memory killer)``; empty when nothing is
         known."""
-        from torchx.specs.failure import cause_words
 
         if self.cause in (None, "exit_code"):
             return f"exit code {self.exit_code}" if self.exit_code is not None else ""
@@ -67,8 +68,6 @@ class Attempt:
     def line(self) -> str:
         """``0  FAILED     2026-12-02 03:01:12 → 03:01:40 (28s)  preempted by SIGTERM``: the
         attempt with its local start and end times and how long it ran."""
-
-        from torchx.specs.timeline import duration
 
         state = (self.state.name if self.state is not None else "UNKNOWN").ljust(9)
         when = "not started"

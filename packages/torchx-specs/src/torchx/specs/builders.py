@@ -14,6 +14,7 @@ every other one and makes every error message.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Mapping
 
 from torchx.specs.api import AppDef, make_app_handle, parse_mounts
@@ -25,6 +26,7 @@ from torchx.specs.component_params import (
 from torchx.util.startup import fn_params
 from torchx.util.startup.fn_params import EMPTY
 from torchx.util.startup.lazy_dataclass import dataclass
+from torchx.util.startup.plain_args import split_options
 from torchx.util.types import decode, get_argparse_param_type
 
 TYPE_CHECKING = False
@@ -73,7 +75,6 @@ def _parse_plain(
     """``{param: value}`` of the explicit arguments, as argparse would parse them, when
     they are plain (:func:`~torchx.util.startup.plain_args.split_options`) and complete; ``None``
     lets argparse parse them (and report what is wrong)."""
-    from torchx.util.startup.plain_args import split_options
 
     spellings: dict[str, str] = {}
     typed: dict[str, fn_params.Param] = {}
@@ -177,8 +178,6 @@ def _parse(
         elif name in defaults:
             default = defaults[name]
             if param.kind == fn_params.VAR_POSITIONAL and isinstance(default, str):
-                import shlex
-
                 values[name] = shlex.split(default)
             else:
                 values[name] = default

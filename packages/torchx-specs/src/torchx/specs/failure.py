@@ -12,12 +12,14 @@ replica, and :func:`root_cause` picks the first observed.
 
 from __future__ import annotations
 
+import json
 import keyword
 import os
 
 from torchx.progress import is_report_line
 from torchx.specs.vocabulary import Cause, keeps_scheduler_word
 from torchx.util.startup.lazy_dataclass import dataclass, field
+from torchx.util.support.signals import signal_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -134,7 +136,6 @@ def from_exit_status(
     ``signal``), else exited with ``exit_code`` (cause ``exit_code``). ``signal_exits``: an exit
     code of 128 + N, as a shell or a container's init reports death by signal N, is that
     signal (a negative code, as :mod:`subprocess` reports it, always is)."""
-    from torchx.util.support.signals import signal_name
 
     if not signal and exit_code is not None:
         if exit_code < 0:
@@ -323,7 +324,6 @@ def _torchrun_rank(lines: list[str]) -> int | None:
 def from_error_file(failure: Failure, text: str) -> Failure:
     """``failure`` with what a torchelastic error file (``@record``) holds: the exception's
     message and traceback and when it was raised (cause ``exception``)."""
-    import json
 
     try:
         doc = json.loads(text)

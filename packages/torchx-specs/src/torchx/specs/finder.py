@@ -26,11 +26,14 @@ from __future__ import annotations
 
 import abc
 import importlib
+import importlib.util
 import os
 import sys
 from collections.abc import Callable, Sequence
 from types import FunctionType, ModuleType
 
+from torchx.specs import _lint_cache
+from torchx.util.entrypoints import entry_points
 from torchx.util.io import read_conf_file
 from torchx.util.log import get_logger
 from torchx.util.startup.lazy_dataclass import dataclass
@@ -199,7 +202,6 @@ def _lint_functions(
 
     if validators is not None:
         return compute()
-    from torchx.specs import _lint_cache
 
     return _lint_cache.lint(path, fn_names, compute)
 
@@ -404,7 +406,6 @@ def _same_file(a: str, b: str) -> bool:
 
 def _load_file_module(path: str, name: str, root: str) -> ModuleType:
     """``path`` imported as module ``name`` with ``root`` on ``sys.path``."""
-    import importlib.util
 
     base, n = name, 0
     while (existing := sys.modules.get(name)) is not None:
@@ -581,7 +582,6 @@ class CustomComponentsFinder(ComponentsFinder):
 
 
 def _entry_point_finders() -> list[ModuleComponentsFinder]:
-    from torchx.util.entrypoints import entry_points
 
     finders = []
     for ep in entry_points(COMPONENTS_GROUP):

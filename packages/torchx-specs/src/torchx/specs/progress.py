@@ -3,6 +3,7 @@ the end of its log): ``status --json``'s ``"progress"`` and the text ``Progress:
 
 from __future__ import annotations
 
+import json
 import math
 from collections import deque
 
@@ -10,6 +11,7 @@ from torchx.progress import MARK
 from torchx.specs.timeline import duration
 from torchx.util.log import get_logger
 from torchx.util.startup.lazy_dataclass import dataclass, field
+from torchx.util.strings import escape_unprintable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -116,7 +118,6 @@ def _finite(value: object) -> float | None:
 def _report_at(tail: str, at: int) -> dict[str, object] | None:
     """The report on the line whose mark is at ``at``, or None if it is malformed or its
     ``step`` is not a count (dropped with a warning)."""
-    import json
 
     end = tail.find("\n", at)
     line = tail[at + len(_LEAD) : end if end >= 0 else len(tail)]
@@ -265,7 +266,6 @@ def progress_cell(progress: Progress) -> str:
 
 def metrics_text(progress: Progress) -> str:
     """``loss=0.33, lr=0.1``: the last metrics reported."""
-    from torchx.util.strings import escape_unprintable
 
     return ", ".join(
         f"{escape_unprintable(name)}={value:.4g}" for name, value in progress.metrics.items()

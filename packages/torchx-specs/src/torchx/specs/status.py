@@ -6,11 +6,15 @@ contract (tools scrape it), so it is reproduced exactly.
 
 from __future__ import annotations
 
+import json
+import re
 import time
 
 from torchx.specs._common import NONE
+from torchx.specs.failure import cause_words, without_tee_prefix
 from torchx.specs.states import AppState, ReplicaState, is_started, is_terminal
 from torchx.util.startup.lazy_dataclass import asdict, dataclass, field
+from torchx.util.strings import terminal_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -115,7 +119,6 @@ def _wrap(msg: str, header: str, width: int = _WRAP_WIDTH) -> str:
 
 
 def _trim_error(msg: str) -> str:
-    import re  # only for a replica's error message
 
     match = re.search(_RPC_ERROR_PATTERN, msg)
     if match:
@@ -131,7 +134,6 @@ def _parse_reply(raw: str) -> tuple[str, object, object] | None:
 
     Accepts the nested torchelastic shape and the flat ``{"message": str, ...}`` shape.
     """
-    import json
 
     try:
         data = json.loads(raw)
@@ -164,7 +166,6 @@ def _format_timestamp(timestamp: object) -> str:
 def _format_failure(failure: Failure) -> str:
     """The ``Root cause:`` block of ``torchx status`` (after the upstream layout)."""
     rank = f", rank {failure.rank}" if failure.rank is not None else ""
-    from torchx.specs.failure import cause_words
 
     words = cause_words(failure.cause, failure.exit_code, failure.signal)
     lines = [f"    Root cause: {failure.role}[{failure.replica_id}]{rank}: {words}"]
@@ -182,7 +183,6 @@ def _format_failure(failure: Failure) -> str:
 
 def _ends_with(log_tail: list[str], traceback: str) -> bool:
     """Whether the log's last lines are ``traceback`` (launcher prefixes aside)."""
-    from torchx.specs.failure import without_tee_prefix
 
     wanted = traceback.splitlines()
     got = [without_tee_prefix(line) for line in log_tail[-len(wanted) :]]
@@ -314,7 +314,6 @@ class AppStatus:
         """``torchx status HANDLE/ROLE/ID``: one replica (a sweep's element) in a few lines."""
 
         from torchx.specs.progress import Progress, progress_line
-        from torchx.util.strings import terminal_text
 
         found = self.replica_json(role, replica_id)
         lines = [f"{role}[{replica_id}]: {found['state']}"]
@@ -403,7 +402,6 @@ class AppStatus:
             text = text.rstrip(" ") + "".join(f"    {line}\n" for line in lines)
         if self.failure is not None:
             text = text.rstrip(" ") + _format_failure(self.failure)
-        from torchx.util.strings import terminal_text
 
         return terminal_text(text)  # a job's words are data: no escape sequence acts
 
@@ -433,7 +431,6 @@ class AppStatus:
 
     def __repr__(self) -> str:
         """YAML (or, without PyYAML, JSON) rendering with reply files decoded."""
-        import json
 
         def plain(value: Any) -> Any:
             if isinstance(value, AppState):

@@ -17,8 +17,10 @@ submitted again (``torchx run --retry-failed``), so a retried element sees the i
 from __future__ import annotations
 
 from itertools import product
+from shlex import quote
 
 from torchx.specs.api import AppDef, Role
+from torchx.specs.replica_macros import ReplicaMacros
 from torchx.util.startup.lazy_dataclass import dataclass, field, shallow_copy
 
 TYPE_CHECKING = False
@@ -247,9 +249,6 @@ def shell_dispatch(
     Every value reaches the script through :func:`shlex.quote`, the one quoting of this
     context. ``macro_values`` (``app_id``, ``replica_id``...) are substituted in each
     element's args and env first."""
-    from shlex import quote
-
-    from torchx.specs.replica_macros import ReplicaMacros
 
     lines = [f'case "{position_expr}" in']
     for position, element in enumerate(array.elements):

@@ -3,6 +3,7 @@
 import os
 
 import torchx
+from torchx.util.entrypoints import load
 
 __all__ = ["get_abspath", "read_conf_file"]  # and COMPONENTS_DIR (module __getattr__)
 
@@ -40,8 +41,6 @@ def read_conf_file(conf_file: str) -> str:
     if os.path.isfile(conf_file):
         with open(conf_file, encoding="utf-8") as f:
             return f.read()
-
-    from torchx.util.entrypoints import load
 
     get_file_contents = load(FILE_GROUP, FILE_ENTRY_POINT, default=None)
     if get_file_contents is not None:

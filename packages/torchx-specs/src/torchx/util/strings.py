@@ -1,5 +1,7 @@
 """String normalisation for names that schedulers restrict (e.g. Kubernetes labels)."""
 
+import re
+
 from torchx.util.log import get_logger
 
 __all__ = [
@@ -151,7 +153,6 @@ def terminal_text(text: str, *, keep_cr: bool = False) -> str:
     ``\\x1b``/``\\u202e``, so it cannot move the cursor, recolour, retitle or rewrite
     what TorchX prints around it. ``keep_cr`` keeps carriage returns: a log view puts the
     replica's prefix after each, so a progress bar redraws only its own line."""
-    import re
 
     pattern = f"[{_CONTROL}]" if keep_cr else f"[\\r{_CONTROL}]"
     return re.sub(pattern, lambda m: _escaped(m.group()), text)
@@ -160,7 +161,6 @@ def terminal_text(text: str, *, keep_cr: bool = False) -> str:
 def terminal_bytes(data: bytes, *, keep_cr: bool = False) -> bytes:
     """:func:`terminal_text` of UTF-8 ``data``, without decoding it (a log read in raw
     chunks)."""
-    import re
 
     pattern = _CONTROL_BYTES if keep_cr else b"\\r|" + _CONTROL_BYTES
     return re.sub(

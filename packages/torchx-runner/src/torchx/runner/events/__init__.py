@@ -9,13 +9,16 @@ recording to one never redirects the others.
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
 from enum import Enum
 from types import TracebackType
 
+from torchx.plugins import PluginType, registry
 from torchx.util.log import get_logger
+from torchx.util.session import get_session_id_or_create_new
 from torchx.util.startup.lazy_dataclass import asdict, dataclass
 
 TYPE_CHECKING = False
@@ -63,7 +66,6 @@ class TorchxEvent:
 
     def serialize(self) -> str:
         """The event as one JSON object (non-JSON metadata values are stringified)."""
-        import json
 
         return json.dumps(asdict(self), default=str)
 
@@ -77,7 +79,6 @@ class TorchxEvent:
                 f"cannot deserialize a TorchxEvent from {type(data).__name__};"
                 " pass the JSON string produced by TorchxEvent.serialize()"
             )
-        import json
 
         fields = json.loads(data)
         source = fields.pop("source", None)
@@ -142,8 +143,6 @@ _plugged: list[bool] = []
 def _null_is_plugged() -> bool:
     """Whether an ``event_handler`` plugin takes the ``null`` destination (asked once)."""
     if not _plugged:
-        from torchx.plugins import PluginType, registry
-
         _plugged.append("null" in registry().get(PluginType.EVENT_HANDLER))
     return _plugged[0]
 
@@ -169,7 +168,6 @@ def record(event: TorchxEvent, destination: str = "null") -> None:
 
 
 def _session_id() -> str:
-    from torchx.util.session import get_session_id_or_create_new
 
     return get_session_id_or_create_new()
 
@@ -230,7 +228,6 @@ class log_event:
 def _describe_exception(
     event: TorchxEvent, exc: BaseException, traceback: TracebackType | None
 ) -> None:
-    import json
     import traceback as tb
 
     event.exception_type = type(exc).__name__

@@ -9,6 +9,14 @@ import json
 import signal
 
 from torchx.schedulers._local import records as st
+from torchx.specs.failure import (
+    Failure,
+    from_error_file,
+    from_exit_status,
+    from_log_tail,
+    read_log_tail,
+    root_cause,
+)
 from torchx.util.support.signals import signal_name
 
 TYPE_CHECKING = False
@@ -32,14 +40,6 @@ def root_failure(request: dict[str, Any], state: dict[str, Any]) -> Failure | No
     block) and its torchelastic error file, earliest first."""
     # not at the top: the supervisor imports this module, and its start is on the path
     # of `torchx run --wait` (bench_cli)
-    from torchx.specs.failure import (
-        Failure,
-        from_error_file,
-        from_exit_status,
-        from_log_tail,
-        read_log_tail,
-        root_cause,
-    )
 
     failures = []
     for role_doc, replicas in zip(request["roles"], state["roles"], strict=True):

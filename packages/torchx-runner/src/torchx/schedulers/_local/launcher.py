@@ -31,6 +31,7 @@ import os
 import sys
 
 from torchx.schedulers._local import records as st
+from torchx.schedulers._local import supervisor
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -118,7 +119,6 @@ class Handover:
         if _forked_before:
             # a launcher of several apps: the supervisor's code, loaded here once, comes
             # with every later fork; the first supervisor loads it while we prepare the app
-            from torchx.schedulers._local import supervisor
 
             supervisor.preload()
         go_r, go_w = st.pipe_above_stdio()
@@ -301,7 +301,6 @@ def _forked_child(
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m`` entry: ``STATE_DIR LOCK_FD READY_FD`` (started by :class:`Handover`)."""
-    from torchx.schedulers._local import supervisor
 
     supervisor.main(argv)
 

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import json
 import os
+import signal
 import time
 from collections.abc import Iterable
 
@@ -81,14 +83,12 @@ def write_json_atomic(path: str, obj: Any, atomic: bool = True) -> None:
     ``atomic=False`` writes in place: only for files nobody can read yet (a directory that
     is not visible under its final name).
     """
-    import json
 
     write_private(path, json.dumps(obj, separators=(",", ":")).encode(), atomic=atomic)
 
 
 def read_json(path: str) -> Any:
     """The parsed JSON file, or None if it does not exist (or is unreadable garbage)."""
-    import json
 
     try:
         with open(path, "rb") as f:
@@ -236,7 +236,6 @@ def terminate_groups(groups: Iterable[int], grace: float) -> None:
     died), so nothing here reaps. The final SIGKILL goes to every group, so members that
     outlived their leader are stopped too.
     """
-    import signal
 
     groups = [g for g in groups if signal_group(g, signal.SIGTERM)]
     deadline = time.monotonic() + grace

@@ -3,6 +3,7 @@ data; the launcher and the supervisor start them)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
 from torchx.schedulers.api import HELP_KEY, StructuredOpts
@@ -80,6 +81,5 @@ class PopenRequest:
 
 def format_request(request: PopenRequest) -> str:
     """The request as indented JSON (``pprint`` would import ``dataclasses`` and ``inspect``)."""
-    import json
 
     return json.dumps(asdict(request), indent=2, default=str)

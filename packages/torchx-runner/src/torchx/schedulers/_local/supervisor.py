@@ -11,6 +11,7 @@ imports it while the launcher prepares the app.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -58,7 +59,6 @@ _DEFAULT_FOR_REPLICAS = tuple(
 
 
 def _print_exc() -> None:
-    import contextlib
 
     with contextlib.suppress(BaseException):
         import traceback
@@ -748,7 +748,6 @@ class Supervisor:
 
     def _grow(self, pipe: _Pipe) -> None:
         pipe.grown = True
-        import contextlib
 
         with contextlib.suppress(OSError, AttributeError):
             fcntl.fcntl(pipe.fd, fcntl.F_SETPIPE_SZ, _BIG_PIPE_SIZE)
@@ -886,7 +885,6 @@ class Supervisor:
 
     def abort(self, msg: str) -> None:
         """Last resort after an internal error: stop everything and record FAILED."""
-        import contextlib
 
         with contextlib.suppress(BaseException):
             groups = [r.pid for replicas in self.replicas for r in replicas if r.running]

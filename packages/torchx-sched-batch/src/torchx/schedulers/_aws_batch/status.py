@@ -295,9 +295,6 @@ def describe_array(
 ) -> DescribeAppResponse:
     """The sweep of array ``job`` from its children: each element's state, the sweep's
     (every element succeeded, or all ended and one failed), the first failure."""
-
-    from torchx.schedulers._aws_batch.status import _node_host, app_state, timing
-
     record = json.loads((job.get("parameters") or {})[PARAMETER])
     by_id = {str(c.get("jobId")): c for c in children}
     ids = child_ids(job)

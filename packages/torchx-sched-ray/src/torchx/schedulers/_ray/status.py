@@ -252,8 +252,6 @@ def _record(job: Mapping[str, Any]) -> dict[str, Any]:
 
 def sweep_state(elements: Sequence[Mapping[str, Any]]) -> tuple[Any, list[Any]]:
     """(the sweep's :class:`ArrayStatus`, each element's state) from its element jobs."""
-    from torchx.schedulers._ray.status import JOB_STATES
-
     records = [_record(j) for j in elements]
     states = [JOB_STATES.get(str(j.get("status")), AppState.UNKNOWN) for j in elements]
     size = int(records[0].get("size") or len(elements)) if records else len(elements)

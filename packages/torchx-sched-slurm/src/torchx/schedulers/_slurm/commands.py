@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import select
+import warnings
 
 from torchx.schedulers._slurm import ssh
 from torchx.schedulers._slurm.errors import SlurmCommandError
@@ -259,8 +260,6 @@ def version(via: SshTarget | None = None) -> tuple[int, int]:
         else:
             raise ValueError(out)
     except (SlurmCommandError, ValueError, OSError):
-        import warnings
-
         warnings.warn(
             "could not read the Slurm version with `sinfo --version`; assuming 24.05",
             RuntimeWarning,

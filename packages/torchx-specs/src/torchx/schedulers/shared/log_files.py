@@ -19,6 +19,7 @@ CLI's log streamer) uses it; anything else sees lines.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -83,8 +84,6 @@ def read_lines(path: str, regex: str | None = None) -> Iterator[str]:
         pieces = iter(partial(f.readline, MAX_LINE_BYTES), "")
         lines = (p + split if len(p) == MAX_LINE_BYTES and p[-1] != "\n" else p for p in pieces)
         if regex:
-            import re
-
             yield from filter(re.compile(regex).search, lines)
         else:
             yield from lines

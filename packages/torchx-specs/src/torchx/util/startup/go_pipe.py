@@ -11,6 +11,8 @@ from __future__ import annotations
 import marshal
 import os
 
+from torchx.util.support.atomic import write_all
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -20,8 +22,6 @@ __all__ = ["receive", "send"]
 
 def send(fd: int, request: dict[str, Any], state: dict[str, Any]) -> None:
     """Writes ``(request, state)`` to ``fd`` and closes it: end-of-file says "take over"."""
-
-    from torchx.util.support.atomic import write_all
 
     try:
         write_all(fd, marshal.dumps((request, state)))  # the reader drains as we write

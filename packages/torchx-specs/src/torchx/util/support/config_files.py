@@ -9,6 +9,7 @@ files count and how a malformed one is reported is decided once, here.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 
 from torchx.settings import ENV_TORCHXCONFIG
@@ -145,7 +146,6 @@ def strip_inline_comment(value: str) -> str:
     (``partition = debug  # mine`` is ``debug``; a URL's ``#fragment`` stays). A value that
     is nothing but a comment is kept whole, so that ``torchx configure``'s ``#FIXME``
     placeholders are refused by name rather than read as empty."""
-    import re
 
     lines = [re.sub(r"\s+[#;].*$", "", line) for line in value.split("\n")]
     return "\n".join(lines)

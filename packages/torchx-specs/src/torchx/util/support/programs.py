@@ -6,6 +6,7 @@ at submit time rather than in a log hours later. Imports only ``os``.
 """
 
 import os
+import shlex
 
 __all__ = ["find_program", "script_of"]
 
@@ -55,8 +56,6 @@ def script_of(program: str, args: "list[str]") -> "str | None":
     """The script file a ``python``/``torchrun`` command runs, if it names one."""
     name = os.path.basename(program)
     if name in ("bash", "sh") and len(args) >= 2 and args[0] == "-c":
-        import shlex
-
         try:
             words = shlex.split(args[1])
         except ValueError:

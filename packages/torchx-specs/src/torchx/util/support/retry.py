@@ -18,9 +18,12 @@ the service is simply not running) gives up after ``FIRST_CONTACT_S`` (4 s), unl
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar, Token, copy_context
+
+from torchx.util.log import get_logger
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -116,7 +119,6 @@ class outage_budget:
 def in_thread(target: Callable[..., object], *args: object) -> threading.Thread:
     """A started daemon thread running ``target(*args)`` in this context: contextvars do
     not cross threads by themselves, and a wait's outage budget must reach its helpers."""
-    import threading  # not at import: `torchx status` on Slurm starts no thread
 
     context = copy_context()
     thread = threading.Thread(target=context.run, args=(target, *args), daemon=True)
@@ -216,7 +218,6 @@ def _refused(error: BaseException) -> bool:
 
 
 def _log_outage(error: BaseException, limit: float) -> None:
-    from torchx.util.log import get_logger
 
     first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     if first in _warned:
@@ -226,7 +227,6 @@ def _log_outage(error: BaseException, limit: float) -> None:
 
 
 def _log_recovery(service: str, tries: int, elapsed: float) -> None:
-    from torchx.util.log import get_logger
 
     get_logger(__name__).warning(
         "%s answered again after %.1f s (%d tries)", service, elapsed, tries

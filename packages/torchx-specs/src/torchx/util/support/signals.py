@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import signal
+
 __all__ = ["signal_name"]
 
 
 def signal_name(number: int) -> str:
     """``SIGKILL`` for 9; ``signal N`` for a number this platform has no name for."""
-    import signal  # its enums: only when a message needs a name
 
     try:
         return signal.Signals(number).name
