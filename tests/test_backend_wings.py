@@ -5,10 +5,13 @@ backend to open; and each entry module's docstring lists every module of its win
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 from pathlib import Path
 
 import pytest
+
+from torchx.specs.vocabulary import Cause
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -76,3 +79,31 @@ def test_the_entry_docstring_lists_every_module_of_its_wing(entry: str) -> None:
     }
     unlisted = sorted(_modules(distribution, wing) - listed)
     assert unlisted == [], f"{entry}'s docstring does not name: {', '.join(unlisted)}"
+
+
+def _causes_written(distribution: str, wing: str, entry: str) -> set[str]:
+    """The causes the wing's code names, on the lines that set or compare a cause."""
+    words = {cause.value for cause in Cause}
+    entry_path = _wing_dir(distribution, wing).parent / f"{entry}.py"
+    found = set()
+    for path in [*_wing_dir(distribution, wing).glob("*.py"), entry_path]:
+        for line in path.read_text().splitlines():
+            if "cause" in line:
+                found |= set(re.findall(r"[\"']([a-z_]+)[\"']", line)) & words
+    return found
+
+
+@pytest.mark.parametrize("entry", sorted(WINGS))
+def test_the_wing_says_how_it_names_every_cause(entry: str) -> None:
+    """A cause added to ``Cause`` fails here until each backend's ``failure.py`` says how
+    (or whether) it names it; and a cause a backend's code writes is one its table names."""
+    distribution, wing = WINGS[entry]
+    table = importlib.import_module(f"torchx.schedulers.{wing}.failure").CAUSES
+    forgotten = [cause.value for cause in Cause if cause not in table]
+    assert forgotten == [], (
+        f"torchx/schedulers/{wing}/failure.py: CAUSES does not say how this backend names"
+        f" {', '.join(forgotten)} (the native evidence, or None where it never does)"
+    )
+    never = {cause.value for cause, how in table.items() if how is None}
+    written = _causes_written(distribution, wing, entry)
+    assert sorted(written & never) == [], f"{wing} writes causes its CAUSES says it never names"

@@ -322,6 +322,8 @@ def test_a_container_stopped_from_outside_is_not_its_own_failure(
     status = runner.wait(handle, wait_interval=0.5)
     assert (status.state, status.num_restarts) == (AppState.FAILED, 0), status
     assert "stopped from outside (SIGKILL" in status.msg, status.msg
+    assert status.failure is not None
+    assert (status.failure.cause, status.failure.signal) == ("preempted", "SIGKILL")
     assert _log(runner, handle, "r") == ["attempt 0\n"]
 
 

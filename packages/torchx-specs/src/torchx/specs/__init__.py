@@ -57,9 +57,12 @@ if TYPE_CHECKING:
     from typing import Any
 
 if TYPE_CHECKING:
+    from torchx.specs.attempts import Attempt
     from torchx.specs.builders import materialize_appdef
     from torchx.specs.capabilities import CapabilityKey
+    from torchx.specs.failure import Failure
     from torchx.specs.metadata_keys import NA, TORCHX_CONTEXT_NAME, app_metadata
+    from torchx.specs.progress import Progress
     from torchx.specs.status import (
         AppState,
         AppStatus,
@@ -72,6 +75,8 @@ if TYPE_CHECKING:
         is_terminal,
     )
     from torchx.specs.sweep import AppArray, ArrayElement, app_array
+    from torchx.specs.timeline import Phase, Waiting
+    from torchx.specs.vocabulary import Cause, PhaseName
 
 __all__ = [
     "ALL",
@@ -91,15 +96,21 @@ __all__ = [
     "AppStatusError",
     "ArrayElement",
     "ArrayStatus",
+    "Attempt",
     "BindMount",
     "CapabilityKey",
+    "Cause",
     "CfgVal",
     "DeviceMount",
+    "Failure",
     "GiB",
     "InvalidRunConfigException",
     "MalformedAppHandleException",
     "MountType",
     "ParsedAppHandle",
+    "Phase",
+    "PhaseName",
+    "Progress",
     "ReplicaState",
     "ReplicaStatus",
     "Resource",
@@ -110,6 +121,7 @@ __all__ = [
     "UnknownAppException",
     "UnknownSchedulerException",
     "VolumeMount",
+    "Waiting",
     "Workspace",
     "app_array",
     "app_metadata",
@@ -153,6 +165,12 @@ _LAZY: dict[str, tuple[str, str]] = {
     **{name: ("torchx.specs.sweep", name) for name in ("AppArray", "ArrayElement", "app_array")},
     "CapabilityKey": ("torchx.specs.capabilities", "CapabilityKey"),
     "Failure": ("torchx.specs.failure", "Failure"),
+    "Attempt": ("torchx.specs.attempts", "Attempt"),
+    "Phase": ("torchx.specs.timeline", "Phase"),
+    "Waiting": ("torchx.specs.timeline", "Waiting"),
+    "Progress": ("torchx.specs.progress", "Progress"),
+    "Cause": ("torchx.specs.vocabulary", "Cause"),
+    "PhaseName": ("torchx.specs.vocabulary", "PhaseName"),
     "NA": ("torchx.specs.metadata_keys", "NA"),
     "TORCHX_CONTEXT_NAME": ("torchx.specs.metadata_keys", "TORCHX_CONTEXT_NAME"),
     "app_metadata": ("torchx.specs.metadata_keys", "app_metadata"),

@@ -17,6 +17,7 @@ from torchx.specs.failure import (
     read_log_tail,
     root_cause,
 )
+from torchx.specs.vocabulary import Cause
 from torchx.util.support.signals import signal_name
 
 TYPE_CHECKING = False
@@ -24,6 +25,22 @@ if TYPE_CHECKING:
     from typing import Any
 
     from torchx.specs.failure import Failure
+
+CAUSES: dict[Cause, str | None] = {
+    Cause.EXCEPTION: "the traceback at the end of its log, or torchelastic's error file",
+    Cause.EXIT_CODE: "its exit status",
+    Cause.SIGNAL: "its exit status: killed by a signal (the kernel's OOM killer sends SIGKILL)",
+    Cause.OOM: None,
+    Cause.TIME_LIMIT: None,
+    Cause.PREEMPTED: "SIGTERM, SIGINT or SIGHUP from outside TorchX (an attempt's cause)",
+    Cause.NODE_FAILURE: None,
+    Cause.IMAGE_PULL: None,
+    Cause.REJECTED: None,
+    Cause.CANCELLED: None,
+    Cause.UNKNOWN: "a failed replica with no exit status on record",
+}
+"""How this backend names each cause: the native evidence it reads it from, or ``None``
+where it never names it (tests/test_backend_wings.py keeps the table whole and true)."""
 
 ENV_TORCHELASTIC_ERROR_FILE = "TORCHELASTIC_ERROR_FILE"
 """Where torchelastic writes a failing rank's own report (a replica's env names the file)."""

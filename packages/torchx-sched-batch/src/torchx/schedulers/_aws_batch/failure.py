@@ -10,8 +10,25 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from torchx.specs.failure import Failure, from_exit_status, from_log_tail, root_cause
+from torchx.specs.vocabulary import Cause
 
-__all__ = ["failure_message", "last_container", "node_failure", "root_failure"]
+__all__ = ["CAUSES", "failure_message", "last_container", "node_failure", "root_failure"]
+
+CAUSES: dict[Cause, str | None] = {
+    Cause.EXCEPTION: "the traceback at the end of the node's CloudWatch log stream",
+    Cause.EXIT_CODE: "the container's exitCode",
+    Cause.SIGNAL: "an exitCode of 128 + N",
+    Cause.OOM: "OutOfMemoryError in the container's reason",
+    Cause.TIME_LIMIT: None,
+    Cause.PREEMPTED: "an attempt whose host was reclaimed (Spot, a scale-in)",
+    Cause.NODE_FAILURE: "'Host EC2 ... terminated' in the statusReason",
+    Cause.IMAGE_PULL: "CannotPullContainer in the statusReason",
+    Cause.REJECTED: None,
+    Cause.CANCELLED: None,
+    Cause.UNKNOWN: "a failed job with no exit code and no reason",
+}
+"""How this backend names each cause: the native evidence it reads it from, or ``None``
+where it never names it (tests/test_backend_wings.py keeps the table whole and true)."""
 
 _PULL_HINT = (
     "the compute environment could not pull the image: push it to a registry its"

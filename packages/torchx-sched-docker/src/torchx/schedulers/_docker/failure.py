@@ -12,12 +12,29 @@ from torchx.specs.failure import (
     from_exit_status,
     from_log_tail,
 )
+from torchx.specs.vocabulary import Cause
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["log_tail", "replica_failure"]
+__all__ = ["CAUSES", "log_tail", "replica_failure"]
+
+CAUSES: dict[Cause, str | None] = {
+    Cause.EXCEPTION: "the traceback at the end of the container's log",
+    Cause.EXIT_CODE: "the container's ExitCode",
+    Cause.SIGNAL: "an ExitCode of 128 + N, through docker-init",
+    Cause.OOM: "the container's State.OOMKilled",
+    Cause.TIME_LIMIT: None,
+    Cause.PREEMPTED: "a kill the daemon logged: docker stop or kill, the daemon, the host",
+    Cause.NODE_FAILURE: None,
+    Cause.IMAGE_PULL: None,
+    Cause.REJECTED: None,
+    Cause.CANCELLED: None,
+    Cause.UNKNOWN: "a failed container with no exit code",
+}
+"""How this backend names each cause: the native evidence it reads it from, or ``None``
+where it never names it (tests/test_backend_wings.py keeps the table whole and true)."""
 
 _TAIL_LINES = 400
 """Log lines asked of the daemon (then cut to 64 KiB): a traceback and what led to it."""
@@ -32,8 +49,8 @@ def replica_failure(
     failure = Failure(role=role, replica_id=replica_id, time=_unix(state.get("FinishedAt")))
     code = state.get("ExitCode")
     from_exit_status(failure, code if isinstance(code, int) else None, signal_exits=True)
-    if outside:
-        failure.message = outside
+    if outside:  # not its own failure: stopped as a preemption or a drain stops it
+        failure.cause, failure.message = "preempted", outside
     tail = log_tail(api, str(info.get("Id", "")))
     if tail:
         from_log_tail(failure, tail)

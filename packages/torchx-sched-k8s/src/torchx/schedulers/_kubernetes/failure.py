@@ -16,6 +16,7 @@ import datetime as dt
 import json
 
 from torchx.specs.failure import Failure, from_exit_status
+from torchx.specs.vocabulary import Cause
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,12 +24,29 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ANNOTATION_FAILURE",
+    "CAUSES",
     "failure_of_annotation",
     "failure_to_annotation",
     "job_failure",
     "pod_failure",
     "unix_time",
 ]
+
+CAUSES: dict[Cause, str | None] = {
+    Cause.EXCEPTION: "the traceback at the end of the container's log",
+    Cause.EXIT_CODE: "the container's terminated exitCode",
+    Cause.SIGNAL: "the container's terminated signal, or an exitCode of 128 + N",
+    Cause.OOM: "the container's terminated reason OOMKilled",
+    Cause.TIME_LIMIT: "the Job's DeadlineExceeded (activeDeadlineSeconds)",
+    Cause.PREEMPTED: "the pod's DisruptionTarget condition: an eviction or a preemption",
+    Cause.NODE_FAILURE: "the pod's DisruptionTarget condition: its node was lost",
+    Cause.IMAGE_PULL: "ErrImagePull or ImagePullBackOff of a waiting container",
+    Cause.REJECTED: "Kueue deactivated or evicted the app's workload",
+    Cause.CANCELLED: None,
+    Cause.UNKNOWN: "a failed pod with no terminated container",
+}
+"""How this backend names each cause: the native evidence it reads it from, or ``None``
+where it never names it (tests/test_backend_wings.py keeps the table whole and true)."""
 
 ANNOTATION_FAILURE = "torchx.pytorch.org/failure"
 """On a Job, JobSet or Volcano Job that TorchX ended as FAILED: the failure, as JSON."""

@@ -10,8 +10,25 @@ from typing import Any
 from torchx.schedulers._ray.status import ReplicaInfo, needs
 from torchx.specs.api import AppState
 from torchx.specs.failure import Failure, from_exit_status
+from torchx.specs.vocabulary import Cause
 
-__all__ = ["failures"]
+__all__ = ["CAUSES", "failures"]
+
+CAUSES: dict[Cause, str | None] = {
+    Cause.EXCEPTION: "the traceback at the end of the replica's stderr",
+    Cause.EXIT_CODE: "the exit code the driver saw",
+    Cause.SIGNAL: "a negative exit code the driver saw",
+    Cause.OOM: None,
+    Cause.TIME_LIMIT: None,
+    Cause.PREEMPTED: None,
+    Cause.NODE_FAILURE: "the job's error_type names a node",
+    Cause.IMAGE_PULL: None,
+    Cause.REJECTED: "the driver's unplaceable event: resources that never became free",
+    Cause.CANCELLED: None,
+    Cause.UNKNOWN: "the job ended under a replica, for a reason Ray gives in words only",
+}
+"""How this backend names each cause: the native evidence it reads it from, or ``None``
+where it never names it (tests/test_backend_wings.py keeps the table whole and true)."""
 
 
 def failures(

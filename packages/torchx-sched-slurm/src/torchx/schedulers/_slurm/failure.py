@@ -18,6 +18,7 @@ from torchx.schedulers._slurm.logs import file_tail, replica_log_tail
 from torchx.schedulers._slurm.parse import _exit_status, base_state, slurm_time, split_job_name
 from torchx.schedulers._slurm.request import GAVE_UP
 from torchx.specs.failure import Failure, from_exit_status, from_log_tail, root_cause
+from torchx.specs.vocabulary import Cause
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,12 +27,29 @@ if TYPE_CHECKING:
     from torchx.schedulers._slurm.ssh import SshTarget
 
 __all__ = [
+    "CAUSES",
     "StepEnd",
     "blame_failed_nodes",
     "nodes_srun_saw_fail",
     "parse_steps",
     "root_failure",
 ]
+
+CAUSES: dict[Cause, str | None] = {
+    Cause.EXCEPTION: "the traceback at the end of the replica's log files",
+    Cause.EXIT_CODE: "sacct's ExitCode of the replica's srun step",
+    Cause.SIGNAL: "the signal part of sacct's ExitCode",
+    Cause.OOM: "sacct's State OUT_OF_MEMORY",
+    Cause.TIME_LIMIT: "sacct's State TIMEOUT, or requeues after the warning signal used up",
+    Cause.PREEMPTED: "sacct's State PREEMPTED",
+    Cause.NODE_FAILURE: "sacct's State NODE_FAIL, or the nodes srun saw fail",
+    Cause.IMAGE_PULL: None,
+    Cause.REJECTED: "srun's launch errors in the batch log",
+    Cause.CANCELLED: "a replica srun stopped after another one failed, or scancel",
+    Cause.UNKNOWN: "a failed component sacct says nothing more of",
+}
+"""How this backend names each cause: the native evidence it reads it from, or ``None``
+where it never names it (tests/test_backend_wings.py keeps the table whole and true)."""
 
 _LAUNCH_FAILED = "Task launch for StepId="
 
