@@ -33,7 +33,6 @@ _DISCOVERY_MODULES = ("torchx.specs.finder", "torchx.specs.file_linter")
 
 
 def _key() -> "tuple[Any, ...]":
-
     groups = tuple(tuple(ep) for ep in entry_points(_COMPONENTS_GROUP))
     paths = tuple(p for p in sys.path if isinstance(p, str))
     return (_FORMAT, __version__, sys.version, sys.executable, paths, groups)
@@ -48,7 +47,6 @@ def load_component_names() -> "list[tuple[str, str]] | None":
 
 
 def _base_modules() -> list[str]:
-
     modules = [ep.module for ep in entry_points(_COMPONENTS_GROUP)]
     return modules or [_BUILTIN_MODULE]
 

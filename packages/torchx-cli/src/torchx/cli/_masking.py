@@ -13,5 +13,4 @@ class MaskingFormatter(logging.Formatter):
     :mod:`torchx.util.support.secrets`."""
 
     def format(self, record: logging.LogRecord) -> str:
-
         return mask_text(super().format(record))

@@ -34,7 +34,6 @@ class ArgumentParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose errors are one line: what is wrong and where to look."""
 
     def _get_formatter(self) -> argparse.HelpFormatter:
-
         # argparse makes a formatter for every add_argument and would import shutil (and
         # the compression modules it pulls in) for the width; this is the same width.
         formatter_class = self.formatter_class

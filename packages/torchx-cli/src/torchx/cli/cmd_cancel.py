@@ -25,7 +25,6 @@ class CmdCancel(AppHandleSubCommand):
     OPTIONS = ()  # none: `torchx cancel HANDLE` needs no argparse
 
     def run_with_runner(self, args: "argparse.Namespace", runner: "Runner") -> None:
-
         handle = args.app_handle
         status = runner.status(handle, progress=False)
         if status is None:

@@ -64,7 +64,6 @@ class _Target:
         self.loaded.set()
 
     def _main(self) -> None:
-
         try:
             self.checks = self._run(self._mark_loaded)
         except Exception as e:
@@ -143,7 +142,6 @@ class CmdCheck(SubCommand):
         subparser.add_argument("--json", action="store_true", help="print the result as JSON")
 
     def run(self, args: argparse.Namespace) -> None:
-
         named = [n.strip() for value in args.scheduler for n in value.split(",") if n.strip()]
         trackers_named = [
             n.strip() for value in args.tracker for n in value.split(",") if n.strip()
@@ -219,7 +217,6 @@ def _parse_cfg(text: str) -> "dict[str, str]":
 
 
 def _trackers_to_check(named: "list[str]", checking_all: bool) -> "dict[str, str | None]":
-
     configured = get_configured_trackers() if (named or checking_all) else {}
     if not named:
         return configured
@@ -250,7 +247,6 @@ def _run_all(targets: "list[_Target]", timeout: float) -> None:
 
 
 def _json_entry(checks: "list[ReadinessCheck]") -> "dict[str, Any]":
-
     return {
         "status": overall(checks),
         "checks": [
@@ -267,7 +263,6 @@ def _as_json(results: "list[tuple[str, str, list[ReadinessCheck]]]") -> "dict[st
 
 
 def _as_table(results: "list[tuple[str, str, list[ReadinessCheck]]]", no_tracker: bool) -> str:
-
     rows: list[list[str]] = []
     for kind, name, checks in results:
         label = name if kind == "scheduler" else f"{name} (tracker)"

@@ -46,7 +46,6 @@ class CmdConfigure(SubCommand):
         )
 
     def run(self, args: argparse.Namespace) -> None:
-
         if args.schedulers:
             schedulers = [
                 check_scheduler(s.strip()) for s in args.schedulers.split(",") if s.strip()
@@ -65,7 +64,6 @@ class CmdConfigure(SubCommand):
         print(f"torchx: wrote ./{CONFIG_FILE}", file=sys.stderr)
 
     def _add_missing(self, schedulers: "list[str]", required_only: bool) -> None:
-
         try:
             added, kept = add_missing_sections(CONFIG_FILE, schedulers, required_only)
         except ConfigError as e:

@@ -47,7 +47,6 @@ class CmdList(SubCommand):
     """``torchx list [-s SCHEDULER] [-cfg K=V,...] [--json]``."""
 
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
-
         add_options(subparser, "list", scheduler_options("list", "list", _default_scheduler))
         subparser.add_argument(
             "--state",
@@ -80,7 +79,6 @@ class CmdList(SubCommand):
         )
 
     def run(self, args: argparse.Namespace) -> None:
-
         if not args.scheduler:
             raise CliError("no scheduler is installed; install torchx-runner for local_cwd")
         scheduler = check_scheduler(args.scheduler)

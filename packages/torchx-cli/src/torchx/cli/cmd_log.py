@@ -97,7 +97,6 @@ def parse_time(text: str) -> "datetime":
 
 
 def _wait_until_started(runner: "Runner", app_handle: str) -> None:
-
     interval = 0.05
     announced = False
     while True:

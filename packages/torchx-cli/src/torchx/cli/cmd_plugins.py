@@ -97,14 +97,12 @@ def _call_resource_factory(ep: "EntryPointInfo") -> None:
 
 
 def _check_resource_factory(factory: "Callable[..., Any]") -> None:
-
     result = factory()
     if not isinstance(result, Resource):
         raise TypeError(f"factory returned {type(result).__name__}, not Resource")
 
 
 def _instantiate_subcommand(ep: "EntryPointInfo") -> None:
-
     _load_plugin(ep)
 
 
@@ -263,7 +261,6 @@ def _provider(entry: "dict[str, Any]") -> str:
 
 
 def _format_section(title: str, entries: "list[dict[str, Any]]") -> str:
-
     if not entries:
         return f"{title}: none"
     rows = []

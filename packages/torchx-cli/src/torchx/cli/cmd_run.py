@@ -303,7 +303,6 @@ def _run_usage_error(subparser: "argparse.ArgumentParser | None", message: str) 
 
 
 def _default_scheduler() -> "str | None":
-
     try:
         return get_default_scheduler_name()
     except RuntimeError:
@@ -472,7 +471,6 @@ class CmdRun(SubCommand):
             _print_next_steps(runner, new_handle)
 
     def _run_args_from_stdin(self, runner: "Runner", dryrun: bool) -> TorchXRunArgs:
-
         try:
             data = json.load(sys.stdin)
         except json.JSONDecodeError as e:
@@ -496,7 +494,6 @@ class CmdRun(SubCommand):
         return run_args
 
     def _run_args_from_flags(self, runner: "Runner", args: "argparse.Namespace") -> TorchXRunArgs:
-
         component, component_args = _parse_component_name_and_args(
             args.component_name_and_args, self._subparser
         )
@@ -510,7 +507,6 @@ class CmdRun(SubCommand):
         return torchx_run_args_from_argparse(args, component, component_args, cfg)
 
     def _run(self, runner: "Runner", run_args: TorchXRunArgs) -> None:
-
         scheduler = run_args.scheduler
         component = run_args.component_name
         if scheduler == "local":
@@ -763,7 +759,6 @@ def _print_run_json(runner: "Runner", app_handle: str) -> None:
 
 
 def _print_dryrun(info: "AppDryRunInfo[Any]") -> None:
-
     if _JSON_OUTPUT.get():  # one object: the scheduler, the cfg, the app and the request
         from dataclasses import is_dataclass
 
@@ -847,7 +842,6 @@ class _PendingNotes:
         self._said: str | None = None
 
     def __call__(self, status: "AppStatus") -> None:
-
         self.last_state = status.state.name
         if status.state not in (AppState.PENDING, AppState.SUBMITTED):
             self._said = None

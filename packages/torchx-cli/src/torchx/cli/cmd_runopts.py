@@ -80,7 +80,6 @@ class CmdRunopts(SubCommand):
         return results
 
     def run(self, args: "argparse.Namespace") -> None:
-
         names = [check_scheduler(args.scheduler)] if args.scheduler else installed_schedulers()
         # Every scheduler's module (and its run options) is imported to answer: the
         # answer is kept while the code it came from is unchanged (a failure is not kept).

@@ -77,7 +77,6 @@ class CmdTracker(SubCommand):
         lineage.add_argument("RUN_ID", type=str, help="job run id")
 
     def run(self, args: argparse.Namespace) -> None:
-
         if args.tracker_cmd is None:
             if self._parser is not None:
                 self._parser.print_help()

@@ -24,8 +24,8 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from contextvars import ContextVar
 
+from torchx.runner._requested_as import requested_words
 from torchx.schedulers.ids import ENV_REQUEST, ENV_REQUEST_HASH, key_id
 from torchx.specs.api import AppDef, CfgVal
 from torchx.util.log import get_logger
@@ -36,15 +36,12 @@ from torchx.util.support.home import torchx_home
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from torchx.schedulers.api import Scheduler
 
 __all__ = [
     "IdempotencyLockTimeout",
     "check_key",
     "request_env",
-    "requested_as",
     "submit_once",
 ]
 
@@ -53,21 +50,6 @@ logger = get_logger(__name__)
 MAX_KEY_LENGTH = 1024
 
 _MAX_REQUEST_WORDS = 200
-
-_REQUESTED_AS: ContextVar[str | None] = ContextVar("torchx_requested_as", default=None)
-
-
-@contextmanager
-def requested_as(component: str, args: list[str] | Mapping[str, Any]) -> Iterator[None]:
-    """Names the request being rendered by the component call that made it."""
-    words = shlex.join([component, *args]) if isinstance(args, list) else component
-    if isinstance(args, Mapping) and args:
-        words += " " + json.dumps(dict(args), sort_keys=True, default=str)
-    token = _REQUESTED_AS.set(words)
-    try:
-        yield
-    finally:
-        _REQUESTED_AS.reset(token)
 
 
 def request_env(app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal] | None) -> dict[str, str]:
@@ -79,7 +61,7 @@ def request_env(app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal] | None) -
         role["env"] = {k: v for k, v in role["env"].items() if not k.startswith("TORCHX_")}
     request = {"scheduler": scheduler, "cfg": dict(cfg or {}), "app": given}
     canonical = json.dumps(request, sort_keys=True, default=str)
-    words = _REQUESTED_AS.get() or " ".join(
+    words = requested_words() or " ".join(
         shlex.join([role.entrypoint, *role.args]) for role in app.roles
     )
     if len(words) > _MAX_REQUEST_WORDS:

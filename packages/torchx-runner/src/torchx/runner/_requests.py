@@ -8,7 +8,6 @@ import json
 import os
 from collections.abc import Mapping
 
-from torchx.runner._idempotency import check_key, request_env
 from torchx.runner._trackers import get_configured_trackers, warn_missing_trackers
 from torchx.runner.events import log_event, may_listen
 from torchx.schedulers.ids import ENV_REQUEST, ENV_REQUEST_HASH, keyed_ids
@@ -116,6 +115,7 @@ def set_run_id(app: AppDef, run_id: str) -> None:
 def keep_request(app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal] | None) -> None:
     """Keeps, in the env of every role of ``app`` (a copy) submitted with an idempotency
     key, what it was made from: a later run of the key that asks for another is told."""
+    from torchx.runner._idempotency import request_env  # with a key only (bench_cli)
 
     kept = request_env(app, scheduler, cfg)
     for role in app.roles:
@@ -194,6 +194,8 @@ def rendered_request(info: AppDryRunInfo[Any]) -> str:
 
 def with_key(sched: Scheduler[Any], info: AppDryRunInfo[Any], key: str) -> AppDryRunInfo[Any]:
     """``info`` rendered again for idempotency ``key`` (its name, ``$TORCHX_RUN_ID``)."""
+
+    from torchx.runner._idempotency import check_key  # with a key only (bench_cli)
 
     check_key(key)
     if info._app is None or info.unbuilt is not None:

@@ -16,8 +16,8 @@ import warnings
 from collections.abc import Callable, Mapping
 from types import TracebackType
 
-from torchx.runner._idempotency import check_key, requested_as, submit_once
 from torchx.runner._reads import ReadMethods
+from torchx.runner._requested_as import requested_as
 from torchx.runner._requests import (
     ENV_PARENT_RUN_ID,
     Unbuilt,
@@ -443,6 +443,8 @@ class Runner(SweepMethods, ReadMethods):
                     built = build_planned(sched, info)
                     return sched.schedule(built)
 
+                from torchx.runner._idempotency import submit_once  # with a key only
+
                 app_id, submitted = submit_once(
                     sched,
                     key,
@@ -545,6 +547,9 @@ class Runner(SweepMethods, ReadMethods):
                 f"app {app.name!r} has no roles; add at least one specs.Role to AppDef.roles"
             )
         if idempotency_key is not None:
+            # hashing and locks only for a run with a key (bench_cli: run --dryrun)
+            from torchx.runner._idempotency import check_key
+
             check_key(idempotency_key)
         sched = self._scheduler(scheduler)
 

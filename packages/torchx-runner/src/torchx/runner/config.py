@@ -116,7 +116,6 @@ def _scheduler_factories() -> dict[str, SchedulerFactory]:
 
 
 def _get_scheduler(name: str) -> Scheduler[Any]:
-
     factories = _scheduler_factories()
     factory = factories.get(name)
     if factory is None:
@@ -336,7 +335,6 @@ def get_config(prefix: str, name: str, key: str, dirs: Iterable[str] | None = No
 
 
 def _fixme(opt: runopt) -> str:
-
     help_text = " ".join(opt.help.split())
     placeholder = f"{_FIXME}:({get_type_name(opt.opt_type)}) {help_text}"
     if len(placeholder) > _FIXME_MAX_LEN:

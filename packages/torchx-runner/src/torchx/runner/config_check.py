@@ -46,7 +46,6 @@ def locate(path: str) -> Located:
 
 
 def _nearest(name: str, valid: Iterable[str], cutoff: float = _CUTOFF) -> str | None:
-
     close = difflib.get_close_matches(name, list(valid), n=1, cutoff=cutoff)
     return close[0] if close else None
 

@@ -8,12 +8,11 @@ the first submission did, from the same directory.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shlex
 
-from torchx.runner._idempotency import requested_as
+from torchx.runner._requested_as import requested_as
 from torchx.runner._requests import check_no_nul, copy_app, fill_event, str_or_none
 from torchx.runner.events import log_event
 from torchx.specs.api import Workspace, parse_app_handle
@@ -226,11 +225,11 @@ class SweepRecord:
 
 
 def _records_dir() -> str:
-
     return os.path.join(torchx_home(), "sweeps")
 
 
 def _record_path(handle: str) -> str:
+    import hashlib  # a sweep's record only: not on `torchx run`'s path (bench_cli)
 
     digest = hashlib.sha256(handle.encode()).hexdigest()[:40]
     return os.path.join(_records_dir(), f"{digest}.json")

@@ -531,7 +531,6 @@ class LocalScheduler(Scheduler[Opts]):
         return os.path.abspath(st.app_state_dir(app_id))
 
     def _to_popen_request(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> PopenRequest:
-
         _check_roles(app)
         opts = Opts.from_cfg(cfg)
         app_id = make_unique(app.name)
@@ -639,7 +638,6 @@ class LocalScheduler(Scheduler[Opts]):
     # -- schedule --------------------------------------------------------------------------
 
     def schedule(self, dryrun_info: AppDryRunInfo[PopenRequest]) -> str:
-
         from torchx.schedulers._local import (
             launcher as local_launcher,
         )  # not on the dry-run path
@@ -1307,7 +1305,6 @@ def _settle_unsettled() -> None:
 
 
 def _with_env(role: Role, env: dict[str, str]) -> Role:
-
     clone = shallow_copy(role)
     clone.env = env
     return clone

@@ -250,7 +250,6 @@ class AWSBatchScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     # -- dry run ---------------------------------------------------------------------------
 
     def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[BatchJob]:
-
         opts = Opts.from_cfg(cfg)
         name = jobdef.job_name_for(app.name, opts.share_id)
         images_to_push = self.dryrun_push_images(app, cfg)

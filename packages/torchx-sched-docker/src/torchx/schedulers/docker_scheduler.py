@@ -162,7 +162,6 @@ def has_docker() -> bool:
 
 
 def _lock_path() -> str:
-
     return os.path.join(tempfile.gettempdir(), "torchx_docker_network_lock")
 
 
@@ -176,7 +175,6 @@ def ensure_network(client: docker.DockerClient | None = None, network: str = NET
 
 
 def _ensure_network(api: Any, network: str) -> None:
-
     if any(n.get("Name") == network for n in api.networks(names=[network])):
         return
     fd = os.open(_lock_path(), os.O_RDWR | os.O_CREAT, 0o600)
@@ -358,7 +356,6 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
             probe.remove(force=True)
 
     def _create(self, container: DockerContainer) -> str:
-
         api = self._api
         light = isinstance(api.unwrapped, docker_engine.EngineClient)
         if light and set(container.kwargs) <= (docker_engine.SUPPORTED_CREATE_KWARGS):
@@ -550,7 +547,6 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         """Reads the end of a container's log (where ``torchx.progress`` reports)."""
 
         def tail() -> str:
-
             return log_tail(self._api, container_id)
 
         return tail

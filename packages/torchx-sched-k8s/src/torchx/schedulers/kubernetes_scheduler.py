@@ -373,7 +373,6 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         return AppDryRunInfo(job, repr)
 
     def _validate_on_server(self, job: KubernetesJob, wanted: bool | None) -> None:
-
         if wanted is False:
             return
         if wanted is None and not _client.cluster_configured():
@@ -944,7 +943,6 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
         return [row for row, _ in rows]
 
     def _default_namespace(self) -> str:
-
         if _client._in_cluster() and not self._kube_context:
             path = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
             if os.path.exists(path):
@@ -1068,7 +1066,6 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Opts]):
     # -- logs ------------------------------------------------------------------------------
 
     def _replica_pod(self, app_id: str, role_name: str, k: int) -> tuple[str, dict[str, Any]]:
-
         ns, job_type, name = _parse_app_id(app_id)
         if job_type == "volcano":
             pod_name = normalize_str(f"{name}-{role_name}-{k}-0")

@@ -199,7 +199,6 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
     # -- submit ------------------------------------------------------------------------------
 
     def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[Any]:
-
         opts = Opts.from_cfg(cfg)
         request.check_options(opts)
         app_id = make_unique(_job_name(app.name))
@@ -575,7 +574,6 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
 
 
 def _roles_of(metadata: Mapping[str, Any]) -> dict[str, int]:
-
     try:
         roles = json.loads(str(metadata.get(request.META_ROLES) or "{}"))
     except ValueError:

@@ -265,7 +265,6 @@ class _ThrottledWatcher:
         self._last: tuple[float, DescribeAppResponse | None] | None = None
 
     def describe(self, app_id: str) -> DescribeAppResponse | None:
-
         now = time.monotonic()
         if self._last is None or now - self._last[0] >= self._interval:
             self._last = (now, self._scheduler.describe(app_id))
@@ -328,7 +327,6 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
         return self._dir_workspace.created_job_dirs()
 
     def _run_opts(self) -> runopts:
-
         return Opts.as_runopts()
 
     # -- dry run ----------------------------------------------------------------------------
@@ -364,7 +362,6 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
         self._dir_workspace.drop_staged()
 
     def _request(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[SlurmBatchRequest]:
-
         return build(
             app,
             cfg,
@@ -416,7 +413,6 @@ class SlurmScheduler(MultiWorkspaceMixin, Scheduler["Opts"]):
         return _each_array(req, lambda cmd: self._sbatch_one(req, cmd))
 
     def _sbatch_one(self, req: SlurmBatchRequest, cmd: list[str]) -> str:
-
         script = script_of(req).encode("utf-8", "surrogateescape")
         argv = list(cmd)
         # the script and the logs (written by Slurm with the umask sbatch passes on) are

@@ -212,7 +212,6 @@ class PluginRegistry:
         self._errors.append(error)
 
     def _merge(self, plugin_type: PluginType, found: PluginFactories) -> PluginFactories:
-
         from_entry_points = {
             name: factory
             for name, factory in load_group(plugin_type.value).items()

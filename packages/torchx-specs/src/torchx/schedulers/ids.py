@@ -13,7 +13,6 @@ queue, cluster or daemon several users share, another user's run of the same key
 its app apart, and is never taken for this user's.
 """
 
-import hashlib
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -66,6 +65,7 @@ def random_id(max_length: int | None = None) -> str:
 def key_id(key: str, max_length: int | None = None) -> str:
     """The id of an idempotency key: :func:`random_id`'s alphabet, drawn from the key's
     SHA-256 instead of ``os.urandom`` (the same key, the same id)."""
+    import hashlib  # with a key only: not on `torchx run`'s path (bench_cli)
 
     digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
     chunks = iter([int.from_bytes(digest[i : i + 8], "big") for i in range(0, 32, 8)])

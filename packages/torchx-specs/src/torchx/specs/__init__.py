@@ -181,7 +181,6 @@ _LAZY: dict[str, tuple[str, str]] = {
 
 
 def _custom_named_resources() -> dict[str, Callable[[], Resource]]:
-
     return load_custom_named_resources()
 
 

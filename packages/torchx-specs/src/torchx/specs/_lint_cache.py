@@ -24,7 +24,6 @@ _memo: "dict[str, _Table]" = {}
 
 
 def _header() -> "tuple[int, str]":
-
     return (_FORMAT, __version__)
 
 

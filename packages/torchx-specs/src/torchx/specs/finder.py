@@ -582,7 +582,6 @@ class CustomComponentsFinder(ComponentsFinder):
 
 
 def _entry_point_finders() -> list[ModuleComponentsFinder]:
-
     finders = []
     for ep in entry_points(COMPONENTS_GROUP):
         group = "" if ep.name.startswith("_") else ep.name

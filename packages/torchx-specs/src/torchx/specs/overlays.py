@@ -235,7 +235,6 @@ def _read_text(uri: str) -> str:
 
 
 def _load_overlay_file(uri: str) -> dict[str, Any]:
-
     text = _read_text(uri)
     try:
         data = json.loads(text)

@@ -119,7 +119,6 @@ def _wrap(msg: str, header: str, width: int = _WRAP_WIDTH) -> str:
 
 
 def _trim_error(msg: str) -> str:
-
     match = re.search(_RPC_ERROR_PATTERN, msg)
     if match:
         msg = match.group(0)

@@ -216,7 +216,6 @@ class WorkspaceProgress:
     SHOW_AFTER_S = 1.0
 
     def __init__(self, workspace: str, verb: str) -> None:
-
         self.workspace = workspace
         self.verb = verb
         self.files = 0
@@ -257,7 +256,6 @@ class WorkspaceProgress:
         )
 
     def _maybe_show(self, path: str) -> None:
-
         now = time.monotonic()
         if now < self._next_show:
             return

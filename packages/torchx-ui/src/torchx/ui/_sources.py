@@ -123,7 +123,6 @@ class SchedulerSource:
         threading.Thread(target=self._list, name=f"ui-list-{self.name}", daemon=True).start()
 
     def _list(self) -> None:
-
         try:
             cfg: dict[str, Any] = dict(self.cfg)  # -cfg first, then .torchxconfig's
             config.apply(scheduler=self.name, cfg=cfg)

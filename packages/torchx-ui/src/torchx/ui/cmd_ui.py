@@ -78,7 +78,6 @@ class CmdUi(SubCommand):
         )
 
     def run(self, args: argparse.Namespace) -> None:
-
         if args.port is not None and not 0 <= args.port <= 65535:
             raise CliError(f"--port must be 0-65535, got {args.port}", exit_code=2)
         with get_runner() as runner:
@@ -89,7 +88,6 @@ class CmdUi(SubCommand):
 
 
 def _schedulers(given: str | None) -> list[str]:
-
     installed = sorted(get_scheduler_factories())
     if given is None:
         names = configured_schedulers()

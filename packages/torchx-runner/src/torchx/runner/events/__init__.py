@@ -168,7 +168,6 @@ def record(event: TorchxEvent, destination: str = "null") -> None:
 
 
 def _session_id() -> str:
-
     return get_session_id_or_create_new()
 
 

@@ -59,7 +59,6 @@ _DEFAULT_FOR_REPLICAS = tuple(
 
 
 def _print_exc() -> None:
-
     with contextlib.suppress(BaseException):
         import traceback
 

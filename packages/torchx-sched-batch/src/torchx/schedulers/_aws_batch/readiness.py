@@ -25,7 +25,6 @@ def _probe_client(session: Any) -> Any:
 
 
 def checks(cfg: dict[str, Any]) -> list[ReadinessCheck]:
-
     try:
         session = new_session()
         client = _probe_client(session)
@@ -84,7 +83,6 @@ def _queue_check(queue: dict[str, Any]) -> ReadinessCheck:
 
 
 def _compute_check(client: Any, queue: dict[str, Any]) -> ReadinessCheck:
-
     arns = [str(e["computeEnvironment"]) for e in queue.get("computeEnvironmentOrder", [])]
     if not arns:
         return not_ready(

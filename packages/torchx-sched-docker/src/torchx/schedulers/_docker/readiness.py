@@ -18,7 +18,6 @@ class _Daemon:
     it can talk to the daemon (local socket, plain TCP), else through the docker SDK."""
 
     def __init__(self) -> None:
-
         self.engine = from_env()
         self.address = self.engine.address if self.engine is not None else _daemon_address()
 

@@ -71,7 +71,6 @@ class RetryingApi:
         repeatable = name in _REPEATABLE
 
         def call(*args: Any, **kwargs: Any) -> Any:
-
             return retry_call(
                 lambda: self._once(attr, args, kwargs),
                 service=f"the Docker daemon at {self._address}",

@@ -139,7 +139,6 @@ def array_of(summaries: list[dict[str, Any]]) -> dict[int, dict[str, Any]] | Non
 
 
 def array_status(array: dict[int, dict[str, Any]], roles_statuses: list[RoleStatus]) -> ArrayStatus:
-
     replicas = sorted(roles_statuses[0].replicas, key=lambda r: r.id)
     states = [AppState.PENDING if r.state == AppState.SUBMITTED else r.state for r in replicas]
     return ArrayStatus.of(

@@ -146,7 +146,6 @@ class _NoRetryNotes:
 
 
 def _quiet_retries() -> None:
-
     pool_log = logging.getLogger("urllib3.connectionpool")
     if not any(isinstance(f, _NoRetryNotes) for f in pool_log.filters):
         pool_log.addFilter(_NoRetryNotes())
@@ -273,7 +272,6 @@ def api_error(e: Exception, action: str, namespace: str) -> KubernetesApiError:
 
 
 def _short(e: Exception) -> str:
-
     return connection_problem(getattr(e, "reason", None) or e)
 
 

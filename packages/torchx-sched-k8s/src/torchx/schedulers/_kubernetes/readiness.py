@@ -60,7 +60,6 @@ def _context() -> tuple[str, str]:
 
 
 def _json_of(response: Any) -> Any:
-
     try:
         return json.loads(response.data or b"{}")
     finally:
@@ -116,7 +115,6 @@ def _error_of(e: Exception, action: str, namespace: str) -> tuple[str, str]:
 
 
 def checks(cfg: dict[str, Any]) -> list[ReadinessCheck]:
-
     if not cluster_configured():
         return [
             not_configured(

@@ -551,7 +551,6 @@ def pod_spec(
 
 
 def _role_overlay(role: Role) -> dict[str, Any]:
-
     return get_overlay(role, "kubernetes", "V1Pod")
 
 

@@ -10,7 +10,6 @@ TIMEOUT_S = 3.0
 
 
 def checks(dashboard_address: str | None) -> list[ReadinessCheck]:
-
     try:
         address, origin = resolve_address(dashboard_address)
     except RayApiError as e:

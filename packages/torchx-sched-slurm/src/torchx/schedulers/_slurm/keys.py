@@ -22,7 +22,6 @@ _MARK = "torchx-key:"
 
 
 def _mark(key: str) -> str:
-
     return f"{_MARK}{key_id(key)}"
 
 

@@ -97,7 +97,6 @@ the ``config.json`` umoci wrote, checked before the entry is reused."""
 
 
 def _sha256(path: str) -> str:
-
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
 

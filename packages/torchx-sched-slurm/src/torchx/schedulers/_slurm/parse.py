@@ -278,7 +278,6 @@ def _job_from_json(job: Mapping[str, Any]) -> SlurmJob | None:
 
 
 def _json_jobs(text: str) -> list[Mapping[str, Any]]:
-
     try:
         doc = json.loads(text)
     except ValueError:

@@ -216,7 +216,6 @@ def _read(via: SshTarget, path: str, offset: int) -> bytes:
 
 
 def _finished(watcher: Any, app_id: str) -> bool:
-
     desc = watcher.describe(app_id)
     return desc is None or is_terminal(desc.state)
 

@@ -380,7 +380,6 @@ def _task_ids(spec: str) -> list[int]:
 
 
 def _from_squeue(out: str, tasks: dict[int, _Task], names: dict[str, str]) -> None:
-
     for line in out.splitlines():
         parts = line.split("|", len(_SQUEUE_FIELDS) - 1)
         if len(parts) < len(_SQUEUE_FIELDS):
@@ -408,7 +407,6 @@ def _from_squeue(out: str, tasks: dict[int, _Task], names: dict[str, str]) -> No
 
 
 def _from_sacct(out: str, tasks: dict[int, _Task], names: dict[str, str]) -> None:
-
     lines = [line for line in out.splitlines() if line.strip()]
     if not lines:
         return

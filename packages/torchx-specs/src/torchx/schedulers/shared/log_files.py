@@ -90,7 +90,6 @@ def read_lines(path: str, regex: str | None = None) -> Iterator[str]:
 
 
 def _is_finished(scheduler: _AppWatcher, app_id: str) -> bool:
-
     desc = scheduler.describe(app_id)
     return desc is None or is_terminal(desc.state)
 

@@ -218,7 +218,6 @@ def _refused(error: BaseException) -> bool:
 
 
 def _log_outage(error: BaseException, limit: float) -> None:
-
     first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     if first in _warned:
         return
@@ -227,7 +226,6 @@ def _log_outage(error: BaseException, limit: float) -> None:
 
 
 def _log_recovery(service: str, tries: int, elapsed: float) -> None:
-
     get_logger(__name__).warning(
         "%s answered again after %.1f s (%d tries)", service, elapsed, tries
     )

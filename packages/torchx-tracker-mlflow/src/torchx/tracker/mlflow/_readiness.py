@@ -15,7 +15,6 @@ TIMEOUT_S = 3.0
 
 
 def check_ready(config: str | None) -> list[ReadinessCheck]:
-
     try:
         settings = resolve_settings(config)
     except ValueError as e:

@@ -376,7 +376,6 @@ class MLflowTracker(TrackerBase):
             self._keep(op, args, kwargs, e)
 
     def _keep(self, op: str, args: list[Any], kwargs: dict[str, Any], why: BaseException) -> None:
-
         path = keep(self.tracking_uri, op, args, kwargs)
         logger.warning(
             "%s; kept `%s` of run %r in %s, written by the next write to this server",
