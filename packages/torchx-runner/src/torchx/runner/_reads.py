@@ -8,9 +8,8 @@ from collections.abc import Iterable, Iterator, Mapping
 
 from torchx.runner._logs import PatientLog
 from torchx.runner._requests import with_app_id
-from torchx.runner._status import element_position
 from torchx.runner.events import log_event
-from torchx.runner.sweep import sweep_as_described
+from torchx.runner.sweep import element_position, sweep_as_described
 from torchx.specs.api import (
     AppDef,
     AppDryRunInfo,

@@ -124,15 +124,6 @@ def number_by_element(status: AppStatus, array: ArrayStatus) -> None:
         failure.replica_id = indices[failure.replica_id]
 
 
-def element_position(array: ArrayStatus, index: int) -> int:
-    """Where element ``index`` of a sweep is in its submission (the scheduler's replica)."""
-    position = array.position_of(index)
-    if position is None:
-        indices = ", ".join(str(e.index) for e in array.elements)
-        raise ValueError(f"this sweep has no element {index}; its elements: {indices}")
-    return position
-
-
 def failure_of(desc: DescribeAppResponse) -> Failure | None:
     """The root cause of a FAILED app: the scheduler's, else the first failed replica it
     lists, with the scheduler's message and an ``unknown`` cause (nothing more is known)."""

@@ -35,9 +35,6 @@ from torchx.runner._requests import (
     target_of,
     with_key,
 )
-from torchx.runner._status import (
-    status_from,
-)
 from torchx.runner._trackers import finish_tracked_app, get_configured_trackers
 from torchx.runner._workspaces import build_planned, built_images, prepare_workspaces
 from torchx.runner.events import log_event
@@ -53,7 +50,6 @@ from torchx.specs.api import (
     AppDef,
     AppDryRunInfo,
     AppHandle,
-    AppStatus,
     CfgVal,
     Role,
     UnknownSchedulerException,
@@ -79,6 +75,7 @@ if TYPE_CHECKING:
     from torchx.schedulers import SchedulerFactory
     from torchx.schedulers.api import Scheduler
     from torchx.specs.api import Role
+    from torchx.specs.status import AppStatus
 
 __all__ = ["NONE", "Runner", "S", "Stream", "get_configured_trackers", "get_runner"]
 
@@ -689,6 +686,9 @@ class Runner(SweepMethods, ReadMethods):
             if desc is None:
                 self._apps.pop(app_handle, None)
                 return None
+            # a status read only: not on `torchx run --dryrun`'s path (bench_cli)
+            from torchx.runner._status import status_from
+
             status = status_from(
                 desc, scheduler, progress=progress, element_progress=element_progress
             )

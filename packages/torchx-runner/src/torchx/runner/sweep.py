@@ -582,3 +582,12 @@ class SweepMethods:
             handle = self.schedule(info)
         record.save_retry(handle, array)
         return handle
+
+
+def element_position(array: ArrayStatus, index: int) -> int:
+    """Where element ``index`` of a sweep is in its submission (the scheduler's replica)."""
+    position = array.position_of(index)
+    if position is None:
+        indices = ", ".join(str(e.index) for e in array.elements)
+        raise ValueError(f"this sweep has no element {index}; its elements: {indices}")
+    return position

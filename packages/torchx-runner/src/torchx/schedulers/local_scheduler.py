@@ -71,11 +71,9 @@ from torchx.specs.api import (
     AppState,
     BindMount,
     CfgVal,
-    ReplicaStatus,
     Resource,
     RetryPolicy,
     Role,
-    RoleStatus,
     macros,
     runopts,
 )
@@ -993,6 +991,9 @@ class LocalScheduler(Scheduler[Opts]):
         return state_dir, request, state
 
     def describe(self, app_id: str) -> DescribeAppResponse | None:
+        # a status read: not on `torchx run --dryrun`'s path (bench_cli)
+        from torchx.specs.status import ReplicaStatus, RoleStatus
+
         loaded = self._load(app_id)
         if loaded is None:
             return None

@@ -24,16 +24,15 @@ from torchx.specs.api import (
     NULL_RESOURCE,
     AppDef,
     AppDryRunInfo,
-    AppState,
     CfgVal,
     InvalidRunConfigException,
     Role,
-    RoleStatus,
     Workspace,
     cases,
     macros,
     runopts,
 )
+from torchx.specs.states import AppState
 from torchx.util.log import get_logger
 from torchx.util.readiness import NO_CHECKS, ReadinessCheck
 from torchx.util.startup.lazy_dataclass import (
@@ -58,7 +57,7 @@ if TYPE_CHECKING:
     from torchx.schedulers.list_filter import ListFilter
     from torchx.specs.attempts import Attempt
     from torchx.specs.failure import Failure
-    from torchx.specs.status import ArrayStatus
+    from torchx.specs.status import ArrayStatus, RoleStatus
     from torchx.specs.timeline import Phase, Waiting
     from torchx.util.readiness import ReadinessCheck
     from torchx.workspace.api import WorkspaceMixin

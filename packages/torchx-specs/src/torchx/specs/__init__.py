@@ -150,17 +150,11 @@ _named_resource_factories = named_resources.factories()
 _LAZY: dict[str, tuple[str, str]] = {
     **{
         name: ("torchx.specs.status", name)
-        for name in (
-            "AppState",
-            "AppStatus",
-            "AppStatusError",
-            "ReplicaState",
-            "ReplicaStatus",
-            "RoleStatus",
-            "ArrayStatus",
-            "is_started",
-            "is_terminal",
-        )
+        for name in ("AppStatus", "AppStatusError", "ReplicaStatus", "RoleStatus", "ArrayStatus")
+    },
+    **{
+        name: ("torchx.specs.states", name)
+        for name in ("AppState", "ReplicaState", "is_started", "is_terminal")
     },
     **{name: ("torchx.specs.sweep", name) for name in ("AppArray", "ArrayElement", "app_array")},
     "CapabilityKey": ("torchx.specs.capabilities", "CapabilityKey"),

@@ -77,9 +77,12 @@ def __getattr__(name: str) -> Any:
         globals()[name] = CfgT
         return CfgT
     if name in _LAZY_STATUS_NAMES:
-        from torchx.specs import status as _status
+        import importlib
 
-        value = getattr(_status, name)
+        # the states on their floor: an app's state needs no status type
+        floor = name in ("AppState", "ReplicaState", "is_started", "is_terminal")
+        module = importlib.import_module("torchx.specs.states" if floor else "torchx.specs.status")
+        value = getattr(module, name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'torchx.specs.api' has no attribute {name!r}")

@@ -9,14 +9,6 @@ import json
 import signal
 
 from torchx.schedulers._local import records as st
-from torchx.specs.failure import (
-    Failure,
-    from_error_file,
-    from_exit_status,
-    from_log_tail,
-    read_log_tail,
-    root_cause,
-)
 from torchx.specs.vocabulary import Cause
 from torchx.util.support.signals import signal_name
 
@@ -55,6 +47,16 @@ def root_failure(request: dict[str, Any], state: dict[str, Any]) -> Failure | No
     """The first observed failure of a failed app: per failed replica its exit code or
     signal, the end of its log (at most 64 KiB read: a traceback, torchrun's root cause
     block) and its torchelastic error file, earliest first."""
+    # a status read: not on `torchx run --dryrun`'s path (bench_cli)
+    from torchx.specs.failure import (
+        Failure,
+        from_error_file,
+        from_exit_status,
+        from_log_tail,
+        read_log_tail,
+        root_cause,
+    )
+
     # not at the top: the supervisor imports this module, and its start is on the path
     # of `torchx run --wait` (bench_cli)
 

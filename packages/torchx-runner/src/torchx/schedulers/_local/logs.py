@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from torchx.schedulers._local import records as st
-from torchx.specs.failure import read_log_tail
 from torchx.util.log import get_logger
 
 TYPE_CHECKING = False
@@ -26,6 +25,9 @@ def progress_tail(request: dict[str, Any]) -> Callable[[], str] | None:
         return None
 
     def tail() -> str:
+        # a status read: not on `torchx run --dryrun`'s path (bench_cli)
+        from torchx.specs.failure import read_log_tail
+
         return read_log_tail(log)
 
     return tail

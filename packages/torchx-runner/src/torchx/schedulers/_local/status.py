@@ -4,15 +4,14 @@ the elements of a sweep."""
 
 from __future__ import annotations
 
-from torchx.specs.api import AppState, RoleStatus, is_terminal
-from torchx.specs.status import ArrayStatus
+from torchx.specs.states import AppState, is_terminal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
     from torchx.specs.attempts import Attempt
-    from torchx.specs.status import ArrayStatus
+    from torchx.specs.status import ArrayStatus, RoleStatus
     from torchx.specs.timeline import Phase
 
 
@@ -62,6 +61,10 @@ def timeline_of(request: dict[str, Any], state: dict[str, Any], app_state: AppSt
 
 def array_status(request: dict[str, Any], roles: list[RoleStatus]) -> ArrayStatus | None:
     """A sweep's elements (role 0's replicas) with their indices and values."""
+    from torchx.specs.status import (
+        ArrayStatus,
+    )  # a status read: not on `torchx run --dryrun`'s path (bench_cli)
+
     array = request.get("array")
     if array is None or not roles:
         return None
