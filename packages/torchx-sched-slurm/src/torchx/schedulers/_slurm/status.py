@@ -557,26 +557,12 @@ def last_interruption(
 
     slurmdbd records an ended attempt a moment after the requeue: until it has, a job
     that requeued itself each of its ``restarts`` times is known from its batch log."""
-    try:
-        code, out, _ = commands.run_once(
-            [
-                "sacct",
-                "--duplicates",
-                "--allocations",
-                "--parsable2",
-                "--format=JobID,State",
-                "-j",
-                job_id,
-            ],
-            via=via,
-        )
-    except commands.SlurmCommandError:
-        code, out = 1, ""
+    out = _attempt_rows(job_id, "JobID,State", via)
     ended = [
         row.state
-        for row in parse.parse_sacct_text(out, leader=job_id)
+        for row in parse.parse_sacct_text(out or "", leader=job_id)
         if row.het_offset == 0 and row.state and row.state not in _RUNNING
-    ] if code == 0 else []  # fmt: skip
+    ]
     if not ended:  # not in the accounting yet: only a requeue of its own is known
         reasons = _requeue_reasons(job_id, log_dir, via)
         return reasons[-1] if restarts and len(reasons) >= restarts else None
@@ -584,6 +570,20 @@ def last_interruption(
         reasons = _requeue_reasons(job_id, log_dir, via)
         return reasons[-1] if reasons else "REQUEUED (scontrol requeue)"
     return ended[-1]
+
+
+def _attempt_rows(job_id: str, fields: str, via: SshTarget | None) -> str | None:
+    """Accounting's record of every attempt of the job (``sacct --duplicates``), as
+    ``--parsable2`` text with ``fields``; None when sacct cannot say."""
+    try:
+        code, out, _ = commands.run_once(
+            ["sacct", "--duplicates", "--allocations", "--parsable2", f"--format={fields}",
+             "-j", job_id],
+            via=via,
+        )  # fmt: skip
+    except commands.SlurmCommandError:
+        return None
+    return out if code == 0 else None
 
 
 def _requeue_reasons(job_id: str, log_dir: str | None, via: SshTarget | None) -> list[str]:
@@ -603,23 +603,8 @@ def attempt_history(job_id: str, log_dir: str | None, via: SshTarget | None) -> 
     """Every attempt of a requeued job, from accounting's record of each (``sacct
     --duplicates``): how the ended ones ended, and when. A requeue the batch script asked
     for (``REQUEUED``) takes its reason from the batch log's ``torchx: requeued:`` lines."""
-
-    try:
-        code, out, _ = commands.run_once(
-            [
-                "sacct",
-                "--duplicates",
-                "--allocations",
-                "--parsable2",
-                "--format=JobID,State,Start,End,ExitCode",
-                "-j",
-                job_id,
-            ],
-            via=via,
-        )
-    except commands.SlurmCommandError:
-        return []
-    if code != 0:
+    out = _attempt_rows(job_id, "JobID,State,Start,End,ExitCode", via)
+    if out is None:
         return []
     lines = out.splitlines()
     header = lines[0].split("|") if lines else []
