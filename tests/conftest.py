@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from torchx_testsupport.backends import BACKENDS, backend_for
 
 
 @pytest.fixture(autouse=True)
@@ -29,11 +30,9 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return work
 
 
-@pytest.fixture(params=["local_cwd", "slurm", "kubernetes"])
+@pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[object]:
     """The backend a loop behaviour is checked on: the test runs once per backend, as a
     user would on each (torchx_testsupport.backends)."""
-    from torchx_testsupport.backends import backend_for
-
     with backend_for(request.param, tmp_path) as found:
         yield found

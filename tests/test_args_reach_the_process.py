@@ -14,7 +14,7 @@ def show(text: str, image: str = "/") -> specs.AppDef:
     role = specs.Role(
         "show", image=image, entrypoint="sh",
         args=["-c", 'printf "%s|%s|%s\\\\n" "$1" "$SHOWN" "$2"', "sh", text, "${replica_id}"],
-        env={"SHOWN": text},
+        env={"SHOWN": text}, resource=specs.Resource(cpu=1, gpu=0, memMB=256),
     )
     return specs.AppDef("show", roles=[role])
 """

@@ -17,17 +17,18 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from unittest import mock
 
-from torchx_testsupport import backend_missing
+from torchx_testsupport import backend_missing, http_ok
 
 __all__ = ["BACKENDS", "Backend", "backend_up"]
 
-BACKENDS = ("local_cwd", "slurm", "kubernetes")
+BACKENDS = ("local_cwd", "local_docker", "slurm", "kubernetes", "aws_batch", "ray")
 """The backends a loop behaviour is tested on (each with what it needs started by
-``tools/<backend>-up.sh``)."""
+``tools/<backend>-up.sh``: docker, slurm, k8s, moto for aws_batch, ray)."""
 
 TORCHX = str(Path(sys.executable).parent / "torchx")
-_HANDLE = re.compile(r"^(?:local_cwd|slurm|kubernetes)://\S+$", re.MULTILINE)
+_HANDLE = re.compile(rf"^(?:{'|'.join(BACKENDS)})://\S+$", re.MULTILINE)
 
 
 class Backend:
@@ -82,6 +83,22 @@ def backend_up(name: str) -> str:
         except (OSError, subprocess.SubprocessError) as e:
             return f"no Slurm cluster ({e}); run tools/slurm-up.sh"
         return "" if "is UP" in ping.stdout else "no Slurm controller; run tools/slurm-up.sh"
+    if name == "local_docker":
+        return "" if _docker_answers() else "no Docker daemon; run tools/docker-up.sh"
+    if name == "aws_batch":
+        from torchx_testsupport.batch import emulator_answers
+
+        if not emulator_answers():
+            return "no AWS emulator answers; run tools/moto-up.sh"
+        return (
+            "" if _docker_answers() else "no Docker daemon for moto's jobs; run tools/docker-up.sh"
+        )
+    if name == "ray":
+        from torchx_testsupport.ray import DASHBOARD
+
+        if not http_ok(f"{DASHBOARD}/api/version", timeout=5):
+            return f"no Ray dashboard at {DASHBOARD}; run tools/ray-up.sh"
+        return ""
     from torchx_testsupport.k8s.cluster import ADMIN
 
     if not ADMIN.exists():
@@ -89,7 +106,25 @@ def backend_up(name: str) -> str:
     return ""
 
 
-_REQUIRE = {"slurm": "TORCHX_REQUIRE_SLURM", "kubernetes": "TORCHX_REQUIRE_K8S"}
+def _docker_answers() -> bool:
+    import docker
+
+    try:
+        docker.from_env(timeout=5).ping()
+    except Exception:
+        return False
+    return True
+
+
+_REQUIRE = {
+    "slurm": "TORCHX_REQUIRE_SLURM",
+    "kubernetes": "TORCHX_REQUIRE_K8S",
+    "local_docker": "TORCHX_REQUIRE_DOCKER",
+    "aws_batch": "TORCHX_REQUIRE_MOTO",
+    "ray": "TORCHX_REQUIRE_RAY",
+}
+_BATCH_QUEUE = f"torchx-backend-{uuid.uuid4().hex[:8]}"
+"""One job queue in the emulator for this test process's aws_batch backend."""
 
 
 @contextmanager
@@ -101,13 +136,47 @@ def backend_for(name: str, tmp_path: Path) -> Iterator[Backend]:
         backend_missing(_REQUIRE[name], problem)
     cwd = tmp_path / "work"
     cwd.mkdir(exist_ok=True)
-    if name != "kubernetes":
-        backend = Backend(name, cwd, {}, None)
-        try:
+    if name == "kubernetes":
+        with _kubernetes(cwd) as backend:
             yield backend
-        finally:
-            backend.cancel_left_over()
         return
+    backend = _plain(name, cwd)
+    try:
+        yield backend
+    finally:
+        backend.cancel_left_over()
+
+
+def _plain(name: str, cwd: Path) -> Backend:
+    """A backend whose set-up is its environment and run options."""
+    from torchx_testsupport.docker import IMAGE
+
+    if name == "local_docker":
+        return Backend(name, cwd, {}, IMAGE)
+    if name == "aws_batch":
+        from torchx_testsupport.batch import AWS_ENV, create_queue
+
+        backend = Backend(name, cwd, {"queue": _BATCH_QUEUE}, IMAGE)
+        for key in ("AWS_PROFILE", "AWS_REGION", "AWS_SESSION_TOKEN", "AWS_CONFIG_FILE"):
+            backend.env.pop(key, None)
+        backend.env.update(AWS_ENV, AWS_EC2_METADATA_DISABLED="true")
+        with mock.patch.dict(os.environ, AWS_ENV):
+            create_queue(_BATCH_QUEUE)  # reused when this process made it already
+        return backend
+    if name == "ray":
+        from torchx_testsupport.ray import DASHBOARD
+
+        backend = Backend(name, cwd, {}, None)
+        for key in ("RAY_API_SERVER_ADDRESS", "RAY_AUTH_TOKEN"):
+            backend.env.pop(key, None)
+        backend.env["RAY_ADDRESS"] = DASHBOARD
+        return backend
+    return Backend(name, cwd, {}, None)
+
+
+@contextmanager
+def _kubernetes(cwd: Path) -> Iterator[Backend]:
+    """The Kubernetes backend in a namespace of its own, deleted at the end."""
     from kubernetes import client, config
 
     from torchx_testsupport.k8s.cluster import ADMIN, IMAGE
@@ -118,7 +187,7 @@ def backend_for(name: str, tmp_path: Path) -> Iterator[Backend]:
     try:
         _wait_for_service_account(core, namespace)
         cfg = {"queue": "-", "job_type": "batch", "namespace": namespace}
-        backend = Backend(name, cwd, cfg, IMAGE)
+        backend = Backend("kubernetes", cwd, cfg, IMAGE)
         backend.env["KUBECONFIG"] = str(ADMIN)
         backend.env.pop("KUBERNETES_SERVICE_HOST", None)
         yield backend

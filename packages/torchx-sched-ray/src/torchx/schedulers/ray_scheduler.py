@@ -62,6 +62,7 @@ from torchx.schedulers.api import (
     Scheduler,
 )
 from torchx.schedulers.ids import make_unique
+from torchx.schedulers.shared import labels
 from torchx.specs.api import (
     AppDef,
     AppDryRunInfo,
@@ -352,7 +353,10 @@ class RayScheduler(WorkspaceMixin[None], Scheduler[RayJob]):
             ui_url=f"{client.shown}/#/jobs/{job_id}",
             metadata=metadata,
             roles_statuses=role_statuses,
-            roles=[Role(name=r, image="", num_replicas=n) for r, n in roles.items()],
+            roles=[
+                Role(name=r, image="", num_replicas=n, env=labels.request_env(metadata))
+                for r, n in roles.items()
+            ],
             failure=failure,
             timeline=phases,
             waiting=waiting,

@@ -226,23 +226,36 @@ def _traceback_spans(lines: list[str]) -> list[tuple[str, list[str], int, int]]:
     ]
 
 
-def _last_program_traceback(
-    lines: list[str], root: tuple[int, int | None] | None = None
-) -> list[str] | None:
-    """The last traceback the program itself raised (not torchrun's own after a worker
-    failed), or None; with torchrun's ``root`` (rank, local rank), that worker's own when
-    its lines are told apart (``[LOCAL_RANK]:``, ``[rankN]:``)."""
-    program = [
+def _program_tracebacks(lines: list[str]) -> list[tuple[str, list[str]]]:
+    """(the worker's prefix, its lines) of every traceback the program itself raised (not
+    torchrun's own after a worker failed), in order."""
+    return [
         (prefix, seq[begin:end])
         for prefix, seq, begin, end in _traceback_spans(lines)
         if _LAUNCHER_ERROR not in seq[end - 1]
     ]
-    if root is not None:
-        rank, local_rank = root
-        marks = [f"[rank{rank}]:"] + ([f"[{local_rank}]:"] if local_rank is not None else [])
-        own = [block for prefix, block in program if any(m in prefix for m in marks)]
-        if own:
-            return own[-1]
+
+
+def _own_traceback(
+    program: list[tuple[str, list[str]]], root: tuple[int, int | None]
+) -> list[str] | None:
+    """The last of ``program``'s tracebacks that worker ``root`` (rank, local rank) wrote,
+    told apart by its ``[rankN]:`` or ``[LOCAL_RANK]:`` prefix, or None."""
+    rank, local_rank = root
+    marks = [f"[rank{rank}]:"] + ([f"[{local_rank}]:"] if local_rank is not None else [])
+    own = [block for prefix, block in program if any(m in prefix for m in marks)]
+    return own[-1] if own else None
+
+
+def _last_program_traceback(
+    lines: list[str], root: tuple[int, int | None] | None = None
+) -> list[str] | None:
+    """The last traceback the program itself raised, or None; with torchrun's ``root``
+    (rank, local rank), that worker's own when its lines are told apart."""
+    program = _program_tracebacks(lines)
+    own = _own_traceback(program, root) if root is not None else None
+    if own is not None:
+        return own
     return program[-1][1] if program else None
 
 
@@ -298,27 +311,96 @@ def without_tee_prefix(line: str) -> str:
     return _tee_prefix(line)[1]
 
 
-def _torchrun_root(lines: list[str]) -> tuple[int, int | None] | None:
-    """The (global rank, local rank) torchrun's "Root Cause (first observed failure)"
-    block names."""
-    start = max((i for i, line in enumerate(lines) if _ROOT_CAUSE in line), default=-1)
-    if start < 0:
+@dataclass
+class _Failed:
+    """One worker in torchrun's failure summary: its global and local rank, its exit code."""
+
+    rank: int
+    local_rank: int | None
+    exit_code: int | None
+
+
+def _torchrun_failures(lines: list[str]) -> list[_Failed]:
+    """The workers torchrun's last failure summary names: its "Root Cause (first observed
+    failure)" first, then the other failures in its order."""
+    root_at = max((i for i, line in enumerate(lines) if _ROOT_CAUSE in line), default=-1)
+    if root_at < 0:
+        return []
+    start = root_at
+    for i in range(root_at - 1, max(-1, root_at - 2000), -1):  # back to its "Failures:"
+        if lines[i].strip() == "Failures:":
+            start = i
+            break
+    entries: list[tuple[bool, dict[str, str]]] = []  # (the root's?, its keys)
+    for i in range(start + 1, min(len(lines), root_at + 12)):
+        if i > root_at and lines[i].strip().startswith("====="):
+            break
+        key, _, value = lines[i].strip().partition(":")
+        if key.strip() == "time":
+            entries.append((i > root_at, {}))
+        if entries:
+            entries[-1][1].setdefault(key.strip(), value.strip())
+    named = [(is_root, _failed(keys)) for is_root, keys in entries]
+    return [f for is_root, f in named if is_root and f] + [
+        f for is_root, f in named if not is_root and f
+    ]
+
+
+def _failed(entry: dict[str, str]) -> _Failed | None:
+    """One summary entry (``rank : 1 (local_rank: 1)``, ``exitcode : -15 (pid: 7)``)."""
+    rank_words = entry.get("rank", "")
+    first = rank_words.split(" ", 1)[0]
+    if not (first.isascii() and first.isdigit()):
         return None
-    for line in lines[start + 1 : start + 12]:
-        key, _, value = line.strip().partition(":")
-        if key.strip() == "rank":
-            first = value.strip().split(" ", 1)[0]
-            if not (first.isascii() and first.isdigit()):
-                return None
-            local = value.partition("local_rank:")[2].strip().rstrip(")").strip()
-            return int(first), int(local) if local.isascii() and local.isdigit() else None
-    return None
+    local = rank_words.partition("local_rank:")[2].strip().rstrip(")").strip()
+    code = entry.get("exitcode", "").split(" ", 1)[0]
+    return _Failed(
+        rank=int(first),
+        local_rank=int(local) if local.isascii() and local.isdigit() else None,
+        exit_code=int(code) if code.lstrip("-").isascii() and code.lstrip("-").isdigit() else None,
+    )
 
 
-def _torchrun_rank(lines: list[str]) -> int | None:
-    """The global rank torchrun's root cause block names."""
-    root = _torchrun_root(lines)
-    return root[0] if root is not None else None
+_STOPPED_BY_LAUNCHER = -15
+"""The exit code of a worker torchrun stopped (SIGTERM) once another had failed."""
+_CONSEQUENCE_MARKS = (  # gloo's and NCCL's words, torch's error types for them
+    "Connection closed by peer",
+    "Connection reset by peer",
+    "DistBackendError",
+    "DistNetworkError",
+    "Watchdog caught collective operation timeout",
+    "NCCL communicator was aborted",
+)
+"""Words of an exception a rank raises because another rank failed (a collective whose peer
+is gone or never answered): a rank that failed for its own reason comes first."""
+
+
+def _is_consequence(failed: _Failed, block: list[str] | None) -> bool:
+    """Whether ``failed`` ended because another worker did: its own last exception is a
+    collective's whose peer went away, or, with no traceback of its own, torchrun stopped
+    it. A worker that raised its own exception and was stopped while it exited (slowly:
+    data loader workers, a tracker's upload) failed for its own reason."""
+    if block is None:
+        return failed.exit_code == _STOPPED_BY_LAUNCHER
+    return any(mark in block[-1] for mark in _CONSEQUENCE_MARKS)
+
+
+def _torchrun_root(lines: list[str]) -> tuple[int, int | None] | None:
+    """The (global rank, local rank) of the worker that failed for its own reason: the
+    first torchrun lists (its root cause first) that did not only react to another's
+    failure. Once it sees one worker fail, torchrun stops the rest, so a worker it lists
+    failed at about the same time; its "first observed" is the lowest local rank among
+    those seen in one poll (its times are whole seconds, taken when it looked), which may
+    be the rank whose collective lost its peer rather than the peer."""
+    failed = _torchrun_failures(lines)
+    if not failed:
+        return None
+    if len(failed) > 1:
+        program = _program_tracebacks(lines)
+        failed.sort(  # stable: otherwise in torchrun's order, its root cause first
+            key=lambda f: _is_consequence(f, _own_traceback(program, (f.rank, f.local_rank)))
+        )
+    return failed[0].rank, failed[0].local_rank
 
 
 def from_error_file(failure: Failure, text: str) -> Failure:

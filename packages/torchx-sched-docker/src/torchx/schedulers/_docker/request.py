@@ -288,6 +288,7 @@ def assemble(app: AppDef, opts: Opts, app_id: str | None = None) -> DockerJob:
                     LABEL_REPLICA_ID: rid,
                     labels.COMMAND: (shared_command if array is None else None)
                     or json.dumps([entrypoint, *args]),
+                    **labels.request_labels(env),
                 },
                 "network": NETWORK,
                 "privileged": privileged,

@@ -114,9 +114,16 @@ def listed_state(summary: dict[str, Any]) -> AppState:
 
 
 def role_of(role_name: str, summary: dict[str, Any], num_replicas: int) -> Role:
-    """The role as its first container shows it: image, entrypoint and args."""
-    role = Role(name=role_name, image=str(summary.get("Image", "")), num_replicas=num_replicas)
-    command = (summary.get("Labels") or {}).get(labels.COMMAND)
+    """The role as its first container shows it: image, entrypoint, args and, for an app
+    of an idempotency key, the request it was made from."""
+    found = summary.get("Labels") or {}
+    role = Role(
+        name=role_name,
+        image=str(summary.get("Image", "")),
+        num_replicas=num_replicas,
+        env=labels.request_env(found),  # an idempotency key's request, to tell it apart
+    )
+    command = found.get(labels.COMMAND)
     try:
         words = json.loads(command) if command else None
     except ValueError:

@@ -15,7 +15,7 @@ from torchx.specs.vocabulary import Cause
 __all__ = ["CAUSES", "failures"]
 
 CAUSES: dict[Cause, str | None] = {
-    Cause.EXCEPTION: "the traceback at the end of the replica's stderr",
+    Cause.EXCEPTION: "the traceback at the end of the replica's output",
     Cause.EXIT_CODE: "the exit code the driver saw",
     Cause.SIGNAL: "a negative exit code the driver saw",
     Cause.OOM: None,

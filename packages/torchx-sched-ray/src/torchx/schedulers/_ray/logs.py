@@ -34,18 +34,18 @@ Entries = list[tuple[str, str]]
 
 
 def replica_tail(client: RayJobsClient, info: ReplicaInfo) -> str:
-    """The end of a replica's last attempt: its stderr (a traceback, ``torchx.progress``
-    reports), else its stdout; the last lines only, as Ray's log API reads them from
-    the end."""
+    """The end of a replica's last attempt: its stdout and stderr merged by the driver's
+    stamps (a traceback and the lines before it, ``torchx.progress`` reports); the last
+    lines only, as Ray's log API reads them from the end."""
     attempts = list(zip(info.actor_ids or [], info.log_files or [], strict=False))
     if not attempts:
         return ""
     actor_id, files = attempts[-1]
-    for suffix in ("err", "out"):
-        entries = actor_lines(client, actor_id, suffix, files, lines=TAIL_LINES)
-        if entries:
-            return "".join(text for _, text in entries)[-LOG_TAIL_BYTES:]
-    return ""
+    entries: Entries = []
+    for suffix in ("out", "err"):
+        entries += actor_lines(client, actor_id, suffix, files, lines=TAIL_LINES) or []
+    entries.sort(key=lambda entry: entry[0])  # stable: a tie keeps stdout before stderr
+    return "".join(text for _, text in entries[-TAIL_LINES:])[-LOG_TAIL_BYTES:]
 
 
 def actor_lines(

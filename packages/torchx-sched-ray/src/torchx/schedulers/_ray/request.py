@@ -24,6 +24,7 @@ from typing import IO, Any
 
 from torchx.schedulers._ray.client import address_in_app_id
 from torchx.schedulers.api import HELP_KEY, StructuredOpts
+from torchx.schedulers.shared import labels
 from torchx.specs.api import AppDef, Role, macros
 from torchx.specs.replica_macros import ReplicaMacros
 from torchx.util.log import get_logger
@@ -342,6 +343,8 @@ def job_metadata(app: AppDef, app_id: str, session: str, opts: Opts) -> dict[str
             ),
         }
     )
+    if app.roles:  # an idempotency key's request, told apart from another's on a rerun
+        metadata.update(labels.request_labels(app.roles[0].env))
     return metadata
 
 
